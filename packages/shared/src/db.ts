@@ -1,0 +1,61 @@
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import pg from 'pg';
+
+// int8 (bigint) columns come back as JS numbers: our counters and byte sizes stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+
+export interface ConnectOptions {
+  url: string;
+  /** The service's own schema: set as search_path, created if missing, holds its migration table. */
+  schema: string;
+  /** Static, ordered record of migrations (ISO-timestamp names). */
+  migrations: Record<string, Migration>;
+  poolSize?: number;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Connect to the service's schema and migrate it to latest, or throw. */
+export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
+  if (!SCHEMA_NAME.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.poolSize ?? 10,
+    options: `-c search_path=${opts.schema}`,
+    connectionTimeoutMillis: 5000,
+  });
+  // An idle client that loses its server must not crash the process; the next query reports it.
+  pool.on('error', () => {});
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  try {
+    await sql`create schema if not exists ${sql.id(opts.schema)}`.execute(db);
+    const migrator = new Migrator({
+      db,
+      migrationTableSchema: opts.schema,
+      provider: { getMigrations: async () => opts.migrations },
+    });
+    const { error, results } = await migrator.migrateToLatest();
+    const failed = results?.find((r) => r.status === 'Error');
+    if (error || failed) {
+      throw new Error(`migration of schema ${opts.schema} failed${failed ? ` at ${failed.migrationName}` : ''}`, { cause: error });
+    }
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  return db;
+}
+
+/** True for Postgres unique-violation errors (used to turn races into clear 409s or retries). */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string } | undefined;
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}
+
+/** True when the error means the database could not be reached (as opposed to a bad query). */
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  if (!e) return false;
+  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '08006', '08001', '08003'].includes(e.code)) return true;
+  return /Connection terminated|timeout exceeded when trying to connect/i.test(e.message ?? '');
+}

@@ -1,0 +1,117 @@
+// One error type for the whole system. A service throws AppError; the NATS wrapper turns it into an
+// error reply; the gateway turns that back into AppError and sends { error, code, status }.
+// Anything that is not an AppError becomes a generic INTERNAL error: internal messages never reach a client.
+
+export const ERROR_CODES = {
+  // 400
+  VALIDATION_FAILED: { status: 400, message: 'Request validation failed' },
+  INVALID_JSON: { status: 400, message: 'Request body is not valid JSON' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Content-Type must be application/json' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large' },
+  INVALID_TRANSACTION: { status: 400, message: 'Transaction is not a valid subscription payment' },
+  // 401
+  UNAUTHORIZED: { status: 401, message: 'Missing or invalid access token' },
+  INVALID_SIGNATURE: { status: 401, message: 'Signature is invalid' },
+  NONCE_INVALID: { status: 401, message: 'Nonce is unknown, used or expired' },
+  INSTANCE_UNAUTHORIZED: { status: 401, message: 'Instance credentials are invalid' },
+  // 402
+  SUBSCRIPTION_REQUIRED: { status: 402, message: 'An active subscription is required' },
+  // 403
+  DAILY_LIMIT_EXCEEDED: { status: 403, message: 'Daily request limit reached' },
+  INSTANCE_LIMIT_EXCEEDED: { status: 403, message: 'Instance limit of the tier reached' },
+  SUBSCRIPTION_CANCELLED: { status: 403, message: 'Subscription is cancelled; no new instances can be created' },
+  STORAGE_LIMIT_EXCEEDED: { status: 403, message: 'Storage limit of the tier reached' },
+  // 404
+  NOT_FOUND: { status: 404, message: 'Not found' },
+  INSTANCE_NOT_FOUND: { status: 404, message: 'Instance not found' },
+  SUBSCRIPTION_NOT_FOUND: { status: 404, message: 'No subscription found' },
+  TRANSACTION_NOT_FOUND: { status: 404, message: 'Transaction not found or not yet confirmed' },
+  KEY_NOT_FOUND: { status: 404, message: 'Key not found' },
+  // 409
+  CONFLICT: { status: 409, message: 'Request conflicts with the current state' },
+  INSTANCE_STATE_CONFLICT: { status: 409, message: 'Instance is not in a state that allows this action' },
+  PORTS_EXHAUSTED: { status: 409, message: 'No port is free in the configured instance port range' },
+  // 429
+  RATE_LIMITED: { status: 429, message: 'Too many requests' },
+  // 5xx
+  INTERNAL: { status: 500, message: 'Internal server error' },
+  SERVICE_UNAVAILABLE: { status: 503, message: 'A backend service is unavailable' },
+  CHAIN_UNAVAILABLE: { status: 503, message: 'The blockchain RPC is unavailable' },
+  DOCKER_UNAVAILABLE: { status: 503, message: 'The container engine is unavailable' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorBody {
+  error: string;
+  code: ErrorCode;
+  status: number;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly retryable: boolean;
+  readonly details: Record<string, unknown> | undefined;
+  /** Seconds a client should wait before retrying (sets Retry-After). */
+  readonly retryAfter: number | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    opts: { details?: Record<string, unknown>; retryable?: boolean; retryAfter?: number; cause?: unknown } = {},
+  ) {
+    super(message ?? ERROR_CODES[code].message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.retryable = opts.retryable ?? this.status >= 500;
+    this.details = opts.details;
+    this.retryAfter = opts.retryAfter;
+  }
+
+  toBody(): ErrorBody {
+    return { error: this.message, code: this.code, status: this.status };
+  }
+
+  /** The shape carried in a NATS error reply. */
+  toWire(): WireError {
+    return {
+      code: this.code,
+      message: this.message,
+      retryable: this.retryable,
+      ...(this.details ? { details: this.details } : {}),
+      ...(this.retryAfter !== undefined ? { retryAfter: this.retryAfter } : {}),
+    };
+  }
+
+  static fromWire(w: WireError): AppError {
+    const code = isErrorCode(w.code) ? w.code : 'INTERNAL';
+    return new AppError(code, code === 'INTERNAL' ? undefined : w.message, {
+      details: w.details,
+      retryable: w.retryable,
+      retryAfter: w.retryAfter,
+    });
+  }
+}
+
+export interface WireError {
+  code: string;
+  message: string;
+  retryable?: boolean;
+  details?: Record<string, unknown>;
+  retryAfter?: number;
+}
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(ERROR_CODES, code);
+}
+
+/** Any thrown value → an AppError safe to show a client. Unknown errors become INTERNAL. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return new AppError('INTERNAL', undefined, { cause: err });
+}
+
+export const validationError = (field: string, problem: string): AppError =>
+  new AppError('VALIDATION_FAILED', `${field}: ${problem}`, { details: { field } });

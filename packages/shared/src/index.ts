@@ -1,0 +1,14 @@
+export * from './errors.ts';
+export * from './config.ts';
+export * from './logger.ts';
+export * from './db.ts';
+export * from './tiers.ts';
+export * from './validate.ts';
+export * from './nats/codec.ts';
+export * from './nats/connect.ts';
+export * from './nats/endpoint.ts';
+export * from './nats/request.ts';
+export * from './nats/events.ts';
+export * from './service.ts';
+export * as contracts from './contracts/index.ts';
+export type { Contract, EventContract, In, Out } from './contracts/contract.ts';

@@ -1,0 +1,27 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+// Paths that may carry secrets anywhere in a log object. pino replaces them with "[redacted]".
+const REDACT = [
+  'token', '*.token', 'authorization', '*.authorization', 'headers.authorization', 'req.headers.authorization',
+  'signature', '*.signature', 'signature_base58', '*.signature_base58',
+  'secret', '*.secret', 'instance_secret', '*.instance_secret', 'headers["x-instance-secret"]', '*.headers["x-instance-secret"]',
+  'password', '*.password', 'key_value', '*.key_value', 'keys', '*.keys', 'private_key', '*.private_key',
+  'instance_key', '*.instance_key', 'master_key', '*.master_key', 'access_token', '*.access_token',
+];
+
+export function createLogger(service: string, level = 'info'): Logger {
+  return pino({
+    level,
+    base: { service, pid: process.pid },
+    redact: { paths: REDACT, censor: '[redacted]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  });
+}
+
+/** The only way a key value may appear in a log: its last four characters. */
+export function keyHint(value: string): string {
+  return value.length <= 4 ? '****' : `…${value.slice(-4)}`;
+}

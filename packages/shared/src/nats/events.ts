@@ -1,0 +1,109 @@
+import { AckPolicy, DeliverPolicy, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type NatsConnection } from 'nats';
+import type { z } from 'zod';
+import type { EventContract } from '../contracts/contract.ts';
+import type { Logger } from '../logger.ts';
+import { decode, encode } from './codec.ts';
+
+export const EVENT_STREAM = 'EVENTS';
+
+/** Create (or update) the durable stream every domain event goes to. Idempotent; every service may call it. */
+export async function ensureEventStream(nc: NatsConnection): Promise<void> {
+  const jsm = await nc.jetstreamManager();
+  const cfg = {
+    name: EVENT_STREAM,
+    subjects: ['events.>'],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    max_age: nanos(14 * 24 * 3600 * 1000),
+    duplicate_window: nanos(10 * 60 * 1000),
+  };
+  try {
+    await jsm.streams.info(EVENT_STREAM);
+    await jsm.streams.update(EVENT_STREAM, cfg);
+  } catch {
+    await jsm.streams.add(cfg);
+  }
+}
+
+/**
+ * Publish an event and wait for JetStream to store it. msgId de-duplicates retries of the same event.
+ */
+export async function publishEvent<P extends z.ZodType>(nc: NatsConnection, ev: EventContract<P>, payload: z.input<P>, msgId?: string): Promise<void> {
+  const data = ev.payload.parse(payload);
+  await nc.jetstream().publish(ev.subject, encode(data), msgId ? { msgID: msgId } : undefined);
+}
+
+export interface Subscription {
+  stop(): Promise<void>;
+}
+
+/**
+ * Consume an event subject through a durable consumer: a service that was down when the event
+ * happened still gets it. A message is acked only after the handler resolves; a throw redelivers it
+ * after a delay. Payloads that break the contract are logged and dropped (terminated), not retried forever.
+ */
+export async function consumeEvents<P extends z.ZodType>(
+  nc: NatsConnection,
+  ev: EventContract<P>,
+  durable: string,
+  handler: (payload: z.output<P>) => Promise<void>,
+  log: Logger,
+): Promise<Subscription> {
+  await ensureEventStream(nc);
+  const jsm = await nc.jetstreamManager();
+  try {
+    await jsm.consumers.info(EVENT_STREAM, durable);
+  } catch {
+    await jsm.consumers.add(EVENT_STREAM, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: ev.subject,
+      ack_wait: nanos(30_000),
+      max_deliver: -1,
+    });
+  }
+  const consumer = await nc.jetstream().consumers.get(EVENT_STREAM, durable);
+  let messages: ConsumerMessages | undefined;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        messages = await consumer.consume({ max_messages: 64 });
+        for await (const m of messages) {
+          const parsed = ev.payload.safeParse(safeDecode(m.data));
+          if (!parsed.success) {
+            log.error({ subject: m.subject, seq: m.seq }, 'dropping event that breaks its contract');
+            m.term();
+            continue;
+          }
+          try {
+            await handler(parsed.data);
+            m.ack();
+          } catch (err) {
+            log.warn({ err, subject: m.subject, seq: m.seq }, 'event handler failed; will be redelivered');
+            m.nak(2000);
+          }
+        }
+      } catch (err) {
+        if (!stopped) log.warn({ err }, 'event consumer interrupted; resuming');
+      }
+      if (!stopped) await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      messages?.stop();
+      await loop.catch(() => {});
+    },
+  };
+}
+
+function safeDecode(data: Uint8Array): unknown {
+  try {
+    return decode(data);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,60 @@
+import type { Kysely, Migration } from 'kysely';
+import type { NatsConnection } from 'nats';
+import type { z } from 'zod';
+import { loadConfig, type BaseConfig } from './config.ts';
+import { pingFor } from './contracts/ping.ts';
+import { connect } from './db.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { connectNats } from './nats/connect.ts';
+import { endpoint, serve, type Endpoint } from './nats/endpoint.ts';
+
+export interface ServiceParts {
+  endpoints: Endpoint[];
+  /** Background work (consumers, reconcilers, keepers) started after the endpoints serve. */
+  start?: () => Promise<void>;
+  /** Called on SIGTERM/SIGINT before NATS drains and the pool closes. */
+  stop?: () => Promise<void>;
+}
+
+export interface ServiceDefinition<S extends z.ZodType<BaseConfig>, DB> {
+  name: string;
+  version: string;
+  config: S;
+  /** Postgres schema owned by this service; omit for services without a database. */
+  db?: { schema: string; migrations: Record<string, Migration> };
+  build: (deps: { config: z.output<S>; log: Logger; nc: NatsConnection; db: Kysely<DB> }) => Promise<ServiceParts>;
+}
+
+/** The main of every service: config → logger → Postgres (migrated) → NATS → serve; SIGTERM drains and stops. */
+export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: ServiceDefinition<S, DB>): Promise<void> {
+  const config = loadConfig(def.config);
+  const log = createLogger(def.name, config.LOG_LEVEL);
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+  const db = def.db ? await connect<DB>({ url: config.DATABASE_URL, ...def.db }) : (undefined as unknown as Kysely<DB>);
+  const nc = await connectNats(config.NATS_URL, config.INSTANCE_NAME || def.name, log);
+  const parts = await def.build({ config: config as z.output<S>, log, nc, db });
+  const ping = endpoint(pingFor(def.name), async () => ({ service: def.name, ok: true, version: def.version }));
+  const service = await serve(nc, { name: def.name, version: def.version, log }, [ping, ...parts.endpoints]);
+  await parts.start?.();
+  log.info({ event: 'ready' }, `${def.name} ready`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    try {
+      await service.stop();
+      await parts.stop?.();
+      await nc.drain();
+      await db?.destroy();
+    } catch (err) {
+      log.error({ err }, 'error while stopping');
+    }
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}

@@ -1,0 +1,13 @@
+import type { Generated } from 'kysely';
+
+export interface AuthDB {
+  users: { id: Generated<string>; wallet_address: string; created_at: Generated<Date>; last_login_at: Date | null };
+  nonces: {
+    nonce: string;
+    wallet_address: string;
+    issued_at: Date;
+    expires_at: Date;
+    used_at: Date | null;
+  };
+  signing_keys: { kid: string; private_pem: string; created_at: Generated<Date> };
+}

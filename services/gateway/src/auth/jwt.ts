@@ -1,0 +1,101 @@
+import { createHash } from 'node:crypto';
+import { errors as joseErrors, importJWK, jwtVerify, type CryptoKey, type JWK, type JWTHeaderParameters } from 'jose';
+import type { NatsConnection } from 'nats';
+import { AppError, contracts, request, type Logger } from '@agenthost/shared';
+
+export interface TokenClaims {
+  user_id: string;
+  wallet_address: string;
+  exp: number;
+}
+
+const TYP = 'at+jwt';
+const REFRESH_MIN_INTERVAL_MS = 5_000;
+const CACHE_MAX = 10_000;
+
+/**
+ * Verifies access tokens locally with the public keys auth serves over NATS (selected by kid).
+ * Algorithms, typ, iss, aud and required claims are pinned. An unknown kid triggers one key refresh
+ * (at most every few seconds), so keys can rotate without restarting the gateway. Verified tokens are
+ * cached by hash until they expire, so the signature check is not paid on every request.
+ */
+export class TokenVerifier {
+  private keys = new Map<string, CryptoKey>();
+  private lastRefresh = 0;
+  private refreshing: Promise<void> | undefined;
+  private verified = new Map<string, { claims: TokenClaims; kid: string }>();
+
+  private readonly nc: NatsConnection;
+  private readonly opts: { issuer: string; audience: string; timeoutMs: number; log: Logger };
+
+  constructor(nc: NatsConnection, opts: { issuer: string; audience: string; timeoutMs: number; log: Logger }) {
+    this.nc = nc;
+    this.opts = opts;
+  }
+
+  async verify(authorization: string | undefined): Promise<TokenClaims> {
+    const token = parseBearer(authorization);
+    const cacheKey = createHash('sha256').update(token).digest('base64url');
+    const hit = this.verified.get(cacheKey);
+    if (hit && hit.claims.exp * 1000 > Date.now() && this.keys.has(hit.kid)) return hit.claims;
+    if (hit) this.verified.delete(cacheKey);
+
+    let header: JWTHeaderParameters | undefined;
+    try {
+      const { payload, protectedHeader } = await jwtVerify(token, async (h) => {
+        header = h;
+        return this.keyFor(h);
+      }, {
+        algorithms: ['EdDSA'],
+        issuer: this.opts.issuer,
+        audience: this.opts.audience,
+        typ: TYP,
+        requiredClaims: ['sub', 'exp', 'iat', 'jti', 'iss', 'aud'],
+      });
+      const claims = contracts.auth.accessClaims.safeParse(payload);
+      if (!claims.success) throw new AppError('UNAUTHORIZED', 'Access token is missing required claims');
+      const out: TokenClaims = { user_id: claims.data.sub, wallet_address: claims.data.wallet, exp: payload.exp! };
+      if (this.verified.size >= CACHE_MAX) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(cacheKey, { claims: out, kid: protectedHeader.kid! });
+      return out;
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      if (err instanceof joseErrors.JWTExpired) throw new AppError('UNAUTHORIZED', 'Access token has expired');
+      this.opts.log.debug({ reason: (err as Error).name, kid: header?.kid }, 'token rejected');
+      throw new AppError('UNAUTHORIZED', 'Access token is invalid');
+    }
+  }
+
+  private async keyFor(h: JWTHeaderParameters): Promise<CryptoKey> {
+    if (h.alg !== 'EdDSA' || typeof h.kid !== 'string') throw new AppError('UNAUTHORIZED', 'Access token is invalid');
+    let key = this.keys.get(h.kid);
+    if (!key && Date.now() - this.lastRefresh > REFRESH_MIN_INTERVAL_MS) {
+      await this.refresh();
+      key = this.keys.get(h.kid);
+    }
+    if (!key) throw new AppError('UNAUTHORIZED', 'Access token is signed by an unknown key');
+    return key;
+  }
+
+  /** Load the current public keys from auth. A failure with no keys cached is a 503 (auth is down). */
+  async refresh(): Promise<void> {
+    this.refreshing ??= (async () => {
+      try {
+        const { keys } = await request(this.nc, contracts.auth.jwks, {}, { timeoutMs: this.opts.timeoutMs });
+        const next = new Map<string, CryptoKey>();
+        for (const jwk of keys) next.set(jwk.kid, (await importJWK(jwk as JWK, 'EdDSA')) as CryptoKey);
+        this.keys = next;
+        this.lastRefresh = Date.now();
+      } finally {
+        this.refreshing = undefined;
+      }
+    })();
+    await this.refreshing;
+  }
+}
+
+function parseBearer(header: string | undefined): string {
+  const m = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/.exec(header ?? '');
+  if (!m) throw new AppError('UNAUTHORIZED', header ? 'Authorization header must be "Bearer <token>"' : 'Authorization header is required');
+  return m[1]!;
+}

@@ -1,0 +1,16 @@
+import { z } from 'zod';
+import { baseConfig, configInt, tiersConfig } from '@agenthost/shared';
+
+export const gatewayConfig = baseConfig.extend({
+  GATEWAY_HOST: z.string().default('0.0.0.0'),
+  GATEWAY_PORT: configInt(8080),
+  /** Largest JSON body accepted (bytes). */
+  BODY_LIMIT_BYTES: configInt(64 * 1024),
+  JWT_ISSUER: z.string().default('agenthost-auth'),
+  JWT_AUDIENCE: z.string().default('agenthost-api'),
+  /** Timeout of a forwarded call; a backend that does not answer in time gives a 503. */
+  NATS_REQUEST_TIMEOUT_MS: configInt(5000),
+  TIER_LIMITS_JSON: tiersConfig,
+});
+
+export type GatewayConfig = z.output<typeof gatewayConfig>;

@@ -1,0 +1,34 @@
+import type { Kysely } from 'kysely';
+import type { NatsConnection } from 'nats';
+import { request, type Contract, type Logger } from '@agenthost/shared';
+import type { z } from 'zod';
+import { TokenVerifier } from './auth/jwt.ts';
+import type { GatewayConfig } from './config.ts';
+import type { GatewayDB } from './db/schema.ts';
+import { Entitlements } from './entitlement.ts';
+import { Usage } from './usage.ts';
+
+/** The composition root: everything the routes need. Tests build it with overrides. */
+export interface GatewayContext {
+  config: GatewayConfig;
+  log: Logger;
+  nc: NatsConnection;
+  db: Kysely<GatewayDB>;
+  tokens: TokenVerifier;
+  entitlements: Entitlements;
+  usage: Usage;
+  /** Forward a call to a backend over NATS with the gateway's timeout and the request id. */
+  call<C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string): Promise<z.output<C['output']>>;
+}
+
+export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: NatsConnection; db: Kysely<GatewayDB> }): GatewayContext {
+  const { config, log, nc, db } = deps;
+  const call: GatewayContext['call'] = (c, input, requestId) => request(nc, c, input, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, requestId });
+  return {
+    ...deps,
+    call,
+    tokens: new TokenVerifier(nc, { issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, log }),
+    entitlements: new Entitlements(call),
+    usage: new Usage(db, config.TIER_LIMITS_JSON),
+  };
+}

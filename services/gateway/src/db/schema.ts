@@ -1,0 +1,9 @@
+/** Tables of the gateway's own schema. */
+export interface GatewayDB {
+  usage_counters: {
+    user_id: string;
+    window: string;
+    window_start: Date;
+    used: number;
+  };
+}

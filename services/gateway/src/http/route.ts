@@ -1,0 +1,68 @@
+import type { Request, Response, Router } from 'express';
+import { AppError } from '@agenthost/shared';
+import type { GatewayContext } from '../context.ts';
+import { isEntitled, type Subscription } from '../entitlement.ts';
+
+/**
+ * public: no credentials. user: a valid access token (subscription optional, counted when present).
+ * subscriber: a valid token and an active subscription (402 otherwise), counted against the tier.
+ * instance: the route authenticates an instance itself (X-Instance-ID / X-Instance-Secret); not counted.
+ */
+export type Access = 'public' | 'user' | 'subscriber' | 'instance';
+
+export interface Caller {
+  user_id: string;
+  wallet_address: string;
+  subscription: Subscription | null;
+}
+
+export interface RouteCtx {
+  req: Request;
+  res: Response;
+  requestId: string;
+  /** Present for user and subscriber routes. */
+  caller: Caller;
+  /** Audit metadata for backends. */
+  meta: { ip: string; user_agent: string; request_id: string };
+}
+
+export type Handler = (r: RouteCtx) => Promise<unknown>;
+
+type Method = 'get' | 'post' | 'put' | 'delete';
+
+/**
+ * Register a route: checks run in the order of spec §5 (token, then subscription, then usage), the
+ * subscription headers are set before the handler runs (so errors carry them too), and the handler's
+ * return value is sent as JSON (status from res.status(), default 200).
+ */
+export function route(router: Router, ctx: GatewayContext, method: Method, path: string, access: Access, handler: Handler): void {
+  router[method](path, async (req, res) => {
+    const requestId = String(res.locals.requestId);
+    const meta = { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId };
+    let caller = NO_CALLER;
+    if (access === 'user' || access === 'subscriber') {
+      const claims = await ctx.tokens.verify(req.get('authorization'));
+      res.locals.userId = claims.user_id;
+      const subscription = await ctx.entitlements.lookup(claims, requestId);
+      caller = { user_id: claims.user_id, wallet_address: claims.wallet_address, subscription };
+      const entitled = isEntitled(subscription);
+      setSubscriptionHeaders(res, entitled ? subscription : null, undefined);
+      if (access === 'subscriber' && !entitled) throw new AppError('SUBSCRIPTION_REQUIRED');
+      if (entitled) {
+        const decision = await ctx.usage.count(claims.user_id, subscription);
+        setSubscriptionHeaders(res, subscription, decision.remainingToday);
+      }
+    }
+    const body = await handler({ req, res, requestId, caller, meta });
+    if (!res.headersSent) res.json(body ?? {});
+  });
+}
+
+const NO_CALLER: Caller = { user_id: '', wallet_address: '', subscription: null };
+
+/** X-Subscription-Tier / -Expires / X-Usage-Remaining on every response; "none" when the caller has no subscription. */
+export function setSubscriptionHeaders(res: Response, sub: Subscription | null, remainingToday: number | undefined): void {
+  res.setHeader('X-Subscription-Tier', sub ? sub.tier : 'none');
+  res.setHeader('X-Subscription-Expires', sub ? sub.expires_at : 'none');
+  res.setHeader('X-Usage-Remaining', String(remainingToday ?? 0));
+}

@@ -1,0 +1,46 @@
+import type { AddressInfo } from 'node:net';
+import { connect, connectNats, createLogger, loadConfig } from '@agenthost/shared';
+import { buildApp } from './app.ts';
+import { gatewayConfig } from './config.ts';
+import { buildContext } from './context.ts';
+import type { GatewayDB } from './db/schema.ts';
+import { migrations } from './db/migrations/index.ts';
+
+const config = loadConfig(gatewayConfig);
+const log = createLogger('gateway', config.LOG_LEVEL);
+process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+
+const db = await connect<GatewayDB>({ url: config.DATABASE_URL, schema: 'gateway', migrations });
+const nc = await connectNats(config.NATS_URL, config.INSTANCE_NAME || 'gateway', log);
+const ctx = buildContext({ config, log, nc, db });
+const app = buildApp(ctx);
+
+const server = app.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);
+server.keepAliveTimeout = 65_000;
+server.headersTimeout = 66_000;
+server.requestTimeout = 30_000;
+await new Promise<void>((resolve, reject) => {
+  server.once('listening', resolve);
+  server.once('error', reject);
+});
+const { port } = server.address() as AddressInfo;
+const host = config.GATEWAY_HOST === '0.0.0.0' ? '127.0.0.1' : config.GATEWAY_HOST;
+log.info({ event: 'ready', url: `http://${host}:${port}` }, `gateway listening on http://${host}:${port}/api`);
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'stopping: no new connections, finishing requests in flight');
+  const force = setTimeout(() => process.exit(1), 10_000);
+  force.unref();
+  server.close();
+  server.closeIdleConnections();
+  await new Promise((r) => server.once('close', r));
+  await ctx.usage.stop();
+  await nc.drain().catch(() => {});
+  await db.destroy();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
