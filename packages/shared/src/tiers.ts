@@ -25,7 +25,7 @@ export const DEFAULT_TIERS: TierTable = {
   enterprise: { instances: UNLIMITED, requests_per_day: UNLIMITED, requests_per_minute: UNLIMITED, storage_mb: 10240, memory_mb: 4096, cpus: 2, pids: 1024 },
 };
 
-const override = z.record(z.enum(['free', 'pro', 'enterprise']), tierLimits.partial());
+const override = z.partialRecord(z.enum(['free', 'pro', 'enterprise']), tierLimits.partial());
 
 /** The tier table from TIER_LIMITS_JSON (partial per tier, merged over the defaults). */
 export function parseTiers(json: string | undefined): TierTable {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createDatabase, type TestDatabase } from './db.ts';
 import { apiClient, type ApiClient } from './http.ts';
-import { startNats, type NatsServer } from './nats.ts';
+import { freePort, startNats, type NatsServer } from './nats.ts';
 import { spawnService, type ServiceProcess } from './service.ts';
 
 export type ServiceName = 'auth' | 'billing-chain' | 'provisioner' | 'keyvault';
@@ -34,7 +34,10 @@ export interface Stack {
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const nats = await startNats();
   const db = await createDatabase();
+  // The first gateway's port is chosen up front so services can tell instances where it is.
+  const gatewayPort = await freePort();
   const env: Record<string, string> = {
+    GATEWAY_PORT: String(gatewayPort),
     NATS_URL: nats.url,
     DATABASE_URL: db.url,
     NATS_REQUEST_TIMEOUT_MS: '3000',
@@ -54,7 +57,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     );
     const gateways: ServiceProcess[] = [];
     for (let i = 0; i < (opts.gateways ?? 1); i++) {
-      const g = await spawnService('gateway', { env: envFor('gateway', { GATEWAY_PORT: '0', GATEWAY_HOST: '127.0.0.1' }), label: `gateway${i}` });
+      const port = i === 0 ? String(gatewayPort) : '0';
+      const g = await spawnService('gateway', { env: envFor('gateway', { GATEWAY_HOST: '127.0.0.1', ...opts.serviceEnv?.gateway, GATEWAY_PORT: port }), label: `gateway${i}` });
       gateways.push(g);
       started.push(g);
     }
@@ -68,7 +72,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       baseUrl,
       api: apiClient(baseUrl),
       async addReplica(name, label) {
-        const extra: Record<string, string> = name === 'gateway' ? { GATEWAY_PORT: '0', GATEWAY_HOST: '127.0.0.1' } : { INSTANCE_NAME: label };
+        const extra: Record<string, string> = name === 'gateway' ? { GATEWAY_HOST: '127.0.0.1', ...opts.serviceEnv?.gateway, GATEWAY_PORT: '0' } : { INSTANCE_NAME: label };
         const p = await spawnService(name, { env: envFor(name, extra), label });
         started.push(p);
         if (name === 'gateway') gateways.push(p);

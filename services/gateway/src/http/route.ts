@@ -4,11 +4,11 @@ import type { GatewayContext } from '../context.ts';
 import { isEntitled, type Subscription } from '../entitlement.ts';
 
 /**
- * public: no credentials. user: a valid access token (subscription optional, counted when present).
+ * public: no credentials. token: a valid access token only (no subscription lookup). user: a valid access token (subscription optional, counted when present).
  * subscriber: a valid token and an active subscription (402 otherwise), counted against the tier.
  * instance: the route authenticates an instance itself (X-Instance-ID / X-Instance-Secret); not counted.
  */
-export type Access = 'public' | 'user' | 'subscriber' | 'instance';
+export type Access = 'public' | 'token' | 'user' | 'subscriber' | 'instance';
 
 export interface Caller {
   user_id: string;
@@ -40,6 +40,11 @@ export function route(router: Router, ctx: GatewayContext, method: Method, path:
     const requestId = String(res.locals.requestId);
     const meta = { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId };
     let caller = NO_CALLER;
+    if (access === 'token') {
+      const claims = await ctx.tokens.verify(req.get('authorization'));
+      res.locals.userId = claims.user_id;
+      caller = { user_id: claims.user_id, wallet_address: claims.wallet_address, subscription: null };
+    }
     if (access === 'user' || access === 'subscriber') {
       const claims = await ctx.tokens.verify(req.get('authorization'));
       res.locals.userId = claims.user_id;

@@ -9,5 +9,6 @@ export function authRoutes(ctx: GatewayContext): Router {
     ctx.call(contracts.auth.nonceCreate, { wallet_address: String(req.query.wallet_address ?? '') }, requestId),
   );
   route(r, ctx, 'post', '/auth/login', 'public', async ({ req, requestId }) => ctx.call(contracts.auth.login, req.body ?? {}, requestId));
+  route(r, ctx, 'get', '/auth/me', 'token', async ({ caller }) => ({ user_id: caller.user_id, wallet_address: caller.wallet_address }));
   return r;
 }
