@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Stops what deploy/start.sh started, and nothing else: servers that were already running when it
+# started (or that DATABASE_URL / NATS_URL / DOCKER_HOST pointed at) are left alone.
+source "$(dirname "$0")/env.sh"
+source "$DEPLOY_DIR/services.sh"
+
+stop_process gateway
+for s in "${SERVICES[@]}"; do stop_process "$s"; done
+stop_process devchain
+stop_process nats
+stop_process dockerd
+if [ -f "$RUN_DIR/postgres.started" ]; then
+  runuser -u agenthost-pg -- /usr/lib/postgresql/15/bin/pg_ctl -D "$AGENTHOST_STATE/pg" -m fast stop >/dev/null 2>&1 || true
+  rm -f "$RUN_DIR/postgres.started"
+  say "stopped Postgres"
+fi
