@@ -1,0 +1,69 @@
+/** In-memory transaction history: records by signature and per-address indexes. */
+import type { TransactionError } from './errors.ts';
+import type { InnerInstructions } from './runtime.ts';
+import type { DecodedTransaction } from './transaction.ts';
+
+export interface TransactionRecord {
+  signature: string;
+  slot: number;
+  blockTime: number;
+  tx: DecodedTransaction;
+  err: TransactionError | null;
+  fee: bigint;
+  preBalances: bigint[];
+  postBalances: bigint[];
+  logs: string[];
+  innerInstructions: InnerInstructions[];
+  unitsConsumed: number;
+  /** "[len] text" of memo instructions, as getSignaturesForAddress reports them. */
+  memo: string | null;
+}
+
+export class Ledger {
+  private readonly bySignature = new Map<string, TransactionRecord>();
+  private readonly byAddress = new Map<string, TransactionRecord[]>();
+  private count = 0;
+
+  add(record: TransactionRecord): void {
+    this.bySignature.set(record.signature, record);
+    this.count++;
+    for (const key of record.tx.accountKeys) {
+      let list = this.byAddress.get(key);
+      if (!list) this.byAddress.set(key, (list = []));
+      list.push(record);
+    }
+  }
+
+  get(signature: string): TransactionRecord | undefined {
+    return this.bySignature.get(signature);
+  }
+
+  has(signature: string): boolean {
+    return this.bySignature.has(signature);
+  }
+
+  get transactionCount(): number {
+    return this.count;
+  }
+
+  /**
+   * Newest first, only records at or below `maxSlot`. `before`: start after this signature;
+   * `until`: stop before this signature (both exclusive).
+   */
+  history(address: string, opts: { maxSlot: number; limit: number; before?: string; until?: string }): TransactionRecord[] {
+    const list = this.byAddress.get(address) ?? [];
+    const out: TransactionRecord[] = [];
+    let started = opts.before === undefined;
+    for (let i = list.length - 1; i >= 0 && out.length < opts.limit; i--) {
+      const r = list[i] as TransactionRecord;
+      if (!started) {
+        if (r.signature === opts.before) started = true;
+        continue;
+      }
+      if (r.signature === opts.until) break;
+      if (r.slot > opts.maxSlot) continue;
+      out.push(r);
+    }
+    return out;
+  }
+}
