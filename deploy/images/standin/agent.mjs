@@ -1,0 +1,101 @@
+// Stand-in agent for tests: a zero-dependency HTTP server shaped like the OpenClaw gateway's
+// probe surface. Started by the instance bootstrap (the image's ENTRYPOINT).
+//
+//   GET /healthz  200 {"ok":true}                           liveness, from the first moment
+//   GET /readyz   200 {"ok":true,"ready":true} once ready,  503 {"ok":false,"ready":false} before
+//   GET /env      200 {"names":[...],"sha256":{...}}        names of the environment variables the
+//                 agent received and the SHA-256 of each value (never the values): lets tests
+//                 check key injection end to end. Test-only image.
+//   GET /         200 {"agent":"standin",...}
+//
+// Environment:
+//   STANDIN_PORT             listen port (default 18789), on 0.0.0.0
+//   STANDIN_READY_DELAY_MS   readiness delay after listening (default 0)
+//   STANDIN_NEVER_READY=1    never become ready
+//   STANDIN_EXIT_AFTER_MS    exit with STANDIN_EXIT_CODE (default 1) after this many ms (crash tests)
+import { createHash } from "node:crypto";
+import http from "node:http";
+
+const port = intEnv("STANDIN_PORT", 18789);
+const readyDelayMs = intEnv("STANDIN_READY_DELAY_MS", 0);
+const neverReady = process.env.STANDIN_NEVER_READY === "1";
+const exitAfterMs = intEnv("STANDIN_EXIT_AFTER_MS", -1);
+const exitCode = intEnv("STANDIN_EXIT_CODE", 1);
+const startedAt = Date.now();
+let ready = false;
+
+function intEnv(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  return Number.isInteger(n) ? n : fallback;
+}
+
+function log(msg, fields = {}) {
+  process.stdout.write(`${JSON.stringify({ ts: new Date().toISOString(), level: "info", msg, component: "standin", ...fields })}\n`);
+}
+
+function send(res, status, body) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), "cache-control": "no-store" });
+  res.end(text);
+}
+
+const server = http.createServer((req, res) => {
+  const path = (req.url ?? "/").split("?")[0];
+  if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, { ok: false, error: "method not allowed" });
+  switch (path) {
+    case "/healthz":
+    case "/health":
+      return send(res, 200, { ok: true });
+    case "/readyz":
+    case "/ready":
+      return ready ? send(res, 200, { ok: true, ready: true }) : send(res, 503, { ok: false, ready: false });
+    case "/env": {
+      const names = Object.keys(process.env).sort();
+      const sha256 = {};
+      for (const name of names) sha256[name] = createHash("sha256").update(process.env[name] ?? "").digest("hex");
+      return send(res, 200, { names, sha256 });
+    }
+    case "/":
+      return send(res, 200, {
+        agent: "standin",
+        instance_id: process.env.AGENTHOST_INSTANCE_ID ?? null,
+        ready,
+        uptime_ms: Date.now() - startedAt,
+        pid: process.pid,
+        uid: process.getuid?.(),
+      });
+    default:
+      return send(res, 404, { ok: false, error: "not found" });
+  }
+});
+server.keepAliveTimeout = 5000;
+
+server.listen(port, "0.0.0.0", () => {
+  log("listening", { port, ready_delay_ms: readyDelayMs, never_ready: neverReady });
+  if (neverReady) return;
+  const markReady = () => {
+    ready = true;
+    log("ready");
+  };
+  if (readyDelayMs > 0) setTimeout(markReady, readyDelayMs);
+  else markReady();
+});
+
+if (exitAfterMs >= 0) {
+  setTimeout(() => {
+    log("exiting on purpose", { exit_code: exitCode });
+    process.exit(exitCode);
+  }, exitAfterMs);
+}
+
+// As PID 1 (the bootstrap execs the agent) nothing handles signals unless we do.
+for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"]) {
+  process.on(sig, () => {
+    log("stopping", { signal: sig });
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+    setTimeout(() => process.exit(0), 2000).unref();
+  });
+}

@@ -1,0 +1,140 @@
+import { Connection, Keypair, PublicKey, Transaction, type TransactionInstruction } from '@solana/web3.js';
+import bs58 from 'bs58';
+import nacl from 'tweetnacl';
+import { cancelInstruction, depositInstruction, subscribeInstruction, tierId, type TierName } from '@agenthost/subscription-program';
+import { readJson, writeJson } from './state.ts';
+
+export interface Env {
+  apiUrl: string;
+  rpcUrl: string;
+  out: (line: string) => void;
+}
+
+interface Session {
+  token: string;
+  user_id: string;
+  wallet_address: string;
+  expires_at: string;
+}
+
+export function loadWallet(): Keypair {
+  const secret = readJson<number[]>('wallet.json');
+  if (!secret) throw new Error('no wallet yet: run `agenthost wallet create`');
+  return Keypair.fromSecretKey(Uint8Array.from(secret));
+}
+
+async function http(env: Env, method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${env.apiUrl}${path}`, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : {};
+  } catch {
+    /* keep text */
+  }
+  return { status: res.status, body: parsed };
+}
+
+function ok(r: { status: number; body: any }, what: string) {
+  if (r.status >= 400) throw new Error(`${what} failed: ${r.status} ${r.body?.code ?? ''} ${r.body?.error ?? JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+export async function walletCreate(env: Env): Promise<void> {
+  if (readJson('wallet.json')) throw new Error('a wallet already exists; remove ~/.agenthost/wallet.json to make a new one');
+  const kp = Keypair.generate();
+  const file = writeJson('wallet.json', Array.from(kp.secretKey));
+  env.out(`wallet ${kp.publicKey.toBase58()} saved to ${file}`);
+}
+
+export async function walletShow(env: Env): Promise<void> {
+  env.out(loadWallet().publicKey.toBase58());
+}
+
+/** nonce → sign the server's Sign-In With Solana message → login; the token is kept for later calls. */
+export async function login(env: Env): Promise<void> {
+  const kp = loadWallet();
+  const address = kp.publicKey.toBase58();
+  const n = ok(await http(env, 'GET', `/auth/nonce?wallet_address=${address}`), 'nonce');
+  const signature = bs58.encode(nacl.sign.detached(new TextEncoder().encode(n.message), kp.secretKey));
+  const session = ok(await http(env, 'POST', '/auth/login', { wallet_address: address, signature_base58: signature, nonce: n.nonce }), 'login') as Session;
+  writeJson('session.json', session);
+  env.out(`signed in as ${address} (user ${session.user_id}) until ${session.expires_at}`);
+}
+
+async function chainConfig(env: Env): Promise<{ programId: PublicKey; treasury: PublicKey }> {
+  const programId = process.env.SUBSCRIPTION_PROGRAM_ID;
+  const treasury = process.env.TREASURY_ADDRESS;
+  if (programId && treasury) return { programId: new PublicKey(programId), treasury: new PublicKey(treasury) };
+  // devchain publishes its program id and treasury; a real cluster needs the two variables above.
+  const res = await fetch(env.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'devchain_getConfig' }) });
+  const body = (await res.json()) as { result?: { programId: string; treasury: string } };
+  if (!body.result) throw new Error('set SUBSCRIPTION_PROGRAM_ID and TREASURY_ADDRESS (the RPC is not a devchain)');
+  return { programId: new PublicKey(body.result.programId), treasury: new PublicKey(body.result.treasury) };
+}
+
+async function send(env: Env, ix: TransactionInstruction, kp: Keypair): Promise<string> {
+  const connection = new Connection(env.rpcUrl, 'confirmed');
+  const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash();
+  const tx = new Transaction({ feePayer: kp.publicKey, blockhash, lastValidBlockHeight }).add(ix);
+  tx.sign(kp);
+  const signature = await connection.sendRawTransaction(tx.serialize(), { preflightCommitment: 'confirmed' });
+  for (let i = 0; i < 300; i++) {
+    const st = (await connection.getSignatureStatuses([signature])).value[0];
+    if (st?.err) throw new Error(`transaction ${signature} failed: ${JSON.stringify(st.err)}`);
+    if (st?.confirmationStatus === 'confirmed' || st?.confirmationStatus === 'finalized') return signature;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`transaction ${signature} was not confirmed in 30 s`);
+}
+
+export async function airdrop(env: Env, sol: number): Promise<void> {
+  const kp = loadWallet();
+  const connection = new Connection(env.rpcUrl, 'confirmed');
+  const sig = await connection.requestAirdrop(kp.publicKey, Math.round(sol * 1e9));
+  for (let i = 0; i < 300; i++) {
+    const st = (await connection.getSignatureStatuses([sig])).value[0];
+    if (st?.confirmationStatus === 'confirmed' || st?.confirmationStatus === 'finalized') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  env.out(`balance: ${(await connection.getBalance(kp.publicKey)) / 1e9} SOL`);
+}
+
+/** Send the subscribe transaction, then tell the service with POST /subscription/register. */
+export async function subscribe(env: Env, tier: TierName): Promise<void> {
+  const kp = loadWallet();
+  const { programId, treasury } = await chainConfig(env);
+  const signature = await send(env, subscribeInstruction({ programId, owner: kp.publicKey, treasury, tier: tierId(tier) }), kp);
+  env.out(`subscribe transaction ${signature} confirmed`);
+  const body = ok(await http(env, 'POST', '/subscription/register', { tx_signature: signature, tier: tierId(tier) }, session().token), 'register');
+  env.out(JSON.stringify(body, null, 2));
+}
+
+export async function deposit(env: Env, sol: number): Promise<void> {
+  const kp = loadWallet();
+  const { programId, treasury } = await chainConfig(env);
+  env.out(`deposit ${await send(env, depositInstruction({ programId, owner: kp.publicKey, treasury, lamports: BigInt(Math.round(sol * 1e9)) }), kp)} confirmed`);
+}
+
+export async function cancel(env: Env): Promise<void> {
+  const kp = loadWallet();
+  const { programId, treasury } = await chainConfig(env);
+  env.out(`cancel ${await send(env, cancelInstruction({ programId, owner: kp.publicKey, treasury }), kp)} confirmed`);
+}
+
+function session(): Session {
+  const s = readJson<Session>('session.json');
+  if (!s) throw new Error('not signed in: run `agenthost login`');
+  return s;
+}
+
+/** Any API call with the saved token: `agenthost call POST /instance/create '{"framework":"openclaw"}'`. */
+export async function call(env: Env, method: string, path: string, json?: string): Promise<number> {
+  const r = await http(env, method.toUpperCase(), path, json === undefined ? undefined : JSON.parse(json), session().token);
+  env.out(JSON.stringify(r.body, null, 2));
+  return r.status >= 400 ? 1 : 0;
+}
