@@ -17,15 +17,12 @@ if [ -z "${SOLANA_RPC_URL:-}" ]; then
   DEVCHAIN_PORT=$DEVCHAIN_PORT start_process devchain node "$REPO_DIR/packages/devchain/src/main.ts"
   wait_for 30 curl -sf -X POST -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"getHealth"}' "http://127.0.0.1:$DEVCHAIN_PORT" ||
     die "devchain did not start (log: $LOG_DIR/devchain.log)"
+  # billing-chain asks devchain for the program id and treasury when they are not configured.
   export SOLANA_RPC_URL="http://127.0.0.1:$DEVCHAIN_PORT"
-  chain_config=$(curl -sf -X POST -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"devchain_getConfig"}' "$SOLANA_RPC_URL")
-  export SUBSCRIPTION_PROGRAM_ID="${SUBSCRIPTION_PROGRAM_ID:-$(node -e 'console.log(JSON.parse(process.argv[1]).result.programId)' "$chain_config")}"
-  export TREASURY_ADDRESS="${TREASURY_ADDRESS:-$(node -e 'console.log(JSON.parse(process.argv[1]).result.treasury)' "$chain_config")}"
 fi
 
 MASTER_KEY_ENCRYPTION="${MASTER_KEY_ENCRYPTION:-$(ensure_secret master-key bash -c 'head -c 32 /dev/urandom | base64')}"
-KEEPER_SECRET_KEY="${KEEPER_SECRET_KEY:-$(ensure_secret keeper-key node -e 'console.log(JSON.stringify([...require("node:crypto").randomBytes(32)]))')}"
-export MASTER_KEY_ENCRYPTION KEEPER_SECRET_KEY GATEWAY_PORT
+export MASTER_KEY_ENCRYPTION GATEWAY_PORT
 
 for s in "${SERVICES[@]}"; do
   say "starting $s"
