@@ -38,6 +38,19 @@ export const ERROR_CODES = {
   SERVICE_UNAVAILABLE: { status: 503, message: 'A backend service is unavailable' },
   CHAIN_UNAVAILABLE: { status: 503, message: 'The blockchain RPC is unavailable' },
   DOCKER_UNAVAILABLE: { status: 503, message: 'The container engine is unavailable' },
+  // keyvault
+  KEY_LIMIT_EXCEEDED: { status: 400, message: 'An instance holds too many keys' },
+  INSTANCE_CREDENTIALS_STALE: { status: 409, message: 'Instance credentials were issued under a retired master key; restart the instance' },
+  // billing-chain: refused registrations (all 400, one code per kind; INVALID_TRANSACTION stays the generic one)
+  TX_SIGNATURE_MALFORMED: { status: 400, message: 'tx_signature is not a base58-encoded 64-byte transaction signature' },
+  INVALID_TIER: { status: 400, message: 'tier must be 0 (free), 1 (pro) or 2 (enterprise)' },
+  TX_FAILED: { status: 400, message: 'The transaction failed on chain' },
+  TX_WRONG_PROGRAM: { status: 400, message: 'The transaction did not invoke the subscription program' },
+  TX_NOT_SUBSCRIBE: { status: 400, message: 'The transaction has no subscribe instruction of the subscription program' },
+  TX_WRONG_SIGNER: { status: 400, message: "The transaction's subscribe was not signed by the caller's wallet" },
+  TX_TIER_MISMATCH: { status: 400, message: 'The transaction subscribed to another tier than the one given' },
+  TX_ALREADY_USED: { status: 400, message: 'The transaction was already used to register a subscription' },
+  SUBSCRIPTION_ACCOUNT_INVALID: { status: 400, message: 'The on-chain subscription account failed verification' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

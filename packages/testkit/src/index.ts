@@ -6,3 +6,4 @@ export * from './http.ts';
 export * from './wallet.ts';
 export * from './secrets.ts';
 export * from './stack.ts';
+export * from './subscribe.ts';

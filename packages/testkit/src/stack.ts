@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import type { DevchainOptions } from '@agenthost/devchain';
 import { createDatabase, type TestDatabase } from './db.ts';
 import { apiClient, type ApiClient } from './http.ts';
 import { freePort, startNats, type NatsServer } from './nats.ts';
 import { spawnService, type ServiceProcess } from './service.ts';
+import type { StackChain } from './subscribe.ts';
 
 export type ServiceName = 'auth' | 'billing-chain' | 'provisioner' | 'keyvault';
 
@@ -14,6 +16,11 @@ export interface StackOptions {
   serviceEnv?: Partial<Record<ServiceName | 'gateway', Record<string, string>>>;
   /** Number of gateway replicas (default 1). */
   gateways?: number;
+  /**
+   * Start a devchain in this process (free port) and point every service at it (SOLANA_RPC_URL,
+   * SUBSCRIPTION_PROGRAM_ID, TREASURY). true = defaults; an object = devchain options (prices, slotMs...).
+   */
+  devchain?: boolean | DevchainOptions;
 }
 
 export interface Stack {
@@ -25,6 +32,8 @@ export interface Stack {
   /** Base URL of the first gateway, including /api. */
   baseUrl: string;
   api: ApiClient;
+  /** The devchain of this stack (startStack({ devchain: true })); use chainClient(stack) / subscribe(stack, session). */
+  chain?: StackChain;
   /** Start one more replica of a service (same environment). */
   addReplica(name: ServiceName | 'gateway', label: string): Promise<ServiceProcess>;
   stop(): Promise<void>;
@@ -34,6 +43,7 @@ export interface Stack {
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const nats = await startNats();
   const db = await createDatabase();
+  const chain = opts.devchain ? await startChain(opts.devchain === true ? {} : opts.devchain) : undefined;
   // The first gateway's port is chosen up front so services can tell instances where it is.
   const gatewayPort = await freePort();
   const env: Record<string, string> = {
@@ -42,6 +52,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     DATABASE_URL: db.url,
     NATS_REQUEST_TIMEOUT_MS: '3000',
     MASTER_KEY_ENCRYPTION: randomBytes(32).toString('base64'),
+    ...(chain ? { SOLANA_RPC_URL: chain.url, SUBSCRIPTION_PROGRAM_ID: chain.programId, TREASURY: chain.treasury } : {}),
     ...opts.env,
   };
   const envFor = (name: ServiceName | 'gateway', extra: Record<string, string> = {}) => ({ ...env, ...opts.serviceEnv?.[name], ...extra });
@@ -71,6 +82,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       gateways,
       baseUrl,
       api: apiClient(baseUrl),
+      ...(chain ? { chain } : {}),
       async addReplica(name, label) {
         const extra: Record<string, string> = name === 'gateway' ? { GATEWAY_HOST: '127.0.0.1', ...opts.serviceEnv?.gateway, GATEWAY_PORT: '0' } : { INSTANCE_NAME: label };
         const p = await spawnService(name, { env: envFor(name, extra), label });
@@ -80,12 +92,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       },
       async stop() {
         await Promise.all(started.map((p) => p.stop()));
+        await chain?.close();
         await nats.stop();
         await db.drop().catch(() => {});
       },
     };
   } catch (err) {
     await Promise.all(started.map((p) => p.kill()));
+    await chain?.close();
     await nats.stop();
     await db.drop().catch(() => {});
     throw err;
@@ -93,3 +107,18 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 }
 
 export const gatewayUrl = (g: ServiceProcess): string => `${String(g.ready.url)}/api`;
+
+/** A devchain in this process on a free port (loaded only by stacks that ask for one). */
+async function startChain(options: DevchainOptions): Promise<StackChain> {
+  const { startDevchain } = await import('@agenthost/devchain');
+  const dc = await startDevchain({ ...options, host: '127.0.0.1', port: 0 });
+  return {
+    url: dc.url,
+    programId: dc.config.programId,
+    treasury: dc.config.treasury,
+    prices: { ...dc.config.prices },
+    advanceClock: async (seconds) => dc.advanceClock(seconds),
+    now: async () => dc.now(),
+    close: () => dc.close(),
+  };
+}

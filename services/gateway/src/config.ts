@@ -11,6 +11,12 @@ export const gatewayConfig = baseConfig.extend({
   /** Timeout of a forwarded call; a backend that does not answer in time gives a 503. */
   NATS_REQUEST_TIMEOUT_MS: configInt(5000),
   TIER_LIMITS_JSON: tiersConfig,
+  /** How long a wallet's subscription is reused in memory before billing-chain is asked again (events refresh it sooner). */
+  ENTITLEMENT_CACHE_TTL_MS: configInt(5000),
+  /** Largest block of quota a replica leases at once (usage counting costs one write per block, not per request). */
+  USAGE_PREFETCH_MAX: configInt(1000),
+  /** A leased block unused this long goes back to the shared counter. */
+  USAGE_IDLE_RETURN_MS: configInt(5000),
 });
 
 export type GatewayConfig = z.output<typeof gatewayConfig>;

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { TokenVerifier } from './auth/jwt.ts';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
+import { coalesce } from './coalesce.ts';
 import { Entitlements } from './entitlement.ts';
 import { Usage } from './usage.ts';
 
@@ -28,7 +29,7 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     ...deps,
     call,
     tokens: new TokenVerifier(nc, { issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, log }),
-    entitlements: new Entitlements(call),
-    usage: new Usage(db, config.TIER_LIMITS_JSON),
+    entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, log }),
+    usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS }),
   };
 }

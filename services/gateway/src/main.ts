@@ -13,6 +13,7 @@ process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejectio
 const db = await connect<GatewayDB>({ url: config.DATABASE_URL, schema: 'gateway', migrations });
 const nc = await connectNats(config.NATS_URL, config.INSTANCE_NAME || 'gateway', log);
 const ctx = buildContext({ config, log, nc, db });
+ctx.entitlements.start(nc);
 const app = buildApp(ctx);
 
 const server = app.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);
@@ -37,6 +38,7 @@ async function shutdown(signal: string): Promise<void> {
   server.close();
   server.closeIdleConnections();
   await new Promise((r) => server.once('close', r));
+  ctx.entitlements.stop();
   await ctx.usage.stop();
   await nc.drain().catch(() => {});
   await db.destroy();

@@ -19,13 +19,16 @@ const who = z.object({ user_id: uuid, wallet_address: walletAddress });
 
 export const register = contract(
   'billing.v1.subscription.register',
+  // Only types are checked here: billing-chain refuses a malformed signature (TX_SIGNATURE_MALFORMED)
+  // or a tier other than 0/1/2 (INVALID_TIER) with their own codes.
   who.extend({
-    tx_signature: z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,90}$/, 'must be a base58 transaction signature'),
-    tier: z.number().int().min(0).max(2),
+    tx_signature: z.string().max(200),
+    tier: z.number(),
   }),
   z.object({
     success: z.boolean(),
-    subscription: z.object({ tier: tierName, is_active: z.boolean(), expires_at: isoTime }),
+    // Spec §4.4 fields, plus `cancelled` so the gateway can cache the whole view at once.
+    subscription: z.object({ tier: tierName, is_active: z.boolean(), expires_at: isoTime, cancelled: z.boolean() }),
     tx_verified: z.boolean(),
   }),
 );

@@ -44,9 +44,18 @@ export const create = contract(
 
 export const get = contract('provisioner.v1.instances.get', owned, instanceView);
 export const list = contract('provisioner.v1.instances.list', z.object({ user_id: uuid }), z.object({ instances: z.array(instanceView) }));
-export const restart = contract('provisioner.v1.instances.restart', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
+/** restart/start recreate the container; tier (from the caller's subscription) re-applies the tier's resource limits. */
+const recreate = owned.extend({ tier: tierName.optional() });
+const transition = z.object({
+  success: z.boolean(),
+  instance_id: instanceId,
+  status: instanceStatus,
+  /** Only when the old container (which carried the gateway token) was gone and a new token had to be minted. */
+  access_token: z.string().optional(),
+});
+export const restart = contract('provisioner.v1.instances.restart', recreate, transition);
 export const stop = contract('provisioner.v1.instances.stop', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
-export const start = contract('provisioner.v1.instances.start', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
+export const start = contract('provisioner.v1.instances.start', recreate, transition);
 export const remove = contract('provisioner.v1.instances.delete', owned, z.object({ success: z.boolean(), instance_id: instanceId, deleted_at: isoTime }));
 export const logs = contract(
   'provisioner.v1.instances.logs',

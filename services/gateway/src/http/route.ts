@@ -28,6 +28,11 @@ export interface RouteCtx {
 
 export type Handler = (r: RouteCtx) => Promise<unknown>;
 
+export interface RouteOptions {
+  /** Count the request against the tier's limits (default true). POST /subscription/register opts out, so a user at the limit can still upgrade. */
+  count?: boolean;
+}
+
 type Method = 'get' | 'post' | 'put' | 'delete';
 
 /**
@@ -35,7 +40,7 @@ type Method = 'get' | 'post' | 'put' | 'delete';
  * subscription headers are set before the handler runs (so errors carry them too), and the handler's
  * return value is sent as JSON (status from res.status(), default 200).
  */
-export function route(router: Router, ctx: GatewayContext, method: Method, path: string, access: Access, handler: Handler): void {
+export function route(router: Router, ctx: GatewayContext, method: Method, path: string, access: Access, handler: Handler, opts: RouteOptions = {}): void {
   router[method](path, async (req, res) => {
     const requestId = String(res.locals.requestId);
     const meta = { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId };
@@ -53,17 +58,35 @@ export function route(router: Router, ctx: GatewayContext, method: Method, path:
       const entitled = isEntitled(subscription);
       setSubscriptionHeaders(res, entitled ? subscription : null, undefined);
       if (access === 'subscriber' && !entitled) throw new AppError('SUBSCRIPTION_REQUIRED');
-      if (entitled) {
-        const decision = await ctx.usage.count(claims.user_id, subscription);
-        setSubscriptionHeaders(res, subscription, decision.remainingToday);
+      if (entitled && opts.count !== false) {
+        try {
+          const decision = await ctx.usage.count(claims.user_id, subscription);
+          setSubscriptionHeaders(res, subscription, decision.remainingToday);
+        } catch (err) {
+          const left = err instanceof AppError ? err.details?.remainingToday : undefined;
+          if (typeof left === 'number') setSubscriptionHeaders(res, subscription, left);
+          throw err;
+        }
+      } else if (entitled) {
+        const limit = ctx.config.TIER_LIMITS_JSON[subscription.tier].requests_per_day;
+        setSubscriptionHeaders(res, subscription, limit === -1 ? -1 : Math.max(0, limit - (await ctx.usage.requestsToday(claims.user_id))));
       }
     }
     const body = await handler({ req, res, requestId, caller, meta });
-    if (!res.headersSent) res.json(body ?? {});
+    if (!res.headersSent) sendJson(res, body ?? {});
   });
 }
 
 const NO_CALLER: Caller = { user_id: '', wallet_address: '', subscription: null };
+
+/**
+ * The JSON body, without Express's ETag/freshness work: API answers are per caller and carry
+ * changing usage headers, so a 304 would never be right, and hashing every body costs time.
+ */
+function sendJson(res: Response, body: unknown): void {
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
+}
 
 /** X-Subscription-Tier / -Expires / X-Usage-Remaining on every response; "none" when the caller has no subscription. */
 export function setSubscriptionHeaders(res: Response, sub: Subscription | null, remainingToday: number | undefined): void {

@@ -1,0 +1,74 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+// Service processes for the benchmark. Unlike the testkit (which pipes every log line through the
+// test process), their output goes straight to a file, so the load generator in this process does
+// not pay for the services' logging.
+
+export interface BenchProcess {
+  name: string;
+  pid: number;
+  ready: Record<string, unknown>;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+export async function spawnLogged(repo: string, name: string, env: Record<string, string>, logDir: string, label = name, execArgv: string[] = []): Promise<BenchProcess> {
+  mkdirSync(logDir, { recursive: true });
+  const logFile = path.join(logDir, `${label}-${Date.now()}.log`);
+  const fd = openSync(logFile, 'a');
+  const child: ChildProcess = spawn(process.execPath, [...execArgv, path.join(repo, 'services', name, 'src/main.ts')], {
+    cwd: repo,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', fd, fd],
+  });
+  closeSync(fd);
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const text = readFileSync(logFile, 'utf8');
+    const line = text.split('\n').find((l) => l.includes('"event":"ready"'));
+    if (line) {
+      return {
+        name,
+        pid: child.pid ?? 0,
+        ready: JSON.parse(line) as Record<string, unknown>,
+        logFile,
+        stop: () =>
+          new Promise<void>((resolve) => {
+            if (exited) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          }),
+      };
+    }
+    if (exited || Date.now() > deadline) throw new Error(`${label} did not become ready:\n${text.split('\n').slice(-20).join('\n')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** The pid of a process whose command line contains `needle` (first match), or 0. */
+export function findPid(needle: string): number {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(needle)) return Number(d);
+    } catch {
+      /* gone */
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,247 @@
+// Benchmark: authenticated GET /api/subscription/status served from cache through
+// gateway → NATS → billing-chain, against a bare node:http JSON server measured in the same run with
+// the same client, concurrency and loopback. Usage: node bench/gateway/run.ts
+//
+// Reports requests/s as a ratio to the bare server (target ≥ 0.25), the p50/p99 latency the gateway
+// adds at half its maximum load (target p99 added ≤ 2 ms), and the usage_counters writes per request
+// (target: far below one). Results go to bench/results/gateway.json.
+
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
+import { cpuSeconds, findPid, spawnLogged, type BenchProcess } from './processes.ts';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '../..');
+
+// The servers deploy/infra.sh started (as vitest.config.ts does).
+const infraEnv = `${process.env.AGENTHOST_STATE ?? '/var/lib/agenthost'}/infra.env`;
+if (existsSync(infraEnv)) {
+  for (const line of readFileSync(infraEnv, 'utf8').split('\n')) {
+    const m = /^([A-Z_]+)=(.*)$/.exec(line);
+    if (m && process.env[m[1]!] === undefined) process.env[m[1]!] = m[2]!;
+  }
+}
+const { apiClient, createDatabase, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
+const { startDevchain } = await import('../../packages/devchain/src/index.ts');
+// bench/ is not a workspace package: borrow the testkit's pg.
+interface PgClient {
+  connect(): Promise<void>;
+  query<R>(text: string): Promise<{ rows: R[] }>;
+  end(): Promise<void>;
+}
+const pg = createRequire(path.join(repo, 'packages/testkit/package.json'))('pg') as { Client: new (o: { connectionString: string }) => PgClient };
+
+const num = (name: string, def: number) => Number(process.env[name] ?? def);
+const CONNECTIONS = num('BENCH_CONNECTIONS', 32);
+const DURATION_MS = num('BENCH_SECONDS', 10) * 1000;
+/** The two targets are measured in alternating slices, so a change in background load hits both alike. */
+const SLICE_MS = num('BENCH_SLICE_SECONDS', 2) * 1000;
+const ROUNDS = Math.max(1, Math.round(DURATION_MS / SLICE_MS));
+const HALF_SLICE_MS = 1000;
+const ROUNDS_HALF = Math.max(3, Math.round(DURATION_MS / HALF_SLICE_MS)) | 1;
+const WARMUP_MS = num('BENCH_WARMUP_SECONDS', 2) * 1000;
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+async function startBare(): Promise<{ url: string; pid: number; stop: () => void }> {
+  const child = spawn(process.execPath, [path.join(here, 'bare-server.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { port: number }).port));
+    child.once('exit', (c) => reject(new Error(`bare server exited with ${c}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/api/subscription/status`, pid: child.pid ?? 0, stop: () => child.kill('SIGTERM') };
+}
+
+async function usageWrites(dbUrl: string): Promise<number> {
+  const c = new pg.Client({ connectionString: dbUrl });
+  await c.connect();
+  try {
+    const r = await c.query<{ w: string }>(
+      `select coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::text as w from pg_stat_user_tables where schemaname = 'gateway' and relname = 'usage_counters'`,
+    );
+    return Number(r.rows[0]?.w ?? 0);
+  } finally {
+    await c.end();
+  }
+}
+
+log('starting nats, database, devchain, auth, billing-chain, gateway');
+const nats = await startNats();
+const db = await createDatabase('bench');
+const devchain = await startDevchain({ host: '127.0.0.1', port: 0 });
+const env: Record<string, string> = {
+  NATS_URL: nats.url,
+  DATABASE_URL: db.url,
+  LOG_LEVEL,
+  SOLANA_RPC_URL: devchain.url,
+  SUBSCRIPTION_PROGRAM_ID: devchain.config.programId,
+  TREASURY: devchain.config.treasury,
+  BACKGROUND_JOBS: 'false',
+  // A limited tier (so every request is counted) with room for the whole run.
+  TIER_LIMITS_JSON: JSON.stringify({ pro: { requests_per_day: 1_000_000_000, requests_per_minute: 1_000_000_000 } }),
+};
+const logDir = path.join(repo, '.test-logs', 'bench');
+const procs: BenchProcess[] = [];
+const [auth, billing] = await Promise.all([
+  spawnLogged(repo, 'auth', env, logDir),
+  spawnLogged(repo, 'billing-chain', env, logDir, 'billing-chain', (process.env.BENCH_BILLING_NODE_ARGS ?? '').split(' ').filter(Boolean)),
+]);
+procs.push(auth, billing);
+const gw = await spawnLogged(
+  repo,
+  'gateway',
+  { ...env, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' },
+  logDir,
+  'gateway',
+  // Diagnostics, e.g. BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc".
+  (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean),
+);
+procs.push(gw);
+const baseUrl = `${String(gw.ready.url)}/api`;
+const stack = {
+  api: apiClient(baseUrl),
+  baseUrl,
+  chain: {
+    url: devchain.url,
+    programId: devchain.config.programId,
+    treasury: devchain.config.treasury,
+    prices: { ...devchain.config.prices },
+    advanceClock: async (s: number) => devchain.advanceClock(s),
+    now: async () => devchain.now(),
+    close: () => devchain.close(),
+  },
+};
+const bare = await startBare();
+let exitCode = 0;
+try {
+  const session = await signIn(stack.api);
+  await subscribe(stack, session, { tier: 'pro' });
+  const gateway: Target = { url: `${stack.baseUrl}/subscription/status`, headers: { authorization: `Bearer ${session.token}` } };
+  const baseline: Target = { url: bare.url, headers: { authorization: `Bearer ${session.token}` } };
+  const check = await session.api.get('/subscription/status');
+  if (check.status !== 200) throw new Error(`status answered ${check.status}: ${check.text}`);
+
+  const writesBefore = await usageWrites(db.url);
+  let gatewayRequests = 0;
+  const onGateway = (r: RunResult) => {
+    gatewayRequests += r.requests + r.errors;
+    return r;
+  };
+
+  log(`warm-up ${WARMUP_MS / 1000}s each`);
+  await closedLoop(baseline, CONNECTIONS, WARMUP_MS);
+  onGateway(await closedLoop(gateway, CONNECTIONS, WARMUP_MS));
+
+  log(`max throughput: ${CONNECTIONS} connections, ${ROUNDS} alternating slices of ${SLICE_MS / 1000}s each`);
+  const bareParts: RunResult[] = [];
+  const gwParts: RunResult[] = [];
+  // CPU time each process spends per request, to show where the time goes.
+  const pids: Record<string, number> = { client: process.pid, bare: bare.pid, gateway: gw.pid, 'billing-chain': billing.pid, 'nats-server': findPid(`-p ${nats.port} `) };
+  const cpu = (): Record<string, number> => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuSeconds(pid) : 0]));
+  const spent = { bare: {} as Record<string, number>, gateway: {} as Record<string, number> };
+  const add = (into: Record<string, number>, a: Record<string, number>, b: Record<string, number>) => {
+    for (const k of Object.keys(a)) into[k] = (into[k] ?? 0) + (b[k]! - a[k]!);
+  };
+  for (let i = 0; i < ROUNDS; i++) {
+    let c0 = cpu();
+    bareParts.push(await closedLoop(baseline, CONNECTIONS, SLICE_MS));
+    let c1 = cpu();
+    add(spent.bare, c0, c1);
+    c0 = cpu();
+    gwParts.push(onGateway(await closedLoop(gateway, CONNECTIONS, SLICE_MS)));
+    c1 = cpu();
+    add(spent.gateway, c0, c1);
+  }
+  const bareMax = merge(bareParts);
+  const gwMax = merge(gwParts);
+  const ratio = gwMax.rps / bareMax.rps;
+  const perRequest = (m: Record<string, number>, n: number) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / n) * 1_000_000)]));
+  const cpuUsPerRequest = { bare: perRequest(spent.bare, bareMax.requests), gateway: perRequest(spent.gateway, gwMax.requests) };
+  log(`cpu µs per request: bare ${JSON.stringify(cpuUsPerRequest.bare)}, gateway ${JSON.stringify(cpuUsPerRequest.gateway)}`);
+  log(`bare ${bareMax.rps} req/s, gateway ${gwMax.rps} req/s, ratio ${ratio.toFixed(3)}`);
+
+  if (process.env.BENCH_RATES) {
+    // Diagnostics: latency at given rates (comma-separated), alternating bare and gateway.
+    for (const rate of process.env.BENCH_RATES.split(',').map(Number)) {
+      const b = await openLoop(baseline, rate, SLICE_MS);
+      const g = onGateway(await openLoop(gateway, rate, SLICE_MS));
+      log(`rate ${rate}: bare p50 ${b.latencyMs.p50} p99 ${b.latencyMs.p99} max ${b.latencyMs.max} | gateway p50 ${g.latencyMs.p50} p99 ${g.latencyMs.p99} max ${g.latencyMs.max}`);
+    }
+  }
+  const half = Math.max(1, Math.round(gwMax.rps / 2));
+  log(`half load: ${half} req/s open loop, ${ROUNDS_HALF} alternating slices of ${HALF_SLICE_MS / 1000}s each`);
+  const bareHalfParts: RunResult[] = [];
+  const gwHalfParts: RunResult[] = [];
+  for (let i = 0; i < ROUNDS_HALF; i++) {
+    bareHalfParts.push(await openLoop(baseline, half, HALF_SLICE_MS));
+    gwHalfParts.push(onGateway(await openLoop(gateway, half, HALF_SLICE_MS)));
+  }
+  const bareHalf = merge(bareHalfParts);
+  const gwHalf = merge(gwHalfParts);
+  const r3 = (x: number) => Math.round(x * 1000) / 1000;
+  const median = (xs: number[]) => {
+    const a = [...xs].sort((x, y) => x - y);
+    return a.length % 2 ? a[(a.length - 1) / 2]! : (a[a.length / 2 - 1]! + a[a.length / 2]!) / 2;
+  };
+  // Pooled over all slices, and the median over adjacent (bare, gateway) slice pairs: this machine is
+  // shared, and a burst of someone else's work lands in one slice; the paired median ignores it.
+  const pooled = { p50: r3(gwHalf.latencyMs.p50 - bareHalf.latencyMs.p50), p99: r3(gwHalf.latencyMs.p99 - bareHalf.latencyMs.p99) };
+  const paired = {
+    p50: r3(median(gwHalfParts.map((g, i) => g.latencyMs.p50 - bareHalfParts[i]!.latencyMs.p50))),
+    p99: r3(median(gwHalfParts.map((g, i) => g.latencyMs.p99 - bareHalfParts[i]!.latencyMs.p99))),
+  };
+  const added = paired;
+  log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
+  log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
+
+  // Stop the gateway: its database sessions end (so Postgres flushes their statistics) and it gives
+  // back its unused quota blocks (counted too).
+  await gw.stop();
+  await new Promise((r) => setTimeout(r, 500));
+  const writes = (await usageWrites(db.url)) - writesBefore;
+  const writesPerRequest = writes / Math.max(1, gatewayRequests);
+  log(`usage_counters writes: ${writes} for ${gatewayRequests} requests (${writesPerRequest.toExponential(2)} per request)`);
+
+  const errors = [bareMax, gwMax, bareHalf, gwHalf].reduce((n, r) => n + r.errors + r.non2xx, 0);
+  const result = {
+    benchmark: 'gateway: authenticated GET /api/subscription/status (JWT → cached entitlement → usage count → NATS → billing-chain cache)',
+    when: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? '', node: process.version },
+    settings: { connections: CONNECTIONS, duration_s: DURATION_MS / 1000, slice_s: SLICE_MS / 1000, warmup_s: WARMUP_MS / 1000, log_level: LOG_LEVEL, client: 'in-process node:http keep-alive, loopback' },
+    max_throughput: { bare: report(bareMax), gateway: report(gwMax), cpu_us_per_request: cpuUsPerRequest, ratio: Math.round(ratio * 1000) / 1000, target: 0.25, pass: ratio >= 0.25 },
+    half_load: {
+      rate_rps: half,
+      slices: ROUNDS_HALF,
+      bare: report(bareHalf),
+      gateway: report(gwHalf),
+      added_ms: added,
+      added_ms_pooled: pooled,
+      per_slice_p99_ms: { bare: bareHalfParts.map((b) => b.latencyMs.p99), gateway: gwHalfParts.map((g) => g.latencyMs.p99) },
+      target_p99_added_ms: 2,
+      pass: added.p99 <= 2,
+    },
+    usage_counting: { gateway_requests: gatewayRequests, usage_counters_writes: writes, writes_per_request: writesPerRequest, pass: writesPerRequest < 0.05 },
+    errors,
+  };
+  mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
+  writeFileSync(path.join(repo, 'bench/results/gateway.json'), `${JSON.stringify(result, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, writes_per_request: writesPerRequest, errors }, null, 2)}\n`);
+  log('wrote bench/results/gateway.json');
+  if (errors > 0) exitCode = 1;
+} catch (err) {
+  log(`failed: ${(err as Error).stack ?? String(err)}`);
+  exitCode = 1;
+} finally {
+  bare.stop();
+  await Promise.all(procs.map((p) => p.stop()));
+  await devchain.close();
+  await nats.stop();
+  await db.drop().catch(() => {});
+}
+process.exit(exitCode);

@@ -1,0 +1,299 @@
+// Benchmark: create → running of agent instances through the provisioner (NATS request → port lease →
+// keyvault credentials → volume → hardened container → start → readiness probe → status running),
+// against a bare `docker run` of the same stand-in image with the same limits, flags and kind of
+// network, measured in the same run, with the same concurrency and the same /readyz polling (50 ms).
+// Usage: node bench/instances/run.ts    (BENCH_CONCURRENCY=20, BENCH_ROUNDS=4, alternating order)
+//
+// Reports p50/p99 of both and their ratio/difference, port collisions (must be 0) and failures (must
+// be 0); the target is a provisioner p50 within 100 ms of the bare docker run. Both sides skip the
+// bootstrap's key fetch (AGENTHOST_BOOTSTRAP_SKIP_KEYS=1: a bare container has no keyvault), so the
+// difference is the provisioning overhead. Results go to bench/results/instances.json.
+
+import { execFile } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const exec = promisify(execFile);
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '../..');
+
+const infraEnv = `${process.env.AGENTHOST_STATE ?? '/var/lib/agenthost'}/infra.env`;
+if (existsSync(infraEnv)) {
+  for (const line of readFileSync(infraEnv, 'utf8').split('\n')) {
+    const m = /^([A-Z_]+)=(.*)$/.exec(line);
+    if (m && process.env[m[1]!] === undefined) process.env[m[1]!] = m[2]!;
+  }
+}
+const { startStack } = await import('../../packages/testkit/src/index.ts');
+const { contracts, request } = await import('../../packages/shared/src/index.ts');
+const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
+const { createRequire } = await import('node:module');
+type Nc = Parameters<typeof request>[0];
+// bench/ is not a workspace package: borrow the testkit's nats client.
+const { connect } = createRequire(path.join(repo, 'packages/testkit/package.json'))('nats') as { connect(o: { servers: string }): Promise<Nc> };
+
+const num = (name: string, def: number) => Number(process.env[name] ?? def);
+const N = num('BENCH_CONCURRENCY', 20);
+const ROUNDS = num('BENCH_ROUNDS', 4);
+const SETTLE_MS = num('BENCH_SETTLE_MS', 3000);
+const IMAGE = process.env.BENCH_IMAGE ?? 'agenthost/standin:latest';
+const POLL_MS = 50;
+/** The status poll of the provisioner path: its watcher already polls /readyz every 50 ms, so this second hop polls faster. */
+const LIST_POLL_MS = 25;
+const LIMITS = { memory_mb: 256, cpus: 0.5, pids: 128 };
+const PROV_PORTS: [number, number] = [18300, 18399];
+const BARE_PORT0 = 18400;
+const tag = randomBytes(3).toString('hex');
+const provNetwork = `ah-bench-p-${tag}`;
+const bareNetwork = `ah-bench-b-${tag}`;
+const bareLabel = `agenthost.bench=${tag}`;
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const docker = async (...args: string[]) => (await exec('docker', args, { maxBuffer: 16 << 20 })).stdout.trim();
+const dockerQuiet = (...args: string[]) => docker(...args).catch(() => '');
+
+async function readyz(port: number, deadline: number): Promise<boolean> {
+  while (Date.now() < deadline) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1000) });
+      await r.arrayBuffer();
+      if (r.status === 200) return true;
+    } catch {
+      /* not yet */
+    }
+    await sleep(POLL_MS);
+  }
+  return false;
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : NaN;
+};
+const stats = (xs: number[]) => ({ n: xs.length, p50: Math.round(pct(xs, 50)), p99: Math.round(pct(xs, 99)), min: Math.round(Math.min(...xs)), max: Math.round(Math.max(...xs)) });
+
+// ---------------------------------------------------------------- bare docker run
+
+async function bareRound(round: number): Promise<{ ms: number[]; failures: number; ports: number[] }> {
+  const ms: number[] = [];
+  let failures = 0;
+  const ports: number[] = [];
+  await Promise.all(
+    Array.from({ length: N }, async (_, i) => {
+      const name = `ah-bench-bare-${tag}-${round}-${i}`;
+      const port = BARE_PORT0 + i;
+      ports.push(port);
+      const mem = `${LIMITS.memory_mb}m`;
+      const t0 = performance.now();
+      try {
+        // The same flags the provisioner sets (see services/provisioner/src/docker/spec.ts).
+        await docker(
+          'run', '-d', '--name', name, '--label', bareLabel,
+          '--user', '10001:10001', '--read-only', '--tmpfs', '/tmp:rw,nosuid,nodev,size=64m,mode=1777',
+          '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges:true', '--ipc', 'private',
+          '--pids-limit', String(LIMITS.pids), '--memory', mem, '--memory-swap', mem, '--cpus', String(LIMITS.cpus),
+          '--restart', 'on-failure:3', '--log-driver', 'json-file', '--log-opt', 'max-size=10m', '--log-opt', 'max-file=3',
+          '--network', bareNetwork, '-p', `127.0.0.1:${port}:18789`, '--mount', `type=volume,source=${name},target=/data,volume-label=${bareLabel}`,
+          '-e', 'AGENTHOST_BOOTSTRAP_SKIP_KEYS=1', '-e', `AGENTHOST_INSTANCE_ID=${name}`, '-e', 'NODE_OPTIONS=--max-old-space-size=192',
+          IMAGE,
+        );
+        if (await readyz(port, Date.now() + 60_000)) ms.push(performance.now() - t0);
+        else failures++;
+      } catch (err) {
+        failures++;
+        log(`bare docker run failed: ${(err as Error).message.split('\n')[0]}`);
+      }
+    }),
+  );
+  const ids = (await dockerQuiet('ps', '-aq', '--filter', `label=${bareLabel}`)).split('\n').filter(Boolean);
+  if (ids.length) await dockerQuiet('rm', '-f', '-v', ...ids);
+  for (let i = 0; i < N; i++) await dockerQuiet('volume', 'rm', '-f', `ah-bench-bare-${tag}-${round}-${i}`);
+  return { ms, failures, ports };
+}
+
+// ---------------------------------------------------------------- provisioner
+
+async function provisionerRound(nc: Nc): Promise<{ ms: number[]; createMs: number[]; failures: number; ports: number[]; dockerPorts: number[] }> {
+  const P = contracts.provisioner;
+  const user_id = randomUUID();
+  const ms: number[] = [];
+  const createMs: number[] = [];
+  const ports: number[] = [];
+  let failures = 0;
+  const started = new Map<string, number>();
+  const pending = new Set<string>();
+  const done = new Map<string, number>();
+  // One poller for the whole round (the list call is a database read), like a dashboard would.
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      if (pending.size) {
+        const t = performance.now();
+        try {
+          const { instances } = await request(nc, P.list, { user_id }, { timeoutMs: 10_000 });
+          for (const i of instances) {
+            if (!pending.has(i.instance_id)) continue;
+            if (i.status === 'running') done.set(i.instance_id, t), pending.delete(i.instance_id);
+            else if (i.status === 'failed') done.set(i.instance_id, -1), pending.delete(i.instance_id);
+          }
+        } catch {
+          /* next poll */
+        }
+      }
+      await sleep(LIST_POLL_MS);
+    }
+  })();
+  await Promise.all(
+    Array.from({ length: N }, async () => {
+      const t0 = performance.now();
+      try {
+        const c = await request(nc, P.create, { user_id, tier: 'enterprise', framework: 'openclaw' }, { timeoutMs: 60_000 });
+        createMs.push(performance.now() - t0);
+        ports.push(c.port);
+        started.set(c.instance_id, t0);
+        pending.add(c.instance_id);
+      } catch (err) {
+        failures++;
+        log(`create failed: ${(err as Error).message}`);
+      }
+    }),
+  );
+  const deadline = Date.now() + 60_000;
+  while (pending.size && Date.now() < deadline) await sleep(20);
+  polling = false;
+  await poller;
+  for (const [id, t0] of started) {
+    const t1 = done.get(id);
+    if (t1 === undefined || t1 < 0) failures++;
+    else ms.push(t1 - t0);
+  }
+  // The ports Docker actually published, to check for collisions independently of the database.
+  const published = await dockerQuiet('ps', '--filter', `label=agenthost.scope=${provNetwork}`, '--format', '{{.Ports}}');
+  const dockerPorts = [...published.matchAll(/127\.0\.0\.1:(\d+)->18789/g)].map((m) => Number(m[1]));
+  await Promise.all([...started.keys()].map((instance_id) => request(nc, P.remove, { user_id, instance_id }, { timeoutMs: 60_000 }).catch(() => failures++)));
+  return { ms, createMs, failures, ports, dockerPorts };
+}
+
+// ---------------------------------------------------------------- main
+
+const collisions = (ports: number[]) => ports.length - new Set(ports).size;
+
+log(`starting nats, database, keyvault, provisioner, gateway (image ${IMAGE}, ${N} concurrent, ${ROUNDS} rounds)`);
+await docker('image', 'inspect', IMAGE).catch(() => {
+  throw new Error(`${IMAGE} is not built: run deploy/images/build.sh standin`);
+});
+const [repoName, version] = IMAGE.split(':') as [string, string];
+const stack = await startStack({
+  services: ['keyvault', 'provisioner'],
+  serviceEnv: {
+    provisioner: {
+      FRAMEWORK_IMAGES: JSON.stringify({ openclaw: repoName }),
+      DEFAULT_VERSION: version,
+      INSTANCE_NETWORK: provNetwork,
+      PORT_RANGE_START: String(PROV_PORTS[0]),
+      PORT_RANGE_END: String(PROV_PORTS[1]),
+      TIER_LIMITS_JSON: JSON.stringify({ enterprise: LIMITS }),
+      INSTANCE_EXTRA_ENV_JSON: JSON.stringify({ AGENTHOST_BOOTSTRAP_SKIP_KEYS: '1' }),
+      NATS_REQUEST_TIMEOUT_MS: '10000',
+    },
+  },
+});
+await docker('network', 'create', '-o', 'com.docker.network.bridge.enable_icc=false', '--label', bareLabel, bareNetwork);
+const nc = await connect({ servers: stack.nats.url });
+let exitCode = 0;
+try {
+  // Warm-up (page cache, first-use costs on both paths), not measured.
+  log('warm-up');
+  await bareRound(-1);
+  await provisionerRound(nc);
+
+  const bare = { ms: [] as number[], failures: 0, collisions: 0 };
+  const prov = { ms: [] as number[], createMs: [] as number[], failures: 0, collisions: 0 };
+  const runBare = async (r: number) => {
+    log(`round ${r + 1}/${ROUNDS}: bare docker run × ${N}`);
+    const b = await bareRound(r);
+    bare.ms.push(...b.ms);
+    bare.failures += b.failures;
+    bare.collisions += collisions(b.ports);
+  };
+  const runProv = async (r: number) => {
+    log(`round ${r + 1}/${ROUNDS}: provisioner create × ${N}`);
+    const p = await provisionerRound(nc);
+    prov.ms.push(...p.ms);
+    prov.createMs.push(...p.createMs);
+    prov.failures += p.failures;
+    prov.collisions += collisions(p.ports) + collisions(p.dockerPorts);
+  };
+  for (let r = 0; r < ROUNDS; r++) {
+    // Alternate the order (A B, B A, ...) so that drift and the previous phase's clean-up weigh on both
+    // sides alike; let the engine settle between phases.
+    const order = r % 2 === 0 ? [runBare, runProv] : [runProv, runBare];
+    for (const phase of order) {
+      await sleep(SETTLE_MS);
+      await phase(r);
+    }
+  }
+  const b = stats(bare.ms);
+  const p = stats(prov.ms);
+  const c = stats(prov.createMs);
+  const result = {
+    benchmark: 'instances',
+    when: new Date().toISOString(),
+    host: { cpus: os.cpus().length, memory_gb: Math.round(os.totalmem() / 2 ** 30) },
+    image: IMAGE,
+    concurrency: N,
+    rounds: ROUNDS,
+    limits: LIMITS,
+    poll_ms: POLL_MS,
+    bare_docker_run_to_ready_ms: b,
+    provisioner_create_to_running_ms: p,
+    provisioner_create_call_ms: c,
+    ratio_p50: Math.round((p.p50 / b.p50) * 100) / 100,
+    ratio_p99: Math.round((p.p99 / b.p99) * 100) / 100,
+    added_p50_ms: p.p50 - b.p50,
+    added_p99_ms: p.p99 - b.p99,
+    port_collisions: prov.collisions + bare.collisions,
+    failures: prov.failures + bare.failures,
+    target: { added_p50_ms_max: 100, port_collisions: 0, failures: 0 },
+    target_met: p.p50 - b.p50 <= 100 && prov.collisions === 0 && prov.failures === 0 && bare.failures === 0,
+  };
+  const row = (name: string, s: { n: number; p50: number; p99: number; min: number; max: number }) =>
+    `${name.padEnd(36)} ${String(s.n).padStart(4)} ${String(s.p50).padStart(7)} ${String(s.p99).padStart(7)} ${String(s.min).padStart(7)} ${String(s.max).padStart(7)}`;
+  console.log(`\ninstances: ${N} concurrent creates → running, ${ROUNDS} round(s), ${IMAGE}, ${os.cpus().length} CPUs`);
+  console.log(`${'path (ms)'.padEnd(36)} ${'n'.padStart(4)} ${'p50'.padStart(7)} ${'p99'.padStart(7)} ${'min'.padStart(7)} ${'max'.padStart(7)}`);
+  console.log(row('bare docker run → /readyz 200', b));
+  console.log(row('provisioner create → running', p));
+  console.log(row('  (create call alone)', c));
+  console.log(`ratio p50 ${result.ratio_p50}  p99 ${result.ratio_p99}   added p50 ${result.added_p50_ms} ms  p99 ${result.added_p99_ms} ms`);
+  console.log(`port collisions ${result.port_collisions}   failures ${result.failures}   target (p50 +≤100 ms, 0 collisions, 0 failures): ${result.target_met ? 'met' : 'NOT met'}\n`);
+  mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
+  writeFileSync(path.join(repo, 'bench/results/instances.json'), `${JSON.stringify(result, null, 2)}\n`);
+  if (result.failures || result.port_collisions) exitCode = 1;
+} catch (err) {
+  log(`failed: ${(err as Error).stack ?? err}`);
+  exitCode = 1;
+} finally {
+  await nc.drain().catch(() => {});
+  await stack.stop().catch((err: unknown) => log(`stopping the stack: ${(err as Error).message}`));
+  // Everything this run made in Docker and the host firewall, whatever happened above.
+  for (const label of [`agenthost.scope=${provNetwork}`, bareLabel]) {
+    const ids = (await dockerQuiet('ps', '-aq', '--filter', `label=${label}`)).split('\n').filter(Boolean);
+    if (ids.length) await dockerQuiet('rm', '-f', '-v', ...ids);
+    const vols = (await dockerQuiet('volume', 'ls', '-q', '--filter', `label=${label}`)).split('\n').filter(Boolean);
+    if (vols.length) await dockerQuiet('volume', 'rm', '-f', ...vols);
+  }
+  for (const net of [provNetwork, bareNetwork]) {
+    for (let i = 0; i < 5 && (await dockerQuiet('network', 'inspect', net)); i++) {
+      await dockerQuiet('network', 'rm', net);
+      await sleep(500);
+    }
+    if (await dockerQuiet('network', 'inspect', net)) log(`could not remove network ${net}`);
+  }
+  await removeFirewall(firewallTag(provNetwork)).catch(() => 0);
+}
+process.exit(exitCode);

@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Keypair } from '@solana/web3.js';
+import { ProgramErrorCode, decodeSubscription } from '@agenthost/subscription-program';
+import { PublicKey } from '@solana/web3.js';
+import type { Logger } from '@agenthost/shared';
+import type { BillingDB } from '../db/schema.ts';
+import { ownerOf, programInstructions, type ChainClient, type SignatureInfo } from './chain.ts';
+import type { ChangeReason, Subscriptions } from './subscriptions.ts';
+
+export interface JobsDeps {
+  db: Kysely<BillingDB>;
+  chain: ChainClient;
+  subs: Subscriptions;
+  keeper: Keypair;
+  log: Logger;
+  intervalMs: number;
+  airdrop: boolean;
+}
+
+const CURSOR = 'program';
+const MAX_PAGES = 10;
+const KEEPER_MIN_LAMPORTS = 50_000_000;
+const KEEPER_TOP_UP = 1_000_000_000;
+
+/**
+ * The background work of billing-chain, run by one replica at a time (a lease row in the billing
+ * schema): pick-up of the program's transactions made without register, then the renewal keeper.
+ */
+export class Jobs {
+  private readonly d: JobsDeps;
+  private readonly holder = randomUUID();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private lastAirdropFailure = 0;
+
+  constructor(deps: JobsDeps) {
+    this.d = deps;
+  }
+
+  start(): void {
+    const loop = () => {
+      if (this.stopped) return;
+      this.running = this.tick().finally(() => {
+        this.running = undefined;
+        if (!this.stopped) this.timer = setTimeout(loop, this.d.intervalMs);
+      });
+    };
+    this.timer = setTimeout(loop, Math.min(this.d.intervalMs, 500));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+    await this.d.db.deleteFrom('leases').where('name', '=', 'jobs').where('holder', '=', this.holder).execute().catch(() => {});
+  }
+
+  /** One round: pick-up, then renewals. Errors are logged; the next round retries. */
+  async tick(): Promise<void> {
+    try {
+      if (!(await this.lease())) return;
+      await this.pickUp();
+      await this.renewDue();
+    } catch (err) {
+      this.d.log.warn({ err }, 'billing background round failed; will retry');
+    }
+  }
+
+  private async lease(): Promise<boolean> {
+    const ttl = `${Math.max(3, Math.ceil((this.d.intervalMs * 3) / 1000))} seconds`;
+    const r = await sql<{ holder: string }>`
+      insert into leases (name, holder, expires_at) values ('jobs', ${this.holder}, now() + ${ttl}::interval)
+      on conflict (name) do update set holder = excluded.holder, expires_at = excluded.expires_at
+        where leases.holder = excluded.holder or leases.expires_at < now()
+      returning holder`.execute(this.d.db);
+    return r.rows.length > 0;
+  }
+
+  /**
+   * Pick-up: the program's signatures since the cursor, oldest first; every wallet a successful
+   * instruction touched is re-read from the chain (subscribe clears a cancellation, cancel sets it).
+   * The cursor moves only after the whole batch is applied, and applying a signature twice changes
+   * nothing, so a crash or an RPC failure mid-batch is simply retried.
+   */
+  async pickUp(): Promise<number> {
+    const programId = this.d.chain.programId.toBase58();
+    const cursor = await this.d.db.selectFrom('cursors').select(['signature']).where('name', '=', CURSOR).executeTakeFirst();
+    const sigs: SignatureInfo[] = [];
+    let before: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const list = await this.d.chain.signatures(programId, { until: cursor?.signature, before, limit: 1000 });
+      sigs.push(...list);
+      if (list.length < 1000) break;
+      before = list[list.length - 1]!.signature;
+    }
+    if (sigs.length === 0) return 0;
+
+    type Seen = { last?: 'subscribe' | 'cancel'; kinds: Set<string>; signature: string };
+    const touched = new Map<string, Seen>();
+    for (const s of [...sigs].reverse()) {
+      if (s.err !== null) continue;
+      const tx = await this.d.chain.transaction(s.signature);
+      if (!tx || tx.err !== null) continue;
+      for (const { ix, decoded } of programInstructions(tx, programId)) {
+        if (!decoded) continue;
+        const wallet = ownerOf(ix, decoded) ?? (await this.walletOfPda(ix.accounts[1]));
+        if (!wallet) continue;
+        const seen = touched.get(wallet) ?? { kinds: new Set<string>(), signature: s.signature };
+        seen.kinds.add(decoded.name);
+        seen.signature = s.signature;
+        if (decoded.name === 'subscribe' || decoded.name === 'cancel') seen.last = decoded.name;
+        touched.set(wallet, seen);
+      }
+    }
+    for (const [wallet, seen] of touched) {
+      const reason: ChangeReason =
+        seen.last === 'cancel' ? 'cancelled' : seen.kinds.has('subscribe') ? 'picked_up' : seen.kinds.has('renew') ? 'renewed' : 'refreshed';
+      await this.d.subs.sync(wallet, {
+        reason,
+        cancelled: seen.last === undefined ? undefined : seen.last === 'cancel',
+        history: false,
+        msgId: `pickup:${seen.signature}:${wallet}`,
+      });
+    }
+    const newest = sigs[0]!;
+    await this.d.db
+      .insertInto('cursors')
+      .values({ name: CURSOR, signature: newest.signature, slot: newest.slot })
+      .onConflict((c) => c.column('name').doUpdateSet({ signature: newest.signature, slot: newest.slot, updated_at: new Date() }))
+      .execute();
+    if (touched.size) this.d.log.info({ signatures: sigs.length, wallets: touched.size }, 'picked up subscription program transactions');
+    return sigs.length;
+  }
+
+  private async walletOfPda(pda: string | undefined): Promise<string | undefined> {
+    if (!pda) return undefined;
+    const row = await this.d.db.selectFrom('subscriptions').select('wallet_address').where('pda', '=', pda).executeTakeFirst();
+    if (row) return row.wallet_address;
+    try {
+      const info = await this.d.chain.connection.getAccountInfo(new PublicKey(pda), this.d.chain.commitment);
+      return info && info.owner.equals(this.d.chain.programId) ? decodeSubscription(info.data).owner.toBase58() : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The keeper: every subscription active on chain whose expires_at has passed (chain time) gets a
+   * renew, paid by the keeper. The program renews from the prepaid balance or deactivates; either
+   * outcome is stored and announced.
+   */
+  async renewDue(): Promise<number> {
+    const now = await this.d.chain.now();
+    const due = await this.d.db
+      .selectFrom('subscriptions')
+      .select(['wallet_address'])
+      .where('chain_active', '=', true)
+      .where('expires_at', '<=', new Date(now))
+      .orderBy('expires_at')
+      .limit(50)
+      .execute();
+    if (due.length === 0) return 0;
+    await this.fundKeeper();
+    let renewed = 0;
+    for (const { wallet_address: wallet } of due) {
+      const r = await this.d.chain.renew(this.d.keeper, wallet);
+      if ('signature' in r) {
+        const row = await this.d.subs.sync(wallet, { reason: 'renewed', history: false, msgId: `renew:${r.signature}` });
+        const outcome = row?.chain_active ? 'renewed' : 'deactivated';
+        this.d.log.info({ wallet_address: wallet, tx_signature: r.signature, outcome, expires_at: row?.expires_at.toISOString() }, 'renewal sent');
+        renewed++;
+      } else if (r.programError === ProgramErrorCode.NotExpired || r.programError === ProgramErrorCode.SubscriptionInactive) {
+        // Someone else renewed it, or the chain clock disagrees: our copy is stale.
+        await this.d.subs.sync(wallet, { reason: 'refreshed', history: false });
+      } else {
+        this.d.log.warn({ wallet_address: wallet, err: r.err }, 'renewal refused by the chain');
+      }
+    }
+    return renewed;
+  }
+
+  private async fundKeeper(): Promise<void> {
+    const balance = await this.d.chain.balance(this.d.keeper.publicKey);
+    if (balance >= KEEPER_MIN_LAMPORTS) return;
+    if (!this.d.airdrop || Date.now() - this.lastAirdropFailure < 10 * 60_000) {
+      this.d.log.warn({ keeper: this.d.keeper.publicKey.toBase58(), balance }, 'keeper balance is low; fund it to keep renewing');
+      return;
+    }
+    try {
+      await this.d.chain.airdrop(this.d.keeper.publicKey, KEEPER_TOP_UP);
+      this.d.log.info({ keeper: this.d.keeper.publicKey.toBase58() }, 'keeper funded by airdrop');
+    } catch (err) {
+      this.lastAirdropFailure = Date.now();
+      this.d.log.warn({ keeper: this.d.keeper.publicKey.toBase58(), reason: (err as Error).message }, 'keeper airdrop failed; fund it to keep renewing');
+    }
+  }
+}

@@ -1,0 +1,236 @@
+import type { Kysely, Selectable } from 'kysely';
+import { TIERS } from '@agenthost/subscription-program';
+import { AppError, isUniqueViolation, type contracts, type Logger } from '@agenthost/shared';
+import type { BillingDB } from '../db/schema.ts';
+import type { ChainClient, ChainSubscription } from './chain.ts';
+import { checkSignatureFormat, checkTier, verifySubscribeTx } from './verify.ts';
+
+export type Row = Selectable<BillingDB['subscriptions']>;
+export type View = contracts.billing.Subscription;
+export type ChangeReason = 'registered' | 'refreshed' | 'renewed' | 'expired' | 'cancelled' | 'picked_up';
+type Who = { user_id: string; wallet_address: string };
+
+export interface SubscriptionsDeps {
+  db: Kysely<BillingDB>;
+  chain: ChainClient;
+  log: Logger;
+  /** SUBSCRIPTION_CACHE_TTL_SECONDS in ms. */
+  ttlMs: number;
+  /** Publish events.subscription.changed (failures are logged by the caller, never fatal). */
+  publish: (payload: View & { reason: ChangeReason }, msgId?: string) => Promise<void>;
+  now?: () => number;
+}
+
+/** How long a replica answers status from memory before looking at its database row again. */
+const MEMO_MS = 1000;
+
+/**
+ * The cache of on-chain subscriptions. Postgres holds the cached record (refreshed_at decides its
+ * age against the TTL); each replica keeps a one-second memo of rows in front of it so the hot status
+ * path costs no query; the memo is dropped on every change this or another replica announces.
+ */
+export class Subscriptions {
+  private readonly d: SubscriptionsDeps;
+  private readonly memo = new Map<string, { row: Row | null; at: number }>();
+  private readonly inflight = new Map<string, Promise<Row | null>>();
+  private readonly loading = new Map<string, Promise<Row | null>>();
+
+  constructor(deps: SubscriptionsDeps) {
+    this.d = deps;
+  }
+
+  private now(): number {
+    return this.d.now?.() ?? Date.now();
+  }
+
+  /** The API view: active = active on chain and not past expires_at in chain time. */
+  view(row: Row): View {
+    return {
+      wallet_address: row.wallet_address,
+      tier: TIERS[row.tier as 0 | 1 | 2],
+      is_active: row.chain_active && row.expires_at.getTime() > this.d.chain.estimatedNow(),
+      expires_at: row.expires_at.toISOString(),
+      cancelled: row.cancelled,
+      refreshed_at: row.refreshed_at.toISOString(),
+    };
+  }
+
+  forget(wallet: string): void {
+    this.memo.delete(wallet);
+    this.loading.delete(wallet);
+  }
+
+  private load(wallet: string): Promise<Row | null> {
+    const m = this.memo.get(wallet);
+    if (m && this.now() - m.at < MEMO_MS) return Promise.resolve(m.row);
+    const running = this.loading.get(wallet);
+    if (running) return running;
+    const p = this.d.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('wallet_address', '=', wallet)
+      .executeTakeFirst()
+      .then((row) => {
+        if (this.loading.get(wallet) === p) this.remember(wallet, row ?? null);
+        return row ?? null;
+      })
+      .finally(() => {
+        if (this.loading.get(wallet) === p) this.loading.delete(wallet);
+      });
+    this.loading.set(wallet, p);
+    return p;
+  }
+
+  private remember(wallet: string, row: Row | null): void {
+    this.loading.delete(wallet);
+    if (this.memo.size > 50_000) this.memo.clear();
+    this.memo.set(wallet, { row, at: this.now() });
+  }
+
+  // ---- register ---------------------------------------------------------------------------------
+
+  async register(input: Who & { tx_signature: string; tier: number }) {
+    const { wallet_address: wallet, user_id, tx_signature: sig } = input;
+    checkSignatureFormat(sig);
+    checkTier(input.tier);
+    const used = await this.d.db.selectFrom('used_signatures').select('wallet_address').where('signature', '=', sig).executeTakeFirst();
+    if (used) throw new AppError('TX_ALREADY_USED');
+
+    const tx = await this.d.chain.transaction(sig);
+    if (!tx) throw new AppError('TRANSACTION_NOT_FOUND', undefined, { retryable: true, retryAfter: 2 });
+    const { pda } = verifySubscribeTx(tx, { programId: this.d.chain.programId.toBase58(), wallet, tier: input.tier });
+    if (pda !== this.d.chain.pdaOf(wallet)) throw new AppError('SUBSCRIPTION_ACCOUNT_INVALID');
+    // The transaction is confirmed, so the account it wrote exists at the same commitment.
+    const [account, cancelled] = await Promise.all([this.d.chain.subscription(wallet), this.d.chain.cancelledFromHistory(wallet), this.d.chain.now()]);
+    if (!account) throw new AppError('SUBSCRIPTION_ACCOUNT_INVALID');
+
+    let row: Row;
+    try {
+      row = await this.d.db.transaction().execute(async (trx) => {
+        await trx.insertInto('used_signatures').values({ signature: sig, wallet_address: wallet, user_id, tier: input.tier, slot: tx.slot }).execute();
+        return upsert(trx, account, { user_id, cancelled: cancelled ?? false, refreshed_at: new Date(this.now()) });
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new AppError('TX_ALREADY_USED');
+      throw err;
+    }
+    this.remember(wallet, row);
+    const view = this.view(row);
+    this.d.log.info({ wallet_address: wallet, tier: view.tier, tx_signature: sig, expires_at: view.expires_at }, 'subscription registered');
+    await this.d.publish({ ...view, reason: 'registered' }, `registered:${sig}`);
+    return { success: true, subscription: { tier: view.tier, is_active: view.is_active, expires_at: view.expires_at, cancelled: view.cancelled }, tx_verified: true };
+  }
+
+  // ---- status / refresh -------------------------------------------------------------------------
+
+  /**
+   * The cached record: younger than the TTL → as is; older → re-read from the chain. If the chain
+   * cannot be read then, the stale record is served (logged), because entitlement must not flap
+   * with the RPC; a forced refresh, by contrast, reports CHAIN_UNAVAILABLE.
+   */
+  async status(who: Who): Promise<View> {
+    const row = await this.load(who.wallet_address);
+    if (!row) throw new AppError('SUBSCRIPTION_NOT_FOUND');
+    if (row.user_id === null) void this.adopt(who).catch(() => {});
+    if (this.now() - row.refreshed_at.getTime() < this.d.ttlMs) return this.view(row);
+    try {
+      const fresh = await this.sync(who.wallet_address, { reason: 'refreshed', userId: who.user_id });
+      return this.view(fresh ?? row);
+    } catch (err) {
+      if (!(err instanceof AppError) || (err.code !== 'CHAIN_UNAVAILABLE' && err.code !== 'SUBSCRIPTION_ACCOUNT_INVALID')) throw err;
+      this.d.log.warn({ wallet_address: who.wallet_address, code: err.code, refreshed_at: row.refreshed_at.toISOString() }, 'chain unreadable: serving the stale cached subscription');
+      return this.view(row);
+    }
+  }
+
+  /** Re-read from the chain now. A subscription made without register is adopted here too. */
+  async refresh(who: Who): Promise<View> {
+    const row = await this.sync(who.wallet_address, { reason: 'refreshed', userId: who.user_id });
+    if (!row) throw new AppError('SUBSCRIPTION_NOT_FOUND');
+    return this.view(row);
+  }
+
+  private async adopt(who: Who): Promise<void> {
+    await this.d.db.updateTable('subscriptions').set({ user_id: who.user_id }).where('wallet_address', '=', who.wallet_address).where('user_id', 'is', null).execute();
+  }
+
+  /**
+   * Read the wallet's subscription from the chain and store it; publish a change event when anything
+   * an API client can see changed. `cancelled` when the caller already knows it (the pick-up saw the
+   * instruction), else read from the history (or kept, with history: false). One read per wallet at a time.
+   */
+  sync(wallet: string, opts: { reason: ChangeReason; userId?: string; cancelled?: boolean; history?: boolean; msgId?: string }): Promise<Row | null> {
+    const running = this.inflight.get(wallet);
+    if (running) return running;
+    const p = this.doSync(wallet, opts).finally(() => this.inflight.delete(wallet));
+    this.inflight.set(wallet, p);
+    return p;
+  }
+
+  private async doSync(wallet: string, opts: { reason: ChangeReason; userId?: string; cancelled?: boolean; history?: boolean; msgId?: string }): Promise<Row | null> {
+    const prev = (await this.d.db.selectFrom('subscriptions').selectAll().where('wallet_address', '=', wallet).executeTakeFirst()) ?? null;
+    const wantHistory = opts.cancelled === undefined && (opts.history ?? true);
+    const [account, fromHistory] = await Promise.all([
+      this.d.chain.subscription(wallet),
+      wantHistory ? this.d.chain.cancelledFromHistory(wallet) : Promise.resolve(null),
+      this.d.chain.now(),
+    ]);
+    if (!account) {
+      this.remember(wallet, prev);
+      return prev;
+    }
+    const cancelled = opts.cancelled ?? fromHistory ?? prev?.cancelled ?? false;
+    const row = await upsert(this.d.db, account, { user_id: opts.userId ?? null, cancelled, refreshed_at: new Date(this.now()) });
+    this.remember(wallet, row);
+    const after = this.view(row);
+    const changed =
+      !prev ||
+      prev.tier !== row.tier ||
+      prev.expires_at.getTime() !== row.expires_at.getTime() ||
+      prev.chain_active !== row.chain_active ||
+      prev.cancelled !== row.cancelled;
+    if (changed) {
+      let reason: ChangeReason = opts.reason;
+      if ((reason === 'renewed' || reason === 'refreshed') && !row.chain_active && prev?.chain_active) reason = 'expired';
+      else if (reason === 'refreshed' && row.cancelled && !prev?.cancelled) reason = 'cancelled';
+      this.d.log.info({ wallet_address: wallet, reason, tier: after.tier, is_active: after.is_active, cancelled: after.cancelled, expires_at: after.expires_at }, 'subscription changed');
+      await this.d.publish({ ...after, reason }, opts.msgId);
+    }
+    return row;
+  }
+}
+
+async function upsert(
+  db: Kysely<BillingDB>,
+  a: ChainSubscription,
+  extra: { user_id: string | null; cancelled: boolean; refreshed_at: Date },
+): Promise<Row> {
+  const values = {
+    wallet_address: a.wallet,
+    user_id: extra.user_id,
+    pda: a.pda,
+    tier: a.tier,
+    expires_at: new Date(a.expiresAt * 1000),
+    chain_active: a.isActive,
+    cancelled: extra.cancelled,
+    lamports: a.lamports,
+    refreshed_at: extra.refreshed_at,
+  };
+  return db
+    .insertInto('subscriptions')
+    .values(values)
+    .onConflict((c) =>
+      c.column('wallet_address').doUpdateSet((eb) => ({
+        user_id: eb.fn.coalesce('excluded.user_id', 'subscriptions.user_id'),
+        tier: eb.ref('excluded.tier'),
+        expires_at: eb.ref('excluded.expires_at'),
+        chain_active: eb.ref('excluded.chain_active'),
+        cancelled: eb.ref('excluded.cancelled'),
+        lamports: eb.ref('excluded.lamports'),
+        refreshed_at: eb.ref('excluded.refreshed_at'),
+        updated_at: new Date(),
+      })),
+    )
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}

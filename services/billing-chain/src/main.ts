@@ -1,0 +1,109 @@
+import bs58 from 'bs58';
+import { Keypair } from '@solana/web3.js';
+import type { Kysely } from 'kysely';
+import { contracts, decode, endpoint, ensureEventStream, publishEvent, runService, type Logger } from '@agenthost/shared';
+import { billingConfig, type BillingConfig } from './config.ts';
+import type { BillingDB } from './db/schema.ts';
+import { migrations } from './db/migrations/index.ts';
+import { ChainClient, parseSecretKey } from './domain/chain.ts';
+import { Jobs } from './domain/jobs.ts';
+import { Subscriptions } from './domain/subscriptions.ts';
+
+await runService<typeof billingConfig, BillingDB>({
+  name: 'billing-chain',
+  version: '1.0.0',
+  config: billingConfig,
+  db: { schema: 'billing', migrations },
+  async build({ config, db, log, nc }) {
+    const program = await programConfig(config, log);
+    const chain = new ChainClient({
+      url: config.SOLANA_RPC_URL,
+      programId: program.programId,
+      treasury: program.treasury,
+      commitment: config.SOLANA_COMMITMENT,
+      timeoutMs: config.RPC_TIMEOUT_MS,
+      log,
+    });
+    await chain.now().catch(() => {});
+    await ensureEventStream(nc);
+    const subs = new Subscriptions({
+      db,
+      chain,
+      log,
+      ttlMs: config.SUBSCRIPTION_CACHE_TTL_SECONDS * 1000,
+      publish: async (payload, msgId) => {
+        try {
+          await publishEvent(nc, contracts.billing.subscriptionChanged, payload, msgId);
+        } catch (err) {
+          log.error({ err, wallet_address: payload.wallet_address, reason: payload.reason }, 'could not publish events.subscription.changed');
+        }
+      },
+    });
+    // Changes announced by any replica (this one included) drop the in-memory copy of that wallet.
+    const changes = nc.subscribe(contracts.billing.subscriptionChanged.subject, {
+      callback: (_err, msg) => {
+        try {
+          const w = (decode(msg.data) as { wallet_address?: unknown } | undefined)?.wallet_address;
+          if (typeof w === 'string') subs.forget(w);
+        } catch {
+          /* not ours to judge: the contract is checked by consumers */
+        }
+      },
+    });
+    const keeper = await keeperKey(config, db, log);
+    const jobs = new Jobs({ db, chain, subs, keeper, log, intervalMs: config.POLL_INTERVAL_SECONDS * 1000, airdrop: config.KEEPER_AIRDROP });
+    log.info({ rpc: config.SOLANA_RPC_URL, program_id: program.programId, treasury: program.treasury, keeper: keeper.publicKey.toBase58(), commitment: config.SOLANA_COMMITMENT }, 'chain configured');
+    return {
+      endpoints: [
+        endpoint(contracts.billing.register, (input) => subs.register(input)),
+        endpoint(contracts.billing.status, (input) => subs.status(input)),
+        endpoint(contracts.billing.refresh, (input) => subs.refresh(input)),
+      ],
+      async start() {
+        if (config.BACKGROUND_JOBS) jobs.start();
+      },
+      async stop() {
+        changes.unsubscribe();
+        await jobs.stop();
+      },
+    };
+  },
+});
+
+/** Program id and treasury from config, else from devchain (devchain_getConfig), retried while it starts. */
+async function programConfig(config: BillingConfig, log: Logger): Promise<{ programId: string; treasury: string }> {
+  if (config.SUBSCRIPTION_PROGRAM_ID && config.TREASURY) return { programId: config.SUBSCRIPTION_PROGRAM_ID, treasury: config.TREASURY };
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      const res = await fetch(config.SOLANA_RPC_URL, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'devchain_getConfig', params: [] }),
+        signal: AbortSignal.timeout(2000),
+      });
+      const body = (await res.json()) as { result?: { programId: string; treasury: string } };
+      if (body.result) {
+        log.warn('SUBSCRIPTION_PROGRAM_ID/TREASURY not set: using the ones devchain publishes');
+        return { programId: config.SUBSCRIPTION_PROGRAM_ID || body.result.programId, treasury: config.TREASURY || body.result.treasury };
+      }
+      throw new Error('the RPC is not a devchain');
+    } catch (err) {
+      if (Date.now() > deadline) {
+        process.stderr.write(`invalid configuration:\n  - SUBSCRIPTION_PROGRAM_ID and TREASURY must be set (could not ask devchain: ${(err as Error).message})\n`);
+        process.exit(2);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+/** KEEPER_SECRET_KEY, else a development key generated once and shared by all replicas through the billing schema. */
+async function keeperKey(config: BillingConfig, db: Kysely<BillingDB>, log: Logger): Promise<Keypair> {
+  if (config.KEEPER_SECRET_KEY) return parseSecretKey(config.KEEPER_SECRET_KEY, (s) => bs58.decode(s));
+  log.warn('KEEPER_SECRET_KEY is not set: using the generated development keeper key');
+  const fresh = Keypair.generate();
+  await db.insertInto('keeper_keys').values({ id: 1, secret_key: bs58.encode(fresh.secretKey) }).onConflict((c) => c.doNothing()).execute();
+  const row = await db.selectFrom('keeper_keys').select('secret_key').where('id', '=', 1).executeTakeFirstOrThrow();
+  return Keypair.fromSecretKey(bs58.decode(row.secret_key));
+}

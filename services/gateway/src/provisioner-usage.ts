@@ -1,0 +1,75 @@
+import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
+import { AppError, contracts, decode, type Contract, type Logger } from '@agenthost/shared';
+import type { z } from 'zod';
+
+type Call = <C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string) => Promise<z.output<C['output']>>;
+export type ProvisionerUsageView = { instances_active: number; storage_used_mb: number };
+
+const ZERO: ProvisionerUsageView = { instances_active: 0, storage_used_mb: 0 };
+
+/**
+ * Instances and storage per user from the provisioner (provisioner.v1.usage.get), for the status
+ * view and /usage/metrics. Answers are reused for a short time (instance create/delete events drop
+ * them at once); while the provisioner cannot answer, 0 is reported (logged at most every 30 s) and
+ * it is not asked again for a few seconds, so its absence costs no round trip per request.
+ */
+export class ProvisionerUsage {
+  private readonly call: Call;
+  private readonly log: Logger;
+  private readonly ttlMs: number;
+  private readonly cache = new Map<string, { v: ProvisionerUsageView; at: number }>();
+  private unavailableUntil = 0;
+  private lastWarning = 0;
+  private subs: NatsSubscription[] = [];
+
+  constructor(call: Call, log: Logger, opts: { ttlMs?: number } = {}) {
+    this.call = call;
+    this.log = log;
+    this.ttlMs = opts.ttlMs ?? 2000;
+  }
+
+  start(nc: NatsConnection): void {
+    for (const ev of [contracts.provisioner.instanceCreated, contracts.provisioner.instanceDeleted]) {
+      this.subs.push(
+        nc.subscribe(ev.subject, {
+          callback: (_e, m) => {
+            try {
+              const userId = (decode(m.data) as { user_id?: unknown } | undefined)?.user_id;
+              if (typeof userId === 'string') this.cache.delete(userId);
+            } catch {
+              /* ignore */
+            }
+          },
+        }),
+      );
+    }
+  }
+
+  stop(): void {
+    for (const s of this.subs) s.unsubscribe();
+  }
+
+  forget(userId: string): void {
+    this.cache.delete(userId);
+  }
+
+  async get(userId: string, requestId?: string): Promise<ProvisionerUsageView> {
+    const now = Date.now();
+    const hit = this.cache.get(userId);
+    if (hit && now - hit.at < this.ttlMs) return hit.v;
+    if (now < this.unavailableUntil) return hit?.v ?? ZERO;
+    try {
+      const v = await this.call(contracts.provisioner.usage, { user_id: userId }, requestId);
+      if (this.cache.size > 50_000) this.cache.clear();
+      this.cache.set(userId, { v, at: Date.now() });
+      return v;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') this.unavailableUntil = Date.now() + 5000;
+      if (Date.now() - this.lastWarning > 30_000) {
+        this.lastWarning = Date.now();
+        this.log.warn({ code: err instanceof AppError ? err.code : 'INTERNAL' }, 'provisioner usage unavailable: reporting the last known (or 0) instances and storage');
+      }
+      return hit?.v ?? ZERO;
+    }
+  }
+}

@@ -1,0 +1,71 @@
+import { Router } from 'express';
+import { contracts, request, type Contract } from '@agenthost/shared';
+import type { z } from 'zod';
+import type { GatewayContext } from '../context.ts';
+import { route, type Caller } from '../http/route.ts';
+
+const P = contracts.provisioner;
+
+/** Only the fields a client may set; the owner, tier and cancellation come from the token and the subscription. */
+const body = (b: unknown): Record<string, unknown> => (b && typeof b === 'object' && !Array.isArray(b) ? (b as Record<string, unknown>) : {});
+
+// `subscriber` access guarantees an entitled subscription.
+const tierOf = (c: Caller) => c.subscription!.tier;
+
+/**
+ * Calls that change containers wait longer than the gateway's default backend timeout: under a burst a
+ * loaded Docker engine takes seconds to create and start containers, and a create that outlived the
+ * gateway's timeout would succeed after the client was told 503. The provisioner bounds each Docker
+ * call itself and answers 503 DOCKER_UNAVAILABLE at once when the engine is down; no responder is
+ * still an immediate 503.
+ */
+const DOCKER_VERB_TIMEOUT_MS = 25_000;
+
+/**
+ * Instances (spec §4.7–4.10 plus list/stop/start/logs). Every call is scoped to the caller: the
+ * provisioner looks instances up by id AND owner, so another user's instance is 404 for every verb.
+ */
+export function instanceRoutes(ctx: GatewayContext): Router {
+  const r = Router();
+  const slow = <C extends Contract>(c: C, input: z.input<C['input']>, requestId: string): Promise<z.output<C['output']>> =>
+    request(ctx.nc, c, input, { timeoutMs: Math.max(ctx.config.NATS_REQUEST_TIMEOUT_MS, DOCKER_VERB_TIMEOUT_MS), requestId });
+  route(r, ctx, 'post', '/instance/create', 'subscriber', async ({ req, caller, requestId }) => {
+    const b = body(req.body);
+    return slow(
+      P.create,
+      {
+        user_id: caller.user_id,
+        tier: tierOf(caller),
+        subscription_cancelled: caller.subscription!.cancelled,
+        name: b.name as string | undefined,
+        framework: b.framework as string,
+        version: b.version as string | undefined,
+      },
+      requestId,
+    );
+  });
+  route(r, ctx, 'get', '/instance/list', 'subscriber', async ({ caller, requestId }) => ctx.call(P.list, { user_id: caller.user_id }, requestId));
+  route(r, ctx, 'get', '/instance/status/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+    ctx.call(P.get, { user_id: caller.user_id, instance_id: String(req.params.instanceId) }, requestId),
+  );
+  route(r, ctx, 'post', '/instance/restart/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+    slow(P.restart, { user_id: caller.user_id, instance_id: String(req.params.instanceId), tier: tierOf(caller) }, requestId),
+  );
+  route(r, ctx, 'post', '/instance/stop/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+    slow(P.stop, { user_id: caller.user_id, instance_id: String(req.params.instanceId) }, requestId),
+  );
+  route(r, ctx, 'post', '/instance/start/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+    slow(P.start, { user_id: caller.user_id, instance_id: String(req.params.instanceId), tier: tierOf(caller) }, requestId),
+  );
+  route(r, ctx, 'delete', '/instance/delete/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+    slow(P.remove, { user_id: caller.user_id, instance_id: String(req.params.instanceId) }, requestId),
+  );
+  route(r, ctx, 'get', '/instance/logs/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+    ctx.call(
+      P.logs,
+      { user_id: caller.user_id, instance_id: String(req.params.instanceId), ...(req.query.tail === undefined ? {} : { tail: req.query.tail as unknown as number }) },
+      requestId,
+    ),
+  );
+  return r;
+}

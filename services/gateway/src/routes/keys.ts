@@ -1,0 +1,58 @@
+import { Router, type Request } from 'express';
+import { contracts } from '@agenthost/shared';
+import type { GatewayContext } from '../context.ts';
+import { route } from '../http/route.ts';
+
+const kv = contracts.keyvault;
+
+/** The JSON body as an object (anything else becomes {} and fails validation field by field). */
+const body = (req: Request): Record<string, unknown> =>
+  req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};
+const query = (req: Request, name: string): string | undefined => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
+/** A header for keyvault; oversized values become '' (an authentication failure there, never a 400). */
+const header = (req: Request, name: string, max: number): string => {
+  const v = req.get(name) ?? '';
+  return v.length > max ? '' : v;
+};
+
+/**
+ * Bring-your-own keys (spec §4.11-4.14). Owner routes are subscriber routes; the user id always
+ * comes from the token, never from the body. /keys/retrieve is the instance's: it authenticates with
+ * X-Instance-ID / X-Instance-Secret in keyvault (which counts and rate limits failures) and is not
+ * counted against the owner's quota.
+ */
+export function keysRoutes(ctx: GatewayContext): Router {
+  const r = Router();
+  route(r, ctx, 'post', '/keys/store', 'subscriber', async ({ req, requestId, caller, meta }) => {
+    const b = body(req);
+    return ctx.call(kv.store, { user_id: caller.user_id, instance_id: b.instance_id as string, keys: b.keys as Record<string, string>, meta }, requestId);
+  });
+  route(r, ctx, 'put', '/keys/update', 'subscriber', async ({ req, requestId, caller, meta }) => {
+    const b = body(req);
+    return ctx.call(
+      kv.update,
+      { user_id: caller.user_id, instance_id: b.instance_id as string, key_name: b.key_name as string, key_value: b.key_value as string, meta },
+      requestId,
+    );
+  });
+  route(r, ctx, 'delete', '/keys/delete', 'subscriber', async ({ req, requestId, caller, meta }) => {
+    const b = body(req);
+    return ctx.call(kv.remove, { user_id: caller.user_id, instance_id: b.instance_id as string, key_names: b.key_names as string[], meta }, requestId);
+  });
+  route(r, ctx, 'get', '/keys/list', 'subscriber', async ({ req, requestId, caller, meta }) =>
+    ctx.call(kv.list, { user_id: caller.user_id, instance_id: query(req, 'instance_id') as string, meta }, requestId),
+  );
+  route(r, ctx, 'get', '/keys/audit', 'subscriber', async ({ req, requestId, caller, meta }) => {
+    const limit = query(req, 'limit');
+    return ctx.call(kv.audit, { user_id: caller.user_id, instance_id: query(req, 'instance_id') as string, ...(limit === undefined ? {} : { limit }), meta }, requestId);
+  });
+  route(r, ctx, 'get', '/keys/retrieve', 'instance', async ({ req, res, requestId, meta }) => {
+    res.setHeader('Cache-Control', 'no-store');
+    return ctx.call(
+      kv.retrieve,
+      { instance_id: header(req, 'x-instance-id', 100), instance_secret: header(req, 'x-instance-secret', 200), meta },
+      requestId,
+    );
+  });
+  return r;
+}

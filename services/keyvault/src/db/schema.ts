@@ -1,0 +1,45 @@
+import type { ColumnType, Generated, GeneratedAlways } from 'kysely';
+
+export type AuditAction = 'key_stored' | 'key_updated' | 'key_deleted' | 'key_retrieved';
+
+export interface KeyvaultDB {
+  /** An instance keyvault has issued credentials for: its owner, its secret's hash and the master key its key came from. */
+  instances: {
+    instance_id: string;
+    user_id: string;
+    secret_hash: Buffer;
+    key_id: string;
+    issued_at: ColumnType<Date, Date | string | undefined, Date | string>;
+    created_at: Generated<Date>;
+  };
+  /** Spec §2.3. encrypted_value = {"encrypted","iv","authTag","kid"} JSON; kid is derived from it. */
+  api_keys: {
+    id: Generated<string>;
+    user_id: string;
+    instance_id: string;
+    key_name: string;
+    encrypted_value: string;
+    kid: GeneratedAlways<string>;
+    created_at: Generated<Date>;
+    updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  };
+  /** Spec §2.4, metadata only. */
+  audit_log: {
+    id: Generated<number>;
+    at: Generated<Date>;
+    user_id: string;
+    instance_id: string;
+    action: AuditAction;
+    key_name: string;
+    key_length: number;
+    ip_address: string;
+    user_agent: string;
+    request_id: string;
+  };
+  /** Failed instance authentications per bucket ("ip:<addr>" or "instance:<id>") in a fixed window. */
+  auth_failures: {
+    bucket: string;
+    window_start: Date;
+    failures: number;
+  };
+}

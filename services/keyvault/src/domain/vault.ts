@@ -1,0 +1,270 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { AppError, contracts, keyHint, type Logger } from '@agenthost/shared';
+import type { AuditAction, KeyvaultDB } from '../db/schema.ts';
+import { hashSecret, Keyring, newInstanceSecret, parseSealed, plaintextBytes, SealError, secretMatches, serializeSealed } from './crypto.ts';
+import type { AuthLimiter } from './limiter.ts';
+
+type Db = Kysely<KeyvaultDB> | Transaction<KeyvaultDB>;
+type RequestMeta = contracts.RequestMeta;
+
+export interface VaultDeps {
+  db: Kysely<KeyvaultDB>;
+  keyring: Keyring;
+  limiter: AuthLimiter;
+  log: Logger;
+  maxKeysPerInstance: number;
+}
+
+const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
+const notFound = () => new AppError('INSTANCE_NOT_FOUND');
+
+/** The instance row when user owns it (locked for the transaction when lock), else 404 INSTANCE_NOT_FOUND. */
+async function ownedInstance(db: Db, userId: string, instanceId: string, lock = false) {
+  let q = db.selectFrom('instances').select(['instance_id', 'user_id', 'key_id']).where('instance_id', '=', instanceId).where('user_id', '=', userId);
+  if (lock) q = q.forUpdate();
+  const row = await q.executeTakeFirst();
+  if (!row) throw notFound();
+  return row;
+}
+
+interface AuditEntry {
+  action: AuditAction;
+  key_name: string;
+  key_length: number;
+}
+
+async function writeAudit(db: Db, userId: string, instanceId: string, meta: RequestMeta, entries: AuditEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  await db
+    .insertInto('audit_log')
+    .values(
+      entries.map((e) => ({
+        user_id: userId,
+        instance_id: instanceId,
+        action: e.action,
+        key_name: e.key_name,
+        key_length: e.key_length,
+        ip_address: meta.ip,
+        user_agent: meta.user_agent,
+        request_id: meta.request_id,
+      })),
+    )
+    .execute();
+}
+
+/** Fresh credentials for an instance: a new secret (the old one stops working) and its derived key. */
+export async function issueCredentials(deps: VaultDeps, input: { user_id: string; instance_id: string }) {
+  const secret = newInstanceSecret();
+  const keyId = deps.keyring.currentId;
+  const row = await deps.db
+    .insertInto('instances')
+    .values({ instance_id: input.instance_id, user_id: input.user_id, secret_hash: hashSecret(secret), key_id: keyId, issued_at: new Date() })
+    .onConflict((oc) =>
+      oc
+        .column('instance_id')
+        .doUpdateSet({ secret_hash: (eb) => eb.ref('excluded.secret_hash'), key_id: (eb) => eb.ref('excluded.key_id'), issued_at: sql<Date>`now()` })
+        .where('instances.user_id', '=', input.user_id),
+    )
+    .returning('instance_id')
+    .executeTakeFirst();
+  if (!row) throw new AppError('CONFLICT', 'Instance id belongs to another user');
+  await deps.limiter.reset(input.instance_id);
+  const key = deps.keyring.instanceKey(input.instance_id, keyId);
+  const instanceKey = key.toString('base64');
+  key.fill(0);
+  deps.log.info({ event: 'credentials_issued', instance_id: input.instance_id, user_id: input.user_id, key_id: keyId }, 'instance credentials issued');
+  return { instance_secret: secret, instance_key: instanceKey, key_id: keyId };
+}
+
+export async function storeKeys(deps: VaultDeps, input: { user_id: string; instance_id: string; keys: Record<string, string>; meta: RequestMeta }) {
+  const { user_id, instance_id, keys, meta } = input;
+  const names = Object.keys(keys);
+  const existing = await deps.db.transaction().execute(async (trx) => {
+    await ownedInstance(trx, user_id, instance_id, true);
+    const have = new Set((await trx.selectFrom('api_keys').select('key_name').where('instance_id', '=', instance_id).execute()).map((r) => r.key_name));
+    const total = new Set([...have, ...names]).size;
+    if (total > deps.maxKeysPerInstance) {
+      throw new AppError('KEY_LIMIT_EXCEEDED', `An instance holds at most ${deps.maxKeysPerInstance} keys (this call would make ${total})`);
+    }
+    const rows = names.map((n) => ({ user_id, instance_id, key_name: n, encrypted_value: serializeSealed(deps.keyring.seal(instance_id, n, keys[n]!)) }));
+    await trx
+      .insertInto('api_keys')
+      .values(rows)
+      .onConflict((oc) =>
+        oc.columns(['instance_id', 'key_name']).doUpdateSet({ encrypted_value: (eb) => eb.ref('excluded.encrypted_value'), updated_at: sql<Date>`now()` }),
+      )
+      .execute();
+    await writeAudit(
+      trx,
+      user_id,
+      instance_id,
+      meta,
+      names.map((n) => ({ action: have.has(n) ? 'key_updated' : 'key_stored', key_name: n, key_length: utf8Bytes(keys[n]!) })),
+    );
+    return have;
+  });
+  deps.log.info(
+    { event: 'keys_stored', instance_id, user_id, stored: names.map((n) => ({ name: n, hint: keyHint(keys[n]!), replaced: existing.has(n) })) },
+    'keys stored',
+  );
+  return { success: true, keys_stored: names.length, instance_id };
+}
+
+export async function updateKey(deps: VaultDeps, input: { user_id: string; instance_id: string; key_name: string; key_value: string; meta: RequestMeta }) {
+  const { user_id, instance_id, key_name, key_value, meta } = input;
+  await deps.db.transaction().execute(async (trx) => {
+    await ownedInstance(trx, user_id, instance_id, true);
+    const res = await trx
+      .updateTable('api_keys')
+      .set({ encrypted_value: serializeSealed(deps.keyring.seal(instance_id, key_name, key_value)), updated_at: sql<Date>`now()` })
+      .where('instance_id', '=', instance_id)
+      .where('key_name', '=', key_name)
+      .returning('id')
+      .executeTakeFirst();
+    if (!res) throw new AppError('KEY_NOT_FOUND', `No key named ${key_name} for this instance`);
+    await writeAudit(trx, user_id, instance_id, meta, [{ action: 'key_updated', key_name, key_length: utf8Bytes(key_value) }]);
+  });
+  deps.log.info({ event: 'key_updated', instance_id, user_id, key_name, hint: keyHint(key_value) }, 'key updated');
+  return { success: true, instance_id, key_name, restart_required: true };
+}
+
+export async function deleteKeys(deps: VaultDeps, input: { user_id: string; instance_id: string; key_names: string[]; meta: RequestMeta }) {
+  const { user_id, instance_id, meta } = input;
+  const names = [...new Set(input.key_names)];
+  const deleted = await deps.db.transaction().execute(async (trx) => {
+    await ownedInstance(trx, user_id, instance_id, true);
+    const rows = await trx
+      .deleteFrom('api_keys')
+      .where('instance_id', '=', instance_id)
+      .where('key_name', 'in', names)
+      .returning(['key_name', 'encrypted_value'])
+      .execute();
+    await writeAudit(trx, user_id, instance_id, meta, rows.map((r) => ({ action: 'key_deleted', key_name: r.key_name, key_length: lengthOf(r.encrypted_value) })));
+    return rows.map((r) => r.key_name);
+  });
+  deps.log.info({ event: 'keys_deleted', instance_id, user_id, key_names: deleted }, 'keys deleted');
+  return { success: true, instance_id, keys_deleted: deleted.length };
+}
+
+export async function listKeys(deps: VaultDeps, input: { user_id: string; instance_id: string }) {
+  await ownedInstance(deps.db, input.user_id, input.instance_id);
+  const rows = await deps.db
+    .selectFrom('api_keys')
+    .select(['key_name', 'created_at', 'updated_at'])
+    .where('instance_id', '=', input.instance_id)
+    .orderBy('key_name')
+    .execute();
+  return {
+    instance_id: input.instance_id,
+    keys: rows.map((r) => ({ key_name: r.key_name, created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString() })),
+  };
+}
+
+export async function listAudit(deps: VaultDeps, input: { user_id: string; instance_id: string; limit: number }) {
+  await ownedInstance(deps.db, input.user_id, input.instance_id);
+  const rows = await deps.db
+    .selectFrom('audit_log')
+    .selectAll()
+    .where('instance_id', '=', input.instance_id)
+    .where('user_id', '=', input.user_id)
+    .orderBy('at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(input.limit)
+    .execute();
+  return {
+    instance_id: input.instance_id,
+    records: rows.map((r) => ({
+      timestamp: r.at.toISOString(),
+      user_id: r.user_id,
+      instance_id: r.instance_id,
+      action: r.action,
+      key_name: r.key_name,
+      key_length: r.key_length,
+      ip_address: r.ip_address,
+      user_agent: r.user_agent,
+    })),
+  };
+}
+
+/**
+ * Instance side. Authenticates the instance (rate limited per source IP and per instance id; every
+ * failure is the same 401, counted and logged with its reason), then returns every key sealed for the
+ * master key the instance's credentials were issued under, re-sealing in memory the ones stored under
+ * another (rotation not yet re-sealed). One audit record per key returned.
+ */
+export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string; instance_secret: string; meta: RequestMeta }) {
+  const { instance_id, instance_secret, meta } = input;
+  const idValid = contracts.instanceId.safeParse(instance_id).success;
+  const buckets = [`ip:${meta.ip || 'unknown'}`, ...(idValid ? [`instance:${instance_id}`] : [])];
+  const fields = { ...(idValid ? { instance_id } : { instance_id_valid: false }), ip: meta.ip, request_id: meta.request_id };
+  await deps.limiter.check(buckets, fields);
+
+  const inst =
+    idValid && instance_secret !== ''
+      ? await deps.db.selectFrom('instances').select(['user_id', 'key_id', 'secret_hash']).where('instance_id', '=', instance_id).executeTakeFirst()
+      : undefined;
+  const matches = secretMatches(instance_secret, inst?.secret_hash ?? null);
+  if (!inst || !matches) {
+    const reason = !idValid ? 'malformed_instance_id' : instance_secret === '' ? 'missing_secret' : !inst ? 'unknown_instance' : 'wrong_secret';
+    await deps.limiter.fail(buckets, { ...fields, reason });
+    throw new AppError('INSTANCE_UNAUTHORIZED');
+  }
+  if (!deps.keyring.has(inst.key_id)) {
+    deps.log.error({ event: 'instance_credentials_stale', instance_id, key_id: inst.key_id }, 'instance credentials were issued under a master key no longer in the keyring');
+    throw new AppError('INSTANCE_CREDENTIALS_STALE');
+  }
+
+  const rows = await deps.db.selectFrom('api_keys').select(['key_name', 'encrypted_value', 'kid']).where('instance_id', '=', instance_id).orderBy('key_name').execute();
+  const keys: Record<string, string> = {};
+  const audit: AuditEntry[] = [];
+  let resealed = 0;
+  for (const r of rows) {
+    try {
+      if (r.kid === inst.key_id) {
+        keys[r.key_name] = r.encrypted_value;
+      } else {
+        keys[r.key_name] = serializeSealed(deps.keyring.reseal(instance_id, r.key_name, parseSealed(r.encrypted_value), inst.key_id));
+        resealed++;
+      }
+    } catch (err) {
+      deps.log.error({ event: 'key_unreadable', instance_id, key_name: r.key_name, kid: r.kid, problem: err instanceof SealError ? err.message : 'unexpected' }, 'stored key cannot be opened');
+      throw new AppError('INTERNAL');
+    }
+    audit.push({ action: 'key_retrieved', key_name: r.key_name, key_length: lengthOf(r.encrypted_value) });
+  }
+  await writeAudit(deps.db, inst.user_id, instance_id, meta, audit);
+  deps.log.info({ event: 'keys_retrieved', instance_id, key_names: Object.keys(keys), resealed_in_memory: resealed }, 'keys retrieved by instance');
+  return { keys };
+}
+
+/** events.instance.deleted: the instance's keys and credentials go; audit records stay (metadata only). */
+export async function instanceDeleted(deps: VaultDeps, ev: { instance_id: string; user_id: string }): Promise<void> {
+  const removed = await deps.db.transaction().execute(async (trx) => {
+    const inst = await trx.selectFrom('instances').select('user_id').where('instance_id', '=', ev.instance_id).forUpdate().executeTakeFirst();
+    if (!inst) return null;
+    if (inst.user_id !== ev.user_id) {
+      deps.log.error({ event: 'instance_deleted_owner_mismatch', instance_id: ev.instance_id }, 'ignoring instance deletion: owner does not match');
+      return null;
+    }
+    const keys = await trx.deleteFrom('api_keys').where('instance_id', '=', ev.instance_id).returning(['key_name', 'encrypted_value']).execute();
+    await trx.deleteFrom('instances').where('instance_id', '=', ev.instance_id).execute();
+    await writeAudit(
+      trx,
+      ev.user_id,
+      ev.instance_id,
+      { ip: '', user_agent: 'agenthost/instance-deleted', request_id: '' },
+      keys.map((k) => ({ action: 'key_deleted', key_name: k.key_name, key_length: lengthOf(k.encrypted_value) })),
+    );
+    return keys.map((k) => k.key_name);
+  });
+  await deps.limiter.reset(ev.instance_id);
+  if (removed) deps.log.info({ event: 'instance_keys_purged', instance_id: ev.instance_id, keys_deleted: removed.length }, 'instance deleted: keys and credentials removed');
+}
+
+function lengthOf(encryptedValue: string): number {
+  try {
+    return plaintextBytes(parseSealed(encryptedValue));
+  } catch {
+    return 0;
+  }
+}

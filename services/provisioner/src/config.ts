@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { baseConfig, configInt, tiersConfig } from '@agenthost/shared';
+
+const jsonRecord = (name: string, value: z.ZodType<string>) =>
+  z
+    .string()
+    .transform((v, ctx) => {
+      try {
+        return z.record(z.string().min(1), value).parse(JSON.parse(v));
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be a JSON object of strings: ${(err as Error).message}` });
+        return z.NEVER;
+      }
+    });
+
+/** An image repository such as agenthost/openclaw or registry:5000/team/agent (no tag, no digest). */
+const imageRepo = z.string().regex(/^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/, 'must be an image repository without tag');
+
+export const provisionerConfig = baseConfig
+  .extend({
+    /** Docker endpoint (unix:///var/run/docker.sock, tcp://host:2375). Empty: dockerode's default (DOCKER_HOST env or the local socket). */
+    DOCKER_HOST: z.string().default(''),
+    /** Timeout of one Docker Engine API call (503 when exceeded). Generous: a loaded engine can take seconds to start containers; a hung one is detected by the ping within ~4 s. */
+    DOCKER_TIMEOUT_MS: configInt(20_000),
+    PORT_RANGE_START: configInt(18000),
+    PORT_RANGE_END: configInt(19000),
+    /** Host address the instance port is published on. */
+    PUBLISH_HOST: z.string().default('127.0.0.1'),
+    /** Public URL of an instance; {port} and {id} are replaced. */
+    INSTANCE_URL_TEMPLATE: z.string().default('http://localhost:{port}'),
+    /** framework → image repository; the image tag is the instance's version. */
+    FRAMEWORK_IMAGES: jsonRecord('FRAMEWORK_IMAGES', imageRepo).default({ openclaw: 'agenthost/openclaw' }),
+    DEFAULT_VERSION: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/).default('latest'),
+    READY_TIMEOUT_SECONDS: configInt(180),
+    /** Shown as estimated_ready until real readiness times have been measured. */
+    ESTIMATED_READY_SECONDS: configInt(20),
+    /** The bridge network of the instances (created when missing, inter-container traffic disabled). */
+    INSTANCE_NETWORK: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/).default('agenthost-instances'),
+    /** Label value that marks the containers/volumes of this deployment; the reconciler never touches others. Default: INSTANCE_NETWORK. */
+    INSTANCE_SCOPE: z.string().default(''),
+    /** Port of the gateway on the host, reachable from instances through the bridge gateway address. */
+    GATEWAY_PORT: configInt(8080),
+    /** Base URL (with /api) under which instances reach the gateway. Default: http://<bridge gateway IP>:<GATEWAY_PORT>/api */
+    INSTANCE_GATEWAY_URL: z.string().default(''),
+    /** enforce: install the host firewall rules of the instance network (needs root + iptables) or refuse to start. off: skip. */
+    FIREWALL: z.enum(['enforce', 'off']).default('enforce'),
+    RECONCILE_INTERVAL_SECONDS: configInt(30),
+    /** Docker stats sampling period of running instances (CPU % needs two samples). */
+    STATS_INTERVAL_SECONDS: configInt(5),
+    /** Volume sizes (storage_used_mb) are measured this often. */
+    STORAGE_SAMPLE_INTERVAL_SECONDS: configInt(60),
+    RESTART_MAX_RETRIES: configInt(3),
+    STOP_TIMEOUT_SECONDS: configInt(5),
+    TMPFS_SIZE_MB: configInt(64),
+    /** Extra environment for every instance container (JSON object), e.g. agent tuning. Never secrets. */
+    INSTANCE_EXTRA_ENV_JSON: jsonRecord('INSTANCE_EXTRA_ENV_JSON', z.string()).default({}),
+    TIER_LIMITS_JSON: tiersConfig,
+    /** Test-only fault injection: comma-separated step names where an operation pauses (see domain/faults.ts). */
+    FAULT_PAUSE_AT: z.string().default(''),
+  })
+  .superRefine((c, ctx) => {
+    if (c.PORT_RANGE_START < 1024 || c.PORT_RANGE_END > 65535 || c.PORT_RANGE_START > c.PORT_RANGE_END) {
+      ctx.addIssue({ code: 'custom', path: ['PORT_RANGE_START'], message: 'port range must satisfy 1024 <= PORT_RANGE_START <= PORT_RANGE_END <= 65535' });
+    }
+    if (!c.INSTANCE_URL_TEMPLATE.includes('{port}') && !c.INSTANCE_URL_TEMPLATE.includes('{id}')) {
+      ctx.addIssue({ code: 'custom', path: ['INSTANCE_URL_TEMPLATE'], message: 'must contain {port} or {id}' });
+    }
+  });
+
+export type ProvisionerConfig = z.output<typeof provisionerConfig>;

@@ -1,0 +1,40 @@
+import type { ColumnType, Generated, Selectable } from 'kysely';
+
+export type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed';
+/** How far the current operation on an instance got (read by the reconciler after a crash). */
+export type Step = 'leased' | 'container' | 'done' | 'recreating' | 'stopping' | 'deleting';
+
+type NullableTime = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export interface InstancesTable {
+  id: string;
+  user_id: string;
+  name: string;
+  framework: string;
+  version: string;
+  image: string;
+  tier: string;
+  memory_mb: number;
+  cpus: number;
+  pids: number;
+  port: number;
+  status: InstanceStatus;
+  step: Step;
+  generation: Generated<number>;
+  failure_reason: string | null;
+  access_token_hash: string;
+  container_id: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+  started_at: NullableTime;
+  ready_deadline: NullableTime;
+  last_activity: Generated<Date>;
+  storage_bytes: Generated<number>;
+  deleting_at: NullableTime;
+}
+
+export interface ProvisionerDB {
+  instances: InstancesTable;
+}
+
+export type InstanceRow = Selectable<InstancesTable>;

@@ -1,0 +1,128 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+
+const exec = promisify(execFile);
+
+/*
+ * Host firewall of the instance network.
+ *
+ * Why: the bridge's inter-container switch is off (enable_icc=false), so instances cannot talk to
+ * each other on it, and Postgres/NATS listen on 127.0.0.1 only. That is not enough on its own:
+ *   - traffic from a container to the HOST (the bridge gateway address, or any other address of the
+ *     host) is local delivery, decided by the INPUT chain, which Docker leaves open: anything that
+ *     listens on 0.0.0.0 on the host (the gateway, but also a dev database, an SSH daemon, a metrics
+ *     port) would be reachable from every tenant;
+ *   - traffic to other containers on OTHER Docker networks, to cloud metadata endpoints
+ *     (169.254.169.254), or to the private network the host sits in is routed (FORWARD), and only
+ *     partially covered by Docker's isolation chains.
+ * So, for packets entering from the instance bridge:
+ *   INPUT:       accept replies, accept TCP to the gateway port (the only host service an instance
+ *                needs: it fetches its keys there), accept DNS to the configured resolvers, drop the rest;
+ *   DOCKER-USER: (Docker's hook in FORWARD, evaluated before its own rules) let replies and DNS to
+ *                the configured resolvers through, drop everything addressed to private, shared,
+ *                link-local and multicast ranges. Outbound internet (the LLM providers) stays allowed.
+ * Rules carry the comment "agenthost:<network>", are checked with -C before inserting (idempotent,
+ * re-checked by every reconcile pass, so a flushed chain heals itself) and can be removed by tag.
+ */
+
+export const PRIVATE_RANGES = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '224.0.0.0/4', '240.0.0.0/4'];
+
+export interface FirewallSpec {
+  bridge: string;
+  gatewayPort: number;
+  tag: string;
+  dnsServers: string[];
+}
+
+export const firewallTag = (network: string): string => `agenthost:${network}`.slice(0, 250);
+
+/** IPv4 name servers of the host (Docker's embedded DNS forwards to these from the container). */
+export function hostDnsServers(resolvConf = '/etc/resolv.conf'): string[] {
+  try {
+    return readFileSync(resolvConf, 'utf8')
+      .split('\n')
+      .map((l) => /^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)\s*$/.exec(l)?.[1])
+      .filter((ip): ip is string => !!ip && !ip.startsWith('127.'));
+  } catch {
+    return [];
+  }
+}
+
+/** The rules, in evaluation order, per chain. */
+export function firewallRules(s: FirewallSpec): { chain: string; rule: string[] }[] {
+  const c = ['-m', 'comment', '--comment', s.tag];
+  const i = ['-i', s.bridge];
+  const dns = (target: string) =>
+    s.dnsServers.flatMap((ns) => ['udp', 'tcp'].map((proto) => [...i, '-d', `${ns}/32`, '-p', proto, '-m', proto, '--dport', '53', ...c, '-j', target]));
+  return [
+    { chain: 'INPUT', rule: [...i, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', ...c, '-j', 'ACCEPT'] },
+    { chain: 'INPUT', rule: [...i, '-p', 'tcp', '-m', 'tcp', '--dport', String(s.gatewayPort), ...c, '-j', 'ACCEPT'] },
+    ...dns('ACCEPT').map((rule) => ({ chain: 'INPUT', rule })),
+    { chain: 'INPUT', rule: [...i, ...c, '-j', 'DROP'] },
+    { chain: 'DOCKER-USER', rule: [...i, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', ...c, '-j', 'RETURN'] },
+    ...dns('RETURN').map((rule) => ({ chain: 'DOCKER-USER', rule })),
+    ...PRIVATE_RANGES.map((range) => ({ chain: 'DOCKER-USER', rule: [...i, '-d', range, ...c, '-j', 'DROP'] })),
+  ];
+}
+
+const iptables = (args: string[]) => exec('iptables', ['-w', '5', ...args], { timeout: 15_000 });
+
+/** A rule as an order-independent key (iptables -S prints -d before -i, etc.). */
+const ruleKey = (tokens: string[]) => [...tokens].sort().join(' ');
+
+async function listed(chain: string): Promise<Set<string>> {
+  try {
+    const { stdout } = await iptables(['-S', chain]);
+    return new Set(
+      stdout
+        .split('\n')
+        .filter((l) => l.startsWith(`-A ${chain} `))
+        .map((l) => ruleKey(l.replace(/"/g, '').split(/\s+/).filter(Boolean).slice(2))),
+    );
+  } catch {
+    return new Set();
+  }
+}
+
+/**
+ * Make sure the rules are in place (one `iptables -S` per chain, so the check is cheap enough for
+ * every reconcile pass). When any is missing, the whole ordered set is inserted at the top of the
+ * chain (older partial copies below it can no longer change a decision). Returns true when something
+ * was inserted.
+ */
+export async function applyFirewall(s: FirewallSpec): Promise<boolean> {
+  const rules = firewallRules(s);
+  const byChain = new Map<string, string[][]>();
+  for (const r of rules) byChain.set(r.chain, [...(byChain.get(r.chain) ?? []), r.rule]);
+  let changed = false;
+  for (const [chain, list] of byChain) {
+    const have = await listed(chain);
+    if (list.every((r) => have.has(ruleKey(r)))) continue;
+    if (chain === 'DOCKER-USER') await iptables(['-N', 'DOCKER-USER']).catch(() => {});
+    // Insert in reverse at position 1 so the set ends up in order at the top of the chain.
+    for (const r of [...list].reverse()) await iptables(['-I', chain, '1', ...r]);
+    changed = true;
+  }
+  return changed;
+}
+
+/** Delete every rule carrying the tag (used when a network is removed, and by tests). */
+export async function removeFirewall(tag: string): Promise<number> {
+  let removed = 0;
+  for (const chain of ['INPUT', 'DOCKER-USER']) {
+    let listing: string;
+    try {
+      listing = (await iptables(['-S', chain])).stdout;
+    } catch {
+      continue;
+    }
+    for (const line of listing.split('\n')) {
+      if (!line.startsWith('-A ') || (!line.includes(`--comment ${tag} `) && !line.includes(`--comment "${tag}" `))) continue;
+      const args = line.replace(/"/g, '').split(/\s+/).filter(Boolean);
+      args[0] = '-D';
+      await iptables(args).then(() => removed++, () => {});
+    }
+  }
+  return removed;
+}

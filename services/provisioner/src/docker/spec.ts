@@ -1,0 +1,83 @@
+import type Docker from 'dockerode';
+
+/** The agent listens here inside the container (OpenClaw gateway and the stand-in alike). */
+export const AGENT_PORT = 18789;
+/** Non-root user of the agent images (created in deploy/images/runtime). */
+export const AGENT_USER = '10001:10001';
+
+export const LABEL_INSTANCE = 'agenthost.instance';
+export const LABEL_USER = 'agenthost.user';
+export const LABEL_MANAGED = 'agenthost.managed';
+export const LABEL_SCOPE = 'agenthost.scope';
+
+export const containerName = (instanceId: string): string => `agenthost-${instanceId}`;
+export const volumeName = (instanceId: string): string => `agenthost-${instanceId}`;
+
+export interface ContainerInput {
+  instanceId: string;
+  userId: string;
+  scope: string;
+  image: string;
+  network: string;
+  publishHost: string;
+  port: number;
+  memoryMb: number;
+  cpus: number;
+  pids: number;
+  tmpfsMb: number;
+  restartMaxRetries: number;
+  stopTimeoutSeconds: number;
+  /** Environment: credentials, keys URL, gateway token, extra settings. */
+  env: Record<string, string>;
+}
+
+/** V8 old-space cap: ~75 % of the memory limit, so the heap never outgrows the cgroup (OpenClaw crash-loops otherwise). */
+export const heapMb = (memoryMb: number): number => Math.max(32, Math.floor(memoryMb * 0.75));
+
+export const labels = (i: { instanceId: string; userId: string; scope: string }): Record<string, string> => ({
+  [LABEL_INSTANCE]: i.instanceId,
+  [LABEL_USER]: i.userId,
+  [LABEL_MANAGED]: 'true',
+  [LABEL_SCOPE]: i.scope,
+});
+
+/**
+ * The hardened container of one instance: non-root, no capabilities, no privilege escalation, read-only
+ * root with a size-limited /tmp, one named volume for the agent's state, tier limits on memory (no
+ * swap), CPU and pids, the agent port published on one host address only, and the isolated network.
+ */
+export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions {
+  const portKey = `${AGENT_PORT}/tcp`;
+  const memoryBytes = i.memoryMb * 1024 * 1024;
+  const env = { ...i.env, NODE_OPTIONS: `--max-old-space-size=${heapMb(i.memoryMb)}` };
+  return {
+    name: containerName(i.instanceId),
+    Image: i.image,
+    Hostname: i.instanceId.slice(0, 63),
+    User: AGENT_USER,
+    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    Labels: labels(i),
+    ExposedPorts: { [portKey]: {} },
+    StopTimeout: i.stopTimeoutSeconds,
+    HostConfig: {
+      NetworkMode: i.network,
+      PortBindings: { [portKey]: [{ HostIp: i.publishHost, HostPort: String(i.port) }] },
+      // The volume is created with the container (as `docker run -v` does), labelled so that the
+      // reconciler can find it; an existing one (restart/start) is reused as it is.
+      Mounts: [{ Type: 'volume', Source: volumeName(i.instanceId), Target: '/data', ReadOnly: false, VolumeOptions: { NoCopy: false, Labels: labels(i), DriverConfig: { Name: 'local', Options: {} } } }],
+      ReadonlyRootfs: true,
+      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${i.tmpfsMb}m,mode=1777` },
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges:true'],
+      Privileged: false,
+      PidsLimit: i.pids,
+      Memory: memoryBytes,
+      MemorySwap: memoryBytes,
+      NanoCpus: Math.round(i.cpus * 1e9),
+      RestartPolicy: { Name: 'on-failure', MaximumRetryCount: i.restartMaxRetries },
+      LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
+      IpcMode: 'private',
+    },
+    NetworkingConfig: { EndpointsConfig: { [i.network]: {} } },
+  };
+}

@@ -1,0 +1,155 @@
+import http from 'node:http';
+import type { Kysely } from 'kysely';
+import type { Logger } from '@agenthost/shared';
+import type { ProvisionerDB } from '../db/schema.ts';
+import { dockerStatus, type DockerEngine } from '../docker/engine.ts';
+import { containerName } from '../docker/spec.ts';
+
+export interface Watch {
+  id: string;
+  generation: number;
+  port: number;
+  deadline: Date;
+  startedAt: Date;
+}
+
+export interface ReadinessDeps {
+  db: Kysely<ProvisionerDB>;
+  engine: DockerEngine;
+  log: Logger;
+  /** Host the published ports are probed on. */
+  probeHost: string;
+  readyTimeoutSeconds: number;
+  defaultEstimateSeconds: number;
+  /** Stop a container that never became ready (under the instance's operation lock). */
+  stopContainer: (id: string, generation: number) => Promise<void>;
+}
+
+/**
+ * provisioning → running only when the agent answers GET /readyz through its published port.
+ * One watcher per (instance, generation); it polls quickly at first (a stand-in agent is ready in
+ * well under a second) and more slowly later, checks the container every 2 s (an agent that exits
+ * before it is ready fails the instance within seconds), and gives up at the row's ready_deadline. Watchers
+ * keep their state in the row, so the reconciler of any replica resumes them after a restart.
+ * Every transition is conditional on the generation, so a watcher of a replaced container can never
+ * change the state of its successor.
+ */
+export class Readiness {
+  private readonly deps: ReadinessDeps;
+  private readonly watching = new Map<string, number>();
+  private stopped = false;
+  /** Exponential moving average of measured create → ready times (seconds). */
+  private emaSeconds: number | undefined;
+
+  constructor(deps: ReadinessDeps) {
+    this.deps = deps;
+  }
+
+  /** Seconds a new instance is expected to take until ready. */
+  estimateSeconds(): number {
+    return Math.max(1, Math.ceil(this.emaSeconds ?? this.deps.defaultEstimateSeconds));
+  }
+
+  isWatching(id: string, generation: number): boolean {
+    return this.watching.get(id) === generation;
+  }
+
+  watch(w: Watch): void {
+    if (this.stopped || this.watching.get(w.id) === w.generation) return;
+    this.watching.set(w.id, w.generation);
+    void this.loop(w)
+      .catch((err) => this.deps.log.warn({ err, instance_id: w.id }, 'readiness watcher failed; the reconciler will resume it'))
+      .finally(() => {
+        if (this.watching.get(w.id) === w.generation) this.watching.delete(w.id);
+      });
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private async loop(w: Watch): Promise<void> {
+    const { db, engine, probeHost } = this.deps;
+    const url = `http://${probeHost.includes(':') ? `[${probeHost}]` : probeHost}:${w.port}/readyz`;
+    // The container itself is looked at every 2 s (not at every probe): during a burst of creates the
+    // engine is busy starting containers and should not also answer a stream of inspects.
+    let lastCheck = Date.now() - 1000;
+    while (!this.stopped && this.watching.get(w.id) === w.generation) {
+      if (await probe(url)) {
+        const now = new Date();
+        const r = await db
+          .updateTable('instances')
+          .set({ status: 'running', last_activity: now, updated_at: now })
+          .where('id', '=', w.id)
+          .where('generation', '=', w.generation)
+          .where('status', '=', 'provisioning')
+          .where('deleting_at', 'is', null)
+          .executeTakeFirst();
+        if (Number(r.numUpdatedRows) > 0) {
+          const seconds = (now.getTime() - w.startedAt.getTime()) / 1000;
+          this.emaSeconds = this.emaSeconds === undefined ? seconds : this.emaSeconds * 0.8 + seconds * 0.2;
+          this.deps.log.info({ instance_id: w.id, ready_ms: Math.round(seconds * 1000) }, 'instance is running');
+        }
+        return;
+      }
+      if (Date.now() >= w.deadline.getTime()) {
+        if (await this.fail(w, `The agent did not become ready within ${this.deps.readyTimeoutSeconds} s`)) {
+          await this.deps.stopContainer(w.id, w.generation).catch(() => {});
+        }
+        return;
+      }
+      if (Date.now() - lastCheck >= 2000) {
+        lastCheck = Date.now();
+        const row = await db.selectFrom('instances').select(['status', 'generation', 'deleting_at']).where('id', '=', w.id).executeTakeFirst();
+        if (!row || row.generation !== w.generation || row.status !== 'provisioning' || row.deleting_at) return;
+        if (engine.available) {
+          try {
+            const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(w.id)).inspect({ abortSignal }));
+            const s = info.State;
+            if (s.Status === 'exited' || s.Status === 'dead') {
+              await this.fail(w, `The agent exited with code ${s.ExitCode} before it was ready`);
+              return;
+            }
+          } catch (err) {
+            if (dockerStatus(err) === 404) {
+              await this.fail(w, 'The instance container disappeared');
+              return;
+            }
+            // Engine trouble: keep waiting; the deadline still applies.
+          }
+        }
+      }
+      const elapsed = Date.now() - w.startedAt.getTime();
+      await sleep(elapsed < 3_000 ? 50 : elapsed < 10_000 ? 100 : elapsed < 60_000 ? 250 : 1000);
+    }
+  }
+
+  private async fail(w: Watch, reason: string): Promise<boolean> {
+    const now = new Date();
+    const r = await this.deps.db
+      .updateTable('instances')
+      .set({ status: 'failed', failure_reason: reason, last_activity: now, updated_at: now })
+      .where('id', '=', w.id)
+      .where('generation', '=', w.generation)
+      .where('status', '=', 'provisioning')
+      .where('deleting_at', 'is', null)
+      .executeTakeFirst();
+    const changed = Number(r.numUpdatedRows) > 0;
+    if (changed) this.deps.log.warn({ instance_id: w.id, reason }, 'instance failed');
+    return changed;
+  }
+}
+
+/** GET url → true on 200. node:http rather than fetch: cheaper, and dozens of watchers probe at once. */
+function probe(url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { timeout: 1500, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

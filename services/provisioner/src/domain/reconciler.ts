@@ -1,0 +1,208 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from '@agenthost/shared';
+import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import { describe, dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
+import { containerName, LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
+import type { Instances } from './instances.ts';
+import type { OpLocks } from './locks.ts';
+import type { NetworkGuard } from './network-guard.ts';
+import type { Readiness } from './readiness.ts';
+
+const CREATE_STEPS = new Set(['leased', 'container']);
+
+export interface ReconcileReport {
+  orphanContainers: number;
+  orphanVolumes: number;
+  rolledBack: number;
+  deletesFinished: number;
+  failed: number;
+  watchersResumed: number;
+}
+
+/**
+ * Makes Docker and the database agree, at start, every RECONCILE_INTERVAL_SECONDS and when Docker
+ * comes back. Rows whose operation lock is held are being worked on and are skipped; a free lock on a
+ * row in an intermediate step means the operation died with its process:
+ *   create steps (leased, container) → undone (container, volume, lease, row; deleted event);
+ *   deleting → finished;  stopping → finished;  recreating → container running? watched : failed;
+ *   provisioning/done → its readiness watcher resumed;  running with a dead or missing container → failed.
+ * Labelled containers and volumes of this scope without a row are orphans and removed. Docker is
+ * listed BEFORE the rows are read: a row is always written before its Docker objects exist, so an
+ * object seen without a row cannot belong to a create that is just starting.
+ */
+export class Reconciler {
+  private readonly d: {
+    db: Kysely<ProvisionerDB>;
+    engine: DockerEngine;
+    locks: OpLocks;
+    instances: Instances;
+    readiness: Readiness;
+    network: NetworkGuard;
+    scope: string;
+    log: Logger;
+    intervalSeconds: number;
+    readyTimeoutSeconds: number;
+  };
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<ReconcileReport | undefined> | undefined;
+  private again = false;
+
+  constructor(deps: Reconciler['d']) {
+    this.d = deps;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.trigger(), this.d.intervalSeconds * 1000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Run a pass now (or right after the current one). */
+  trigger(): Promise<ReconcileReport | undefined> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.pass()
+      .catch((err) => {
+        this.d.log.warn({ err: describe(err) }, 'reconcile pass failed; will retry');
+        return undefined;
+      })
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          void this.trigger();
+        }
+      });
+    return this.running;
+  }
+
+  async pass(): Promise<ReconcileReport> {
+    const { engine, db, locks, instances, readiness, log, scope } = this.d;
+    const report: ReconcileReport = { orphanContainers: 0, orphanVolumes: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0 };
+    engine.assertUp();
+    await this.d.network.ensure();
+
+    const filters = { label: [`${LABEL_SCOPE}=${scope}`] };
+    const containers = await engine.run('container list', (abortSignal) => engine.docker.listContainers(o({ all: true, filters, abortSignal })));
+    const volumes = (await engine.run('volume list', (abortSignal) => engine.docker.listVolumes(o({ filters, abortSignal })))).Volumes ?? [];
+    const rows = await db.selectFrom('instances').selectAll().execute();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+
+    const rowGone = async (id: string) => !(await db.selectFrom('instances').select('id').where('id', '=', id).executeTakeFirst());
+    for (const c of containers) {
+      const id = c.Labels?.[LABEL_INSTANCE];
+      if (!id || byId.has(id)) continue;
+      const done = await locks.tryWith(id, async () => {
+        if (!(await rowGone(id))) return false;
+        await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(c.Id).remove(o({ force: true, v: true, abortSignal }))));
+        return true;
+      });
+      if (done) {
+        report.orphanContainers++;
+        log.warn({ instance_id: id, container: c.Id.slice(0, 12) }, 'removed orphaned container');
+      }
+    }
+    for (const v of volumes) {
+      const id = v.Labels?.[LABEL_INSTANCE];
+      if (!id || byId.has(id)) continue;
+      const done = await locks.tryWith(id, async () => {
+        if (!(await rowGone(id))) return false;
+        await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(v.Name).remove(o({ force: true, abortSignal }))));
+        return true;
+      });
+      if (done) {
+        report.orphanVolumes++;
+        log.warn({ instance_id: id, volume: v.Name }, 'removed orphaned volume');
+      }
+    }
+
+    const containerState = new Map(containers.map((c) => [c.Labels?.[LABEL_INSTANCE] ?? '', c.State]));
+    for (const row of rows) {
+      try {
+        if (row.deleting_at || row.step === 'deleting') {
+          if (await this.repair(row, (r) => r.deleting_at !== null || r.step === 'deleting', (r) => instances.finishDelete(r).then(() => {}))) {
+            report.deletesFinished++;
+            log.warn({ instance_id: row.id }, 'finished an interrupted delete');
+          }
+        } else if (CREATE_STEPS.has(row.step)) {
+          if (await this.repair(row, (r) => CREATE_STEPS.has(r.step) && !r.deleting_at, (r) => instances.undo(r))) {
+            report.rolledBack++;
+            log.warn({ instance_id: row.id, step: row.step }, 'rolled back an interrupted create');
+          }
+        } else if (row.step === 'stopping') {
+          await this.repair(row, (r) => r.step === 'stopping', (r) => instances.stopLocked(r));
+        } else if (row.step === 'recreating') {
+          await this.repair(row, (r) => r.step === 'recreating', async (r) => {
+            const info = await ignoreGone(engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(r.id)).inspect({ abortSignal })));
+            if (info?.State.Running) {
+              const now = new Date();
+              const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
+              await db.updateTable('instances').set({ step: 'done', started_at: now, ready_deadline: deadline, updated_at: now }).where('id', '=', r.id).execute();
+              readiness.watch({ id: r.id, generation: r.generation, port: r.port, deadline, startedAt: now });
+              report.watchersResumed++;
+            } else {
+              await instances.markFailed(r.id, r.generation, 'A restart was interrupted; restart the instance again');
+              report.failed++;
+            }
+          });
+        } else if (row.status === 'provisioning' && row.step === 'done') {
+          if (!readiness.isWatching(row.id, row.generation)) {
+            readiness.watch({
+              id: row.id,
+              generation: row.generation,
+              port: row.port,
+              deadline: row.ready_deadline ?? new Date(Date.now() + 60_000),
+              startedAt: row.started_at ?? row.updated_at,
+            });
+            report.watchersResumed++;
+          }
+        } else if (row.status === 'running' && row.step === 'done') {
+          const state = containerState.get(row.id);
+          if (state === undefined || state === 'exited' || state === 'dead' || state === 'created') {
+            // The listing may predate a restart that finished since: look again before judging.
+            const reason = await this.deadReason(row.id);
+            if (reason) {
+              await instances.markFailed(row.id, row.generation, reason);
+              report.failed++;
+              log.warn({ instance_id: row.id, reason }, 'running instance found dead');
+            }
+          }
+        }
+      } catch (err) {
+        log.warn({ instance_id: row.id, err: describe(err) }, 'could not reconcile instance; will retry');
+      }
+    }
+    const changed = Object.values(report).some((n) => n > 0);
+    if (changed) log.info({ event: 'reconciled', ...report }, 'reconcile pass changed something');
+    return report;
+  }
+
+  /** Under the instance's lock (skipped when someone holds it), re-read the row and repair it if still needed. */
+  private async repair(row: InstanceRow, stillNeeded: (r: InstanceRow) => boolean, fix: (r: InstanceRow) => Promise<void>): Promise<boolean> {
+    const r = await this.d.locks.tryWith(row.id, async () => {
+      const fresh = await this.d.db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
+      if (!fresh || !stillNeeded(fresh)) return false;
+      await fix(fresh);
+      return true;
+    });
+    return r === true;
+  }
+
+  /** Why the instance's container is not running now, or undefined when it is (or is being restarted by Docker). */
+  private async deadReason(id: string): Promise<string | undefined> {
+    try {
+      const info = await this.d.engine.run('container inspect', (abortSignal) => this.d.engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
+      const s = info.State;
+      if (s.Running || s.Restarting || s.Status === 'restarting') return undefined;
+      return s.Status === 'created' ? 'The agent container never started; restart the instance' : `The agent exited with code ${s.ExitCode}`;
+    } catch (err) {
+      if (dockerStatus(err) === 404) return 'The instance container is missing; restart the instance';
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,118 @@
+import { contracts, endpoint, ensureEventStream, publishEvent, request, runService } from '@agenthost/shared';
+import { provisionerConfig } from './config.ts';
+import { migrations } from './db/migrations/index.ts';
+import type { ProvisionerDB } from './db/schema.ts';
+import { describe, DockerEngine, o } from './docker/engine.ts';
+import { faults } from './domain/faults.ts';
+import { Instances } from './domain/instances.ts';
+import { OpLocks } from './domain/locks.ts';
+import { NetworkGuard } from './domain/network-guard.ts';
+import { Readiness } from './domain/readiness.ts';
+import { Reconciler } from './domain/reconciler.ts';
+import { StatsSampler } from './domain/stats.ts';
+import { StorageSampler } from './domain/storage.ts';
+
+const P = contracts.provisioner;
+const SCHEMA = 'provisioner';
+
+await runService<typeof provisionerConfig, ProvisionerDB>({
+  name: 'provisioner',
+  version: '1.0.0',
+  config: provisionerConfig,
+  db: { schema: SCHEMA, migrations },
+  async build({ config, db, nc, log }) {
+    const scope = config.INSTANCE_SCOPE || config.INSTANCE_NETWORK;
+    const engine = new DockerEngine({ host: config.DOCKER_HOST, timeoutMs: config.DOCKER_TIMEOUT_MS, log });
+    const locks = new OpLocks(config.DATABASE_URL, SCHEMA);
+    const network = new NetworkGuard({ config, engine, log, scope });
+    const stats = new StatsSampler(engine, config.STATS_INTERVAL_SECONDS);
+    const storage = new StorageSampler({ db, engine, scope, log, intervalSeconds: config.STORAGE_SAMPLE_INTERVAL_SECONDS });
+    const pause = faults(config.FAULT_PAUSE_AT, log);
+    const readiness = new Readiness({
+      db,
+      engine,
+      log,
+      probeHost: config.PUBLISH_HOST === '0.0.0.0' ? '127.0.0.1' : config.PUBLISH_HOST === '::' ? '::1' : config.PUBLISH_HOST,
+      readyTimeoutSeconds: config.READY_TIMEOUT_SECONDS,
+      defaultEstimateSeconds: config.ESTIMATED_READY_SECONDS,
+      stopContainer: (id, generation) =>
+        locks.tryWith(id, async () => {
+          const row = await db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
+          // Only the failed container of this generation; a restart since then owns the instance.
+          if (row && row.generation === generation && row.status === 'failed') {
+            await engine.run('container stop', (abortSignal) => engine.docker.getContainer(`agenthost-${id}`).stop(o({ t: config.STOP_TIMEOUT_SECONDS, abortSignal })), config.DOCKER_TIMEOUT_MS + config.STOP_TIMEOUT_SECONDS * 1000).catch(() => {});
+          }
+        }).then(() => {}),
+    });
+    const instances = new Instances({
+      db,
+      engine,
+      locks,
+      config,
+      tiers: config.TIER_LIMITS_JSON,
+      log,
+      scope,
+      readiness,
+      stats,
+      pause,
+      keysUrl: () => network.keysUrl(),
+      issueCredentials: (user_id, instance_id) =>
+        request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS }),
+      events: {
+        created: (p) => publishEvent(nc, P.instanceCreated, p, `instance-created-${p.instance_id}`),
+        deleted: (p) => publishEvent(nc, P.instanceDeleted, p, `instance-deleted-${p.instance_id}`),
+      },
+    });
+    const reconciler = new Reconciler({
+      db,
+      engine,
+      locks,
+      instances,
+      readiness,
+      network,
+      scope,
+      log,
+      intervalSeconds: config.RECONCILE_INTERVAL_SECONDS,
+      readyTimeoutSeconds: config.READY_TIMEOUT_SECONDS,
+    });
+    engine.onRecovery(() => void reconciler.trigger());
+
+    return {
+      endpoints: [
+        endpoint(P.create, (input) => instances.create(input)),
+        endpoint(P.get, (input) => instances.get(input)),
+        endpoint(P.list, (input) => instances.list(input)),
+        endpoint(P.restart, (input) => instances.restart(input)),
+        endpoint(P.start, (input) => instances.start(input)),
+        endpoint(P.stop, (input) => instances.stop(input)),
+        endpoint(P.remove, (input) => instances.remove(input)),
+        endpoint(P.logs, (input) => instances.logs(input)),
+        endpoint(P.usage, (input) => instances.usage(input)),
+      ],
+      async start() {
+        await ensureEventStream(nc);
+        engine.startMonitor();
+        if (await engine.ping()) {
+          // The network and firewall must be in place before any instance runs: a failure here is fatal.
+          await network.ensure();
+          const report = await reconciler.trigger();
+          log.info({ ...report }, 'initial reconcile done');
+        } else {
+          engine.noteDown();
+          log.error({ docker_host: config.DOCKER_HOST || 'default' }, 'docker engine unreachable at start; requests get 503 until it answers');
+        }
+        reconciler.start();
+        stats.start();
+        storage.start();
+      },
+      async stop() {
+        reconciler.stop();
+        readiness.stop();
+        stats.stop();
+        storage.stop();
+        engine.stopMonitor();
+        await locks.close().catch((err) => log.warn({ err: describe(err) }, 'closing lock pool'));
+      },
+    };
+  },
+});

@@ -1,0 +1,145 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { contracts } from '@agenthost/shared';
+import { spawnService, startStack, type ServiceProcess, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+
+const P = contracts.provisioner;
+const network = testNetwork('crash');
+
+let stack: Stack;
+let n: Nats;
+let db: pg.Client;
+const procs: ServiceProcess[] = [];
+
+const provisioner = async (faultAt = '') => {
+  const p = await spawnService('provisioner', {
+    env: { ...stack.env, ...provisionerEnv({ network, ports: [18230, 18249] }), FAULT_PAUSE_AT: faultAt },
+    label: `provisioner-${faultAt || 'clean'}`,
+  });
+  procs.push(p);
+  return p;
+};
+
+beforeAll(async () => {
+  await cleanupDocker(network);
+  stack = await startStack({ services: ['keyvault'], serviceEnv: { gateway: gatewayEnv } });
+  n = await natsClient(stack.nats.url);
+  db = new pg.Client({ connectionString: stack.db.url });
+  await db.connect();
+});
+
+afterAll(async () => {
+  for (const p of procs) await p.kill();
+  await db?.end();
+  await n?.close();
+  await stack?.stop();
+  await cleanupDocker(network);
+});
+
+const state = async () => ({
+  rows: (await db.query<{ id: string; step: string }>('select id, step from provisioner.instances')).rows,
+  containers: (await docker('ps', '-aq', '--filter', `label=agenthost.scope=${network}`)).split('\n').filter(Boolean),
+  volumes: (await docker('volume', 'ls', '-q', '--filter', `label=agenthost.scope=${network}`)).split('\n').filter(Boolean),
+});
+
+const pausedAt = (p: ServiceProcess, point: string) =>
+  waitFor(`pause at ${point}`, async () => p.lines().some((l) => l.includes('"event":"fault_pause"') && l.includes(`"point":"${point}"`)), 30_000, 25);
+
+describe('a provisioner killed with SIGKILL in the middle of an operation', () => {
+  // What exists at each pause: the row always; the container and its volume from the container step on.
+  it.each([
+    ['leased', 0, 0],
+    ['container', 1, 1],
+  ])('leaves no orphan when killed after the create step "%s"', async (step, containers, volumes) => {
+    const user_id = newUser();
+    const p = await provisioner(step);
+    const pending = n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' }, 4000).catch((e) => e);
+    await pausedAt(p, step);
+    await p.kill();
+    const before = await state();
+    expect(before.rows).toEqual([expect.objectContaining({ step })]);
+    expect(before.containers).toHaveLength(containers);
+    expect(before.volumes).toHaveLength(volumes);
+
+    // The next provisioner reconciles before it reports ready.
+    const q = await provisioner();
+    expect(await state()).toEqual({ rows: [], containers: [], volumes: [] });
+    // The port is free again: the next create gets the lowest port of the range.
+    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    expect(c.port).toBe(18230);
+    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+    await q.stop();
+    await pending;
+  });
+
+  it('completes a create that was killed after the container started: the instance becomes running', async () => {
+    const user_id = newUser();
+    const p = await provisioner('started');
+    const pending = n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' }, 4000).catch((e) => e);
+    await pausedAt(p, 'started');
+    await p.kill();
+    const [row] = (await state()).rows;
+    expect(row).toMatchObject({ step: 'done' });
+    const q = await provisioner();
+    await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: row!.id })).status === 'running');
+    await n.call(P.remove, { user_id, instance_id: row!.id });
+    expect(await state()).toEqual({ rows: [], containers: [], volumes: [] });
+    await q.stop();
+    await pending;
+  });
+
+  it.each(['deleting', 'container_removed', 'volume_removed'])('finishes a delete that was killed at "%s"', async (point) => {
+    const user_id = newUser();
+    const q = await provisioner();
+    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    await q.stop();
+    const p = await provisioner(point);
+    const pending = n.call(P.remove, { user_id, instance_id: c.instance_id }, 4000).catch((e) => e);
+    await pausedAt(p, point);
+    await p.kill();
+    expect((await state()).rows).toEqual([expect.objectContaining({ id: c.instance_id, step: 'deleting' })]);
+    // Hidden from its owner already.
+    const r = await provisioner();
+    expect(await state()).toEqual({ rows: [], containers: [], volumes: [] });
+    const jsm = await n.nc.jetstreamManager();
+    const ev = await jsm.streams.getMessage('EVENTS', { last_by_subj: 'events.instance.deleted' });
+    expect(ev.json()).toMatchObject({ instance_id: c.instance_id, user_id });
+    await r.stop();
+    await pending;
+  });
+
+  it('settles a restart that was killed before the old container was replaced', async () => {
+    const user_id = newUser();
+    const q = await provisioner();
+    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
+    await q.stop();
+    const p = await provisioner('recreating');
+    const pending = n.call(P.restart, { user_id, instance_id: c.instance_id }, 4000).catch((e) => e);
+    await pausedAt(p, 'recreating');
+    await p.kill();
+    expect((await state()).rows).toEqual([expect.objectContaining({ step: 'recreating' })]);
+    const r = await provisioner();
+    await waitFor('running again', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
+    // It can be restarted normally afterwards.
+    expect((await n.call(P.restart, { user_id, instance_id: c.instance_id })).status).toBe('provisioning');
+    await waitFor('running after restart', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
+    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+    expect(await state()).toEqual({ rows: [], containers: [], volumes: [] });
+    await r.stop();
+    await pending;
+  });
+
+  it('removes labelled containers and volumes that have no row', async () => {
+    const q = await provisioner();
+    const id = 'inst-orphan0000000000001';
+    await docker('volume', 'create', '--label', `agenthost.scope=${network}`, '--label', `agenthost.instance=${id}`, `agenthost-${id}`);
+    await docker('create', '--name', `agenthost-${id}`, '--label', `agenthost.scope=${network}`, '--label', `agenthost.instance=${id}`, '--label', 'agenthost.managed=true', 'agenthost/standin:latest');
+    await waitFor('orphans removed', async () => {
+      const s = await state();
+      return s.containers.length === 0 && s.volumes.length === 0;
+    }, 20_000, 250);
+    await q.stop();
+  });
+});

@@ -1,0 +1,238 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { contracts } from '@agenthost/shared';
+import { recordSecret, startStack, type Stack } from '@agenthost/testkit';
+import { STANDIN, cleanupDocker, docker, dockerTry, exists, gatewayEnv, natsClient, newUser, provisionerEnv, standinVariant, testNetwork, waitFor, type Nats } from './helpers.ts';
+
+const P = contracts.provisioner;
+const network = testNetwork('life');
+const PORTS: [number, number] = [18100, 18119];
+
+let stack: Stack;
+let n: Nats;
+
+beforeAll(async () => {
+  await cleanupDocker(network);
+  stack = await startStack({
+    services: ['keyvault', 'provisioner'],
+    serviceEnv: { provisioner: provisionerEnv({ network, ports: PORTS, extra: { READY_TIMEOUT_SECONDS: '8' } }), gateway: gatewayEnv },
+  });
+  n = await natsClient(stack.nats.url);
+});
+
+afterAll(async () => {
+  await n?.close();
+  await stack?.stop();
+  await cleanupDocker(network);
+  await dockerTry('rmi', `${STANDIN}:t-neverready`, `${STANDIN}:t-crash`);
+});
+
+const running = (user_id: string, instance_id: string, timeoutMs = 30_000) =>
+  waitFor(`${instance_id} running`, async () => {
+    const v = await n.call(P.get, { user_id, instance_id });
+    if (v.status === 'failed') throw new Error(`failed: ${v.failure_reason}`);
+    return v.status === 'running' ? v : undefined;
+  }, timeoutMs);
+
+describe('instance lifecycle on the real Docker engine', () => {
+  it('creates, runs, restarts, stops, starts and deletes an instance, leaving nothing behind', async () => {
+    const user_id = newUser();
+    const created = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw', name: 'my agent' });
+    expect(created).toMatchObject({ name: 'my agent', status: 'provisioning', framework: 'openclaw', version: 'latest' });
+    expect(created.port).toBeGreaterThanOrEqual(PORTS[0]);
+    expect(created.port).toBeLessThanOrEqual(PORTS[1]);
+    expect(created.url).toBe(`http://localhost:${created.port}`);
+    expect(created.access_token).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+    recordSecret(created.access_token!); // the log scan proves it never reaches a log line
+    expect(Date.parse(created.estimated_ready!)).toBeGreaterThan(Date.parse(created.created_at));
+    const id = created.instance_id;
+    const cname = `agenthost-${id}`;
+
+    // The container carries the hardening and limits of its tier.
+    const info = JSON.parse(await docker('inspect', cname))[0];
+    expect(info.Config.User).toBe('10001:10001');
+    expect(info.Config.Labels).toMatchObject({ 'agenthost.instance': id, 'agenthost.user': user_id, 'agenthost.managed': 'true' });
+    expect(info.HostConfig).toMatchObject({ CapDrop: ['ALL'], ReadonlyRootfs: true, PidsLimit: 64, Memory: 256 * 1024 * 1024, MemorySwap: 256 * 1024 * 1024, NanoCpus: 5e8 });
+    expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges:true');
+    expect(info.HostConfig.RestartPolicy).toMatchObject({ Name: 'on-failure' });
+    expect(info.HostConfig.LogConfig).toMatchObject({ Type: 'json-file', Config: { 'max-size': '10m' } });
+    expect(info.HostConfig.PortBindings['18789/tcp']).toEqual([{ HostIp: '127.0.0.1', HostPort: String(created.port) }]);
+    expect(info.HostConfig.Tmpfs['/tmp']).toContain('size=64m');
+    expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: cname, Destination: '/data' })]);
+    const env: string[] = info.Config.Env;
+    for (const e of env) if (/^AGENTHOST_INSTANCE_(SECRET|KEY)=/.test(e)) recordSecret(e.slice(e.indexOf('=') + 1));
+    expect(env).toContain('NODE_OPTIONS=--max-old-space-size=192');
+    expect(env).toContain(`OPENCLAW_GATEWAY_TOKEN=${created.access_token}`);
+    expect(env.find((e) => e.startsWith('AGENTHOST_KEYS_URL='))).toMatch(/^AGENTHOST_KEYS_URL=http:\/\/\d+\.\d+\.\d+\.\d+:\d+\/api\/keys\/retrieve$/);
+    expect(Object.keys(info.NetworkSettings.Networks)).toEqual([network]);
+
+    // provisioning → running once /readyz answers (the bootstrap fetched its keys through the gateway first).
+    const up = await running(user_id, id);
+    expect(up.uptime_seconds).toBeGreaterThanOrEqual(0);
+    expect(up.memory_limit_mb).toBe(256);
+    expect(up.memory_usage_mb).toBeGreaterThan(1);
+    expect(up.memory_usage_mb).toBeLessThan(256);
+    expect(up.cpu_usage_percent).toBeGreaterThanOrEqual(0);
+    expect(Date.parse(up.last_activity!)).toBeGreaterThanOrEqual(Date.parse(created.created_at));
+    const agent = await (await fetch(`http://127.0.0.1:${created.port}/`)).json();
+    expect(agent).toMatchObject({ agent: 'standin', instance_id: id, uid: 10001 });
+
+    const logs = await n.call(P.logs, { user_id, instance_id: id, tail: 50 });
+    expect(logs.lines.some((l) => l.includes('keys fetched') || l.includes('keys loaded'))).toBe(true);
+    expect(logs.lines.join('\n')).not.toContain(created.access_token!);
+
+    const listed = await n.call(P.list, { user_id });
+    expect(listed.instances.map((i) => i.instance_id)).toEqual([id]);
+
+    // restart: a new container (fresh credentials) on the same volume and port, token carried over.
+    const oldContainer = info.Id;
+    await docker('exec', cname, 'sh', '-c', 'echo kept > /data/marker');
+    const restarted = await n.call(P.restart, { user_id, instance_id: id });
+    expect(restarted).toEqual({ success: true, instance_id: id, status: 'provisioning' });
+    await running(user_id, id);
+    const info2 = JSON.parse(await docker('inspect', cname))[0];
+    expect(info2.Id).not.toBe(oldContainer);
+    expect(info2.HostConfig.PortBindings['18789/tcp'][0].HostPort).toBe(String(created.port));
+    expect(info2.Config.Env).toContain(`OPENCLAW_GATEWAY_TOKEN=${created.access_token}`);
+    const secret = (e: string[]) => e.find((x) => x.startsWith('AGENTHOST_INSTANCE_SECRET='));
+    expect(secret(info2.Config.Env)).not.toBe(secret(env));
+    expect(await docker('exec', cname, 'cat', '/data/marker')).toBe('kept');
+
+    // stop → stopped (data kept); stopping again is a state conflict.
+    expect(await n.call(P.stop, { user_id, instance_id: id })).toEqual({ success: true, instance_id: id, status: 'stopped' });
+    expect((await n.call(P.get, { user_id, instance_id: id })).status).toBe('stopped');
+    expect(JSON.parse(await docker('inspect', cname))[0].State.Running).toBe(false);
+    expect(await n.fail(P.stop, { user_id, instance_id: id })).toMatchObject({ code: 'INSTANCE_STATE_CONFLICT', status: 409 });
+    expect(await n.fail(P.restart, { user_id, instance_id: id })).toMatchObject({ code: 'INSTANCE_STATE_CONFLICT', status: 409 });
+
+    // start → provisioning → running, data still there.
+    expect(await n.call(P.start, { user_id, instance_id: id })).toEqual({ success: true, instance_id: id, status: 'provisioning' });
+    await running(user_id, id);
+    expect(await docker('exec', cname, 'cat', '/data/marker')).toBe('kept');
+    expect(await n.fail(P.start, { user_id, instance_id: id })).toMatchObject({ code: 'INSTANCE_STATE_CONFLICT' });
+
+    // delete: container, volume, lease and row gone for good.
+    const del = await n.call(P.remove, { user_id, instance_id: id });
+    expect(del).toMatchObject({ success: true, instance_id: id });
+    expect(Date.parse(del.deleted_at)).toBeGreaterThan(0);
+    const inspect = await dockerTry('inspect', '--type', 'container', cname);
+    expect(inspect.code).not.toBe(0);
+    expect(inspect.stderr).toMatch(/No such container/i);
+    expect(await exists('volume', cname)).toBe(false);
+    expect(await n.fail(P.get, { user_id, instance_id: id })).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
+    expect(await n.fail(P.remove, { user_id, instance_id: id })).toMatchObject({ code: 'INSTANCE_NOT_FOUND' });
+    expect((await n.call(P.usage, { user_id })).instances_active).toBe(0);
+
+    // The port is free again: the next create gets the same (lowest free) port.
+    const again = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    expect(again.port).toBe(created.port);
+    expect(again.name).toMatch(/^openclaw-[0-9a-f]{6}$/);
+    await n.call(P.remove, { user_id, instance_id: again.instance_id });
+  });
+
+  it('publishes events.instance.created and events.instance.deleted on JetStream', async () => {
+    const user_id = newUser();
+    const js = n.nc.jetstream();
+    const created = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    await n.call(P.remove, { user_id, instance_id: created.instance_id });
+    const jsm = await n.nc.jetstreamManager();
+    const seen: { subject: string; data: { instance_id: string; user_id: string } }[] = [];
+    for (const subject of ['events.instance.created', 'events.instance.deleted']) {
+      const m = await jsm.streams.getMessage('EVENTS', { last_by_subj: subject });
+      seen.push({ subject: m.subject, data: m.json() });
+    }
+    void js;
+    expect(seen).toEqual([
+      { subject: 'events.instance.created', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) },
+      { subject: 'events.instance.deleted', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) },
+    ]);
+  });
+
+  it("answers 404 for another user's instance on every verb", async () => {
+    const owner = newUser();
+    const other = newUser();
+    const { instance_id } = await n.call(P.create, { user_id: owner, tier: 'pro', framework: 'openclaw' });
+    const ref = { user_id: other, instance_id };
+    for (const [c, input] of [
+      [P.get, ref],
+      [P.restart, ref],
+      [P.stop, ref],
+      [P.start, ref],
+      [P.remove, ref],
+      [P.logs, { ...ref, tail: 10 }],
+    ] as const) {
+      expect(await n.fail(c, input as never), c.subject).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
+    }
+    expect((await n.call(P.list, { user_id: other })).instances).toEqual([]);
+    // Untouched for its owner.
+    expect((await n.call(P.get, { user_id: owner, instance_id })).instance_id).toBe(instance_id);
+    await n.call(P.remove, { user_id: owner, instance_id });
+  });
+
+  it('refuses a bad framework, version or name with 400 naming the field', async () => {
+    const user_id = newUser();
+    const base = { user_id, tier: 'pro' as const, framework: 'openclaw' };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ framework: 'langchain' }, 'framework'],
+      [{ framework: '' }, 'framework'],
+      [{ version: 'no-such-version' }, 'version'],
+      [{ version: '../etc' }, 'version'],
+      [{ version: 'a:b' }, 'version'],
+      [{ name: '' }, 'name'],
+      [{ name: 'x'.repeat(64) }, 'name'],
+      [{ name: '<script>' }, 'name'],
+    ];
+    for (const [patch, field] of cases) {
+      const e = await n.fail(P.create, { ...base, ...patch } as never);
+      expect(e, JSON.stringify(patch)).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
+      expect(e.message.startsWith(`${field}:`), `${JSON.stringify(patch)} → ${e.message}`).toBe(true);
+    }
+    expect((await n.call(P.usage, { user_id })).instances_active).toBe(0);
+  });
+
+  it('refuses to create for a cancelled subscription (403)', async () => {
+    const e = await n.fail(P.create, { user_id: newUser(), tier: 'pro', framework: 'openclaw', subscription_cancelled: true });
+    expect(e).toMatchObject({ code: 'SUBSCRIPTION_CANCELLED', status: 403 });
+  });
+
+  it('marks an instance failed with a reason when the agent never becomes ready, and stops it', async () => {
+    await standinVariant('t-neverready', { STANDIN_NEVER_READY: '1' });
+    const user_id = newUser();
+    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw', version: 't-neverready' });
+    const v = await waitFor('failed', async () => {
+      const s = await n.call(P.get, { user_id, instance_id: c.instance_id });
+      return s.status === 'failed' ? s : undefined;
+    }, 30_000);
+    expect(v.failure_reason).toMatch(/did not become ready within 8 s/);
+    await waitFor('container stopped', async () => JSON.parse(await docker('inspect', `agenthost-${c.instance_id}`))[0].State.Running === false);
+    // A failed instance can be deleted (and restarted, which the next test shows for a crashing agent).
+    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+  });
+
+  it('marks an instance failed when its agent exits before it is ready', async () => {
+    await standinVariant('t-crash', { STANDIN_EXIT_AFTER_MS: '0', STANDIN_EXIT_CODE: '3' });
+    const user_id = newUser();
+    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw', version: 't-crash' });
+    const v = await waitFor('failed', async () => {
+      const s = await n.call(P.get, { user_id, instance_id: c.instance_id });
+      return s.status === 'failed' ? s : undefined;
+    }, 30_000);
+    expect(v.failure_reason).toMatch(/exited with code 3/);
+    expect((await n.call(P.restart, { user_id, instance_id: c.instance_id })).status).toBe('provisioning');
+    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+  });
+
+  it('reports usage: active instances and volume storage', async () => {
+    const user_id = newUser();
+    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    await running(user_id, c.instance_id);
+    await docker('exec', `agenthost-${c.instance_id}`, 'sh', '-c', 'head -c 3145728 /dev/zero > /data/blob');
+    const u = await waitFor('storage measured', async () => {
+      const r = await n.call(P.usage, { user_id });
+      return r.storage_used_mb >= 3 ? r : undefined;
+    }, 30_000, 500);
+    expect(u.instances_active).toBe(1);
+    expect(u.storage_used_mb).toBeLessThan(10);
+    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+    expect(await n.call(P.usage, { user_id })).toEqual({ instances_active: 0, storage_used_mb: 0 });
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '@agenthost/shared';
+import { provisionerConfig } from '../src/config.ts';
+import { firewallRules, PRIVATE_RANGES } from '../src/docker/firewall.ts';
+import { demux, lastLines } from '../src/docker/logs.ts';
+import { bridgeNameFor } from '../src/docker/network.ts';
+import { containerSpec, heapMb } from '../src/docker/spec.ts';
+
+const frame = (type: number, text: string) => {
+  const payload = Buffer.from(text);
+  const h = Buffer.alloc(8);
+  h[0] = type;
+  h.writeUInt32BE(payload.length, 4);
+  return Buffer.concat([h, payload]);
+};
+
+describe('container spec', () => {
+  const spec = containerSpec({
+    instanceId: 'inst-abc', userId: 'u1', scope: 's', image: 'agenthost/openclaw:1', network: 'net', publishHost: '127.0.0.1', port: 18001,
+    memoryMb: 2048, cpus: 1.5, pids: 512, tmpfsMb: 64, restartMaxRetries: 3, stopTimeoutSeconds: 5, env: { A: '1', NODE_OPTIONS: 'x' },
+  });
+
+  it('sizes the V8 heap under the memory limit (75 %)', () => {
+    expect(heapMb(2048)).toBe(1536);
+    expect(heapMb(64)).toBe(48);
+    expect(spec.Env).toContain('NODE_OPTIONS=--max-old-space-size=1536');
+    expect(spec.Env).not.toContain('NODE_OPTIONS=x');
+  });
+
+  it('is hardened and limited', () => {
+    expect(spec.User).toBe('10001:10001');
+    expect(spec.HostConfig).toMatchObject({
+      CapDrop: ['ALL'], ReadonlyRootfs: true, Privileged: false, PidsLimit: 512, Memory: 2048 * 2 ** 20, MemorySwap: 2048 * 2 ** 20, NanoCpus: 1.5e9,
+      SecurityOpt: ['no-new-privileges:true'], NetworkMode: 'net', PortBindings: { '18789/tcp': [{ HostIp: '127.0.0.1', HostPort: '18001' }] },
+    });
+    expect(spec.HostConfig!.Binds).toBeUndefined();
+    expect(JSON.stringify(spec)).not.toContain('docker.sock');
+  });
+});
+
+describe('instance firewall rules', () => {
+  const rules = firewallRules({ bridge: 'ah-x', gatewayPort: 8080, tag: 'agenthost:net', dnsServers: ['10.255.255.53'] });
+  const input = rules.filter((r) => r.chain === 'INPUT').map((r) => r.rule.join(' '));
+  const fwd = rules.filter((r) => r.chain === 'DOCKER-USER').map((r) => r.rule.join(' '));
+
+  it('lets instances reach only the gateway port (and DNS) on the host, dropping the rest last', () => {
+    expect(input[0]).toMatch(/--ctstate RELATED,ESTABLISHED .* -j ACCEPT$/);
+    expect(input[1]).toMatch(/^-i ah-x -p tcp -m tcp --dport 8080 .* -j ACCEPT$/);
+    expect(input.at(-1)).toBe('-i ah-x -m comment --comment agenthost:net -j DROP');
+    expect(input.filter((r) => r.includes('--dport 53'))).toHaveLength(2);
+  });
+
+  it('drops forwarded traffic to private ranges, after replies and DNS', () => {
+    expect(fwd[0]).toMatch(/RELATED,ESTABLISHED .* -j RETURN$/);
+    expect(fwd.slice(-PRIVATE_RANGES.length)).toEqual(PRIVATE_RANGES.map((r) => `-i ah-x -d ${r} -m comment --comment agenthost:net -j DROP`));
+    expect(bridgeNameFor('agenthost-instances').length).toBeLessThanOrEqual(15);
+  });
+});
+
+describe('docker logs', () => {
+  it('demultiplexes stdout/stderr frames and keeps the last lines', () => {
+    const buf = Buffer.concat([frame(1, 'one\ntwo\n'), frame(2, 'err\n'), frame(1, 'three\n')]);
+    expect(lastLines(demux(buf), 2)).toEqual(['err', 'three']);
+    expect(lastLines(demux(Buffer.from('plain\ntext\n')), 5)).toEqual(['plain', 'text']);
+  });
+});
+
+describe('config', () => {
+  it('has the documented defaults', () => {
+    const c = parseConfig(provisionerConfig, {});
+    expect(c).toMatchObject({
+      PORT_RANGE_START: 18000, PORT_RANGE_END: 19000, PUBLISH_HOST: '127.0.0.1', INSTANCE_URL_TEMPLATE: 'http://localhost:{port}',
+      FRAMEWORK_IMAGES: { openclaw: 'agenthost/openclaw' }, DEFAULT_VERSION: 'latest', READY_TIMEOUT_SECONDS: 180,
+      INSTANCE_NETWORK: 'agenthost-instances', GATEWAY_PORT: 8080, RECONCILE_INTERVAL_SECONDS: 30, FIREWALL: 'enforce',
+    });
+    expect(c.TIER_LIMITS_JSON.free.instances).toBe(1);
+  });
+
+  it('rejects a bad port range and a bad image map', () => {
+    expect(() => parseConfig(provisionerConfig, { PORT_RANGE_START: '19000', PORT_RANGE_END: '18000' })).toThrow(/PORT_RANGE_START/);
+    expect(() => parseConfig(provisionerConfig, { FRAMEWORK_IMAGES: '{"openclaw":"Bad Image:tag"}' })).toThrow(/FRAMEWORK_IMAGES/);
+  });
+});
