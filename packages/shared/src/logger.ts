@@ -12,13 +12,18 @@ const REDACT = [
 ];
 
 export function createLogger(service: string, level = 'info'): Logger {
-  return pino({
-    level,
-    base: { service, pid: process.pid },
-    redact: { paths: REDACT, censor: '[redacted]' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-  });
+  return pino(
+    {
+      level,
+      base: { service, pid: process.pid },
+      redact: { paths: REDACT, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    // Asynchronous writes: a per-request log line must not block the event loop on stdout (the gateway
+    // logs every request). pino flushes what is buffered when the process exits.
+    pino.destination({ dest: 1, sync: false }),
+  );
 }
 
 /** The only way a key value may appear in a log: its last four characters. */

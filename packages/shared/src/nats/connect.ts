@@ -13,6 +13,8 @@ export async function connectNats(url: string, name: string, log: Logger): Promi
     reconnectTimeWait: 250,
     waitOnFirstConnect: false,
     pingInterval: 5000,
+    // Without this the client builds an Error (a stack trace) for every request, to enrich rare failures.
+    noAsyncTraces: true,
   });
   void (async () => {
     for await (const s of nc.status()) {

@@ -54,7 +54,9 @@ export async function serve(nc: NatsConnection, opts: ServeOptions, endpoints: E
 
 async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger): Promise<void> {
   const requestId = msg.headers?.get('x-request-id') || '';
-  const log = rootLog.child({ subject: ep.contract.subject, ...(requestId ? { request_id: requestId } : {}) });
+  // The child logger is made only when something is logged: most requests log nothing.
+  let child: Logger | undefined;
+  const log = () => (child ??= rootLog.child({ subject: ep.contract.subject, ...(requestId ? { request_id: requestId } : {}) }));
   const started = performance.now();
   try {
     let raw: unknown;
@@ -65,13 +67,20 @@ async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger): Pr
     }
     const parsed = ep.contract.input.safeParse(raw);
     if (!parsed.success) throw zodToAppError(parsed.error);
-    const result = ep.contract.output.parse(await ep.handle(parsed.data, { requestId, log }));
+    const result = ep.contract.output.parse(
+      await ep.handle(parsed.data, {
+        requestId,
+        get log() {
+          return log();
+        },
+      }),
+    );
     msg.respond(encode({ ok: true, result }));
-    log.debug({ ms: Math.round(performance.now() - started) }, 'handled');
+    if (rootLog.isLevelEnabled('debug')) log().debug({ ms: Math.round(performance.now() - started) }, 'handled');
   } catch (err) {
     const appErr = toAppError(err);
-    if (appErr.status >= 500) log.error({ err, code: appErr.code }, 'request failed');
-    else log.info({ code: appErr.code, msg_text: appErr.message }, 'request refused');
+    if (appErr.status >= 500) log().error({ err, code: appErr.code }, 'request failed');
+    else log().info({ code: appErr.code, msg_text: appErr.message }, 'request refused');
     const h = natsHeaders();
     h.set('Nats-Service-Error-Code', String(appErr.status));
     h.set('Nats-Service-Error', appErr.code);
