@@ -1,14 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
+import { loadInfraEnv } from './packages/testkit/src/infra-env.ts';
 
 // deploy/infra.sh writes the URLs of the servers it started; tests use them unless already set.
-const infraEnv = `${process.env.AGENTHOST_STATE ?? '/var/lib/agenthost'}/infra.env`;
-if (existsSync(infraEnv)) {
-  for (const line of readFileSync(infraEnv, 'utf8').split('\n')) {
-    const m = /^([A-Z_]+)=(.*)$/.exec(line);
-    if (m && process.env[m[1]!] === undefined) process.env[m[1]!] = m[2]!;
-  }
-}
+loadInfraEnv();
 
 export default defineConfig({
   test: {

@@ -8,24 +8,19 @@
 
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
 import { cpuSeconds, findPid, spawnLogged, type BenchProcess } from './processes.ts';
+import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
 
-// The servers deploy/infra.sh started (as vitest.config.ts does).
-const infraEnv = `${process.env.AGENTHOST_STATE ?? '/var/lib/agenthost'}/infra.env`;
-if (existsSync(infraEnv)) {
-  for (const line of readFileSync(infraEnv, 'utf8').split('\n')) {
-    const m = /^([A-Z_]+)=(.*)$/.exec(line);
-    if (m && process.env[m[1]!] === undefined) process.env[m[1]!] = m[2]!;
-  }
-}
+// The servers deploy/infra.sh started.
+loadInfraEnv();
 const { apiClient, createDatabase, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
 const { startDevchain } = await import('../../packages/devchain/src/index.ts');
 // bench/ is not a workspace package: borrow the testkit's pg.

@@ -11,23 +11,19 @@
 
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 
 const exec = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
 
-const infraEnv = `${process.env.AGENTHOST_STATE ?? '/var/lib/agenthost'}/infra.env`;
-if (existsSync(infraEnv)) {
-  for (const line of readFileSync(infraEnv, 'utf8').split('\n')) {
-    const m = /^([A-Z_]+)=(.*)$/.exec(line);
-    if (m && process.env[m[1]!] === undefined) process.env[m[1]!] = m[2]!;
-  }
-}
+// The servers deploy/infra.sh started.
+loadInfraEnv();
 const { startStack } = await import('../../packages/testkit/src/index.ts');
 const { contracts, request } = await import('../../packages/shared/src/index.ts');
 const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');

@@ -7,3 +7,4 @@ export * from './wallet.ts';
 export * from './secrets.ts';
 export * from './stack.ts';
 export * from './subscribe.ts';
+export * from './infra-env.ts';
