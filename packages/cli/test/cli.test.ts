@@ -58,7 +58,7 @@ describe('agenthost CLI', () => {
   it('explains what is missing instead of failing obscurely', async () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), 'agenthost-cli-empty-'));
     try {
-      const r = await exec(process.execPath, [path.join(repoRoot, 'packages/cli/src/main.ts'), 'login'], {
+      const r: { code?: number; stderr: string } = await exec(process.execPath, [path.join(repoRoot, 'packages/cli/src/main.ts'), 'login'], {
         env: { PATH: process.env.PATH ?? '', AGENTHOST_HOME: empty, AGENTHOST_API_URL: stack.baseUrl },
       }).catch((e: { code: number; stderr: string }) => e);
       expect(r.code).toBe(1);
