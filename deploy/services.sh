@@ -20,7 +20,9 @@ start_process() { # name command...
     say "$name already running (pid $(cat "$pidfile"))"
     return
   fi
-  nohup "$@" >>"$LOG_DIR/$name.log" 2>&1 &
+  # A fresh log per start, so readiness is read from this run's lines (the previous run's log is kept as .1).
+  [ -f "$LOG_DIR/$name.log" ] && mv -f "$LOG_DIR/$name.log" "$LOG_DIR/$name.log.1"
+  nohup "$@" >"$LOG_DIR/$name.log" 2>&1 &
   remember_pid "$name" $!
 }
 
