@@ -1,4 +1,4 @@
-import { contracts, endpoint, ensureEventStream, publishEvent, request, runService } from '@agenthost/shared';
+import { consumeEvents, contracts, endpoint, ensureEventStream, publishEvent, request, runService, type Subscription } from '@agenthost/shared';
 import { provisionerConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { ProvisionerDB } from './db/schema.ts';
@@ -76,6 +76,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       readyTimeoutSeconds: config.READY_TIMEOUT_SECONDS,
     });
     engine.onRecovery(() => void reconciler.trigger());
+    let subscriptionChanges: Subscription | undefined;
 
     return {
       endpoints: [
@@ -104,8 +105,22 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         reconciler.start();
         stats.start();
         storage.start();
+        // A durable consumer shared by every replica: a subscription that ended while we were down still
+        // stops its instances when we are back. A throw (Docker down) redelivers the event later.
+        subscriptionChanges = await consumeEvents(
+          nc,
+          contracts.billing.subscriptionChanged,
+          'provisioner-subscription-changes',
+          async (sub) => {
+            if (sub.is_active) return;
+            const stopped = await instances.suspendWallet(sub.wallet_address);
+            if (stopped) log.info({ wallet_address: sub.wallet_address, stopped, reason: sub.reason }, 'subscription ended: instances stopped');
+          },
+          log,
+        );
       },
       async stop() {
+        await subscriptionChanges?.stop();
         reconciler.stop();
         readiness.stop();
         stats.stop();

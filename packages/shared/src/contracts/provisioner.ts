@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { contract, event } from './contract.ts';
-import { instanceId, isoTime, tierName, uuid } from './common.ts';
+import { instanceId, isoTime, tierName, uuid, walletAddress } from './common.ts';
 
 export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed']);
 
@@ -29,6 +29,8 @@ export const create = contract(
   'provisioner.v1.instances.create',
   z.object({
     user_id: uuid,
+    /** The owner's wallet: when its subscription ends (events.subscription.changed) its instances stop. */
+    wallet_address: walletAddress.optional(),
     tier: tierName,
     /** A cancelled subscription keeps access but cannot create instances. */
     subscription_cancelled: z.boolean().default(false),

@@ -35,6 +35,7 @@ export function instanceRoutes(ctx: GatewayContext): Router {
       P.create,
       {
         user_id: caller.user_id,
+        wallet_address: caller.wallet_address,
         tier: tierOf(caller),
         subscription_cancelled: caller.subscription!.cancelled,
         name: b.name as string | undefined,

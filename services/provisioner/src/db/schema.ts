@@ -31,6 +31,8 @@ export interface InstancesTable {
   last_activity: Generated<Date>;
   storage_bytes: Generated<number>;
   deleting_at: NullableTime;
+  /** The owner's wallet (null for rows made before it was recorded). */
+  wallet_address: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ProvisionerDB {

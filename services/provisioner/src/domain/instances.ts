@@ -114,6 +114,7 @@ export class Instances {
       }
       t.lap('lease');
       try {
+        if (input.wallet_address) await db.updateTable('instances').set({ wallet_address: input.wallet_address }).where('id', '=', id).execute();
         await this.d.pause('leased');
         const creds = await credsP;
         t.lap('credentials');
@@ -228,6 +229,33 @@ export class Instances {
       await this.stopLocked(row);
       return { success: true, instance_id: row.id, status: 'stopped' as const };
     });
+  }
+
+  /**
+   * The subscription of a wallet ended (inactive, or past expires_at in chain time): its running instances
+   * stop, keeping their data, as spec §3.2 says instances run only until expiration. They can be started
+   * again once the subscription is active (start, like every instance verb, needs one). Returns how many stopped.
+   */
+  async suspendWallet(wallet: string): Promise<number> {
+    const live = ['running', 'provisioning'] as const;
+    const rows = await this.d.db
+      .selectFrom('instances')
+      .select('id')
+      .where('wallet_address', '=', wallet)
+      .where('status', 'in', live)
+      .where('deleting_at', 'is', null)
+      .execute();
+    let stopped = 0;
+    for (const { id } of rows) {
+      this.d.engine.assertUp();
+      await this.d.locks.with(id, async () => {
+        const row = await this.d.db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
+        if (!row || row.deleting_at || !(live as readonly string[]).includes(row.status)) return;
+        await this.stopLocked(row);
+        stopped++;
+      });
+    }
+    return stopped;
   }
 
   /** Under the lock: step stopping → docker stop → stopped. */

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordSecret, signIn, startStack, subscribe, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, docker, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
+
+const network = testNetwork('expiry');
+let stack: Stack;
+
+beforeAll(async () => {
+  await cleanupDocker(network);
+  stack = await startStack({
+    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
+    devchain: true,
+    serviceEnv: {
+      provisioner: provisionerEnv({ network, ports: [18500, 18509] }),
+      'billing-chain': { POLL_INTERVAL_SECONDS: '1' },
+      gateway: gatewayEnv,
+    },
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await cleanupDocker(network);
+});
+
+const running = async (id: string) => (await docker('inspect', '-f', '{{.State.Running}}', `agenthost-${id}`)).trim() === 'true';
+
+describe('instances when the subscription ends', () => {
+  it('stops the instances of a subscription that expired unpaid, keeps their data, and lets them start after renewal', async () => {
+    const user = await signIn(stack.api);
+    await subscribe(stack, user, { tier: 'pro' }); // no prepaid balance: renewal will fail
+    const c = await user.api.post('/instance/create', { framework: 'openclaw' });
+    expect(c.status).toBe(200);
+    recordSecret(c.body.access_token);
+    const id = c.body.instance_id as string;
+    await waitFor('running', async () => (await user.api.get(`/instance/status/${id}`)).body.status === 'running');
+    expect(await running(id)).toBe(true);
+
+    // 31 days later on chain: the keeper's renew deactivates it, and the provisioner stops the instance.
+    await stack.chain!.advanceClock(31 * 24 * 3600);
+    await waitFor('container stopped', async () => !(await running(id)), 30_000, 250);
+    expect((await user.api.get(`/instance/status/${id}`)).status).toBe(402);
+    // Stopped, not deleted: the container and its volume are still there.
+    expect((await docker('volume', 'ls', '-q')).split('\n')).toContain(`agenthost-${id}`);
+
+    await subscribe(stack, user, { tier: 'pro' });
+    const st = await user.api.get(`/instance/status/${id}`);
+    expect(st.status).toBe(200);
+    expect(st.body.status).toBe('stopped');
+    expect((await user.api.post(`/instance/start/${id}`)).status).toBe(200);
+    await waitFor('running again', async () => (await user.api.get(`/instance/status/${id}`)).body.status === 'running');
+    expect((await user.api.del(`/instance/delete/${id}`)).status).toBe(200);
+  });
+
+  it('keeps a cancelled subscription\'s instances running until expiry', async () => {
+    const user = await signIn(stack.api);
+    await subscribe(stack, user, { tier: 'pro' });
+    const c = await user.api.post('/instance/create', { framework: 'openclaw' });
+    recordSecret(c.body.access_token);
+    const id = c.body.instance_id as string;
+    await waitFor('running', async () => (await user.api.get(`/instance/status/${id}`)).body.status === 'running');
+    const { chainClient } = await import('@agenthost/testkit');
+    await chainClient(stack).cancel(user.wallet);
+    await waitFor('cancel seen', async () => (await user.api.post('/subscription/refresh')).body.cancelled === true);
+    // Cancelled but not expired: still running, and no new instance.
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await running(id)).toBe(true);
+    expect((await user.api.post('/instance/create', { framework: 'openclaw' })).body.code).toBe('SUBSCRIPTION_CANCELLED');
+    expect((await user.api.del(`/instance/delete/${id}`)).status).toBe(200);
+  });
+});
