@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
 import { startStack, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, type Nats } from './helpers.ts';
+import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
 
 const P = contracts.provisioner;
 const network = testNetwork('lim');
@@ -62,5 +62,21 @@ describe('instance limit of the tier under concurrent creates', () => {
     expect(refused).toEqual([]);
     expect(new Set(ok.map((i) => i.port)).size).toBe(6);
     for (const i of ok) await n.call(P.remove, { user_id, instance_id: i.instance_id });
+  });
+});
+
+describe('storage limit of the tier', () => {
+  it('refuses a new instance once the user\'s volumes hold the tier\'s storage, and allows it again after a delete', async () => {
+    const user_id = newUser();
+    const first = await n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' }, 60_000);
+    // The free tier allows 100 MB: the agent writes 101 MB into its volume.
+    await docker('exec', `agenthost-${first.instance_id}`, 'dd', 'if=/dev/zero', 'of=/data/blob', 'bs=1M', 'count=101', 'status=none');
+    await waitFor('storage sampled', async () => (await n.call(P.usage, { user_id })).storage_used_mb >= 100, 30_000, 500);
+    const refused = await n.fail(P.create, { user_id, tier: 'free', framework: 'openclaw' });
+    expect(refused).toMatchObject({ code: 'STORAGE_LIMIT_EXCEEDED', status: 403 });
+    expect(refused.message).toMatch(/100 MB/);
+    await n.call(P.remove, { user_id, instance_id: first.instance_id });
+    const second = await n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' }, 60_000);
+    await n.call(P.remove, { user_id, instance_id: second.instance_id });
   });
 });

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import { AppError, validationError, type contracts, type Logger, type TierTable } from '@agenthost/shared';
+import { AppError, UNLIMITED, validationError, type contracts, type Logger, type TierTable } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB, Step } from '../db/schema.ts';
 import { dockerStatus, describe, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
@@ -72,6 +72,7 @@ export class Instances {
     if (input.subscription_cancelled) throw new AppError('SUBSCRIPTION_CANCELLED');
     const limits = this.d.tiers[input.tier];
     const image = `${repo}:${version}`;
+    await this.assertStorage(input.user_id, input.tier, limits.storage_mb);
     await this.assertImage(image);
     this.d.keysUrl(); // the instance network must be ready (503 otherwise)
 
@@ -153,6 +154,18 @@ export class Instances {
       }
     } finally {
       await release();
+    }
+  }
+
+  /**
+   * A user whose volumes already hold the tier's storage (as last sampled) gets no new instance. Local volumes
+   * have no quota of their own, so this is where the storage limit is enforced; running agents keep writing.
+   */
+  private async assertStorage(userId: string, tier: string, limitMb: number): Promise<void> {
+    if (limitMb === UNLIMITED) return;
+    const { storage_used_mb } = await this.usage({ user_id: userId });
+    if (storage_used_mb >= limitMb) {
+      throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${tier} tier allows ${limitMb} MB of storage and your instances use ${storage_used_mb} MB`);
     }
   }
 
