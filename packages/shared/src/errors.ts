@@ -8,7 +8,6 @@ export const ERROR_CODES = {
   INVALID_JSON: { status: 400, message: 'Request body is not valid JSON' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Content-Type must be application/json' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large' },
-  INVALID_TRANSACTION: { status: 400, message: 'Transaction is not a valid subscription payment' },
   // 401
   UNAUTHORIZED: { status: 401, message: 'Missing or invalid access token' },
   INVALID_SIGNATURE: { status: 401, message: 'Signature is invalid' },
@@ -41,7 +40,7 @@ export const ERROR_CODES = {
   // keyvault
   KEY_LIMIT_EXCEEDED: { status: 400, message: 'An instance holds too many keys' },
   INSTANCE_CREDENTIALS_STALE: { status: 409, message: 'Instance credentials were issued under a retired master key; restart the instance' },
-  // billing-chain: refused registrations (all 400, one code per kind; INVALID_TRANSACTION stays the generic one)
+  // billing-chain: refused registrations (all 400, one code per kind of refusal; the design's single INVALID_TRANSACTION is split so clients can tell them apart)
   TX_SIGNATURE_MALFORMED: { status: 400, message: 'tx_signature is not a base58-encoded 64-byte transaction signature' },
   INVALID_TIER: { status: 400, message: 'tier must be 0 (free), 1 (pro) or 2 (enterprise)' },
   TX_FAILED: { status: 400, message: 'The transaction failed on chain' },

@@ -7,6 +7,7 @@ import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
 import { coalesce } from './coalesce.ts';
 import { Entitlements } from './entitlement.ts';
+import { ApiCatalog } from './openapi.ts';
 import { Usage } from './usage.ts';
 
 /** The composition root: everything the routes need. Tests build it with overrides. */
@@ -18,6 +19,8 @@ export interface GatewayContext {
   tokens: TokenVerifier;
   entitlements: Entitlements;
   usage: Usage;
+  /** Every route, for GET /api/openapi.json. */
+  catalog: ApiCatalog;
   /** Forward a call to a backend over NATS with the gateway's timeout and the request id. */
   call<C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string): Promise<z.output<C['output']>>;
 }
@@ -31,5 +34,6 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     tokens: new TokenVerifier(nc, { issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, log }),
     entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, log }),
     usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS }),
+    catalog: new ApiCatalog(),
   };
 }

@@ -5,3 +5,4 @@ export * as billing from './billing.ts';
 export * as provisioner from './provisioner.ts';
 export * as keyvault from './keyvault.ts';
 export * as ping from './ping.ts';
+export * as api from './api.ts';

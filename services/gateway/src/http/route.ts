@@ -2,6 +2,7 @@ import type { Request, Response, Router } from 'express';
 import { AppError } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
 import { isEntitled, type Subscription } from '../entitlement.ts';
+import type { RouteDoc } from '../openapi.ts';
 
 /**
  * public: no credentials. token: a valid access token only (no subscription lookup). user: a valid access token (subscription optional, counted when present).
@@ -36,11 +37,12 @@ export interface RouteOptions {
 type Method = 'get' | 'post' | 'put' | 'delete';
 
 /**
- * Register a route: checks run in the order of spec §5 (token, then subscription, then usage), the
+ * Register a route (and describe it in the OpenAPI document): checks run in the order of spec §5 (token, then subscription, then usage), the
  * subscription headers are set before the handler runs (so errors carry them too), and the handler's
  * return value is sent as JSON (status from res.status(), default 200).
  */
-export function route(router: Router, ctx: GatewayContext, method: Method, path: string, access: Access, handler: Handler, opts: RouteOptions = {}): void {
+export function route(router: Router, ctx: GatewayContext, method: Method, path: string, access: Access, doc: RouteDoc, handler: Handler, opts: RouteOptions = {}): void {
+  ctx.catalog.add({ method, path, access, ...doc });
   router[method](path, async (req, res) => {
     const requestId = String(res.locals.requestId);
     const meta = { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId };

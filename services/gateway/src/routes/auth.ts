@@ -5,10 +5,10 @@ import { route } from '../http/route.ts';
 
 export function authRoutes(ctx: GatewayContext): Router {
   const r = Router();
-  route(r, ctx, 'get', '/auth/nonce', 'public', async ({ req, requestId }) =>
+  route(r, ctx, 'get', '/auth/nonce', 'public', { summary: 'A single-use nonce and the Sign-In With Solana message to sign', query: contracts.auth.nonceCreate.input, response: contracts.auth.nonceCreate.output }, async ({ req, requestId }) =>
     ctx.call(contracts.auth.nonceCreate, { wallet_address: String(req.query.wallet_address ?? '') }, requestId),
   );
-  route(r, ctx, 'post', '/auth/login', 'public', async ({ req, requestId }) => ctx.call(contracts.auth.login, req.body ?? {}, requestId));
-  route(r, ctx, 'get', '/auth/me', 'token', async ({ caller }) => ({ user_id: caller.user_id, wallet_address: caller.wallet_address }));
+  route(r, ctx, 'post', '/auth/login', 'public', { summary: 'Exchange a signed nonce for an access token (24 h)', body: contracts.auth.login.input, response: contracts.auth.login.output }, async ({ req, requestId }) => ctx.call(contracts.auth.login, req.body ?? {}, requestId));
+  route(r, ctx, 'get', '/auth/me', 'token', { summary: 'Who the access token belongs to', response: contracts.api.whoAmI }, async ({ caller }) => ({ user_id: caller.user_id, wallet_address: caller.wallet_address }));
   return r;
 }

@@ -16,5 +16,10 @@ export function apiRoutes(ctx: GatewayContext): Router {
   r.use(keysRoutes(ctx));
   r.use(subscriptionRoutes(ctx));
   r.use(usageRoutes(ctx));
+  // Rendered once, after every route above has described itself.
+  const document = ctx.catalog.document();
+  r.get('/openapi.json', (_req, res) => {
+    res.json(document);
+  });
   return r;
 }

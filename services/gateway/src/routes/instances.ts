@@ -1,8 +1,9 @@
 import { Router } from 'express';
 import { contracts, request, type Contract } from '@agenthost/shared';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { GatewayContext } from '../context.ts';
 import { route, type Caller } from '../http/route.ts';
+import { clientShape } from '../openapi.ts';
 
 const P = contracts.provisioner;
 
@@ -29,7 +30,7 @@ export function instanceRoutes(ctx: GatewayContext): Router {
   const r = Router();
   const slow = <C extends Contract>(c: C, input: z.input<C['input']>, requestId: string): Promise<z.output<C['output']>> =>
     request(ctx.nc, c, input, { timeoutMs: Math.max(ctx.config.NATS_REQUEST_TIMEOUT_MS, DOCKER_VERB_TIMEOUT_MS), requestId });
-  route(r, ctx, 'post', '/instance/create', 'subscriber', async ({ req, caller, requestId }) => {
+  route(r, ctx, 'post', '/instance/create', 'subscriber', { summary: 'Create an instance (status provisioning; running once its agent is ready)', body: clientShape(P.create.input), response: P.create.output }, async ({ req, caller, requestId }) => {
     const b = body(req.body);
     return slow(
       P.create,
@@ -45,23 +46,23 @@ export function instanceRoutes(ctx: GatewayContext): Router {
       requestId,
     );
   });
-  route(r, ctx, 'get', '/instance/list', 'subscriber', async ({ caller, requestId }) => ctx.call(P.list, { user_id: caller.user_id }, requestId));
-  route(r, ctx, 'get', '/instance/status/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+  route(r, ctx, 'get', '/instance/list', 'subscriber', { summary: "The caller's instances", response: P.list.output }, async ({ caller, requestId }) => ctx.call(P.list, { user_id: caller.user_id }, requestId));
+  route(r, ctx, 'get', '/instance/status/:instanceId', 'subscriber', { summary: 'Status with live CPU, memory and uptime', response: P.get.output }, async ({ req, caller, requestId }) =>
     ctx.call(P.get, { user_id: caller.user_id, instance_id: String(req.params.instanceId) }, requestId),
   );
-  route(r, ctx, 'post', '/instance/restart/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+  route(r, ctx, 'post', '/instance/restart/:instanceId', 'subscriber', { summary: 'Recreate the container so the agent reloads its keys', response: P.restart.output }, async ({ req, caller, requestId }) =>
     slow(P.restart, { user_id: caller.user_id, instance_id: String(req.params.instanceId), tier: tierOf(caller) }, requestId),
   );
-  route(r, ctx, 'post', '/instance/stop/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+  route(r, ctx, 'post', '/instance/stop/:instanceId', 'subscriber', { summary: 'Stop the instance (data kept)', response: P.stop.output }, async ({ req, caller, requestId }) =>
     slow(P.stop, { user_id: caller.user_id, instance_id: String(req.params.instanceId) }, requestId),
   );
-  route(r, ctx, 'post', '/instance/start/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+  route(r, ctx, 'post', '/instance/start/:instanceId', 'subscriber', { summary: 'Start a stopped or failed instance', response: P.start.output }, async ({ req, caller, requestId }) =>
     slow(P.start, { user_id: caller.user_id, instance_id: String(req.params.instanceId), tier: tierOf(caller) }, requestId),
   );
-  route(r, ctx, 'delete', '/instance/delete/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+  route(r, ctx, 'delete', '/instance/delete/:instanceId', 'subscriber', { summary: 'Delete the instance, its volume, logs and keys permanently', response: P.remove.output }, async ({ req, caller, requestId }) =>
     slow(P.remove, { user_id: caller.user_id, instance_id: String(req.params.instanceId) }, requestId),
   );
-  route(r, ctx, 'get', '/instance/logs/:instanceId', 'subscriber', async ({ req, caller, requestId }) =>
+  route(r, ctx, 'get', '/instance/logs/:instanceId', 'subscriber', { summary: "The last lines of the agent's output", query: z.object({ tail: P.logs.input.shape.tail }), response: P.logs.output }, async ({ req, caller, requestId }) =>
     ctx.call(
       P.logs,
       { user_id: caller.user_id, instance_id: String(req.params.instanceId), ...(req.query.tail === undefined ? {} : { tail: req.query.tail as unknown as number }) },

@@ -2,6 +2,8 @@ import { Router, type Request } from 'express';
 import { contracts } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
 import { route } from '../http/route.ts';
+import { clientShape } from '../openapi.ts';
+import type { z } from 'zod';
 
 const kv = contracts.keyvault;
 
@@ -23,11 +25,11 @@ const header = (req: Request, name: string, max: number): string => {
  */
 export function keysRoutes(ctx: GatewayContext): Router {
   const r = Router();
-  route(r, ctx, 'post', '/keys/store', 'subscriber', async ({ req, requestId, caller, meta }) => {
+  route(r, ctx, 'post', '/keys/store', 'subscriber', { summary: 'Store provider keys for an instance (encrypted on receipt)', body: clientShape(kv.store.input), response: kv.store.output }, async ({ req, requestId, caller, meta }) => {
     const b = body(req);
     return ctx.call(kv.store, { user_id: caller.user_id, instance_id: b.instance_id as string, keys: b.keys as Record<string, string>, meta }, requestId);
   });
-  route(r, ctx, 'put', '/keys/update', 'subscriber', async ({ req, requestId, caller, meta }) => {
+  route(r, ctx, 'put', '/keys/update', 'subscriber', { summary: 'Replace one key (restart the instance to load it)', body: clientShape(kv.update.input), response: kv.update.output }, async ({ req, requestId, caller, meta }) => {
     const b = body(req);
     return ctx.call(
       kv.update,
@@ -35,18 +37,18 @@ export function keysRoutes(ctx: GatewayContext): Router {
       requestId,
     );
   });
-  route(r, ctx, 'delete', '/keys/delete', 'subscriber', async ({ req, requestId, caller, meta }) => {
+  route(r, ctx, 'delete', '/keys/delete', 'subscriber', { summary: 'Delete keys of an instance', body: clientShape(kv.remove.input), response: kv.remove.output }, async ({ req, requestId, caller, meta }) => {
     const b = body(req);
     return ctx.call(kv.remove, { user_id: caller.user_id, instance_id: b.instance_id as string, key_names: b.key_names as string[], meta }, requestId);
   });
-  route(r, ctx, 'get', '/keys/list', 'subscriber', async ({ req, requestId, caller, meta }) =>
+  route(r, ctx, 'get', '/keys/list', 'subscriber', { summary: "Names (never values) of an instance's keys", query: clientShape(kv.list.input) as z.ZodObject, response: kv.list.output }, async ({ req, requestId, caller, meta }) =>
     ctx.call(kv.list, { user_id: caller.user_id, instance_id: query(req, 'instance_id') as string, meta }, requestId),
   );
-  route(r, ctx, 'get', '/keys/audit', 'subscriber', async ({ req, requestId, caller, meta }) => {
+  route(r, ctx, 'get', '/keys/audit', 'subscriber', { summary: "Audit records of an instance's keys", query: clientShape(kv.audit.input) as z.ZodObject, response: kv.audit.output }, async ({ req, requestId, caller, meta }) => {
     const limit = query(req, 'limit');
     return ctx.call(kv.audit, { user_id: caller.user_id, instance_id: query(req, 'instance_id') as string, ...(limit === undefined ? {} : { limit }), meta }, requestId);
   });
-  route(r, ctx, 'get', '/keys/retrieve', 'instance', async ({ req, res, requestId, meta }) => {
+  route(r, ctx, 'get', '/keys/retrieve', 'instance', { summary: "The instance's keys, sealed for it (instance credentials)", response: kv.retrieve.output }, async ({ req, res, requestId, meta }) => {
     res.setHeader('Cache-Control', 'no-store');
     return ctx.call(
       kv.retrieve,

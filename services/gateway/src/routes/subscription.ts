@@ -5,13 +5,14 @@ import { isEntitled, type Subscription } from '../entitlement.ts';
 import { route, setSubscriptionHeaders, type Caller } from '../http/route.ts';
 import { ProvisionerUsage, type ProvisionerUsageView } from '../provisioner-usage.ts';
 import { coalesce } from '../coalesce.ts';
+import { clientShape } from '../openapi.ts';
 
 /** GET /subscription/status, POST /subscription/register, POST /subscription/refresh (spec §4.3–4.5). */
 export function subscriptionRoutes(ctx: GatewayContext): Router {
   const r = Router();
   const batched = coalesce(ctx.call);
 
-  route(r, ctx, 'get', '/subscription/status', 'user', async ({ res, caller, requestId }) => {
+  route(r, ctx, 'get', '/subscription/status', 'user', { summary: 'The subscription with instance, request and storage usage (404 when none)', response: contracts.api.statusView }, async ({ res, caller, requestId }) => {
     const sub = await batched(contracts.billing.status, who(caller), requestId);
     // billing-chain's answer is at least as fresh as the gateway's copy: keep it, and let the headers agree with the body.
     if (!sameView(sub, caller.subscription)) {
@@ -27,6 +28,11 @@ export function subscriptionRoutes(ctx: GatewayContext): Router {
     'post',
     '/subscription/register',
     'user',
+    {
+      summary: 'Register a confirmed subscribe transaction',
+      body: clientShape(contracts.billing.register.input),
+      response: contracts.billing.register.output,
+    },
     async ({ req, res, caller, requestId }) => {
       const body = (req.body ?? {}) as Record<string, unknown>;
       if (typeof body.tx_signature !== 'string') throw new AppError('VALIDATION_FAILED', 'tx_signature: required, a base58 transaction signature', { details: { field: 'tx_signature' } });
@@ -43,7 +49,7 @@ export function subscriptionRoutes(ctx: GatewayContext): Router {
     { count: false },
   );
 
-  route(r, ctx, 'post', '/subscription/refresh', 'user', async ({ res, caller, requestId }) => {
+  route(r, ctx, 'post', '/subscription/refresh', 'user', { summary: 'Re-read the subscription from the chain now', response: contracts.api.statusView }, async ({ res, caller, requestId }) => {
     const sub = await ctx.call(contracts.billing.refresh, who(caller), requestId);
     ctx.entitlements.set(caller.wallet_address, sub);
     await headersFor(ctx, res, caller.user_id, sub);

@@ -1,0 +1,43 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStack, type Stack } from '@agenthost/testkit';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ services: ['auth'] });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe('OpenAPI document', () => {
+  it('describes every API route from the shared contracts, without the fields the gateway fills in', async () => {
+    const res = await stack.api.get('/openapi.json');
+    expect(res.status).toBe(200);
+    const doc = res.body;
+    expect(doc.openapi).toBe('3.1.0');
+    const ops = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, m]) => Object.keys(m).map((v) => `${v.toUpperCase()} ${p}`));
+    for (const op of [
+      'GET /auth/nonce', 'POST /auth/login', 'GET /auth/me',
+      'POST /subscription/register', 'GET /subscription/status', 'POST /subscription/refresh', 'GET /usage/metrics',
+      'POST /instance/create', 'GET /instance/list', 'GET /instance/status/{instanceId}', 'POST /instance/restart/{instanceId}',
+      'POST /instance/stop/{instanceId}', 'POST /instance/start/{instanceId}', 'DELETE /instance/delete/{instanceId}', 'GET /instance/logs/{instanceId}',
+      'POST /keys/store', 'PUT /keys/update', 'DELETE /keys/delete', 'GET /keys/list', 'GET /keys/audit', 'GET /keys/retrieve',
+    ]) {
+      expect(ops, op).toContain(op);
+    }
+
+    const create = doc.paths['/instance/create'].post;
+    const body = create.requestBody.content['application/json'].schema;
+    expect(Object.keys(body.properties).sort()).toEqual(['framework', 'name', 'version']);
+    expect(body.required).toEqual(['framework']);
+    expect(create.responses['200'].content['application/json'].schema.properties).toHaveProperty('access_token');
+    expect(create.security).toEqual([{ bearer: [] }]);
+    expect(create.responses.default.content['application/json'].schema.required).toEqual(['error', 'code', 'status']);
+
+    const store = doc.paths['/keys/store'].post.requestBody.content['application/json'].schema;
+    expect(Object.keys(store.properties).sort()).toEqual(['instance_id', 'keys']);
+    expect(doc.paths['/keys/retrieve'].get.security).toEqual([{ instanceId: [], instanceSecret: [] }]);
+    expect(doc.paths['/auth/nonce'].get.parameters).toEqual([expect.objectContaining({ name: 'wallet_address', in: 'query', required: true })]);
+    expect(doc.paths['/instance/status/{instanceId}'].get.parameters[0]).toMatchObject({ name: 'instanceId', in: 'path', required: true });
+  });
+});
