@@ -51,11 +51,3 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string } | undefined;
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
-
-/** True when the error means the database could not be reached (as opposed to a bad query). */
-export function isConnectionError(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | undefined;
-  if (!e) return false;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '08006', '08001', '08003'].includes(e.code)) return true;
-  return /Connection terminated|timeout exceeded when trying to connect/i.test(e.message ?? '');
-}

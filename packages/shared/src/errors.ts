@@ -119,10 +119,22 @@ export function isErrorCode(code: string): code is ErrorCode {
   return Object.hasOwn(ERROR_CODES, code);
 }
 
-/** Any thrown value → an AppError safe to show a client. Unknown errors become INTERNAL. */
+/**
+ * Any thrown value → an AppError safe to show a client. A database that cannot be reached is a 503 the
+ * client may retry (not a 500); any other unknown error becomes INTERNAL.
+ */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (isConnectionError(err)) return new AppError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly', { retryable: true, retryAfter: 1, cause: err });
   return new AppError('INTERNAL', undefined, { cause: err });
+}
+
+/** True when the error means Postgres could not be reached (as opposed to a bad query). */
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  if (!e || typeof e !== 'object') return false;
+  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08004'].includes(e.code)) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e.message ?? '');
 }
 
 export const validationError = (field: string, problem: string): AppError =>

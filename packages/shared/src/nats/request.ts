@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Contract } from '../contracts/contract.ts';
 import { AppError } from '../errors.ts';
 import { zodToAppError } from '../validate.ts';
+import { busConnected } from './connect.ts';
 import { decode, encode, type Reply } from './codec.ts';
 
 export interface RequestOptions {
@@ -22,6 +23,9 @@ export async function request<C extends Contract>(
 ): Promise<z.output<C['output']>> {
   const parsed = c.input.safeParse(input);
   if (!parsed.success) throw zodToAppError(parsed.error);
+  if (!busConnected(nc)) {
+    throw new AppError('SERVICE_UNAVAILABLE', 'The message bus (NATS) is unavailable; retry shortly', { retryable: true, retryAfter: 1 });
+  }
   const h = natsHeaders();
   if (opts.requestId) h.set('x-request-id', opts.requestId);
   let data: Uint8Array;

@@ -16,7 +16,8 @@ export function errorHandler(log: Logger) {
   return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
     if (res.headersSent) return next(err);
     const appErr = convert(err);
-    if (appErr.status >= 500 && appErr.code === 'INTERNAL') log.error({ err, request_id: res.locals.requestId, path: req.path }, 'unhandled error');
+    if (appErr.code === 'INTERNAL') log.error({ err, request_id: res.locals.requestId, path: req.path }, 'unhandled error');
+    else if (appErr.status >= 500) log.warn({ code: appErr.code, request_id: res.locals.requestId, path: req.path }, appErr.message);
     if (appErr.retryAfter !== undefined) res.setHeader('Retry-After', String(appErr.retryAfter));
     res.status(appErr.status).json(appErr.toBody());
   };
