@@ -8,3 +8,4 @@ export * from './secrets.ts';
 export * from './stack.ts';
 export * from './subscribe.ts';
 export * from './infra-env.ts';
+export * from './wait.ts';

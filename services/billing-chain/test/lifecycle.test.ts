@@ -1,20 +1,16 @@
 import { connect as natsConnect, type NatsConnection } from 'nats';
 import { PERIOD_SECONDS } from '@agenthost/subscription-program';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chainClient, signIn, startStack, subscribe, type DevchainClient, type Session, type Stack } from '@agenthost/testkit';
+import { chainClient, signIn, startStack, subscribe, waitFor, type DevchainClient, type Session, type Stack } from '@agenthost/testkit';
 
 // The subscription over its life, end to end over HTTP with real transactions on devchain:
 // tier changes (refresh, TTL), pick-up without register, renewal by the keeper, expiry, cancellation.
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+const eventually = <T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> =>
+  waitFor('the condition', async () => {
     const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms; last value: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+    return ok(v) ? v : undefined;
+  }, timeoutMs, 200);
 
 describe('tier changes (pick-up off)', () => {
   let stack: Stack;

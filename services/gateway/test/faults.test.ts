@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminUrl, freePort, signIn, startStack, type Stack } from '@agenthost/testkit';
+import { adminUrl, freePort, signIn, startStack, waitFor, type Stack } from '@agenthost/testkit';
 
 /** A TCP relay in front of Postgres that a test can cut and restore, to take the database away from one service. */
 async function relay(target: { host: string; port: number }) {
@@ -66,13 +66,7 @@ describe('infrastructure going away', () => {
     expect((await stack.api.get('/health/ready')).status).toBe(503);
 
     await stack.nats.restart();
-    const deadline = Date.now() + 15_000;
-    let back = await nonce(s.wallet.address);
-    while (back.status !== 200 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 200));
-      back = await nonce(s.wallet.address);
-    }
-    expect(back.status).toBe(200);
+    await waitFor('nonces again after NATS is back', async () => (await nonce(s.wallet.address)).status === 200, 15_000, 200);
     expect((await signIn(stack.api)).token).toBeTruthy();
   });
 
@@ -86,12 +80,6 @@ describe('infrastructure going away', () => {
     expect(res.body).toEqual({ error: expect.stringMatching(/database/), code: 'SERVICE_UNAVAILABLE', status: 503 });
 
     await pg.restore();
-    const deadline = Date.now() + 15_000;
-    let back = await nonce(s.wallet.address);
-    while (back.status !== 200 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 200));
-      back = await nonce(s.wallet.address);
-    }
-    expect(back.status).toBe(200);
+    await waitFor('nonces again after the database is back', async () => (await nonce(s.wallet.address)).status === 200, 15_000, 200);
   });
 });

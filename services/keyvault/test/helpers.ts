@@ -3,6 +3,7 @@ import { connect as natsConnect, type NatsConnection } from 'nats';
 import pg from 'pg';
 import { contracts, createLogger, endpoint, request, serve } from '@agenthost/shared';
 import { apiClient, recordSecret, type ApiResponse, type Stack } from '@agenthost/testkit';
+import { waitFor as baseWaitFor } from '@agenthost/testkit';
 
 export const kv = contracts.keyvault;
 
@@ -75,12 +76,4 @@ export async function keyvaultDb(stack: Stack): Promise<pg.Client> {
   return c;
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+export const waitFor = <T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> => baseWaitFor(what, fn, timeoutMs, 200);
