@@ -1,7 +1,6 @@
 import type { Contract } from '@agenthost/shared';
 import type { z } from 'zod';
-
-type Call = <C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string) => Promise<z.output<C['output']>>;
+import type { Call } from './context.ts';
 
 /**
  * Calls made while the event loop handles one batch of I/O are sent together at the end of it

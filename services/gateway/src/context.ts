@@ -8,7 +8,11 @@ import type { GatewayDB } from './db/schema.ts';
 import { coalesce } from './coalesce.ts';
 import { Entitlements } from './entitlement.ts';
 import { ApiCatalog } from './openapi.ts';
+import { ProvisionerUsage } from './provisioner-usage.ts';
 import { Usage } from './usage.ts';
+
+/** A call to a backend over NATS (the gateway's timeout and request id applied). */
+export type Call = <C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string) => Promise<z.output<C['output']>>;
 
 /** The composition root: everything the routes need. Tests build it with overrides. */
 export interface GatewayContext {
@@ -21,13 +25,17 @@ export interface GatewayContext {
   usage: Usage;
   /** Every route, for GET /api/openapi.json. */
   catalog: ApiCatalog;
+  /** Instances and storage per user from the provisioner (briefly cached). */
+  provisionerUsage: ProvisionerUsage;
   /** Forward a call to a backend over NATS with the gateway's timeout and the request id. */
-  call<C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string): Promise<z.output<C['output']>>;
+  call: Call;
 }
 
 export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: NatsConnection; db: Kysely<GatewayDB> }): GatewayContext {
   const { config, log, nc, db } = deps;
-  const call: GatewayContext['call'] = (c, input, requestId) => request(nc, c, input, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, requestId });
+  const call: Call = (c, input, requestId) => request(nc, c, input, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, requestId });
+  const provisionerUsage = new ProvisionerUsage(call, log);
+  provisionerUsage.start(nc);
   return {
     ...deps,
     call,
@@ -35,5 +43,6 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, log }),
     usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS }),
     catalog: new ApiCatalog(),
+    provisionerUsage,
   };
 }

@@ -1,9 +1,8 @@
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
-import { AppError, contracts, decode, type Contract, type Logger } from '@agenthost/shared';
-import type { z } from 'zod';
+import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
+import type { Call } from './context.ts';
 
 export type Subscription = contracts.billing.Subscription;
-type Call = <C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string) => Promise<z.output<C['output']>>;
 
 /** A subscription grants access while active and not past expires_at (a cancelled one until expires_at). */
 export const isEntitled = (s: Subscription | null, now = Date.now()): s is Subscription =>

@@ -1,8 +1,7 @@
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
-import { AppError, contracts, decode, type Contract, type Logger } from '@agenthost/shared';
-import type { z } from 'zod';
+import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
+import type { Call } from './context.ts';
 
-type Call = <C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string) => Promise<z.output<C['output']>>;
 export type ProvisionerUsageView = { instances_active: number; storage_used_mb: number };
 
 const ZERO: ProvisionerUsageView = { instances_active: 0, storage_used_mb: 0 };

@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express';
-import { AppError } from '@agenthost/shared';
+import { AppError, remaining } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
 import { isEntitled, type Subscription } from '../entitlement.ts';
 import type { RouteDoc } from '../openapi.ts';
@@ -70,8 +70,7 @@ export function route(router: Router, ctx: GatewayContext, method: Method, path:
           throw err;
         }
       } else if (entitled) {
-        const limit = ctx.config.TIER_LIMITS_JSON[subscription.tier].requests_per_day;
-        setSubscriptionHeaders(res, subscription, limit === -1 ? -1 : Math.max(0, limit - (await ctx.usage.requestsToday(claims.user_id))));
+        await headersFor(ctx, res, claims.user_id, subscription);
       }
     }
     const body = await handler({ req, res, requestId, caller, meta });
@@ -96,3 +95,13 @@ export function setSubscriptionHeaders(res: Response, sub: Subscription | null, 
   res.setHeader('X-Subscription-Expires', sub ? sub.expires_at : 'none');
   res.setHeader('X-Usage-Remaining', String(remainingToday ?? 0));
 }
+
+/** The headers for a caller whose request was not counted: remaining = the tier's daily limit minus today's count. */
+export async function headersFor(ctx: GatewayContext, res: Response, userId: string, sub: Subscription | null): Promise<void> {
+  if (!isEntitled(sub)) return setSubscriptionHeaders(res, null, undefined);
+  setSubscriptionHeaders(res, sub, remaining(ctx.config.TIER_LIMITS_JSON[sub.tier].requests_per_day, await ctx.usage.requestsToday(userId)));
+}
+
+/** The JSON body as an object: anything else becomes {} and then fails validation field by field. */
+export const jsonBody = (req: Request): Record<string, unknown> =>
+  req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};

@@ -2,13 +2,11 @@ import { Router } from 'express';
 import { contracts, request, type Contract } from '@agenthost/shared';
 import { z } from 'zod';
 import type { GatewayContext } from '../context.ts';
-import { route, type Caller } from '../http/route.ts';
+import { jsonBody, route, type Caller } from '../http/route.ts';
 import { clientShape } from '../openapi.ts';
 
 const P = contracts.provisioner;
 
-/** Only the fields a client may set; the owner, tier and cancellation come from the token and the subscription. */
-const body = (b: unknown): Record<string, unknown> => (b && typeof b === 'object' && !Array.isArray(b) ? (b as Record<string, unknown>) : {});
 
 // `subscriber` access guarantees an entitled subscription.
 const tierOf = (c: Caller) => c.subscription!.tier;
@@ -31,7 +29,8 @@ export function instanceRoutes(ctx: GatewayContext): Router {
   const slow = <C extends Contract>(c: C, input: z.input<C['input']>, requestId: string): Promise<z.output<C['output']>> =>
     request(ctx.nc, c, input, { timeoutMs: Math.max(ctx.config.NATS_REQUEST_TIMEOUT_MS, DOCKER_VERB_TIMEOUT_MS), requestId });
   route(r, ctx, 'post', '/instance/create', 'subscriber', { summary: 'Create an instance (status provisioning; running once its agent is ready)', body: clientShape(P.create.input), response: P.create.output }, async ({ req, caller, requestId }) => {
-    const b = body(req.body);
+    // Only the fields a client may set; the owner, tier and cancellation come from the token and the subscription.
+    const b = jsonBody(req);
     return slow(
       P.create,
       {

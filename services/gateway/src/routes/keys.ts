@@ -1,15 +1,12 @@
 import { Router, type Request } from 'express';
 import { contracts } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
-import { route } from '../http/route.ts';
+import { jsonBody, route } from '../http/route.ts';
 import { clientShape } from '../openapi.ts';
 import type { z } from 'zod';
 
 const kv = contracts.keyvault;
 
-/** The JSON body as an object (anything else becomes {} and fails validation field by field). */
-const body = (req: Request): Record<string, unknown> =>
-  req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};
 const query = (req: Request, name: string): string | undefined => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
 /** A header for keyvault; oversized values become '' (an authentication failure there, never a 400). */
 const header = (req: Request, name: string, max: number): string => {
@@ -26,11 +23,11 @@ const header = (req: Request, name: string, max: number): string => {
 export function keysRoutes(ctx: GatewayContext): Router {
   const r = Router();
   route(r, ctx, 'post', '/keys/store', 'subscriber', { summary: 'Store provider keys for an instance (encrypted on receipt)', body: clientShape(kv.store.input), response: kv.store.output }, async ({ req, requestId, caller, meta }) => {
-    const b = body(req);
+    const b = jsonBody(req);
     return ctx.call(kv.store, { user_id: caller.user_id, instance_id: b.instance_id as string, keys: b.keys as Record<string, string>, meta }, requestId);
   });
   route(r, ctx, 'put', '/keys/update', 'subscriber', { summary: 'Replace one key (restart the instance to load it)', body: clientShape(kv.update.input), response: kv.update.output }, async ({ req, requestId, caller, meta }) => {
-    const b = body(req);
+    const b = jsonBody(req);
     return ctx.call(
       kv.update,
       { user_id: caller.user_id, instance_id: b.instance_id as string, key_name: b.key_name as string, key_value: b.key_value as string, meta },
@@ -38,7 +35,7 @@ export function keysRoutes(ctx: GatewayContext): Router {
     );
   });
   route(r, ctx, 'delete', '/keys/delete', 'subscriber', { summary: 'Delete keys of an instance', body: clientShape(kv.remove.input), response: kv.remove.output }, async ({ req, requestId, caller, meta }) => {
-    const b = body(req);
+    const b = jsonBody(req);
     return ctx.call(kv.remove, { user_id: caller.user_id, instance_id: b.instance_id as string, key_names: b.key_names as string[], meta }, requestId);
   });
   route(r, ctx, 'get', '/keys/list', 'subscriber', { summary: "Names (never values) of an instance's keys", query: clientShape(kv.list.input) as z.ZodObject, response: kv.list.output }, async ({ req, requestId, caller, meta }) =>

@@ -1,9 +1,8 @@
-import { Router, type Response } from 'express';
-import { AppError, contracts, remaining } from '@agenthost/shared';
+import { Router } from 'express';
+import { AppError, contracts } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
-import { isEntitled, type Subscription } from '../entitlement.ts';
-import { route, setSubscriptionHeaders, type Caller } from '../http/route.ts';
-import { ProvisionerUsage, type ProvisionerUsageView } from '../provisioner-usage.ts';
+import type { Subscription } from '../entitlement.ts';
+import { headersFor, jsonBody, route, type Caller } from '../http/route.ts';
 import { coalesce } from '../coalesce.ts';
 import { clientShape } from '../openapi.ts';
 
@@ -34,7 +33,7 @@ export function subscriptionRoutes(ctx: GatewayContext): Router {
       response: contracts.billing.register.output,
     },
     async ({ req, res, caller, requestId }) => {
-      const body = (req.body ?? {}) as Record<string, unknown>;
+      const body = jsonBody(req);
       if (typeof body.tx_signature !== 'string') throw new AppError('VALIDATION_FAILED', 'tx_signature: required, a base58 transaction signature', { details: { field: 'tx_signature' } });
       if (body.tier === undefined) throw new AppError('VALIDATION_FAILED', 'tier: required, 0 (free), 1 (pro) or 2 (enterprise)', { details: { field: 'tier' } });
       if (body.tier !== 0 && body.tier !== 1 && body.tier !== 2) throw new AppError('INVALID_TIER');
@@ -64,11 +63,6 @@ const who = (c: Caller) => ({ user_id: c.user_id, wallet_address: c.wallet_addre
 const sameView = (a: Subscription, b: Subscription | null) =>
   !!b && a.tier === b.tier && a.is_active === b.is_active && a.expires_at === b.expires_at && a.cancelled === b.cancelled;
 
-async function headersFor(ctx: GatewayContext, res: Response, userId: string, sub: Subscription | null): Promise<void> {
-  if (!isEntitled(sub)) return setSubscriptionHeaders(res, null, undefined);
-  const limit = ctx.config.TIER_LIMITS_JSON[sub.tier].requests_per_day;
-  setSubscriptionHeaders(res, sub, remaining(limit, await ctx.usage.requestsToday(userId)));
-}
 
 /**
  * The status view of spec §2.1: billing-chain's cached subscription, instances and storage from the
@@ -76,7 +70,7 @@ async function headersFor(ctx: GatewayContext, res: Response, userId: string, su
  */
 export async function statusView(ctx: GatewayContext, userId: string, sub: Subscription, requestId?: string) {
   const limits = ctx.config.TIER_LIMITS_JSON[sub.tier];
-  const [prov, requestsToday] = await Promise.all([provisionerUsage(ctx, userId, requestId), ctx.usage.requestsToday(userId)]);
+  const [prov, requestsToday] = await Promise.all([ctx.provisionerUsage.get(userId, requestId), ctx.usage.requestsToday(userId)]);
   return {
     wallet_address: sub.wallet_address,
     tier: sub.tier,
@@ -90,17 +84,4 @@ export async function statusView(ctx: GatewayContext, userId: string, sub: Subsc
     storage_used_mb: prov.storage_used_mb,
     storage_limit_mb: limits.storage_mb,
   };
-}
-
-const usageByCtx = new WeakMap<GatewayContext, ProvisionerUsage>();
-
-/** The provisioner's count of active instances and storage (cached briefly; 0 while it cannot answer). */
-export async function provisionerUsage(ctx: GatewayContext, userId: string, requestId?: string): Promise<ProvisionerUsageView> {
-  let pu = usageByCtx.get(ctx);
-  if (!pu) {
-    pu = new ProvisionerUsage(ctx.call, ctx.log);
-    pu.start(ctx.nc);
-    usageByCtx.set(ctx, pu);
-  }
-  return pu.get(userId, requestId);
 }

@@ -2,7 +2,6 @@ import { Router } from 'express';
 import { contracts, remaining } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
 import { route } from '../http/route.ts';
-import { provisionerUsage } from './subscription.ts';
 
 /** GET /usage/metrics (spec §4.6): the daily period's requests, instances and storage against the tier (-1 = unlimited). */
 export function usageRoutes(ctx: GatewayContext): Router {
@@ -10,7 +9,7 @@ export function usageRoutes(ctx: GatewayContext): Router {
   route(r, ctx, 'get', '/usage/metrics', 'subscriber', { summary: "Today's requests, instances and storage against the tier's limits", response: contracts.api.usageMetrics }, async ({ caller, requestId }) => {
     const sub = caller.subscription!;
     const limits = ctx.config.TIER_LIMITS_JSON[sub.tier];
-    const [prov, used] = await Promise.all([provisionerUsage(ctx, caller.user_id, requestId), ctx.usage.requestsToday(caller.user_id)]);
+    const [prov, used] = await Promise.all([ctx.provisionerUsage.get(caller.user_id, requestId), ctx.usage.requestsToday(caller.user_id)]);
     return {
       period: 'daily',
       tier: sub.tier,
