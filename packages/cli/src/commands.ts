@@ -83,10 +83,16 @@ async function send(env: Env, ix: TransactionInstruction, kp: Keypair): Promise<
   const tx = new Transaction({ feePayer: kp.publicKey, blockhash, lastValidBlockHeight }).add(ix);
   tx.sign(kp);
   const signature = await connection.sendRawTransaction(tx.serialize(), { preflightCommitment: 'confirmed' });
+  await confirmed(connection, signature);
+  return signature;
+}
+
+/** Wait until a transaction is confirmed; throw when it failed or took more than 30 s. */
+async function confirmed(connection: Connection, signature: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
     const st = (await connection.getSignatureStatuses([signature])).value[0];
     if (st?.err) throw new Error(`transaction ${signature} failed: ${JSON.stringify(st.err)}`);
-    if (st?.confirmationStatus === 'confirmed' || st?.confirmationStatus === 'finalized') return signature;
+    if (st?.confirmationStatus === 'confirmed' || st?.confirmationStatus === 'finalized') return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`transaction ${signature} was not confirmed in 30 s`);
@@ -95,12 +101,7 @@ async function send(env: Env, ix: TransactionInstruction, kp: Keypair): Promise<
 export async function airdrop(env: Env, sol: number): Promise<void> {
   const kp = loadWallet();
   const connection = new Connection(env.rpcUrl, 'confirmed');
-  const sig = await connection.requestAirdrop(kp.publicKey, Math.round(sol * 1e9));
-  for (let i = 0; i < 300; i++) {
-    const st = (await connection.getSignatureStatuses([sig])).value[0];
-    if (st?.confirmationStatus === 'confirmed' || st?.confirmationStatus === 'finalized') break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await confirmed(connection, await connection.requestAirdrop(kp.publicKey, Math.round(sol * 1e9)));
   env.out(`balance: ${(await connection.getBalance(kp.publicKey)) / 1e9} SOL`);
 }
 
