@@ -1,57 +1,68 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
-import { AppError, createLogger } from '@agenthost/shared';
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AppError, createAccessLog, toAppError, type Logger } from '@agenthost/shared';
 import type { GatewayContext } from './context.ts';
-import { errorHandler, notFound } from './http/errors.ts';
-import { requestId } from './http/request-id.ts';
-import { setSubscriptionHeaders } from './http/route.ts';
+import { hasBody, readJson } from './http/body.ts';
+import { sendJson, setSubscriptionHeaders } from './http/route.ts';
+import { ApiRequest, type Router } from './http/router.ts';
 import { apiRoutes } from './routes/index.ts';
 
-export function buildApp(ctx: GatewayContext): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
-  app.set('query parser', 'simple');
-  app.use(requestId);
-  app.use(accessLog(ctx));
-  app.use((_req, res, next) => {
-    setSubscriptionHeaders(res, null, undefined);
-    next();
-  });
-  app.use(requireJsonBody);
-  app.use(express.json({ limit: ctx.config.BODY_LIMIT_BYTES, strict: true, type: 'application/json' }));
-  app.use('/api', apiRoutes(ctx));
-  app.use(notFound);
-  app.use(errorHandler(ctx.log));
-  return app;
-}
+const PREFIX = '/api';
+const SAFE_ID = /^[A-Za-z0-9._-]{8,100}$/;
 
-/** A body that is not JSON is refused before parsing (415), so handlers only ever see parsed JSON. */
-function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
-  const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-  if (hasBody && !req.is('application/json')) return next(new AppError('UNSUPPORTED_MEDIA_TYPE'));
-  next();
-}
-
-/** One line per request, with its id; never headers or bodies. */
-function accessLog(ctx: GatewayContext) {
-  // The access line has a fixed set of fields the gateway builds itself (no headers, bodies or query), so
-  // it skips the redaction pass that every other log line gets: that pass cost ~3.5% of the gateway's CPU.
-  const log = createLogger('gateway', ctx.config.LOG_LEVEL, { redact: false });
-  return (req: Request, res: Response, next: NextFunction): void => {
+/**
+ * The gateway's HTTP handler: request id → default subscription headers → route → JSON body → handler →
+ * JSON answer, or the error body of spec §7; one access-log line per request (never headers or bodies).
+ */
+export function buildApp(ctx: GatewayContext): (req: IncomingMessage, res: ServerResponse) => void {
+  const router = apiRoutes(ctx);
+  const access = createAccessLog('gateway', ctx.config.LOG_LEVEL);
+  return (raw, res) => {
     const started = performance.now();
-    res.on('finish', () => {
-      log.info(
-        {
-          request_id: res.locals.requestId,
-          method: req.method,
-          path: req.path,
-          status: res.statusCode,
-          ms: Math.round((performance.now() - started) * 10) / 10,
-          ...(res.locals.userId ? { user_id: res.locals.userId } : {}),
-        },
-        'request',
-      );
-    });
-    next();
+    const given = raw.headers['x-request-id'];
+    const requestId = typeof given === 'string' && SAFE_ID.test(given) ? given : randomUUID();
+    res.setHeader('X-Request-ID', requestId);
+    setSubscriptionHeaders(res, null, undefined);
+    const url = raw.url ?? '/';
+    const q = url.indexOf('?');
+    const fullPath = q < 0 ? url : url.slice(0, q);
+    const inApi = fullPath.length >= PREFIX.length && fullPath.slice(0, PREFIX.length).toLowerCase() === PREFIX && (fullPath.length === PREFIX.length || fullPath[PREFIX.length] === '/');
+    const req = new ApiRequest(raw, inApi ? fullPath.slice(PREFIX.length) || '/' : fullPath, q < 0 ? '' : url.slice(q + 1), requestId);
+    void handle(ctx, router, req, res, inApi).then(() =>
+      access({ request_id: requestId, method: req.method, path: fullPath, status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10, user_id: req.userId }),
+    );
   };
+}
+
+async function handle(ctx: GatewayContext, router: Router, req: ApiRequest, res: ServerResponse, inApi: boolean): Promise<void> {
+  try {
+    const match = inApi ? router.find(req.method, req.path) : undefined;
+    if (match && 'allowed' in match && req.method === 'OPTIONS') {
+      res.statusCode = 204;
+      res.setHeader('Allow', [...match.allowed, ...(match.allowed.includes('GET') ? ['HEAD'] : [])].join(', '));
+      res.end();
+      return;
+    }
+    if (!match || 'allowed' in match) throw new AppError('NOT_FOUND', `No route for ${req.method} ${PREFIX}${req.path}`);
+    if (hasBody(req.raw)) req.body = await readJson(req.raw, ctx.config.BODY_LIMIT_BYTES);
+    req.params = match.params;
+    const body = await match.handler(req, res);
+    if (!res.headersSent) sendJson(res, body ?? {});
+  } catch (err) {
+    sendError(ctx.log, req, res, err);
+  }
+}
+
+/** Every failure as { error, code, status } (spec §7); unknown errors are logged and answered as a generic 500. */
+function sendError(log: Logger, req: ApiRequest, res: ServerResponse, err: unknown): void {
+  const appErr = toAppError(err);
+  if (appErr.code === 'INTERNAL') log.error({ err, request_id: req.requestId, path: req.path }, 'unhandled error');
+  else if (appErr.status >= 500) log.warn({ code: appErr.code, request_id: req.requestId, path: req.path }, appErr.message);
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (appErr.retryAfter !== undefined) res.setHeader('Retry-After', String(appErr.retryAfter));
+  res.statusCode = appErr.status;
+  sendJson(res, appErr.toBody());
 }

@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect, connectNats, createLogger, loadConfig } from '@agenthost/shared';
 import { buildApp } from './app.ts';
@@ -14,9 +15,8 @@ const db = await connect<GatewayDB>({ url: config.DATABASE_URL, schema: 'gateway
 const nc = await connectNats(config.NATS_URL, config.INSTANCE_NAME || 'gateway', log);
 const ctx = buildContext({ config, log, nc, db });
 ctx.entitlements.start(nc);
-const app = buildApp(ctx);
-
-const server = app.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);
+const server = createServer(buildApp(ctx));
+server.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;
 server.requestTimeout = 30_000;

@@ -1,10 +1,11 @@
-import { ErrorCode as NatsErrorCode, headers as natsHeaders, type NatsConnection, type NatsError } from 'nats';
+import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from 'nats';
 import type { z } from 'zod';
 import type { Contract } from '../contracts/contract.ts';
 import { AppError } from '../errors.ts';
 import { zodToAppError } from '../validate.ts';
 import { busConnected } from './connect.ts';
 import { decode, encode, type Reply } from './codec.ts';
+import { NoReplyError, requestReply } from './replies.ts';
 
 export interface RequestOptions {
   timeoutMs?: number;
@@ -26,12 +27,14 @@ export async function request<C extends Contract>(
   if (!busConnected(nc)) {
     throw new AppError('SERVICE_UNAVAILABLE', 'The message bus (NATS) is unavailable; retry shortly', { retryable: true, retryAfter: 1 });
   }
-  const h = natsHeaders();
-  if (opts.requestId) h.set('x-request-id', opts.requestId);
+  let h: MsgHdrs | undefined;
+  if (opts.requestId) {
+    h = natsHeaders();
+    h.set('x-request-id', opts.requestId);
+  }
   let data: Uint8Array;
   try {
-    const msg = await nc.request(c.subject, encode(parsed.data), { timeout: opts.timeoutMs ?? 5000, headers: h });
-    data = msg.data;
+    data = await requestReply(nc, c.subject, encode(parsed.data), opts.timeoutMs ?? 5000, h);
   } catch (err) {
     throw unavailable(c.subject, err);
   }
@@ -44,9 +47,8 @@ export async function request<C extends Contract>(
 }
 
 function unavailable(subject: string, err: unknown): AppError {
-  const code = (err as NatsError | undefined)?.code;
+  const reason = err instanceof NoReplyError ? err.reason : 'closed';
   const service = subject.split('.')[0];
-  const why =
-    code === NatsErrorCode.NoResponders ? 'is not running' : code === NatsErrorCode.Timeout ? 'did not answer in time' : 'cannot be reached';
+  const why = reason === 'no-responders' ? 'is not running' : reason === 'timeout' ? 'did not answer in time' : 'cannot be reached';
   return new AppError('SERVICE_UNAVAILABLE', `The ${service} service ${why}; retry shortly`, { retryable: true, retryAfter: 1, cause: err });
 }

@@ -1,8 +1,9 @@
-import type { Request, Response, Router } from 'express';
+import type { ServerResponse } from 'node:http';
 import { AppError, remaining } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
 import { isEntitled, type Subscription } from '../entitlement.ts';
 import type { RouteDoc } from '../openapi.ts';
+import type { ApiRequest, Method, Router } from './router.ts';
 
 /**
  * public: no credentials. token: a valid access token only (no subscription lookup). user: a valid access token (subscription optional, counted when present).
@@ -18,8 +19,8 @@ export interface Caller {
 }
 
 export interface RouteCtx {
-  req: Request;
-  res: Response;
+  req: ApiRequest;
+  res: ServerResponse;
   requestId: string;
   /** Present for user and subscriber routes. */
   caller: Caller;
@@ -34,27 +35,25 @@ export interface RouteOptions {
   count?: boolean;
 }
 
-type Method = 'get' | 'post' | 'put' | 'delete';
-
 /**
  * Register a route (and describe it in the OpenAPI document): checks run in the order of spec §5 (token, then subscription, then usage), the
  * subscription headers are set before the handler runs (so errors carry them too), and the handler's
- * return value is sent as JSON (status from res.status(), default 200).
+ * return value is sent as JSON (status from res.statusCode, default 200).
  */
 export function route(router: Router, ctx: GatewayContext, method: Method, path: string, access: Access, doc: RouteDoc, handler: Handler, opts: RouteOptions = {}): void {
   ctx.catalog.add({ method, path, access, ...doc });
-  router[method](path, async (req, res) => {
-    const requestId = String(res.locals.requestId);
+  router.add(method, path, async (req, res) => {
+    const requestId = req.requestId;
     const meta = { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId };
     let caller = NO_CALLER;
     if (access === 'token') {
       const claims = await ctx.tokens.verify(req.get('authorization'));
-      res.locals.userId = claims.user_id;
+      req.userId = claims.user_id;
       caller = { user_id: claims.user_id, wallet_address: claims.wallet_address, subscription: null };
     }
     if (access === 'user' || access === 'subscriber') {
       const claims = await ctx.tokens.verify(req.get('authorization'));
-      res.locals.userId = claims.user_id;
+      req.userId = claims.user_id;
       const subscription = await ctx.entitlements.lookup(claims, requestId);
       caller = { user_id: claims.user_id, wallet_address: claims.wallet_address, subscription };
       const entitled = isEntitled(subscription);
@@ -73,35 +72,34 @@ export function route(router: Router, ctx: GatewayContext, method: Method, path:
         await headersFor(ctx, res, claims.user_id, subscription);
       }
     }
-    const body = await handler({ req, res, requestId, caller, meta });
-    if (!res.headersSent) sendJson(res, body ?? {});
+    return handler({ req, res, requestId, caller, meta });
   });
 }
 
 const NO_CALLER: Caller = { user_id: '', wallet_address: '', subscription: null };
 
 /**
- * The JSON body, without Express's ETag/freshness work: API answers are per caller and carry
- * changing usage headers, so a 304 would never be right, and hashing every body costs time.
+ * The JSON answer, without ETag/freshness work: API answers are per caller and carry changing usage
+ * headers, so a 304 would never be right, and hashing every body costs time.
  */
-function sendJson(res: Response, body: unknown): void {
+export function sendJson(res: ServerResponse, body: unknown): void {
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.end(JSON.stringify(body));
 }
 
 /** X-Subscription-Tier / -Expires / X-Usage-Remaining on every response; "none" when the caller has no subscription. */
-export function setSubscriptionHeaders(res: Response, sub: Subscription | null, remainingToday: number | undefined): void {
+export function setSubscriptionHeaders(res: ServerResponse, sub: Subscription | null, remainingToday: number | undefined): void {
   res.setHeader('X-Subscription-Tier', sub ? sub.tier : 'none');
   res.setHeader('X-Subscription-Expires', sub ? sub.expires_at : 'none');
   res.setHeader('X-Usage-Remaining', String(remainingToday ?? 0));
 }
 
 /** The headers for a caller whose request was not counted: remaining = the tier's daily limit minus today's count. */
-export async function headersFor(ctx: GatewayContext, res: Response, userId: string, sub: Subscription | null): Promise<void> {
+export async function headersFor(ctx: GatewayContext, res: ServerResponse, userId: string, sub: Subscription | null): Promise<void> {
   if (!isEntitled(sub)) return setSubscriptionHeaders(res, null, undefined);
   setSubscriptionHeaders(res, sub, remaining(ctx.config.TIER_LIMITS_JSON[sub.tier].requests_per_day, await ctx.usage.requestsToday(userId)));
 }
 
 /** The JSON body as an object: anything else becomes {} and then fails validation field by field. */
-export const jsonBody = (req: Request): Record<string, unknown> =>
+export const jsonBody = (req: ApiRequest): Record<string, unknown> =>
   req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};

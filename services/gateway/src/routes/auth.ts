@@ -1,14 +1,15 @@
-import { Router } from 'express';
 import { contracts } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
-import { route } from '../http/route.ts';
+import type { Router } from '../http/router.ts';
+import { jsonBody, route } from '../http/route.ts';
 
-export function authRoutes(ctx: GatewayContext): Router {
-  const r = Router();
+export function authRoutes(ctx: GatewayContext, r: Router): void {
   route(r, ctx, 'get', '/auth/nonce', 'public', { summary: 'A single-use nonce and the Sign-In With Solana message to sign', query: contracts.auth.nonceCreate.input, response: contracts.auth.nonceCreate.output }, async ({ req, requestId }) =>
     ctx.call(contracts.auth.nonceCreate, { wallet_address: String(req.query.wallet_address ?? '') }, requestId),
   );
-  route(r, ctx, 'post', '/auth/login', 'public', { summary: 'Exchange a signed nonce for an access token (24 h)', body: contracts.auth.login.input, response: contracts.auth.login.output }, async ({ req, requestId }) => ctx.call(contracts.auth.login, req.body ?? {}, requestId));
+  route(r, ctx, 'post', '/auth/login', 'public', { summary: 'Exchange a signed nonce for an access token (24 h)', body: contracts.auth.login.input, response: contracts.auth.login.output }, async ({ req, requestId }) => {
+    const b = jsonBody(req);
+    return ctx.call(contracts.auth.login, { wallet_address: b.wallet_address as string, signature_base58: b.signature_base58 as string, nonce: b.nonce as string }, requestId);
+  });
   route(r, ctx, 'get', '/auth/me', 'token', { summary: 'Who the access token belongs to', response: contracts.api.whoAmI }, async ({ caller }) => ({ user_id: caller.user_id, wallet_address: caller.wallet_address }));
-  return r;
 }

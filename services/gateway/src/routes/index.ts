@@ -1,5 +1,5 @@
-import { Router } from 'express';
 import type { GatewayContext } from '../context.ts';
+import { Router } from '../http/router.ts';
 import { authRoutes } from './auth.ts';
 import { healthRoutes } from './health.ts';
 import { instanceRoutes } from './instances.ts';
@@ -7,19 +7,17 @@ import { keysRoutes } from './keys.ts';
 import { subscriptionRoutes } from './subscription.ts';
 import { usageRoutes } from './usage.ts';
 
-/** Every route file of the API, mounted under /api. */
+/** Every route of the API (paths below /api). */
 export function apiRoutes(ctx: GatewayContext): Router {
-  const r = Router();
-  r.use(healthRoutes(ctx));
-  r.use(authRoutes(ctx));
-  r.use(instanceRoutes(ctx));
-  r.use(keysRoutes(ctx));
-  r.use(subscriptionRoutes(ctx));
-  r.use(usageRoutes(ctx));
+  const r = new Router();
+  healthRoutes(ctx, r);
+  authRoutes(ctx, r);
+  instanceRoutes(ctx, r);
+  keysRoutes(ctx, r);
+  subscriptionRoutes(ctx, r);
+  usageRoutes(ctx, r);
   // Rendered once, after every route above has described itself.
   const document = ctx.catalog.document();
-  r.get('/openapi.json', (_req, res) => {
-    res.json(document);
-  });
+  r.add('get', '/openapi.json', () => document);
   return r;
 }

@@ -1,7 +1,7 @@
-import { Router } from 'express';
 import { contracts, request, type Contract } from '@agenthost/shared';
 import { z } from 'zod';
 import type { GatewayContext } from '../context.ts';
+import type { Router } from '../http/router.ts';
 import { jsonBody, route, type Caller } from '../http/route.ts';
 import { clientShape } from '../openapi.ts';
 
@@ -24,8 +24,7 @@ const DOCKER_VERB_TIMEOUT_MS = 25_000;
  * Instances (spec §4.7–4.10 plus list/stop/start/logs). Every call is scoped to the caller: the
  * provisioner looks instances up by id AND owner, so another user's instance is 404 for every verb.
  */
-export function instanceRoutes(ctx: GatewayContext): Router {
-  const r = Router();
+export function instanceRoutes(ctx: GatewayContext, r: Router): void {
   const slow = <C extends Contract>(c: C, input: z.input<C['input']>, requestId: string): Promise<z.output<C['output']>> =>
     request(ctx.nc, c, input, { timeoutMs: Math.max(ctx.config.NATS_REQUEST_TIMEOUT_MS, DOCKER_VERB_TIMEOUT_MS), requestId });
   route(r, ctx, 'post', '/instance/create', 'subscriber', { summary: 'Create an instance (status provisioning; running once its agent is ready)', body: clientShape(P.create.input), response: P.create.output }, async ({ req, caller, requestId }) => {
@@ -68,5 +67,4 @@ export function instanceRoutes(ctx: GatewayContext): Router {
       requestId,
     ),
   );
-  return r;
 }

@@ -1,15 +1,15 @@
-import { Router, type Request } from 'express';
 import { contracts } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
+import type { ApiRequest, Router } from '../http/router.ts';
 import { jsonBody, route } from '../http/route.ts';
 import { clientShape } from '../openapi.ts';
 import type { z } from 'zod';
 
 const kv = contracts.keyvault;
 
-const query = (req: Request, name: string): string | undefined => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
+const query = (req: ApiRequest, name: string): string | undefined => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
 /** A header for keyvault; oversized values become '' (an authentication failure there, never a 400). */
-const header = (req: Request, name: string, max: number): string => {
+const header = (req: ApiRequest, name: string, max: number): string => {
   const v = req.get(name) ?? '';
   return v.length > max ? '' : v;
 };
@@ -20,8 +20,7 @@ const header = (req: Request, name: string, max: number): string => {
  * X-Instance-ID / X-Instance-Secret in keyvault (which counts and rate limits failures) and is not
  * counted against the owner's quota.
  */
-export function keysRoutes(ctx: GatewayContext): Router {
-  const r = Router();
+export function keysRoutes(ctx: GatewayContext, r: Router): void {
   route(r, ctx, 'post', '/keys/store', 'subscriber', { summary: 'Store provider keys for an instance (encrypted on receipt)', body: clientShape(kv.store.input), response: kv.store.output }, async ({ req, requestId, caller, meta }) => {
     const b = jsonBody(req);
     return ctx.call(kv.store, { user_id: caller.user_id, instance_id: b.instance_id as string, keys: b.keys as Record<string, string>, meta }, requestId);
@@ -53,5 +52,4 @@ export function keysRoutes(ctx: GatewayContext): Router {
       requestId,
     );
   });
-  return r;
 }

@@ -1,14 +1,13 @@
-import { Router } from 'express';
 import { AppError, contracts } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
+import type { Router } from '../http/router.ts';
 import type { Subscription } from '../entitlement.ts';
 import { headersFor, jsonBody, route, type Caller } from '../http/route.ts';
 import { coalesce } from '../coalesce.ts';
 import { clientShape } from '../openapi.ts';
 
 /** GET /subscription/status, POST /subscription/register, POST /subscription/refresh (spec §4.3–4.5). */
-export function subscriptionRoutes(ctx: GatewayContext): Router {
-  const r = Router();
+export function subscriptionRoutes(ctx: GatewayContext, r: Router): void {
   const batched = coalesce(ctx.call);
 
   route(r, ctx, 'get', '/subscription/status', 'user', { summary: 'The subscription with instance, request and storage usage (404 when none)', response: contracts.api.statusView }, async ({ res, caller, requestId }) => {
@@ -55,7 +54,6 @@ export function subscriptionRoutes(ctx: GatewayContext): Router {
     return statusView(ctx, caller.user_id, sub, requestId);
   });
 
-  return r;
 }
 
 const who = (c: Caller) => ({ user_id: c.user_id, wallet_address: c.wallet_address });

@@ -1,11 +1,10 @@
-import { Router } from 'express';
 import { contracts, remaining } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
+import type { Router } from '../http/router.ts';
 import { route } from '../http/route.ts';
 
 /** GET /usage/metrics (spec §4.6): the daily period's requests, instances and storage against the tier (-1 = unlimited). */
-export function usageRoutes(ctx: GatewayContext): Router {
-  const r = Router();
+export function usageRoutes(ctx: GatewayContext, r: Router): void {
   route(r, ctx, 'get', '/usage/metrics', 'subscriber', { summary: "Today's requests, instances and storage against the tier's limits", response: contracts.api.usageMetrics }, async ({ caller, requestId }) => {
     const sub = caller.subscription!;
     const limits = ctx.config.TIER_LIMITS_JSON[sub.tier];
@@ -18,5 +17,4 @@ export function usageRoutes(ctx: GatewayContext): Router {
       storage: { used_mb: prov.storage_used_mb, limit_mb: limits.storage_mb, remaining_mb: remaining(limits.storage_mb, prov.storage_used_mb) },
     };
   });
-  return r;
 }
