@@ -14,7 +14,7 @@ export const gatewayConfig = baseConfig.extend({
   /** How long a wallet's subscription is reused in memory before billing-chain is asked again (events refresh it sooner). */
   ENTITLEMENT_CACHE_TTL_MS: configInt(5000),
   /** Largest block of quota a replica leases at once (usage counting costs one write per block, not per request). */
-  USAGE_PREFETCH_MAX: configInt(1000),
+  USAGE_PREFETCH_MAX: configInt(5000),
   /** A leased block unused this long goes back to the shared counter. */
   USAGE_IDLE_RETURN_MS: configInt(5000),
 });
