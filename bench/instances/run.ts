@@ -1,7 +1,8 @@
 // Benchmark: create → running of agent instances through the provisioner (NATS request → port lease →
-// keyvault credentials → volume → hardened container → start → readiness probe → status running),
-// against a bare `docker run` of the same stand-in image with the same limits, flags and kind of
-// network, measured in the same run, with the same concurrency and the same /readyz polling (50 ms).
+// keyvault credentials → volume → hardened container → start → readiness probe → status running, seen as
+// the provisioner's events.instance.status), against a bare `docker run` of the same stand-in image with
+// the same limits, flags and kind of network, measured in the same run, with the same concurrency and the
+// same /readyz polling (50 ms). Each phase starts once the machine is quiet again after the last one.
 // Usage: node bench/instances/run.ts    (BENCH_CONCURRENCY=20, BENCH_ROUNDS=4, alternating order)
 //
 // Reports p50/p99 of both and their ratio/difference, port collisions (must be 0) and failures (must
@@ -11,7 +12,7 @@
 
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,8 +39,6 @@ const ROUNDS = num('BENCH_ROUNDS', 4);
 const SETTLE_MS = num('BENCH_SETTLE_MS', 3000);
 const IMAGE = process.env.BENCH_IMAGE ?? 'agenthost/standin:latest';
 const POLL_MS = 50;
-/** The status poll of the provisioner path: its watcher already polls /readyz every 50 ms, so this second hop polls faster. */
-const LIST_POLL_MS = 25;
 const LIMITS = { memory_mb: 256, cpus: 0.5, pids: 128 };
 const PROV_PORTS: [number, number] = [18300, 18399];
 const BARE_PORT0 = 18400;
@@ -75,8 +74,9 @@ const stats = (xs: number[]) => ({ n: xs.length, p50: Math.round(pct(xs, 50)), p
 
 // ---------------------------------------------------------------- bare docker run
 
-async function bareRound(round: number): Promise<{ ms: number[]; failures: number; ports: number[] }> {
+async function bareRound(round: number): Promise<{ ms: number[]; runMs: number[]; failures: number; ports: number[] }> {
   const ms: number[] = [];
+  const runMs: number[] = [];
   let failures = 0;
   const ports: number[] = [];
   await Promise.all(
@@ -98,6 +98,7 @@ async function bareRound(round: number): Promise<{ ms: number[]; failures: numbe
           '-e', 'AGENTHOST_BOOTSTRAP_SKIP_KEYS=1', '-e', `AGENTHOST_INSTANCE_ID=${name}`, '-e', 'NODE_OPTIONS=--max-old-space-size=192',
           IMAGE,
         );
+        runMs.push(performance.now() - t0);
         if (await readyz(port, Date.now() + 60_000)) ms.push(performance.now() - t0);
         else failures++;
       } catch (err) {
@@ -109,7 +110,7 @@ async function bareRound(round: number): Promise<{ ms: number[]; failures: numbe
   const ids = (await dockerQuiet('ps', '-aq', '--filter', `label=${bareLabel}`)).split('\n').filter(Boolean);
   if (ids.length) await dockerQuiet('rm', '-f', '-v', ...ids);
   for (let i = 0; i < N; i++) await dockerQuiet('volume', 'rm', '-f', `ah-bench-bare-${tag}-${round}-${i}`);
-  return { ms, failures, ports };
+  return { ms, runMs, failures, ports };
 }
 
 // ---------------------------------------------------------------- provisioner
@@ -122,28 +123,14 @@ async function provisionerRound(nc: Nc): Promise<{ ms: number[]; createMs: numbe
   const ports: number[] = [];
   let failures = 0;
   const started = new Map<string, number>();
-  const pending = new Set<string>();
+  // When each instance became running or failed, from events.instance.status (published once the row says so).
   const done = new Map<string, number>();
-  // One poller for the whole round (the list call is a database read), like a dashboard would.
-  let polling = true;
-  const poller = (async () => {
-    while (polling) {
-      if (pending.size) {
-        const t = performance.now();
-        try {
-          const { instances } = await request(nc, P.list, { user_id }, { timeoutMs: 10_000 });
-          for (const i of instances) {
-            if (!pending.has(i.instance_id)) continue;
-            if (i.status === 'running') done.set(i.instance_id, t), pending.delete(i.instance_id);
-            else if (i.status === 'failed') done.set(i.instance_id, -1), pending.delete(i.instance_id);
-          }
-        } catch {
-          /* next poll */
-        }
-      }
-      await sleep(LIST_POLL_MS);
-    }
-  })();
+  const sub = nc.subscribe('events.instance.status', {
+    callback: (_err: unknown, m: { data: Uint8Array }) => {
+      const e = JSON.parse(new TextDecoder().decode(m.data)) as { instance_id: string; status: string };
+      done.set(e.instance_id, e.status === 'running' ? performance.now() : -1);
+    },
+  });
   await Promise.all(
     Array.from({ length: N }, async () => {
       const t0 = performance.now();
@@ -152,7 +139,6 @@ async function provisionerRound(nc: Nc): Promise<{ ms: number[]; createMs: numbe
         createMs.push(performance.now() - t0);
         ports.push(c.port);
         started.set(c.instance_id, t0);
-        pending.add(c.instance_id);
       } catch (err) {
         failures++;
         log(`create failed: ${(err as Error).message}`);
@@ -160,9 +146,8 @@ async function provisionerRound(nc: Nc): Promise<{ ms: number[]; createMs: numbe
     }),
   );
   const deadline = Date.now() + 60_000;
-  while (pending.size && Date.now() < deadline) await sleep(20);
-  polling = false;
-  await poller;
+  while ([...started.keys()].some((id) => !done.has(id)) && Date.now() < deadline) await sleep(20);
+  sub.unsubscribe();
   for (const [id, t0] of started) {
     const t1 = done.get(id);
     if (t1 === undefined || t1 < 0) failures++;
@@ -173,6 +158,29 @@ async function provisionerRound(nc: Nc): Promise<{ ms: number[]; createMs: numbe
   const dockerPorts = [...published.matchAll(/127\.0\.0\.1:(\d+)->18789/g)].map((m) => Number(m[1]));
   await Promise.all([...started.keys()].map((instance_id) => request(nc, P.remove, { user_id, instance_id }, { timeoutMs: 60_000 }).catch(() => failures++)));
   return { ms, createMs, failures, ports, dockerPorts };
+}
+
+/**
+ * Wait until the previous phase's clean-up is over: the kernel and the engine tear down namespaces, veths
+ * and shims for seconds after `docker rm` returns, and a phase that starts meanwhile pays for it (the
+ * second phase of a round was ~400 ms slower, whichever it was). Quiet = under 25 % of the CPUs busy over
+ * half a second (at most 30 s), then SETTLE_MS more.
+ */
+async function quiet(): Promise<void> {
+  const busy = async () => {
+    const read = () => readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const a = read();
+    await sleep(500);
+    const b = read();
+    const d = b.map((x, i) => x - a[i]!);
+    const total = d.reduce((x, y) => x + y, 0);
+    return total > 0 ? 1 - (d[3]! + (d[4] ?? 0)) / total : 0; // idle + iowait
+  };
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline && (await busy()) > 0.25) {
+    /* still cleaning up */
+  }
+  await sleep(SETTLE_MS);
 }
 
 // ---------------------------------------------------------------- main
@@ -208,12 +216,16 @@ try {
   await bareRound(-1);
   await provisionerRound(nc);
 
-  const bare = { ms: [] as number[], failures: 0, collisions: 0 };
+  const bare = { ms: [] as number[], runMs: [] as number[], failures: 0, collisions: 0 };
   const prov = { ms: [] as number[], createMs: [] as number[], failures: 0, collisions: 0 };
+  // p50 of each round, per side: adjacent rounds see the same background load.
+  const rounds = Array.from({ length: ROUNDS }, () => ({ bare: NaN, provisioner: NaN }));
   const runBare = async (r: number) => {
     log(`round ${r + 1}/${ROUNDS}: bare docker run × ${N}`);
     const b = await bareRound(r);
     bare.ms.push(...b.ms);
+    bare.runMs.push(...b.runMs);
+    rounds[r]!.bare = Math.round(pct(b.ms, 50));
     bare.failures += b.failures;
     bare.collisions += collisions(b.ports);
   };
@@ -221,6 +233,7 @@ try {
     log(`round ${r + 1}/${ROUNDS}: provisioner create × ${N}`);
     const p = await provisionerRound(nc);
     prov.ms.push(...p.ms);
+    rounds[r]!.provisioner = Math.round(pct(p.ms, 50));
     prov.createMs.push(...p.createMs);
     prov.failures += p.failures;
     prov.collisions += collisions(p.ports) + collisions(p.dockerPorts);
@@ -230,13 +243,14 @@ try {
     // sides alike; let the engine settle between phases.
     const order = r % 2 === 0 ? [runBare, runProv] : [runProv, runBare];
     for (const phase of order) {
-      await sleep(SETTLE_MS);
+      await quiet();
       await phase(r);
     }
   }
   const b = stats(bare.ms);
   const p = stats(prov.ms);
   const c = stats(prov.createMs);
+  const br = stats(bare.runMs);
   const result = {
     benchmark: 'instances',
     when: new Date().toISOString(),
@@ -249,10 +263,12 @@ try {
     bare_docker_run_to_ready_ms: b,
     provisioner_create_to_running_ms: p,
     provisioner_create_call_ms: c,
+    bare_docker_run_call_ms: br,
     ratio_p50: Math.round((p.p50 / b.p50) * 100) / 100,
     ratio_p99: Math.round((p.p99 / b.p99) * 100) / 100,
     added_p50_ms: p.p50 - b.p50,
     added_p99_ms: p.p99 - b.p99,
+    per_round_p50_ms: rounds,
     port_collisions: prov.collisions + bare.collisions,
     failures: prov.failures + bare.failures,
     target: { added_p50_ms_max: 100, port_collisions: 0, failures: 0 },
@@ -264,8 +280,10 @@ try {
   console.log(`${'path (ms)'.padEnd(36)} ${'n'.padStart(4)} ${'p50'.padStart(7)} ${'p99'.padStart(7)} ${'min'.padStart(7)} ${'max'.padStart(7)}`);
   console.log(row('bare docker run → /readyz 200', b));
   console.log(row('provisioner create → running', p));
+  console.log(row('  (docker run call alone)', br));
   console.log(row('  (create call alone)', c));
   console.log(`ratio p50 ${result.ratio_p50}  p99 ${result.ratio_p99}   added p50 ${result.added_p50_ms} ms  p99 ${result.added_p99_ms} ms`);
+  console.log(`per round p50 (bare/provisioner): ${rounds.map((x) => `${x.bare}/${x.provisioner}`).join('  ')}`);
   console.log(`port collisions ${result.port_collisions}   failures ${result.failures}   target (p50 +≤100 ms, 0 collisions, 0 failures): ${result.target_met ? 'met' : 'NOT met'}\n`);
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
   writeFileSync(path.join(repo, 'bench/results/instances.json'), `${JSON.stringify(result, null, 2)}\n`);

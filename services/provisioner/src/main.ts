@@ -43,6 +43,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
             await engine.run('container stop', (abortSignal) => engine.docker.getContainer(`agenthost-${id}`).stop(o({ t: config.STOP_TIMEOUT_SECONDS, abortSignal })), config.DOCKER_TIMEOUT_MS + config.STOP_TIMEOUT_SECONDS * 1000).catch(() => {});
           }
         }).then(() => {}),
+      announce: (p, generation) => publishEvent(nc, P.instanceStatusChanged, p, `instance-status-${p.instance_id}-${generation}-${p.status}`),
     });
     const instances = new Instances({
       db,

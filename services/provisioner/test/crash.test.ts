@@ -47,15 +47,17 @@ const pausedAt = (p: ServiceProcess, point: string) =>
   waitFor(`pause at ${point}`, async () => p.lines().some((l) => l.includes('"event":"fault_pause"') && l.includes(`"point":"${point}"`)), 30_000, 25);
 
 describe('a provisioner killed with SIGKILL in the middle of an operation', () => {
-  // What exists at each pause: the row always; the container and its volume from the container step on.
+  // What exists at each pause: the row always; the container and its volume from the container step on. The
+  // row still says 'leased' after the container is made (the step is written while the container starts):
+  // the reconciler undoes both steps the same way.
   it.each([
-    ['leased', 0, 0],
-    ['container', 1, 1],
-  ])('leaves no orphan when killed after the create step "%s"', async (step, containers, volumes) => {
+    ['leased', 'leased', 0, 0],
+    ['container', 'leased', 1, 1],
+  ])('leaves no orphan when killed after the create step "%s"', async (point, step, containers, volumes) => {
     const user_id = newUser();
-    const p = await provisioner(step);
+    const p = await provisioner(point);
     const pending = n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' }, 4000).catch((e) => e);
-    await pausedAt(p, step);
+    await pausedAt(p, point);
     await p.kill();
     const before = await state();
     expect(before.rows).toEqual([expect.objectContaining({ step })]);

@@ -129,20 +129,22 @@ describe('instance lifecycle on the real Docker engine', () => {
     await n.call(P.remove, { user_id, instance_id: again.instance_id });
   });
 
-  it('publishes events.instance.created and events.instance.deleted on JetStream', async () => {
+  it('publishes events.instance.created, .status (running) and .deleted on JetStream', async () => {
     const user_id = newUser();
-    const js = n.nc.jetstream();
-    const created = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
-    await n.call(P.remove, { user_id, instance_id: created.instance_id });
     const jsm = await n.nc.jetstreamManager();
-    const seen: { subject: string; data: { instance_id: string; user_id: string } }[] = [];
-    for (const subject of ['events.instance.created', 'events.instance.deleted']) {
-      const m = await jsm.streams.getMessage('EVENTS', { last_by_subj: subject });
-      seen.push({ subject: m.subject, data: m.json() });
-    }
-    void js;
+    const last = async (subject: string) => {
+      const m = await jsm.streams.getMessage('EVENTS', { last_by_subj: subject }).catch(() => undefined);
+      return m && { subject: m.subject, data: m.json<Record<string, unknown>>() };
+    };
+    const created = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    await waitFor('events.instance.status', async () => (await last('events.instance.status'))?.data.instance_id === created.instance_id, 30_000);
+    const running = await n.call(P.get, { user_id, instance_id: created.instance_id });
+    expect(running.status).toBe('running');
+    await n.call(P.remove, { user_id, instance_id: created.instance_id });
+    const seen = [await last('events.instance.created'), await last('events.instance.status'), await last('events.instance.deleted')];
     expect(seen).toEqual([
       { subject: 'events.instance.created', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) },
+      { subject: 'events.instance.status', data: { instance_id: created.instance_id, user_id, status: 'running', at: expect.any(String) } },
       { subject: 'events.instance.deleted', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) },
     ]);
   });

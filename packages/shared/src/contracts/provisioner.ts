@@ -73,4 +73,9 @@ export const usage = contract(
 );
 
 export const instanceCreated = event('events.instance.created', z.object({ instance_id: instanceId, user_id: uuid, created_at: isoTime }));
+/** An instance left provisioning: running (its agent answered /readyz) or failed (with the reason). */
+export const instanceStatusChanged = event(
+  'events.instance.status',
+  z.object({ instance_id: instanceId, user_id: uuid, status: z.enum(['running', 'failed']), at: isoTime, failure_reason: z.string().optional() }),
+);
 export const instanceDeleted = event('events.instance.deleted', z.object({ instance_id: instanceId, user_id: uuid, deleted_at: isoTime }));

@@ -72,7 +72,6 @@ export class Instances {
     if (input.subscription_cancelled) throw new AppError('SUBSCRIPTION_CANCELLED');
     const limits = this.d.tiers[input.tier];
     const image = `${repo}:${version}`;
-    await this.assertStorage(input.user_id, input.tier, limits.storage_mb);
     await this.assertImage(image);
     this.d.keysUrl(); // the instance network must be ready (503 otherwise)
 
@@ -86,6 +85,9 @@ export class Instances {
     credsP.catch(() => {}); // awaited (and handled) below
     const forgetCredentials = () =>
       void credsP.then(() => this.d.events.deleted({ instance_id: id, user_id: input.user_id, deleted_at: new Date().toISOString() })).catch(() => {});
+    // The storage check (a read) runs while the operation lock is taken.
+    const storageP = this.assertStorage(input.user_id, input.tier, limits.storage_mb);
+    storageP.catch(() => {}); // awaited (and handled) below
     let release: () => Promise<void>;
     try {
       release = await this.d.locks.hold(id);
@@ -93,16 +95,23 @@ export class Instances {
       forgetCredentials();
       throw err;
     }
+    try {
+      await storageP;
+    } catch (err) {
+      forgetCredentials();
+      await release();
+      throw err;
+    }
     t.lap('lock');
     try {
-      // One statement (see the lease_instance migration): per-user lock → count → refuse at the limit →
-      // port lock → lowest free port → row. The UNIQUE(port) constraint backs it up.
+      // One statement (see the lease_instance migrations): per-user lock → count → refuse at the limit →
+      // port lock → lowest free port → row, committed without waiting for the disk. UNIQUE(port) backs it up.
       let row: InstanceRow;
       try {
         const r = await sql<InstanceRow>`select * from lease_instance(
           ${id}, ${input.user_id}::uuid, ${limits.instances}::int, ${config.PORT_RANGE_START}::int, ${config.PORT_RANGE_END}::int,
           ${USER_LOCK_CLASS}::int, ${PORT_LOCK_CLASS}::int, ${name}, ${input.framework}, ${version}, ${image}, ${input.tier},
-          ${limits.memory_mb}::int, ${limits.cpus}::real, ${limits.pids}::int, ${hashToken(token)})`.execute(db);
+          ${limits.memory_mb}::int, ${limits.cpus}::real, ${limits.pids}::int, ${hashToken(token)}, ${input.wallet_address ?? null}::text)`.execute(db);
         row = r.rows[0]!;
       } catch (err) {
         forgetCredentials();
@@ -115,24 +124,26 @@ export class Instances {
       }
       t.lap('lease');
       try {
-        if (input.wallet_address) await db.updateTable('instances').set({ wallet_address: input.wallet_address }).where('id', '=', id).execute();
         await this.d.pause('leased');
         const creds = await credsP;
         t.lap('credentials');
         // Container and volume are made in one call (any create step is undone by name after a crash).
         const containerId = await this.createContainer(row, creds, token);
-        await this.setStep(id, 'container', { container_id: containerId });
         t.lap('container');
         await this.d.pause('container');
-        await this.startContainer(id);
+        // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
+        // alike (by name), so the step only has to be written before the create answers.
+        await settled(this.startContainer(id), this.setStep(id, 'container', { container_id: containerId }));
         t.lap('start');
         // Probing starts at once; the watcher's transitions are conditional on this generation, so an
         // undo below (which bumps it) silences it.
         const startedAt = new Date();
         const deadline = new Date(startedAt.getTime() + config.READY_TIMEOUT_SECONDS * 1000);
         this.d.readiness.watch({ id, generation: row.generation, port: row.port, deadline, startedAt });
-        const created = await this.markStarted(row, row.generation, startedAt, deadline);
-        await this.d.events.created({ instance_id: id, user_id: input.user_id, created_at: row.created_at.toISOString() });
+        const [created] = await settled(
+          this.markStarted(row, row.generation, startedAt, deadline),
+          this.d.events.created({ instance_id: id, user_id: input.user_id, created_at: row.created_at.toISOString() }),
+        );
         t.lap('record');
         log.info({ instance_id: id, user_id: input.user_id, port: row.port, image, ms: t.laps }, 'instance created');
         await this.d.pause('started');
@@ -550,6 +561,17 @@ export class Instances {
     }
     return v;
   }
+}
+
+/**
+ * Two independent steps at once; both settle before the first failure is thrown, so the undo that follows
+ * never races a late write of the other.
+ */
+async function settled<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [x, y] = await Promise.allSettled([a, b]);
+  if (x.status === 'rejected') throw x.reason;
+  if (y.status === 'rejected') throw y.reason;
+  return [x.value, y.value];
 }
 
 /** Milliseconds per phase of an operation, for the log. */

@@ -23,6 +23,8 @@ export interface ReadinessDeps {
   defaultEstimateSeconds: number;
   /** Stop a container that never became ready (under the instance's operation lock). */
   stopContainer: (id: string, generation: number) => Promise<void>;
+  /** Announce the transition (events.instance.status), after it is stored. */
+  announce: (p: { instance_id: string; user_id: string; status: 'running' | 'failed'; at: string; failure_reason?: string }, generation: number) => Promise<void>;
 }
 
 /**
@@ -71,9 +73,9 @@ export class Readiness {
   private async loop(w: Watch): Promise<void> {
     const { db, engine, probeHost } = this.deps;
     const url = `http://${probeHost.includes(':') ? `[${probeHost}]` : probeHost}:${w.port}/readyz`;
-    // The container itself is looked at every 2 s (not at every probe): during a burst of creates the
-    // engine is busy starting containers and should not also answer a stream of inspects.
-    let lastCheck = Date.now() - 1000;
+    // The container itself is looked at every 2 s (not at every probe), first 2 s after the start: during a
+    // burst of creates the engine is busy starting containers and should not also answer a stream of inspects.
+    let lastCheck = Date.now();
     while (!this.stopped && this.watching.get(w.id) === w.generation) {
       if (await probe(url)) {
         const now = new Date();
@@ -84,11 +86,13 @@ export class Readiness {
           .where('generation', '=', w.generation)
           .where('status', '=', 'provisioning')
           .where('deleting_at', 'is', null)
+          .returning('user_id')
           .executeTakeFirst();
-        if (Number(r.numUpdatedRows) > 0) {
+        if (r) {
           const seconds = (now.getTime() - w.startedAt.getTime()) / 1000;
           this.emaSeconds = this.emaSeconds === undefined ? seconds : this.emaSeconds * 0.8 + seconds * 0.2;
           this.deps.log.info({ instance_id: w.id, ready_ms: Math.round(seconds * 1000) }, 'instance is running');
+          this.announce({ instance_id: w.id, user_id: r.user_id, status: 'running', at: now.toISOString() }, w.generation);
         }
         return;
       }
@@ -133,10 +137,17 @@ export class Readiness {
       .where('generation', '=', w.generation)
       .where('status', '=', 'provisioning')
       .where('deleting_at', 'is', null)
+      .returning('user_id')
       .executeTakeFirst();
-    const changed = Number(r.numUpdatedRows) > 0;
-    if (changed) this.deps.log.warn({ instance_id: w.id, reason }, 'instance failed');
-    return changed;
+    if (!r) return false;
+    this.deps.log.warn({ instance_id: w.id, reason }, 'instance failed');
+    this.announce({ instance_id: w.id, user_id: r.user_id, status: 'failed', at: now.toISOString(), failure_reason: reason }, w.generation);
+    return true;
+  }
+
+  /** The event is a notification: the row is the truth, so a failed publish is logged, not retried. */
+  private announce(p: Parameters<ReadinessDeps['announce']>[0], generation: number): void {
+    this.deps.announce(p, generation).catch((err: unknown) => this.deps.log.warn({ instance_id: p.instance_id, err: (err as Error).message }, 'could not publish events.instance.status'));
   }
 }
 

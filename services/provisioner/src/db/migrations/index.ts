@@ -2,9 +2,11 @@ import type { Migration } from 'kysely';
 import * as init from './2026-11-22T00-00-00-init.ts';
 import * as lease from './2026-11-22T00-00-01-lease-function.ts';
 import * as wallet from './2026-11-22T05-00-00-wallet.ts';
+import * as leaseAsync from './2026-11-22T06-00-00-lease-async-commit.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-init': init,
   '2026-11-22T00-00-01-lease-function': lease,
   '2026-11-22T05-00-00-wallet': wallet,
+  '2026-11-22T06-00-00-lease-async-commit': leaseAsync,
 };
