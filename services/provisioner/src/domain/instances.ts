@@ -5,19 +5,14 @@ import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB, Step } from '../db/schema.ts';
 import { dockerStatus, describe, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import { demux, lastLines } from '../docker/logs.ts';
-import { containerName, containerSpec, labels, volumeName } from '../docker/spec.ts';
+import { containerName } from '../docker/spec.ts';
+import { InstanceContainers, type Credentials } from './containers.ts';
 import { PORT_LOCK_CLASS, USER_LOCK_CLASS, type OpLocks } from './locks.ts';
 import type { Readiness } from './readiness.ts';
 import type { StatsSampler } from './stats.ts';
 
 type TierName = contracts.TierName;
 type View = contracts.provisioner.InstanceView;
-
-export interface Credentials {
-  instance_secret: string;
-  instance_key: string;
-  key_id: string;
-}
 
 export interface InstanceEvents {
   created(p: { instance_id: string; user_id: string; created_at: string }): Promise<void>;
@@ -42,7 +37,6 @@ export interface InstancesDeps {
   pause(point: string): Promise<void>;
 }
 
-export const TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
 const hashToken = (t: string) => createHash('sha256').update(t).digest('hex');
 const newToken = () => randomBytes(32).toString('base64url');
 const newInstanceId = () => `inst-${randomBytes(10).toString('hex')}`;
@@ -57,9 +51,11 @@ const newInstanceId = () => `inst-${randomBytes(10).toString('hex')}`;
 export class Instances {
   private readonly d: InstancesDeps;
   private readonly imageSeen = new Map<string, number>();
+  private readonly containers: InstanceContainers;
 
   constructor(deps: InstancesDeps) {
     this.d = deps;
+    this.containers = new InstanceContainers(deps);
   }
 
   // ------------------------------------------------------------------ create
@@ -128,12 +124,12 @@ export class Instances {
         const creds = await credsP;
         t.lap('credentials');
         // Container and volume are made in one call (any create step is undone by name after a crash).
-        const containerId = await this.createContainer(row, creds, token);
+        const containerId = await this.containers.create(row, creds, token);
         t.lap('container');
         await this.d.pause('container');
         // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
         // alike (by name), so the step only has to be written before the create answers.
-        await settled(this.startContainer(id), this.setStep(id, 'container', { container_id: containerId }));
+        await settled(this.containers.start(id), this.setStep(id, 'container', { container_id: containerId }));
         t.lap('start');
         // Probing starts at once; the watcher's transitions are conditional on this generation, so an
         // undo below (which bumps it) silences it.
@@ -339,7 +335,7 @@ export class Instances {
   async recreateLocked(row: InstanceRow, tier?: TierName): Promise<string | undefined> {
     const { db, log } = this.d;
     const creds = await this.d.issueCredentials(row.user_id, row.id);
-    let token = await this.currentToken(row.id);
+    let token = await this.containers.token(row.id);
     const minted = token ? undefined : newToken();
     token ??= minted!;
     const limits = tier ? this.d.tiers[tier] : undefined;
@@ -360,10 +356,10 @@ export class Instances {
     this.d.stats.forget(row.id);
     try {
       await this.d.pause('recreating');
-      await this.removeContainer(row.id);
-      const containerId = await this.createContainer(updated, creds, token);
+      await this.containers.remove(row.id);
+      const containerId = await this.containers.create(updated, creds, token);
       await this.setStep(row.id, 'recreating', { container_id: containerId });
-      await this.startContainer(row.id);
+      await this.containers.start(row.id);
       const started = await this.markStarted(updated, updated.generation);
       this.d.readiness.watch({ id: row.id, generation: started.generation, port: row.port, deadline: started.ready_deadline!, startedAt: started.started_at! });
       return minted;
@@ -390,9 +386,9 @@ export class Instances {
     const deletedAt = await this.markDeleting(row.id);
     this.d.stats.forget(row.id);
     await this.d.pause('deleting');
-    await this.removeContainer(row.id);
+    await this.containers.remove(row.id);
     await this.d.pause('container_removed');
-    await this.removeVolume(row.id);
+    await this.containers.removeVolume(row.id);
     await this.d.pause('volume_removed');
     await this.d.events.deleted({ instance_id: row.id, user_id: row.user_id, deleted_at: deletedAt.toISOString() });
     await this.d.db.deleteFrom('instances').where('id', '=', row.id).execute();
@@ -409,16 +405,6 @@ export class Instances {
       .returning(['deleting_at'])
       .executeTakeFirst();
     return (marked?.deleting_at as Date | null | undefined) ?? new Date();
-  }
-
-  async removeContainer(id: string): Promise<void> {
-    const { engine } = this.d;
-    await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))));
-  }
-
-  async removeVolume(id: string): Promise<void> {
-    const { engine } = this.d;
-    await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(volumeName(id)).remove(o({ force: true, abortSignal }))));
   }
 
   // ------------------------------------------------------------------ helpers
@@ -454,54 +440,6 @@ export class Instances {
       .where('generation', '=', generation)
       .where('deleting_at', 'is', null)
       .execute();
-  }
-
-  private async createContainer(row: InstanceRow, creds: Credentials, token: string): Promise<string> {
-    const { config, engine, scope } = this.d;
-    const spec = containerSpec({
-      instanceId: row.id,
-      userId: row.user_id,
-      scope,
-      image: row.image,
-      network: config.INSTANCE_NETWORK,
-      publishHost: config.PUBLISH_HOST,
-      port: row.port,
-      memoryMb: row.memory_mb,
-      cpus: row.cpus,
-      pids: row.pids,
-      tmpfsMb: config.TMPFS_SIZE_MB,
-      restartMaxRetries: config.RESTART_MAX_RETRIES,
-      stopTimeoutSeconds: config.STOP_TIMEOUT_SECONDS,
-      env: {
-        ...config.INSTANCE_EXTRA_ENV_JSON,
-        AGENTHOST_INSTANCE_ID: row.id,
-        AGENTHOST_INSTANCE_SECRET: creds.instance_secret,
-        AGENTHOST_INSTANCE_KEY: creds.instance_key,
-        AGENTHOST_KEYS_URL: this.d.keysUrl(),
-        [TOKEN_ENV]: token,
-      },
-    });
-    const { name, ...body } = spec;
-    // _query/_body: dockerode would otherwise put the whole spec (with the credentials) in the URL.
-    const c = await engine.run('container create', (abortSignal) => engine.docker.createContainer(o({ _query: { name }, _body: body, abortSignal })));
-    return c.id;
-  }
-
-  private async startContainer(id: string): Promise<void> {
-    const { engine } = this.d;
-    try {
-      await engine.run('container start', (abortSignal) => engine.docker.getContainer(containerName(id)).start(o({ abortSignal })));
-    } catch (err) {
-      if (dockerStatus(err) === 304) return;
-      throw err;
-    }
-  }
-
-  private async currentToken(id: string): Promise<string | undefined> {
-    const { engine } = this.d;
-    const info = await ignoreGone(engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(id)).inspect({ abortSignal })));
-    const entry = info?.Config?.Env?.find((e) => e.startsWith(`${TOKEN_ENV}=`));
-    return entry ? entry.slice(TOKEN_ENV.length + 1) : undefined;
   }
 
   url(row: Pick<InstanceRow, 'id' | 'port'>): string {
