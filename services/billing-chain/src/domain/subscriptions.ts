@@ -62,9 +62,19 @@ export class Subscriptions {
 
   private load(wallet: string): Promise<Row | null> {
     const m = this.memo.get(wallet);
-    if (m && this.now() - m.at < MEMO_MS) return Promise.resolve(m.row);
-    const running = this.loading.get(wallet);
-    if (running) return running;
+    const age = m ? this.now() - m.at : Infinity;
+    if (m && age < MEMO_MS) return Promise.resolve(m.row);
+    const running = this.loading.get(wallet) ?? this.reload(wallet);
+    // A memo just past its second answers while the row is read again, so the status requests of a busy
+    // wallet do not all queue behind that read once a second. Changes drop the memo at once (forget).
+    if (m && age < 2 * MEMO_MS) {
+      running.catch(() => {});
+      return Promise.resolve(m.row);
+    }
+    return running;
+  }
+
+  private reload(wallet: string): Promise<Row | null> {
     const p = this.d.db
       .selectFrom('subscriptions')
       .selectAll()
