@@ -2,7 +2,7 @@ import { consumeEvents, contracts, endpoint, ensureEventStream, publishEvent, re
 import { provisionerConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { ProvisionerDB } from './db/schema.ts';
-import { describe, DockerEngine, o } from './docker/engine.ts';
+import { describe, DockerEngine } from './docker/engine.ts';
 import { faults } from './domain/faults.ts';
 import { Instances } from './domain/instances.ts';
 import { OpLocks } from './domain/locks.ts';
@@ -40,7 +40,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           const row = await db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
           // Only the failed container of this generation; a restart since then owns the instance.
           if (row && row.generation === generation && row.status === 'failed') {
-            await engine.run('container stop', (abortSignal) => engine.docker.getContainer(`agenthost-${id}`).stop(o({ t: config.STOP_TIMEOUT_SECONDS, abortSignal })), config.DOCKER_TIMEOUT_MS + config.STOP_TIMEOUT_SECONDS * 1000).catch(() => {});
+            await instances.stopContainer(id).catch(() => {});
           }
         }).then(() => {}),
       announce: (p, generation) => publishEvent(nc, P.instanceStatusChanged, p, `instance-status-${p.instance_id}-${generation}-${p.status}`),

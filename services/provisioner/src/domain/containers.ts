@@ -70,6 +70,18 @@ export class InstanceContainers {
     return entry ? entry.slice(TOKEN_ENV.length + 1) : undefined;
   }
 
+  /** Stop the agent (SIGTERM, then SIGKILL after STOP_TIMEOUT_SECONDS); a missing or stopped container is fine. */
+  async stop(id: string): Promise<void> {
+    const { engine, config } = this.d;
+    await ignoreGone(
+      engine.run(
+        'container stop',
+        (abortSignal) => engine.docker.getContainer(containerName(id)).stop(o({ t: config.STOP_TIMEOUT_SECONDS, abortSignal })),
+        config.DOCKER_TIMEOUT_MS + config.STOP_TIMEOUT_SECONDS * 1000,
+      ),
+    );
+  }
+
   async remove(id: string): Promise<void> {
     const { engine } = this.d;
     await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))));

@@ -280,20 +280,14 @@ export class Instances {
 
   /** Under the lock: step stopping → docker stop → stopped. */
   async stopLocked(row: InstanceRow): Promise<void> {
-    const { db, engine, config } = this.d;
+    const { db } = this.d;
     await db
       .updateTable('instances')
       .set({ step: 'stopping', generation: sql`generation + 1`, updated_at: new Date() })
       .where('id', '=', row.id)
       .execute();
     await this.d.pause('stopping');
-    await ignoreGone(
-      engine.run(
-        'container stop',
-        (abortSignal) => engine.docker.getContainer(containerName(row.id)).stop(o({ t: config.STOP_TIMEOUT_SECONDS, abortSignal })),
-        config.DOCKER_TIMEOUT_MS + config.STOP_TIMEOUT_SECONDS * 1000,
-      ),
-    );
+    await this.containers.stop(row.id);
     const now = new Date();
     await db
       .updateTable('instances')
@@ -301,6 +295,11 @@ export class Instances {
       .where('id', '=', row.id)
       .execute();
     this.d.stats.forget(row.id);
+  }
+
+  /** Stop an instance's container without changing its row (the readiness watcher, for an agent that never became ready). */
+  stopContainer(id: string): Promise<void> {
+    return this.containers.stop(id);
   }
 
   async remove(input: { user_id: string; instance_id: string }): Promise<{ success: boolean; instance_id: string; deleted_at: string }> {
