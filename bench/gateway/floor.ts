@@ -5,13 +5,14 @@
 // 1 s slices with the bare server, p99 added = median over the paired slices.
 // Usage: node bench/gateway/floor.ts    (BENCH_RATE, BENCH_SECONDS; writes bench/results/gateway-floor.json)
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { merge, openLoop, type RunResult } from './load.ts';
+import { spawnReady } from './processes.ts';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -55,13 +56,11 @@ if (role === 'echo') {
   const slices = Math.max(3, Number(process.env.BENCH_SECONDS ?? 11)) | 1;
   const broker = await startNats();
   const children: ChildProcess[] = [];
-  const start = (args: string[]) =>
-    new Promise<Record<string, unknown>>((resolve, reject) => {
-      const child = spawn(process.execPath, args, { env: { ...process.env, NATS_URL: broker.url }, stdio: ['ignore', 'pipe', 'inherit'] });
-      children.push(child);
-      child.stdout!.once('data', (d: Buffer) => resolve(JSON.parse(d.toString()) as Record<string, unknown>));
-      child.once('exit', (c) => reject(new Error(`${args.join(' ')} exited with ${c}`)));
-    });
+  const start = async (args: string[]) => {
+    const { ready, child } = await spawnReady(args, { ...process.env, NATS_URL: broker.url });
+    children.push(child);
+    return ready;
+  };
   try {
     await start([fileURLToPath(import.meta.url), 'echo']);
     const relay = await start([fileURLToPath(import.meta.url), 'relay']);

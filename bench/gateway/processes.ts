@@ -72,3 +72,12 @@ export function findPid(needle: string): number {
   }
   return 0;
 }
+
+/** A node process that prints one JSON line when it is ready (its port, say): that line, and the child. */
+export function spawnReady(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ ready: Record<string, unknown>; child: ChildProcess }> {
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve({ ready: JSON.parse(d.toString()) as Record<string, unknown>, child }));
+    child.once('exit', (c) => reject(new Error(`${args.join(' ')} exited with ${c}`)));
+  });
+}

@@ -6,14 +6,13 @@
 // adds at half its maximum load (target p99 added ≤ 2 ms), and the usage_counters writes per request
 // (target: far below one). Results go to bench/results/gateway.json.
 
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
-import { cpuSeconds, findPid, spawnLogged, type BenchProcess } from './processes.ts';
+import { cpuSeconds, findPid, spawnLogged, spawnReady, type BenchProcess } from './processes.ts';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -45,12 +44,8 @@ const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
 async function startBare(): Promise<{ url: string; pid: number; stop: () => void }> {
-  const child = spawn(process.execPath, [path.join(here, 'bare-server.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { port: number }).port));
-    child.once('exit', (c) => reject(new Error(`bare server exited with ${c}`)));
-  });
-  return { url: `http://127.0.0.1:${port}/api/subscription/status`, pid: child.pid ?? 0, stop: () => child.kill('SIGTERM') };
+  const { ready, child } = await spawnReady([path.join(here, 'bare-server.ts')]);
+  return { url: `http://127.0.0.1:${String(ready.port)}/api/subscription/status`, pid: child.pid ?? 0, stop: () => child.kill('SIGTERM') };
 }
 
 async function usageWrites(dbUrl: string): Promise<number> {
