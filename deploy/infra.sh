@@ -42,17 +42,32 @@ start_postgres() {
   TEST_DATABASE_URL="postgres://agenthost:$pw@127.0.0.1:$PG_PORT/postgres"
 }
 
+# NATS with TLS and one nkey user per service (deploy/nats-auth.ts): a connection without an identity is
+# refused, and each service may use only its own subjects. Seeds are kept in $NATS_AUTH_DIR (root only).
 start_nats() {
+  NATS_URL="nats://127.0.0.1:$NATS_PORT"
+  local conf
+  conf=$(node "$DEPLOY_DIR/nats-auth.ts" "$NATS_AUTH_DIR" 127.0.0.1 "$NATS_PORT" "$AGENTHOST_STATE/nats")
   if (exec 3<>/dev/tcp/127.0.0.1/"$NATS_PORT") 2>/dev/null; then
-    NATS_URL="nats://127.0.0.1:$NATS_PORT"
-    return
+    local pid=""
+    [ -s "$RUN_DIR/nats.pid" ] && pid=$(cat "$RUN_DIR/nats.pid")
+    if [ -n "$pid" ] && grep -qa -- "$conf" "/proc/$pid/cmdline" 2>/dev/null; then
+      kill -HUP "$pid" # reload the permissions table, which may have changed with the code
+      return
+    fi
+    # Ours from before least privilege (no identities): replace it. Anything else is not ours to touch.
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      say "restarting NATS with TLS and per-service identities"
+      kill -TERM "$pid"; for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    else
+      die "port $NATS_PORT is taken by a NATS server deploy did not start; set NATS_URL (and each service's NATS_NKEY_SEED_FILE, NATS_CA_FILE) to use it"
+    fi
   fi
-  say "starting NATS with JetStream on 127.0.0.1:$NATS_PORT"
+  say "starting NATS with JetStream and TLS on 127.0.0.1:$NATS_PORT"
   mkdir -p "$AGENTHOST_STATE/nats"
-  nohup nats-server -js -a 127.0.0.1 -p "$NATS_PORT" -sd "$AGENTHOST_STATE/nats" >"$LOG_DIR/nats.log" 2>&1 &
+  nohup nats-server -c "$conf" >"$LOG_DIR/nats.log" 2>&1 &
   remember_pid nats $!
   wait_for 15 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NATS_PORT" || die "NATS did not start (see $LOG_DIR/nats.log)"
-  NATS_URL="nats://127.0.0.1:$NATS_PORT"
 }
 
 start_docker() {
@@ -73,6 +88,7 @@ cat >"$AGENTHOST_STATE/infra.env" <<EOV
 DATABASE_URL=$DATABASE_URL
 TEST_DATABASE_URL=$TEST_DATABASE_URL
 NATS_URL=$NATS_URL
+${NATS_AUTH_DIR:+NATS_AUTH_DIR=$NATS_AUTH_DIR}
 ${DOCKER_HOST:+DOCKER_HOST=$DOCKER_HOST}
 EOV
 say "infrastructure ready (Postgres, NATS, Docker)"

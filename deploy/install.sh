@@ -10,6 +10,7 @@ command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v ip >/dev/null || need_apt+=(iproute2)
 command -v iptables >/dev/null || need_apt+=(iptables)
 command -v curl >/dev/null || need_apt+=(curl)
+command -v openssl >/dev/null || need_apt+=(openssl)
 command -v psql >/dev/null || need_apt+=(postgresql-client)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || command -v initdb >/dev/null || need_apt+=(postgresql-15)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -13,6 +13,11 @@ ensure_secret() { # name generator-command...
   cat "$file"
 }
 
+# A service's own NATS identity (its nkey seed file) and the CA of NATS's certificate, as env assignments.
+nats_identity() { # service
+  echo "NATS_NKEY_SEED_FILE=$NATS_AUTH_DIR/$1.nk NATS_CA_FILE=$NATS_AUTH_DIR/tls/ca.pem"
+}
+
 start_process() { # name command...
   local name=$1; shift
   local pidfile="$RUN_DIR/$name.pid"

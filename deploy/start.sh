@@ -26,10 +26,10 @@ export MASTER_KEY_ENCRYPTION GATEWAY_PORT
 
 for s in "${SERVICES[@]}"; do
   say "starting $s"
-  start_process "$s" node "$REPO_DIR/services/$s/src/main.ts"
+  start_process "$s" env $(nats_identity "$s") node "$REPO_DIR/services/$s/src/main.ts"
 done
 for s in "${SERVICES[@]}"; do wait_ready_line "$s" 60; done
 say "starting gateway on port $GATEWAY_PORT"
-start_process gateway node "$REPO_DIR/services/gateway/src/main.ts"
+start_process gateway env $(nats_identity gateway) node "$REPO_DIR/services/gateway/src/main.ts"
 wait_for 60 curl -sf "http://127.0.0.1:$GATEWAY_PORT/api/health/ready" || die "gateway not ready (log: $LOG_DIR/gateway.log)"
 say "agenthost is up: http://127.0.0.1:$GATEWAY_PORT/api  (logs: $LOG_DIR, stop: bash deploy/stop.sh)"

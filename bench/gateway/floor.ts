@@ -21,18 +21,21 @@ const repo = path.resolve(here, '../..');
 interface Conn {
   subscribe(subject: string, opts: { callback: (err: unknown, msg: { respond(data: Uint8Array): boolean }) => void }): unknown;
 }
-const nats = createRequire(path.join(repo, 'packages/testkit/package.json'))('nats') as { connect(o: { servers: string }): Promise<Conn> };
+const nats = createRequire(path.join(repo, 'packages/testkit/package.json'))('nats') as { connect(o: object): Promise<Conn> };
+const { natsOptions } = await import('../../packages/shared/src/nats/connect.ts');
+// The same TLS and nkey authentication as the services (the operator's identity, given by the parent).
+const busOptions = () => natsOptions({ url: process.env.NATS_URL!, seedFile: process.env.NATS_NKEY_SEED_FILE!, caFile: process.env.NATS_CA_FILE! });
 const SUBJECT = 'floor.echo';
 const reply = new TextEncoder().encode(JSON.stringify({ ok: true, result: { tier: 'pro', is_active: true, expires_at: new Date().toISOString() } }));
 
 const role = process.argv[2];
 if (role === 'echo') {
-  const nc = await nats.connect({ servers: process.env.NATS_URL! });
+  const nc = await nats.connect(busOptions());
   nc.subscribe(SUBJECT, { callback: (_e, m) => m.respond(reply) });
   process.stdout.write('{"ready":true}\n');
 } else if (role === 'relay') {
   const { requestReply } = await import('../../packages/shared/src/nats/replies.ts');
-  const nc = await nats.connect({ servers: process.env.NATS_URL! });
+  const nc = await nats.connect(busOptions());
   const ask = new TextEncoder().encode('{}');
   const server = createServer((req, res) => {
     req.resume();
@@ -57,7 +60,7 @@ if (role === 'echo') {
   const broker = await startNats();
   const children: ChildProcess[] = [];
   const start = async (args: string[]) => {
-    const { ready, child } = await spawnReady(args, { ...process.env, NATS_URL: broker.url });
+    const { ready, child } = await spawnReady(args, { ...process.env, ...broker.envFor('operator') });
     children.push(child);
     return ready;
   };

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 // Service processes for the benchmark. Unlike the testkit (which pipes every log line through the
@@ -58,19 +58,6 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
-}
-
-/** The pid of a process whose command line contains `needle` (first match), or 0. */
-export function findPid(needle: string): number {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(needle)) return Number(d);
-    } catch {
-      /* gone */
-    }
-  }
-  return 0;
 }
 
 /** A node process that prints one JSON line when it is ready (its port, say): that line, and the child. */

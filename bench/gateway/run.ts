@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
-import { cpuSeconds, findPid, spawnLogged, spawnReady, type BenchProcess } from './processes.ts';
+import { cpuSeconds, spawnLogged, spawnReady, type BenchProcess } from './processes.ts';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -79,14 +79,14 @@ const env: Record<string, string> = {
 const logDir = path.join(repo, '.test-logs', 'bench');
 const procs: BenchProcess[] = [];
 const [auth, billing] = await Promise.all([
-  spawnLogged(repo, 'auth', env, logDir),
-  spawnLogged(repo, 'billing-chain', env, logDir, 'billing-chain', (process.env.BENCH_BILLING_NODE_ARGS ?? '').split(' ').filter(Boolean)),
+  spawnLogged(repo, 'auth', { ...env, ...nats.envFor('auth') }, logDir),
+  spawnLogged(repo, 'billing-chain', { ...env, ...nats.envFor('billing-chain') }, logDir, 'billing-chain', (process.env.BENCH_BILLING_NODE_ARGS ?? '').split(' ').filter(Boolean)),
 ]);
 procs.push(auth, billing);
 const gw = await spawnLogged(
   repo,
   'gateway',
-  { ...env, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' },
+  { ...env, ...nats.envFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' },
   logDir,
   'gateway',
   // Diagnostics, e.g. BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc".
@@ -132,7 +132,7 @@ try {
   const bareParts: RunResult[] = [];
   const gwParts: RunResult[] = [];
   // CPU time each process spends per request, to show where the time goes.
-  const pids: Record<string, number> = { client: process.pid, bare: bare.pid, gateway: gw.pid, 'billing-chain': billing.pid, 'nats-server': findPid(`-p ${nats.port} `) };
+  const pids: Record<string, number> = { client: process.pid, bare: bare.pid, gateway: gw.pid, 'billing-chain': billing.pid, 'nats-server': nats.pid()! };
   const cpu = (): Record<string, number> => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuSeconds(pid) : 0]));
   const spent = { bare: {} as Record<string, number>, gateway: {} as Record<string, number> };
   const add = (into: Record<string, number>, a: Record<string, number>, b: Record<string, number>) => {

@@ -208,7 +208,7 @@ const stack = await startStack({
   },
 });
 await docker('network', 'create', '-o', 'com.docker.network.bridge.enable_icc=false', '--label', bareLabel, bareNetwork);
-const nc = await connect({ servers: stack.nats.url });
+const nc = await stack.nats.connect();
 let exitCode = 0;
 try {
   // Warm-up (page cache, first-use costs on both paths), not measured.

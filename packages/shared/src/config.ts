@@ -38,6 +38,9 @@ const int = (def: number) => z.coerce.number().int().default(def);
 /** Settings every service shares. */
 export const baseConfig = z.object({
   NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
+  /** This service's NATS identity (an nkey seed file) and the CA of the server's TLS certificate. */
+  NATS_NKEY_SEED_FILE: z.string().min(1).optional(),
+  NATS_CA_FILE: z.string().min(1).optional(),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://agenthost@127.0.0.1:5432/agenthost'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NATS_REQUEST_TIMEOUT_MS: int(5000),

@@ -9,6 +9,8 @@ export * from './nats/connect.ts';
 export * from './nats/endpoint.ts';
 export * from './nats/request.ts';
 export * from './nats/events.ts';
+export * from './nats/permissions.ts';
+export * from './nats/setup.ts';
 export * from './service.ts';
 export * as contracts from './contracts/index.ts';
 export type { Contract, EventContract, In, Out } from './contracts/contract.ts';

@@ -5,7 +5,7 @@ import { loadConfig, type BaseConfig } from './config.ts';
 import { pingFor } from './contracts/ping.ts';
 import { connect } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { connectNats } from './nats/connect.ts';
+import { connectNats, natsIdentity } from './nats/connect.ts';
 import { endpoint, serve, type Endpoint } from './nats/endpoint.ts';
 
 export interface ServiceParts {
@@ -31,7 +31,7 @@ export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: Servi
   const log = createLogger(def.name, config.LOG_LEVEL);
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
   const db = def.db ? await connect<DB>({ url: config.DATABASE_URL, ...def.db }) : (undefined as unknown as Kysely<DB>);
-  const nc = await connectNats(config.NATS_URL, config.INSTANCE_NAME || def.name, log);
+  const nc = await connectNats(natsIdentity(config, def.name), config.INSTANCE_NAME || def.name, log);
   const parts = await def.build({ config: config as z.output<S>, log, nc, db });
   const ping = endpoint(pingFor(def.name), async () => ({ service: def.name, ok: true, version: def.version }));
   const service = await serve(nc, { name: def.name, version: def.version, log }, [ping, ...parts.endpoints]);

@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { connect, type ConnectionOptions, type NatsConnection } from 'nats';
+import { ensureNatsTls, natsOptions, OPERATOR, writeNatsAuth } from '@agenthost/shared';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -33,19 +35,34 @@ export async function waitForPort(port: number, timeoutMs = 10_000): Promise<voi
 export interface NatsServer {
   url: string;
   port: number;
+  /** NATS_URL, NATS_NKEY_SEED_FILE and NATS_CA_FILE for one service: its own identity only. */
+  envFor(service: string): Record<string, string>;
+  /** Connection options of an identity (default: the operator, who may use every subject). */
+  options(who?: string): ConnectionOptions;
+  /** The server's process id (benchmarks measure its CPU). */
+  pid(): number | undefined;
+  /** A connection as an identity (default: the operator); the caller closes it. */
+  connect(who?: string): Promise<NatsConnection>;
   stop(): Promise<void>;
   pause(): Promise<void>;
   /** Start it again on the same port and store (JetStream data survives). */
   restart(): Promise<void>;
 }
 
-/** A private nats-server with JetStream for one test suite. */
+/**
+ * A private nats-server with JetStream for one test suite, configured as deploy configures it: TLS
+ * (one CA per test run) and one nkey user per service with the permissions of the shared table.
+ */
 export async function startNats(): Promise<NatsServer> {
   const port = await freePort();
   const storeDir = mkdtempSync(path.join(os.tmpdir(), 'agenthost-nats-'));
+  const tls = ensureNatsTls(path.join(os.tmpdir(), 'agenthost-nats-tls'));
+  const auth = writeNatsAuth(path.join(storeDir, 'auth'), { host: '127.0.0.1', port, storeDir: path.join(storeDir, 'js'), tls });
+  const url = `nats://127.0.0.1:${port}`;
+  const options = (who: string = OPERATOR) => natsOptions({ url, seedFile: auth.seeds[who]!, caFile: tls.ca, ...(who === OPERATOR ? {} : { service: who }) });
   let proc: ChildProcess | undefined;
   const launch = async () => {
-    proc = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: 'ignore' });
+    proc = spawn('nats-server', ['-c', auth.configFile], { stdio: 'ignore' });
     await waitForPort(port);
   };
   const halt = async () => {
@@ -58,8 +75,12 @@ export async function startNats(): Promise<NatsServer> {
   };
   await launch();
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url,
     port,
+    envFor: (service) => ({ NATS_URL: url, NATS_NKEY_SEED_FILE: auth.seeds[service]!, NATS_CA_FILE: tls.ca }),
+    options,
+    connect: (who) => connect(options(who)),
+    pid: () => proc?.pid,
     restart: launch,
     /** Stop the server but keep its store, so restart() brings JetStream back with its data. */
     pause: halt,

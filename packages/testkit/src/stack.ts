@@ -27,6 +27,8 @@ export interface Stack {
   nats: NatsServer;
   db: TestDatabase;
   env: Record<string, string>;
+  /** The environment of one service of this stack: `env` plus that service's own NATS identity. */
+  envFor(name: ServiceName | 'gateway'): Record<string, string>;
   services: Map<ServiceName, ServiceProcess>;
   gateways: ServiceProcess[];
   /** Base URL of the first gateway, including /api. */
@@ -55,7 +57,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     ...(chain ? { SOLANA_RPC_URL: chain.url, SUBSCRIPTION_PROGRAM_ID: chain.programId, TREASURY: chain.treasury } : {}),
     ...opts.env,
   };
-  const envFor = (name: ServiceName | 'gateway', extra: Record<string, string> = {}) => ({ ...env, ...opts.serviceEnv?.[name], ...extra });
+  // Each process gets only its own NATS identity.
+  const envFor = (name: ServiceName | 'gateway', extra: Record<string, string> = {}) => ({ ...nats.envFor(name), ...env, ...opts.serviceEnv?.[name], ...extra });
   const services = new Map<ServiceName, ServiceProcess>();
   const started: ServiceProcess[] = [];
   try {
@@ -78,6 +81,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       nats,
       db,
       env,
+      envFor: (name) => envFor(name),
       services,
       gateways,
       baseUrl,

@@ -1,4 +1,4 @@
-import { connect as natsConnect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import { PERIOD_SECONDS } from '@agenthost/subscription-program';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chainClient, signIn, startStack, subscribe, waitFor, type DevchainClient, type Session, type Stack } from '@agenthost/testkit';
@@ -73,7 +73,7 @@ describe('keeper, pick-up and cancellation', () => {
     });
     chain = chainClient(stack);
     // Stands in for the provisioner: refuses creates for a cancelled subscription, as the provisioner does.
-    nc = await natsConnect({ servers: stack.nats.url });
+    nc = await stack.nats.connect();
     nc.subscribe('provisioner.v1.instances.create', {
       callback: (_e, m) => {
         const input = JSON.parse(new TextDecoder().decode(m.data)) as Record<string, unknown>;

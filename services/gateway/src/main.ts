@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { connect, connectNats, createLogger, loadConfig } from '@agenthost/shared';
+import { connect, connectNats, createLogger, loadConfig, natsIdentity } from '@agenthost/shared';
 import { buildApp } from './app.ts';
 import { gatewayConfig } from './config.ts';
 import { buildContext } from './context.ts';
@@ -12,7 +12,7 @@ const log = createLogger('gateway', config.LOG_LEVEL);
 process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
 
 const db = await connect<GatewayDB>({ url: config.DATABASE_URL, schema: 'gateway', migrations });
-const nc = await connectNats(config.NATS_URL, config.INSTANCE_NAME || 'gateway', log);
+const nc = await connectNats(natsIdentity(config, 'gateway'), config.INSTANCE_NAME || 'gateway', log);
 const ctx = buildContext({ config, log, nc, db });
 ctx.entitlements.start(nc);
 const server = createServer(buildApp(ctx));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
-import { connect as natsConnect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError, connect, parseTiers, type contracts } from '@agenthost/shared';
@@ -40,7 +40,8 @@ function db(): Kysely<GatewayDB> {
 }
 
 async function nats(): Promise<NatsConnection> {
-  const c = await natsConnect({ servers: natsServer.url });
+  // The gateway's own identity: its quota peers must work within the gateway's NATS permissions.
+  const c = await natsServer.connect('gateway');
   conns.push(c);
   return c;
 }

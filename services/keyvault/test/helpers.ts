@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { connect as natsConnect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import pg from 'pg';
 import { contracts, createLogger, endpoint, request, serve } from '@agenthost/shared';
-import { apiClient, recordSecret, type ApiResponse, type Stack } from '@agenthost/testkit';
+import { apiClient, recordSecret, type ApiResponse, type NatsServer, type Stack } from '@agenthost/testkit';
 import { waitFor as baseWaitFor } from '@agenthost/testkit';
 
 export const kv = contracts.keyvault;
@@ -48,8 +48,8 @@ export const nextIp = (): string => {
  * gateway lets signed-in users through its subscriber routes without a chain (keyvault tests are
  * about keys; the end-to-end test uses a real subscription).
  */
-export async function activeSubscriptions(natsUrl: string): Promise<{ stop(): Promise<void> }> {
-  const nc = await natsConnect({ servers: natsUrl });
+export async function activeSubscriptions(nats: NatsServer): Promise<{ stop(): Promise<void> }> {
+  const nc = await nats.connect();
   const log = createLogger('fake-billing', 'silent');
   const srv = await serve(nc, { name: 'billing-chain', version: '0.0.0', log }, [
     endpoint(contracts.billing.status, async (i) => ({

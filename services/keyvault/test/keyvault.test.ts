@@ -1,4 +1,4 @@
-import { connect as natsConnect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openKey } from '@agenthost/instance-bootstrap/crypto';
@@ -27,8 +27,8 @@ beforeAll(async () => {
     },
   });
   recordSecret(stack.env.MASTER_KEY_ENCRYPTION!);
-  nc = await natsConnect({ servers: stack.nats.url });
-  billing = await activeSubscriptions(stack.nats.url);
+  nc = await stack.nats.connect();
+  billing = await activeSubscriptions(stack.nats);
   db = await keyvaultDb(stack);
   alice = await signIn(stack.api);
   bob = await signIn(stack.api);

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { connect as natsConnect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openKey } from '@agenthost/instance-bootstrap/crypto';
@@ -26,13 +26,13 @@ const rotatedEnv = () => ({ MASTER_KEY_ID: 'k2', MASTER_KEY_ENCRYPTION: k2, MAST
 async function restartKeyvault(env: Record<string, string>, label: string): Promise<void> {
   if (running) await running.stop();
   else await stack.services.get('keyvault')!.stop();
-  running = await spawnService('keyvault', { env: { ...stack.env, ...env }, label });
+  running = await spawnService('keyvault', { env: { ...stack.envFor('keyvault'), ...env }, label });
 }
 
 async function reseal(env: Record<string, string>): Promise<Record<string, any>> {
   const { stdout, stderr } = await promisify(execFile)(process.execPath, [path.join(repoRoot, 'services/keyvault/src/reseal.ts')], {
     cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', ...stack.env, ...env },
+    env: { PATH: process.env.PATH ?? '', ...stack.envFor('keyvault'), ...env },
   });
   mkdirSync(path.join(testLogDir, 'main'), { recursive: true });
   appendFileSync(path.join(testLogDir, 'main', `keyvault-reseal-${process.pid}.log`), stdout + stderr);
@@ -45,8 +45,8 @@ const kids = async (instanceId: string): Promise<Record<string, string>> =>
 beforeAll(async () => {
   stack = await startStack({ services: ['auth', 'keyvault'] });
   recordSecret(k1());
-  nc = await natsConnect({ servers: stack.nats.url });
-  billing = await activeSubscriptions(stack.nats.url);
+  nc = await stack.nats.connect();
+  billing = await activeSubscriptions(stack.nats);
   db = await keyvaultDb(stack);
   alice = await signIn(stack.api);
 });

@@ -14,7 +14,7 @@ const procs: ServiceProcess[] = [];
 
 const provisioner = async (faultAt = '') => {
   const p = await spawnService('provisioner', {
-    env: { ...stack.env, ...provisionerEnv({ network, ports: [18230, 18249] }), FAULT_PAUSE_AT: faultAt },
+    env: { ...stack.envFor('provisioner'), ...provisionerEnv({ network, ports: [18230, 18249] }), FAULT_PAUSE_AT: faultAt },
     label: `provisioner-${faultAt || 'clean'}`,
   });
   procs.push(p);
@@ -24,7 +24,7 @@ const provisioner = async (faultAt = '') => {
 beforeAll(async () => {
   await cleanupDocker(network);
   stack = await startStack({ services: ['keyvault'], serviceEnv: { gateway: gatewayEnv } });
-  n = await natsClient(stack.nats.url);
+  n = await natsClient(stack.nats);
   db = new pg.Client({ connectionString: stack.db.url });
   await db.connect();
 });

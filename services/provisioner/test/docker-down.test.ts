@@ -77,7 +77,7 @@ beforeAll(async () => {
       gateway: gatewayEnv,
     },
   });
-  n = await natsClient(stack.nats.url);
+  n = await natsClient(stack.nats);
 });
 
 afterAll(async () => {

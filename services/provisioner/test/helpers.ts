@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { connect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
+import type { NatsServer } from '@agenthost/testkit';
 import { request, serve, createLogger, endpoint, contracts, type Contract } from '@agenthost/shared';
 import type { z } from 'zod';
 import { firewallTag, removeFirewall } from '../src/docker/firewall.ts';
@@ -99,8 +100,8 @@ export interface Nats {
   close(): Promise<void>;
 }
 
-export async function natsClient(url: string): Promise<Nats> {
-  const nc = await connect({ servers: url });
+export async function natsClient(nats: NatsServer): Promise<Nats> {
+  const nc = await nats.connect();
   const call: Nats['call'] = (c, input, timeoutMs = 30_000) => request(nc, c, input, { timeoutMs });
   return {
     nc,

@@ -45,7 +45,7 @@ beforeAll(async () => {
       gateway: gatewayEnv,
     },
   });
-  n = await natsClient(stack.nats.url);
+  n = await natsClient(stack.nats);
   user_id = newUser();
   const make = async () => {
     const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });

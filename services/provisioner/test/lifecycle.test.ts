@@ -16,7 +16,7 @@ beforeAll(async () => {
     services: ['keyvault', 'provisioner'],
     serviceEnv: { provisioner: provisionerEnv({ network, ports: PORTS, extra: { READY_TIMEOUT_SECONDS: '8' } }), gateway: gatewayEnv },
   });
-  n = await natsClient(stack.nats.url);
+  n = await natsClient(stack.nats);
 });
 
 afterAll(async () => {

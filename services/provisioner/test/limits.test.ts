@@ -15,7 +15,7 @@ beforeAll(async () => {
     services: ['keyvault', 'provisioner'],
     serviceEnv: { provisioner: provisionerEnv({ network, ports: [18150, 18179] }), gateway: gatewayEnv },
   });
-  n = await natsClient(stack.nats.url);
+  n = await natsClient(stack.nats);
 });
 
 afterAll(async () => {

@@ -16,7 +16,7 @@ beforeAll(async () => {
   delete env.FRAMEWORK_IMAGES;
   delete env.TIER_LIMITS_JSON;
   stack = await startStack({ services: ['keyvault', 'provisioner'], serviceEnv: { provisioner: { ...env, READY_TIMEOUT_SECONDS: '150' }, gateway: gatewayEnv } });
-  n = await natsClient(stack.nats.url);
+  n = await natsClient(stack.nats);
 });
 
 afterAll(async () => {

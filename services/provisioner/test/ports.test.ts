@@ -17,7 +17,7 @@ beforeAll(async () => {
   await cleanupDocker(network);
   // keyvault is the test's own responder here, so that it can be taken away.
   stack = await startStack({ services: ['provisioner'], serviceEnv: { provisioner: provisionerEnv({ network, ports: PORTS, extra: { INSTANCE_EXTRA_ENV_JSON: '{"AGENTHOST_BOOTSTRAP_SKIP_KEYS":"1"}' } }) } });
-  n = await natsClient(stack.nats.url);
+  n = await natsClient(stack.nats);
   kv = await fakeKeyvault(n.nc);
   db = new pg.Client({ connectionString: stack.db.url });
   await db.connect();

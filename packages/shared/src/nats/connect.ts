@@ -1,18 +1,42 @@
-import { connect as natsConnect, type NatsConnection } from 'nats';
+import { readFileSync } from 'node:fs';
+import { connect as natsConnect, nkeyAuthenticator, type ConnectionOptions, type NatsConnection } from 'nats';
 import type { Logger } from '../logger.ts';
+import { inboxPrefixFor } from './permissions.ts';
 
 const disconnected = new WeakSet<NatsConnection>();
 
 /** False while the client has lost its server (between a disconnect and the reconnect). */
 export const busConnected = (nc: NatsConnection): boolean => !disconnected.has(nc) && !nc.isClosed();
 
+export interface NatsIdentity {
+  /** Comma-separated server URLs. */
+  url: string;
+  /** The service this connection speaks for: its inbox prefix must match its NATS permissions. */
+  service?: string;
+  /** The nkey seed file of this identity (NATS_NKEY_SEED_FILE). */
+  seedFile?: string;
+  /** The CA that signed the server's certificate (NATS_CA_FILE): with it, the connection is TLS. */
+  caFile?: string;
+}
+
+/** The connection options of an identity: TLS verified against our CA, nkey authentication, own inbox. */
+export function natsOptions(id: NatsIdentity): ConnectionOptions {
+  return {
+    servers: id.url.split(','),
+    ...(id.seedFile ? { authenticator: nkeyAuthenticator(new TextEncoder().encode(readFileSync(id.seedFile, 'utf8').trim())) } : {}),
+    ...(id.caFile ? { tls: { caFile: id.caFile } } : {}),
+    ...(id.service ? { inboxPrefix: inboxPrefixFor(id.service) } : {}),
+  };
+}
+
 /**
  * Connect to NATS and keep reconnecting forever: a service outlives a NATS restart. While the
  * connection is down, request() fails at once with a 503 instead of waiting for its timeout.
+ * A refused identity or permission is logged as an error (it will not heal by retrying).
  */
-export async function connectNats(url: string, name: string, log: Logger): Promise<NatsConnection> {
+export async function connectNats(id: NatsIdentity, name: string, log: Logger): Promise<NatsConnection> {
   const nc = await natsConnect({
-    servers: url.split(','),
+    ...natsOptions(id),
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
@@ -25,8 +49,17 @@ export async function connectNats(url: string, name: string, log: Logger): Promi
     for await (const s of nc.status()) {
       if (s.type === 'disconnect') disconnected.add(nc);
       if (s.type === 'reconnect') disconnected.delete(nc);
-      if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'error') log.warn({ nats: s.type }, 'nats connection status');
+      if (s.type === 'error') log.error({ nats: s.type, data: String(s.data) }, 'nats refused an operation (permissions or authorization)');
+      else if (s.type === 'disconnect' || s.type === 'reconnect') log.warn({ nats: s.type }, 'nats connection status');
     }
   })();
   return nc;
 }
+
+/** The identity a service's config describes. */
+export const natsIdentity = (config: { NATS_URL: string; NATS_NKEY_SEED_FILE?: string | undefined; NATS_CA_FILE?: string | undefined }, service: string): NatsIdentity => ({
+  url: config.NATS_URL,
+  service,
+  ...(config.NATS_NKEY_SEED_FILE ? { seedFile: config.NATS_NKEY_SEED_FILE } : {}),
+  ...(config.NATS_CA_FILE ? { caFile: config.NATS_CA_FILE } : {}),
+});

@@ -32,7 +32,8 @@ class Replies {
 
   constructor(nc: NatsConnection) {
     this.nc = nc;
-    this.prefix = `${createInbox()}.`;
+    // The connection's own inbox prefix: NATS permissions let a service read replies only under its own.
+    this.prefix = `${createInbox((nc as unknown as { options?: { inboxPrefix?: string } }).options?.inboxPrefix ?? '')}.`;
     this.sub = nc.subscribe(`${this.prefix}*`, { callback: (_err, msg) => this.onReply(msg) });
     // The connection closed (or this subscription ended): nothing pending can be answered any more.
     void this.sub.closed.then(() => {

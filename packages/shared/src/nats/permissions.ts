@@ -1,0 +1,139 @@
+import * as contracts from '../contracts/index.ts';
+import { pingSubject } from '../contracts/ping.ts';
+import { EVENT_STREAM } from './events.ts';
+
+/**
+ * Who may say what on the bus: the one table from which deploy and the testkit generate nats-server's
+ * authorization. Each service gets its own NATS user (an nkey) with exactly the subjects it serves,
+ * calls, publishes and consumes; everything else is refused by the server. A service answers requests
+ * through `allow_responses` (only to the reply subject of a message it received), and reads replies on
+ * its own inbox prefix, so no service can read another's replies.
+ */
+export const SERVICES = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault'] as const;
+export type ServiceIdentity = (typeof SERVICES)[number];
+
+/** Replies to a service's requests arrive under this prefix (nats.js `inboxPrefix`). */
+export const inboxPrefixFor = (service: string): string => `_INBOX_${service.replaceAll('-', '_')}`;
+
+const subjects = (...cs: Array<{ subject: string }>) => cs.map((c) => c.subject);
+const { auth, billing, keyvault: kv, provisioner: p } = contracts;
+
+/** Subjects of the NATS services framework ($SRV.PING/INFO/STATS), served by every backend. */
+const SRV = '$SRV.>';
+const JS_INFO = ['$JS.API.INFO', `$JS.API.STREAM.INFO.${EVENT_STREAM}`];
+/** A service that publishes events may create the stream and bring its settings up to date. */
+const JS_STREAM_OWNER = [...JS_INFO, `$JS.API.STREAM.CREATE.${EVENT_STREAM}`, `$JS.API.STREAM.UPDATE.${EVENT_STREAM}`];
+
+/** The JetStream API subjects of one durable pull consumer of the event stream, and its acks. */
+function durableConsumer(durable: string): string[] {
+  const s = EVENT_STREAM;
+  return [
+    `$JS.API.CONSUMER.INFO.${s}.${durable}`,
+    `$JS.API.CONSUMER.CREATE.${s}.${durable}`,
+    `$JS.API.CONSUMER.CREATE.${s}.${durable}.>`,
+    `$JS.API.CONSUMER.DURABLE.CREATE.${s}.${durable}`,
+    `$JS.API.CONSUMER.MSG.NEXT.${s}.${durable}`,
+    `$JS.ACK.${s}.${durable}.>`,
+  ];
+}
+
+/** The durable consumers, by the service that owns each. */
+export const DURABLES = {
+  keyvaultInstanceDeleted: 'keyvault-instance-deleted',
+  provisionerSubscriptionChanges: 'provisioner-subscription-changes',
+} as const;
+
+export interface Permissions {
+  publish: string[];
+  subscribe: string[];
+}
+
+const backends = ['auth', 'billing-chain', 'provisioner', 'keyvault'];
+
+export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
+  gateway: {
+    publish: [
+      ...subjects(auth.nonceCreate, auth.login, auth.jwks),
+      ...subjects(billing.register, billing.status, billing.refresh),
+      ...subjects(kv.store, kv.update, kv.remove, kv.list, kv.retrieve, kv.audit),
+      ...subjects(p.create, p.get, p.list, p.restart, p.stop, p.start, p.remove, p.logs, p.usage),
+      ...backends.map(pingSubject),
+      // Replicas hand back each other's idle quota blocks.
+      'gateway.usage.release',
+    ],
+    subscribe: [
+      `${inboxPrefixFor('gateway')}.>`,
+      'gateway.usage.release',
+      // Cache invalidation only: what these events say is never taken as a grant.
+      billing.subscriptionChanged.subject,
+      p.instanceCreated.subject,
+      p.instanceDeleted.subject,
+    ],
+  },
+  auth: {
+    publish: [],
+    subscribe: ['auth.v1.>', SRV],
+  },
+  'billing-chain': {
+    publish: [billing.subscriptionChanged.subject, ...JS_STREAM_OWNER],
+    subscribe: ['billing.v1.>', pingSubject('billing-chain'), SRV, `${inboxPrefixFor('billing-chain')}.>`, billing.subscriptionChanged.subject],
+  },
+  provisioner: {
+    publish: [
+      kv.issueCredentials.subject,
+      p.instanceCreated.subject,
+      p.instanceDeleted.subject,
+      p.instanceStatusChanged.subject,
+      ...JS_STREAM_OWNER,
+      ...durableConsumer(DURABLES.provisionerSubscriptionChanges),
+    ],
+    subscribe: ['provisioner.v1.>', SRV, `${inboxPrefixFor('provisioner')}.>`],
+  },
+  keyvault: {
+    publish: [...JS_INFO, `$JS.API.STREAM.CREATE.${EVENT_STREAM}`, ...durableConsumer(DURABLES.keyvaultInstanceDeleted)],
+    subscribe: ['keyvault.v1.>', SRV, `${inboxPrefixFor('keyvault')}.>`],
+  },
+};
+
+export interface NatsUser {
+  /** The user's nkey (public key, "U..."); the seed stays with the service. */
+  nkey: string;
+  /** Omitted for the operator, who may use every subject. */
+  permissions?: Permissions;
+}
+
+/**
+ * nats-server's configuration (JSON, which its config parser reads) for JetStream, TLS and one user
+ * per service plus an operator. Clients must present a certificate-verified TLS connection and an nkey.
+ */
+export function natsServerConfig(opts: {
+  host: string;
+  port: number;
+  storeDir: string;
+  tls: { cert: string; key: string };
+  users: NatsUser[];
+  /** Extra top-level settings (e.g. a cluster block on the swarm). */
+  extra?: Record<string, unknown>;
+}): string {
+  const users = opts.users.map((u) =>
+    u.permissions
+      ? {
+          nkey: u.nkey,
+          permissions: {
+            publish: { allow: u.permissions.publish.length ? u.permissions.publish : ['_AGENTHOST_NOTHING'] },
+            subscribe: { allow: u.permissions.subscribe },
+            allow_responses: true,
+          },
+        }
+      : { nkey: u.nkey },
+  );
+  const cfg = {
+    host: opts.host,
+    port: opts.port,
+    jetstream: { store_dir: opts.storeDir },
+    tls: { cert_file: opts.tls.cert, key_file: opts.tls.key, timeout: 5 },
+    authorization: { users },
+    ...opts.extra,
+  };
+  return `${JSON.stringify(cfg, null, 2)}\n`;
+}

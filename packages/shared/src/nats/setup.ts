@@ -1,0 +1,81 @@
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { nkeys } from 'nats';
+import { natsServerConfig, PERMISSIONS, SERVICES, type NatsUser } from './permissions.ts';
+
+/**
+ * Makes what a nats-server with least privilege needs: a CA and a server certificate (openssl), one nkey
+ * seed per service and one for the operator, and the server's configuration. Used by deploy/infra.sh
+ * (once per host; seeds and certificates are kept, the configuration is rewritten from the table) and by
+ * the testkit (certificates once per run, seeds per suite). Seeds and keys are written 0600.
+ */
+
+export const OPERATOR = 'operator';
+
+export interface NatsTls {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** A CA and a server certificate for 127.0.0.1/localhost (plus `hosts`), made once in `dir` and reused. */
+export function ensureNatsTls(dir: string, hosts: string[] = []): NatsTls {
+  const out: NatsTls = { ca: path.join(dir, 'ca.pem'), cert: path.join(dir, 'server.pem'), key: path.join(dir, 'server-key.pem') };
+  if (existsSync(out.ca) && existsSync(out.cert) && existsSync(out.key)) return out;
+  const parent = path.dirname(dir);
+  mkdirSync(parent, { recursive: true });
+  // Made in a directory aside and renamed into place whole: processes that race to make it (parallel
+  // test files) either win the rename or use the winner's, never a CA and a certificate of two makers.
+  const tmp = mkdtempSync(path.join(parent, `.${path.basename(dir)}-`));
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: tmp, stdio: ['ignore', 'ignore', 'pipe'] });
+  const san = ['DNS:localhost', 'IP:127.0.0.1', ...hosts.map((h) => (/^[\d.]+$/.test(h) ? `IP:${h}` : `DNS:${h}`))].join(',');
+  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '3650', '-subj', '/CN=agenthost NATS CA', '-keyout', 'ca-key.pem', '-out', 'ca.pem');
+  ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=agenthost-nats', '-keyout', 'server-key.pem', '-out', 'server.csr');
+  writeFileSync(path.join(tmp, 'ext.cnf'), `subjectAltName=${san}\nextendedKeyUsage=serverAuth\n`);
+  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-days', '3650', '-extfile', 'ext.cnf', '-out', 'server.pem');
+  for (const f of ['ca-key.pem', 'server-key.pem']) chmodSync(path.join(tmp, f), 0o600);
+  chmodSync(tmp, 0o700);
+  try {
+    renameSync(tmp, dir);
+  } catch {
+    rmSync(tmp, { recursive: true, force: true }); // another process made it first
+  }
+  return out;
+}
+
+/** The seed file of one identity in `dir`, made when missing. Returns the user's public nkey. */
+function ensureSeed(dir: string, who: string): { seedFile: string; nkey: string } {
+  const seedFile = path.join(dir, `${who}.nk`);
+  if (!existsSync(seedFile)) writeFileSync(seedFile, `${new TextDecoder().decode(nkeys.createUser().getSeed())}\n`, { mode: 0o600 });
+  const nkey = nkeys.fromSeed(new TextEncoder().encode(readFileSync(seedFile, 'utf8').trim())).getPublicKey();
+  return { seedFile, nkey };
+}
+
+export interface NatsAuth {
+  configFile: string;
+  tls: NatsTls;
+  /** Seed file per service, and the operator's. */
+  seeds: Record<string, string>;
+}
+
+/**
+ * Seeds for every service and the operator in `dir`, and `dir`/nats.conf for a server on host:port with
+ * JetStream in storeDir. Existing seeds are kept, so running it again changes no service's identity.
+ */
+export function writeNatsAuth(dir: string, opts: { host: string; port: number; storeDir: string; tls: NatsTls; extra?: Record<string, unknown> }): NatsAuth {
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o700);
+  const seeds: Record<string, string> = {};
+  const users: NatsUser[] = [];
+  for (const who of [...SERVICES, OPERATOR]) {
+    const { seedFile, nkey } = ensureSeed(dir, who);
+    seeds[who] = seedFile;
+    const permissions = who === OPERATOR ? undefined : PERMISSIONS[who as keyof typeof PERMISSIONS];
+    users.push(permissions ? { nkey, permissions } : { nkey });
+  }
+  const configFile = path.join(dir, 'nats.conf');
+  const config = natsServerConfig({ host: opts.host, port: opts.port, storeDir: opts.storeDir, tls: opts.tls, users, ...(opts.extra ? { extra: opts.extra } : {}) });
+  writeFileSync(configFile, config, { mode: 0o600 });
+  return { configFile, tls: opts.tls, seeds };
+}
