@@ -6,7 +6,7 @@ import { decode, encode } from './codec.ts';
 
 export const EVENT_STREAM = 'EVENTS';
 
-/** Create (or update) the durable stream every domain event goes to. Idempotent; every service may call it. */
+/** Create (or bring up to date) the durable stream every domain event goes to. Idempotent; every service may call it. */
 export async function ensureEventStream(nc: NatsConnection): Promise<void> {
   const jsm = await nc.jetstreamManager();
   const cfg = {
@@ -17,12 +17,17 @@ export async function ensureEventStream(nc: NatsConnection): Promise<void> {
     max_age: nanos(14 * 24 * 3600 * 1000),
     duplicate_window: nanos(10 * 60 * 1000),
   };
+  let current;
   try {
-    await jsm.streams.info(EVENT_STREAM);
-    await jsm.streams.update(EVENT_STREAM, cfg);
+    current = (await jsm.streams.info(EVENT_STREAM)).config;
   } catch {
     await jsm.streams.add(cfg);
+    return;
   }
+  // Only the services that publish events may update the stream (NATS permissions): the others
+  // leave a stream whose settings are already right alone.
+  const same = current.subjects?.join() === cfg.subjects.join() && current.max_age === cfg.max_age && current.duplicate_window === cfg.duplicate_window;
+  if (!same) await jsm.streams.update(EVENT_STREAM, cfg);
 }
 
 /**
