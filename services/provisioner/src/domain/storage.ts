@@ -15,7 +15,8 @@ const exec = promisify(execFile);
  * volume's mountpoint (one volume at a time, low priority); otherwise Docker's disk-usage API.
  */
 export class StorageSampler {
-  private readonly deps: { db: Kysely<ProvisionerDB>; engine: DockerEngine; scope: string; log: Logger; intervalSeconds: number };
+  /** capped: volumes measured by the quota guard instead (size-limited ones), skipped here. */
+  private readonly deps: { db: Kysely<ProvisionerDB>; engine: DockerEngine; scope: string; log: Logger; intervalSeconds: number; capped(id: string): Promise<boolean> };
   private timer: NodeJS.Timeout | undefined;
   private running = false;
 
@@ -44,7 +45,7 @@ export class StorageSampler {
       let needDf = false;
       for (const v of res.Volumes ?? []) {
         const id = v.Labels?.[LABEL_INSTANCE];
-        if (!id) continue;
+        if (!id || (await this.deps.capped(id))) continue;
         const bytes = await duBytes(v.Mountpoint);
         if (bytes === undefined) needDf = true;
         else sizes.set(id, bytes);
@@ -55,7 +56,7 @@ export class StorageSampler {
         };
         for (const v of df.Volumes ?? []) {
           const id = v.Labels?.[LABEL_INSTANCE];
-          if (id && v.Labels?.[LABEL_SCOPE] === scope && !sizes.has(id) && (v.UsageData?.Size ?? -1) >= 0) sizes.set(id, v.UsageData!.Size!);
+          if (id && v.Labels?.[LABEL_SCOPE] === scope && !sizes.has(id) && !(await this.deps.capped(id)) && (v.UsageData?.Size ?? -1) >= 0) sizes.set(id, v.UsageData!.Size!);
         }
       }
       for (const [id, bytes] of sizes) {
