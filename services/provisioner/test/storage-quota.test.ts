@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,13 +19,13 @@ let n: Nats;
 const procs: ServiceProcess[] = [];
 const events: { instance_id: string; status: string; failure_reason?: string }[] = [];
 
-const provisioner = async () => {
+const provisioner = async (faultAt = '') => {
   const env = provisionerEnv({
     network,
     ports: [18260, 18269],
     // 64 MB per user keeps the writes small; pro allows two instances to share it.
-    tiers: { free: { ...small, storage_mb: 64 }, pro: { ...small, storage_mb: 64, instances: 2 }, enterprise: small },
-    extra: { QUOTA_CHECK_INTERVAL_SECONDS: '1', QUOTA_GRACE_SECONDS: '0' },
+    tiers: { free: { ...small, storage_mb: 64 }, pro: { ...small, storage_mb: 64, instances: 2 }, enterprise: { ...small, storage_mb: 128 } },
+    extra: { QUOTA_CHECK_INTERVAL_SECONDS: '1', QUOTA_GRACE_SECONDS: '0', FAULT_PAUSE_AT: faultAt },
   });
   const p = await spawnService('provisioner', { env: { ...stack.env, ...env }, label: `provisioner-quota-${procs.length}` });
   procs.push(p);
@@ -146,5 +146,40 @@ describe('storage quota while an instance runs', () => {
     expect((await inInstance(id, 'cat /data/note')).stdout).toBe('before\nafter');
     await n.call(P.remove, { user_id, instance_id: id });
     await expect(stat(join(dir, `${id}.ext4`))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('grows the volume when the instance is restarted on a tier with more storage, keeping its data', async () => {
+    const user_id = newUser();
+    const c = await n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' });
+    const id = c.instance_id;
+    await running(user_id, id);
+    const sizeKb = async () => Number((await inInstance(id, "df -k /data | awk 'NR==2 {print $2}'")).stdout);
+    expect(await sizeKb()).toBeLessThanOrEqual(64 * 1024);
+    expect((await inInstance(id, 'echo kept > /data/note')).code).toBe(0);
+    await n.call(P.restart, { user_id, instance_id: id, tier: 'enterprise' });
+    await running(user_id, id);
+    expect(await sizeKb()).toBeGreaterThan(100 * 1024);
+    expect(await sizeKb()).toBeLessThanOrEqual(128 * 1024);
+    expect((await inInstance(id, 'cat /data/note')).stdout).toBe('kept');
+    await n.call(P.remove, { user_id, instance_id: id });
+  });
+
+  it('removes the volume file, mount and loop device of a create killed half-way (the reconciler)', async () => {
+    const user_id = newUser();
+    await procs.at(-1)!.stop(); // only the paused provisioner answers
+    const p = await provisioner('container');
+    const pending = n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' }, 4000).catch((e) => e);
+    await waitFor('pause at container', async () => p.lines().some((l) => l.includes('"event":"fault_pause"') && l.includes('"point":"container"')), 30_000, 25);
+    await p.kill();
+    await pending;
+    const files = await readdir(dir);
+    const id = files.find((f) => f.endsWith('.ext4'))!.replace(/\.ext4$/, '');
+    expect(await isMount(join(dir, 'mnt', id))).toBe(true);
+
+    await provisioner(); // reconciles before it reports ready
+    expect(await readdir(dir)).toEqual(['mnt']);
+    expect(await readdir(join(dir, 'mnt'))).toEqual([]);
+    expect(await loopDevicesOf(join(dir, `${id}.ext4`))).toBe('');
+    expect(await exists('volume', `agenthost-${id}`)).toBe(false);
   });
 });

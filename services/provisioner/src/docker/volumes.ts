@@ -77,6 +77,7 @@ export class QuotaVolumes {
       await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1', partial]);
       await run('mv', ['-f', partial, file]); // a crash mid-mkfs leaves only the .new file, which is redone
     }
+    await this.grow(i.instanceId, sizeMb);
     await this.mount(i.instanceId);
     const data = this.dataDir(i.instanceId);
     await mkdir(data, { recursive: true, mode: 0o755 });
@@ -101,6 +102,29 @@ export class QuotaVolumes {
     if (!(await exists(this.file(id))) || (await isMounted(mnt))) return;
     await mkdir(mnt, { recursive: true, mode: 0o755 });
     await run('mount', ['-t', 'ext4', '-o', 'loop,nodev,nosuid', this.file(id), mnt]);
+  }
+
+  /**
+   * A larger allowance (a restart on a bigger tier, after its container is gone) grows the volume offline:
+   * unmount, fsck, resize2fs on the file, mount again (online growth needs CAP_SYS_RESOURCE, which a
+   * containerised provisioner may lack). A smaller allowance leaves it as it is; the quota guard holds the
+   * user's sum to the tier's storage_mb. A failed growth is logged and the volume keeps its size.
+   */
+  private async grow(id: string, sizeMb: number): Promise<void> {
+    const file = this.file(id);
+    if ((await stat(file)).size >= sizeMb * 1024 * 1024) return;
+    try {
+      const mnt = this.mountpoint(id);
+      if (await isMounted(mnt)) await run('umount', [mnt]);
+      await run('e2fsck', ['-f', '-p', file]).catch((err: { code?: number }) => {
+        if (err.code !== 1) throw err; // 1: errors corrected
+      });
+      await run('truncate', ['-s', `${sizeMb}M`, file]);
+      await run('resize2fs', [file]);
+      this.d.log.info({ instance_id: id, size_mb: sizeMb }, 'instance volume grown');
+    } catch (err) {
+      this.d.log.warn({ instance_id: id, err: (err as Error).message.split('\n')[0] }, 'could not grow the instance volume; it keeps its size');
+    }
   }
 
   /** Everything of the volume goes: Docker volume, mount, loop device, file. Idempotent. */
