@@ -170,8 +170,8 @@ export class Instances {
   }
 
   /**
-   * A user whose volumes already hold the tier's storage (as last sampled) gets no new instance. Local volumes
-   * have no quota of their own, so this is where the storage limit is enforced; running agents keep writing.
+   * A user whose volumes already hold the tier's storage (as last sampled) gets no new instance. While
+   * instances run, each volume's hard cap and the quota guard (quota.ts) hold the limit.
    */
   private async assertStorage(userId: string, tier: string, limitMb: number): Promise<void> {
     if (limitMb === UNLIMITED) return;

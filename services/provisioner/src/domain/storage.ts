@@ -10,7 +10,8 @@ import { LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
 const exec = promisify(execFile);
 
 /**
- * Measures the size of every instance volume in the background and stores it on the row, so the usage
+ * Measures the size of every plain instance volume (VOLUME_QUOTA=off, or made before quotas; the
+ * size-limited ones are measured by the quota guard) in the background and stores it on the row, so the usage
  * call (storage_used_mb) is a single indexed sum. When the volumes are on this host, `du` on the
  * volume's mountpoint (one volume at a time, low priority); otherwise Docker's disk-usage API.
  */
