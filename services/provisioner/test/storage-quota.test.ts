@@ -148,6 +148,16 @@ describe('storage quota while an instance runs', () => {
     await expect(stat(join(dir, `${id}.ext4`))).rejects.toThrow(/ENOENT/);
   });
 
+  it('refuses to start when loop devices or mkfs.ext4 cannot be used, saying how to fix it', async () => {
+    const env = provisionerEnv({ network, ports: [18260, 18269] });
+    // No losetup/mkfs.ext4 on this PATH: the same check as a machine without loop devices.
+    const started = spawnService('provisioner', { env: { ...stack.env, ...env, PATH: '/nonexistent' }, label: 'provisioner-quota-noloop' });
+    const err = (await started.then(() => new Error('started'), (e: Error) => e)).message;
+    expect(err).toMatch(/exited with 1 before ready/);
+    expect(err).toMatch(/VOLUME_QUOTA=enforce needs loop devices/);
+    expect(err).toMatch(/VOLUME_QUOTA=off/);
+  });
+
   it('grows the volume when the instance is restarted on a tier with more storage, keeping its data', async () => {
     const user_id = newUser();
     const c = await n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' });

@@ -160,9 +160,9 @@ export class QuotaVolumes {
   has = (id: string): Promise<boolean> => exists(this.file(id));
 
   /** Filesystem figures of a mounted volume (one statfs call), or undefined when it is not mounted. */
-  async usage(id: string): Promise<VolumeUsage | undefined> {
+  async usage(id: string, mounts?: Set<string>): Promise<VolumeUsage | undefined> {
     const mnt = this.mountpoint(id);
-    if (!(await isMounted(mnt))) return undefined;
+    if (!(mounts ? mounts.has(mnt) : await isMounted(mnt))) return undefined;
     const s = await statfs(mnt);
     return { usedBytes: (s.blocks - s.bfree) * s.bsize, sizeBytes: s.blocks * s.bsize, freeBytes: s.bavail * s.bsize };
   }
@@ -175,12 +175,14 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-/** Is `path` a mount point? (/proc/self/mountinfo: field 5 is the mount point, octal-escaped.) */
-async function isMounted(path: string): Promise<boolean> {
+/** The mount points of this mount namespace (/proc/self/mountinfo: field 5, octal-escaped); one read serves a whole pass. */
+export async function mountPoints(): Promise<Set<string>> {
   const info = await readFile('/proc/self/mountinfo', 'utf8');
   const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, n: string) => String.fromCharCode(Number.parseInt(n, 8)));
-  return info.split('\n').some((l) => unescape(l.split(' ')[4] ?? '') === path);
+  return new Set(info.split('\n').map((l) => unescape(l.split(' ')[4] ?? '')));
 }
+
+const isMounted = async (path: string): Promise<boolean> => (await mountPoints()).has(path);
 
 /** Loop devices still attached to a file (normally none: autoclear frees them at unmount). */
 async function loopDevices(file: string): Promise<string[]> {

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { UNLIMITED, type Logger, type TierTable } from '@agenthost/shared';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { describe } from '../docker/engine.ts';
-import type { QuotaVolumes } from '../docker/volumes.ts';
+import { mountPoints, type QuotaVolumes } from '../docker/volumes.ts';
 import type { Instances } from './instances.ts';
 import type { OpLocks } from './locks.ts';
 
@@ -67,10 +67,11 @@ export class QuotaGuard {
   private async pass(): Promise<void> {
     const { db, volumes, tiers } = this.d;
     const rows = await db.selectFrom('instances').selectAll().where('deleting_at', 'is', null).execute();
+    const mounts = await mountPoints();
     const full = new Map<string, number>();
     const byUser = new Map<string, { bytes: number; limitMb: number; tier: string; rows: InstanceRow[] }>();
     for (const row of rows) {
-      const u = await volumes.usage(row.id).catch(() => undefined);
+      const u = await volumes.usage(row.id, mounts).catch(() => undefined);
       let bytes = Number(row.storage_bytes);
       if (u) {
         bytes = u.usedBytes;
