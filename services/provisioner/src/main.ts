@@ -89,6 +89,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     const quota = new QuotaGuard({
       db,
       volumes,
+      dockerUp: () => engine.available,
       locks,
       instances,
       tiers: config.TIER_LIMITS_JSON,

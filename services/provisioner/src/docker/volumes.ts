@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { access, chown, mkdir, readdir, readFile, rm, rmdir, stat, statfs } from 'node:fs/promises';
+import { access, chmod, chown, mkdir, readdir, readFile, rm, rmdir, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from '@agenthost/shared';
@@ -73,6 +73,7 @@ export class QuotaVolumes {
       const partial = `${file}.new`;
       await rm(partial, { force: true });
       await run('truncate', ['-s', `${sizeMb}M`, partial]);
+      await chmod(partial, 0o600); // the agent's data: root only on the host
       // -m 0: no blocks reserved for root (the agent never is); the journal keeps it consistent after a crash.
       await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1', partial]);
       await run('mv', ['-f', partial, file]); // a crash mid-mkfs leaves only the .new file, which is redone

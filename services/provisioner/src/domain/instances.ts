@@ -126,9 +126,10 @@ export class Instances {
         await this.d.pause('leased');
         const creds = await credsP;
         t.lap('credentials');
+        // The size-limited volume first (with VOLUME_QUOTA=off Docker makes a plain one with the container);
+        // any create step is undone by name after a crash.
         await this.ensureVolume(row);
         t.lap('volume');
-        // Container and volume are made in one call (any create step is undone by name after a crash).
         const containerId = await this.containers.create(row, creds, token);
         t.lap('container');
         await this.d.pause('container');

@@ -15,6 +15,8 @@ type TierName = keyof TierTable;
 export interface QuotaDeps {
   db: Kysely<ProvisionerDB>;
   volumes: QuotaVolumes;
+  /** Docker answers (no stop is attempted while it does not; sizes are still recorded). */
+  dockerUp: () => boolean;
   locks: OpLocks;
   instances: Instances;
   tiers: TierTable;
@@ -102,7 +104,7 @@ export class QuotaGuard {
   /** Stop one live instance for storage, under its operation lock (skipped when an operation holds it). */
   private async enforce(row: InstanceRow, reason: string): Promise<void> {
     const { db, locks, instances, log, graceSeconds } = this.d;
-    if (!(row.status === 'running' || row.status === 'provisioning') || row.step !== 'done') return;
+    if (!(row.status === 'running' || row.status === 'provisioning') || row.step !== 'done' || !this.d.dockerUp()) return;
     if (row.started_at && Date.now() - new Date(row.started_at).getTime() < graceSeconds * 1000) return;
     await locks.tryWith(row.id, async () => {
       const fresh = await db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
