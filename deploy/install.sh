@@ -12,6 +12,10 @@ command -v iptables >/dev/null || need_apt+=(iptables)
 command -v curl >/dev/null || need_apt+=(curl)
 command -v openssl >/dev/null || need_apt+=(openssl)
 command -v psql >/dev/null || need_apt+=(postgresql-client)
+# Size-limited instance volumes (VOLUME_QUOTA=enforce): loop devices, mount, ext4 tools.
+command -v losetup >/dev/null || need_apt+=(util-linux)
+command -v mount >/dev/null || need_apt+=(mount)
+command -v mkfs.ext4 >/dev/null || need_apt+=(e2fsprogs)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || command -v initdb >/dev/null || need_apt+=(postgresql-15)
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "apt-get install ${need_apt[*]}"

@@ -49,6 +49,20 @@ export const provisionerConfig = baseConfig
     STATS_INTERVAL_SECONDS: configInt(5),
     /** Volume sizes (storage_used_mb) are measured this often. */
     STORAGE_SAMPLE_INTERVAL_SECONDS: configInt(60),
+    /**
+     * enforce: every instance volume is an ext4 loop file of the tier's storage_mb (hard cap, ENOSPC at the
+     * limit) and over-quota instances are stopped; needs root, loop devices and mkfs.ext4, or the provisioner
+     * refuses to start. off: plain Docker volumes, storage checked at create only.
+     */
+    VOLUME_QUOTA: z.enum(['enforce', 'off']).default('enforce'),
+    /** Where the volume files live (put a separate filesystem here). Default: $AGENTHOST_STATE/volumes (/var/lib/agenthost/volumes). */
+    VOLUME_DIR: z.string().default(''),
+    /** Size of a volume of a tier with unlimited storage (sparse: only written blocks use disk). */
+    VOLUME_UNLIMITED_MB: configInt(102_400),
+    /** Size-limited volumes are measured (statfs) and the quota enforced this often. */
+    QUOTA_CHECK_INTERVAL_SECONDS: configInt(5),
+    /** An instance started less than this long ago is not stopped for storage, so its owner can start it and delete files. */
+    QUOTA_GRACE_SECONDS: configInt(300),
     RESTART_MAX_RETRIES: configInt(3),
     STOP_TIMEOUT_SECONDS: configInt(5),
     TMPFS_SIZE_MB: configInt(64),

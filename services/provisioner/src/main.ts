@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { consumeEvents, contracts, endpoint, ensureEventStream, publishEvent, request, runService, type Subscription } from '@agenthost/shared';
 import { provisionerConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
@@ -7,10 +8,12 @@ import { faults } from './domain/faults.ts';
 import { Instances } from './domain/instances.ts';
 import { OpLocks } from './domain/locks.ts';
 import { NetworkGuard } from './domain/network-guard.ts';
-import { Readiness } from './domain/readiness.ts';
+import { Readiness, type ReadinessDeps } from './domain/readiness.ts';
 import { Reconciler } from './domain/reconciler.ts';
 import { StatsSampler } from './domain/stats.ts';
 import { StorageSampler } from './domain/storage.ts';
+import { QuotaGuard } from './domain/quota.ts';
+import { QuotaVolumes } from './docker/volumes.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -26,7 +29,12 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     const locks = new OpLocks(config.DATABASE_URL, SCHEMA);
     const network = new NetworkGuard({ config, engine, log, scope });
     const stats = new StatsSampler(engine, config.STATS_INTERVAL_SECONDS);
-    const storage = new StorageSampler({ db, engine, scope, log, intervalSeconds: config.STORAGE_SAMPLE_INTERVAL_SECONDS });
+    const volumeDir = config.VOLUME_DIR || join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', 'volumes');
+    // One directory per scope: the reconciler removes the files without a row, and only its own.
+    const volumes = new QuotaVolumes({ engine, log, scope, dir: join(volumeDir, scope), enabled: config.VOLUME_QUOTA === 'enforce' });
+    const storage = new StorageSampler({ db, engine, scope, log, intervalSeconds: config.STORAGE_SAMPLE_INTERVAL_SECONDS, capped: (id) => volumes.has(id) });
+    const announceStatus = (p: Parameters<ReadinessDeps['announce']>[0], generation: number) =>
+      publishEvent(nc, P.instanceStatusChanged, p, `instance-status-${p.instance_id}-${generation}-${p.status}`);
     const pause = faults(config.FAULT_PAUSE_AT, log);
     const readiness = new Readiness({
       db,
@@ -43,7 +51,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
             await instances.stopContainer(id).catch(() => {});
           }
         }).then(() => {}),
-      announce: (p, generation) => publishEvent(nc, P.instanceStatusChanged, p, `instance-status-${p.instance_id}-${generation}-${p.status}`),
+      announce: announceStatus,
     });
     const instances = new Instances({
       db,
@@ -55,6 +63,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       scope,
       readiness,
       stats,
+      volumes,
       pause,
       keysUrl: () => network.keysUrl(),
       issueCredentials: (user_id, instance_id) =>
@@ -71,10 +80,23 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       instances,
       readiness,
       network,
+      volumes,
       scope,
       log,
       intervalSeconds: config.RECONCILE_INTERVAL_SECONDS,
       readyTimeoutSeconds: config.READY_TIMEOUT_SECONDS,
+    });
+    const quota = new QuotaGuard({
+      db,
+      volumes,
+      dockerUp: () => engine.available,
+      locks,
+      instances,
+      tiers: config.TIER_LIMITS_JSON,
+      log,
+      intervalSeconds: config.QUOTA_CHECK_INTERVAL_SECONDS,
+      graceSeconds: config.QUOTA_GRACE_SECONDS,
+      announce: announceStatus,
     });
     engine.onRecovery(() => void reconciler.trigger());
     let subscriptionChanges: Subscription | undefined;
@@ -93,6 +115,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       ],
       async start() {
         await ensureEventStream(nc);
+        await volumes.check(); // enforce without loop devices: refuse to start (off: a warning)
         engine.startMonitor();
         if (await engine.ping()) {
           // The network and firewall must be in place before any instance runs: a failure here is fatal.
@@ -106,6 +129,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         reconciler.start();
         stats.start();
         storage.start();
+        if (config.VOLUME_QUOTA === 'enforce') quota.start();
         // A durable consumer shared by every replica: a subscription that ended while we were down still
         // stops its instances when we are back. A throw (Docker down) redelivers the event later.
         subscriptionChanges = await consumeEvents(
@@ -126,6 +150,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         readiness.stop();
         stats.stop();
         storage.stop();
+        quota.stop();
         engine.stopMonitor();
         await locks.close().catch((err) => log.warn({ err: describe(err) }, 'closing lock pool'));
       },

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { NatsConnection } from 'nats';
 import type { NatsServer } from '@agenthost/testkit';
@@ -77,6 +79,16 @@ export async function cleanupDocker(network: string): Promise<void> {
   if (vols.length) await dockerTry('volume', 'rm', '-f', ...vols);
   await dockerTry('network', 'rm', network);
   await removeFirewall(firewallTag(network));
+  await cleanupVolumeFiles(network);
+}
+
+/** The provisioner's size-limited volume files of a test scope (VOLUME_DIR default), with their mounts. */
+export const volumeDir = (network: string): string => join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', 'volumes', network);
+
+async function cleanupVolumeFiles(network: string): Promise<void> {
+  const dir = volumeDir(network);
+  for (const id of await readdir(join(dir, 'mnt')).catch(() => [] as string[])) await exec('umount', ['-l', join(dir, 'mnt', id)]).catch(() => {});
+  await rm(dir, { recursive: true, force: true });
 }
 
 /** Build (once) a stand-in variant whose behaviour is fixed by environment baked into the image. */

@@ -3,6 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import { AppError, UNLIMITED, validationError, type contracts, type Logger, type TierTable } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB, Step } from '../db/schema.ts';
+import type { QuotaVolumes } from '../docker/volumes.ts';
 import { dockerStatus, describe, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import { demux, lastLines } from '../docker/logs.ts';
 import { containerName } from '../docker/spec.ts';
@@ -32,6 +33,8 @@ export interface InstancesDeps {
   events: InstanceEvents;
   readiness: Readiness;
   stats: StatsSampler;
+  /** The size-limited state volumes (made before the container, removed with the instance). */
+  volumes: QuotaVolumes;
   /** The gateway's key-retrieval URL as instances reach it. */
   keysUrl(): string;
   pause(point: string): Promise<void>;
@@ -123,7 +126,10 @@ export class Instances {
         await this.d.pause('leased');
         const creds = await credsP;
         t.lap('credentials');
-        // Container and volume are made in one call (any create step is undone by name after a crash).
+        // The size-limited volume first (with VOLUME_QUOTA=off Docker makes a plain one with the container);
+        // any create step is undone by name after a crash.
+        await this.ensureVolume(row);
+        t.lap('volume');
         const containerId = await this.containers.create(row, creds, token);
         t.lap('container');
         await this.d.pause('container');
@@ -165,8 +171,8 @@ export class Instances {
   }
 
   /**
-   * A user whose volumes already hold the tier's storage (as last sampled) gets no new instance. Local volumes
-   * have no quota of their own, so this is where the storage limit is enforced; running agents keep writing.
+   * A user whose volumes already hold the tier's storage (as last sampled) gets no new instance. While
+   * instances run, each volume's hard cap and the quota guard (quota.ts) hold the limit.
    */
   private async assertStorage(userId: string, tier: string, limitMb: number): Promise<void> {
     if (limitMb === UNLIMITED) return;
@@ -278,8 +284,17 @@ export class Instances {
     return stopped;
   }
 
-  /** Under the lock: step stopping → docker stop → stopped. */
-  async stopLocked(row: InstanceRow): Promise<void> {
+  /**
+   * The instance's volume, capped at its tier's storage_mb (each volume gets the whole allowance; the
+   * per-user sum is enforced by the quota guard). The size is fixed when the volume is first made.
+   */
+  private async ensureVolume(row: InstanceRow): Promise<void> {
+    const storageMb = this.d.tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
+    await this.d.volumes.ensure({ instanceId: row.id, userId: row.user_id }, storageMb === UNLIMITED ? this.d.config.VOLUME_UNLIMITED_MB : storageMb);
+  }
+
+  /** Under the lock: step stopping → docker stop → stopped (or failed with a reason: the quota guard). */
+  async stopLocked(row: InstanceRow, failureReason?: string): Promise<void> {
     const { db } = this.d;
     await db
       .updateTable('instances')
@@ -291,7 +306,7 @@ export class Instances {
     const now = new Date();
     await db
       .updateTable('instances')
-      .set({ status: 'stopped', step: 'done', failure_reason: null, last_activity: now, updated_at: now })
+      .set({ status: failureReason ? 'failed' : 'stopped', step: 'done', failure_reason: failureReason ?? null, last_activity: now, updated_at: now })
       .where('id', '=', row.id)
       .execute();
     this.d.stats.forget(row.id);
@@ -356,6 +371,7 @@ export class Instances {
     try {
       await this.d.pause('recreating');
       await this.containers.remove(row.id);
+      await this.ensureVolume(updated);
       const containerId = await this.containers.create(updated, creds, token);
       await this.setStep(row.id, 'recreating', { container_id: containerId });
       await this.containers.start(row.id);
@@ -387,7 +403,7 @@ export class Instances {
     await this.d.pause('deleting');
     await this.containers.remove(row.id);
     await this.d.pause('container_removed');
-    await this.containers.removeVolume(row.id);
+    await this.d.volumes.remove(row.id);
     await this.d.pause('volume_removed');
     await this.d.events.deleted({ instance_id: row.id, user_id: row.user_id, deleted_at: deletedAt.toISOString() });
     await this.d.db.deleteFrom('instances').where('id', '=', row.id).execute();

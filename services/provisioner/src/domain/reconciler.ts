@@ -3,6 +3,7 @@ import type { Logger } from '@agenthost/shared';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { describe, dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import { containerName, LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
+import type { QuotaVolumes } from '../docker/volumes.ts';
 import type { Instances } from './instances.ts';
 import type { OpLocks } from './locks.ts';
 import type { NetworkGuard } from './network-guard.ts';
@@ -13,6 +14,7 @@ const CREATE_STEPS = new Set(['leased', 'container']);
 export interface ReconcileReport {
   orphanContainers: number;
   orphanVolumes: number;
+  orphanVolumeFiles: number;
   rolledBack: number;
   deletesFinished: number;
   failed: number;
@@ -38,6 +40,7 @@ export class Reconciler {
     instances: Instances;
     readiness: Readiness;
     network: NetworkGuard;
+    volumes: QuotaVolumes;
     scope: string;
     log: Logger;
     intervalSeconds: number;
@@ -83,13 +86,14 @@ export class Reconciler {
 
   async pass(): Promise<ReconcileReport> {
     const { engine, db, locks, instances, readiness, log, scope } = this.d;
-    const report: ReconcileReport = { orphanContainers: 0, orphanVolumes: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0 };
+    const report: ReconcileReport = { orphanContainers: 0, orphanVolumes: 0, orphanVolumeFiles: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0 };
     engine.assertUp();
     await this.d.network.ensure();
 
     const filters = { label: [`${LABEL_SCOPE}=${scope}`] };
     const containers = await engine.run('container list', (abortSignal) => engine.docker.listContainers(o({ all: true, filters, abortSignal })));
     const volumes = (await engine.run('volume list', (abortSignal) => engine.docker.listVolumes(o({ filters, abortSignal })))).Volumes ?? [];
+    const volumeFiles = await this.d.volumes.ids();
     const rows = await db.selectFrom('instances').selectAll().execute();
     const byId = new Map(rows.map((r) => [r.id, r]));
 
@@ -119,6 +123,26 @@ export class Reconciler {
         report.orphanVolumes++;
         log.warn({ instance_id: id, volume: v.Name }, 'removed orphaned volume');
       }
+    }
+    // Volume files (with their mount and loop device) of instances that have no row any more.
+    for (const id of volumeFiles) {
+      if (byId.has(id)) continue;
+      const done = await locks.tryWith(id, async () => {
+        if (!(await rowGone(id))) return false;
+        await this.d.volumes.remove(id);
+        return true;
+      });
+      if (done) {
+        report.orphanVolumeFiles++;
+        log.warn({ instance_id: id }, 'removed orphaned volume file');
+      }
+    }
+    // After a reboot (or a lost mount) the size-limited volumes are mounted again before their containers start.
+    for (const row of rows) {
+      if (row.deleting_at || !volumeFiles.includes(row.id)) continue;
+      await locks
+        .tryWith(row.id, () => this.d.volumes.mount(row.id))
+        .catch((err) => log.error({ instance_id: row.id, err: describe(err) }, 'could not mount the instance volume'));
     }
 
     const containerState = new Map(containers.map((c) => [c.Labels?.[LABEL_INSTANCE] ?? '', c.State]));

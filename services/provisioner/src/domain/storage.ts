@@ -10,12 +10,14 @@ import { LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
 const exec = promisify(execFile);
 
 /**
- * Measures the size of every instance volume in the background and stores it on the row, so the usage
+ * Measures the size of every plain instance volume (VOLUME_QUOTA=off, or made before quotas; the
+ * size-limited ones are measured by the quota guard) in the background and stores it on the row, so the usage
  * call (storage_used_mb) is a single indexed sum. When the volumes are on this host, `du` on the
  * volume's mountpoint (one volume at a time, low priority); otherwise Docker's disk-usage API.
  */
 export class StorageSampler {
-  private readonly deps: { db: Kysely<ProvisionerDB>; engine: DockerEngine; scope: string; log: Logger; intervalSeconds: number };
+  /** capped: volumes measured by the quota guard instead (size-limited ones), skipped here. */
+  private readonly deps: { db: Kysely<ProvisionerDB>; engine: DockerEngine; scope: string; log: Logger; intervalSeconds: number; capped(id: string): Promise<boolean> };
   private timer: NodeJS.Timeout | undefined;
   private running = false;
 
@@ -44,7 +46,7 @@ export class StorageSampler {
       let needDf = false;
       for (const v of res.Volumes ?? []) {
         const id = v.Labels?.[LABEL_INSTANCE];
-        if (!id) continue;
+        if (!id || (await this.deps.capped(id))) continue;
         const bytes = await duBytes(v.Mountpoint);
         if (bytes === undefined) needDf = true;
         else sizes.set(id, bytes);
@@ -55,7 +57,7 @@ export class StorageSampler {
         };
         for (const v of df.Volumes ?? []) {
           const id = v.Labels?.[LABEL_INSTANCE];
-          if (id && v.Labels?.[LABEL_SCOPE] === scope && !sizes.has(id) && (v.UsageData?.Size ?? -1) >= 0) sizes.set(id, v.UsageData!.Size!);
+          if (id && v.Labels?.[LABEL_SCOPE] === scope && !sizes.has(id) && !(await this.deps.capped(id)) && (v.UsageData?.Size ?? -1) >= 0) sizes.set(id, v.UsageData!.Size!);
         }
       }
       for (const [id, bytes] of sizes) {

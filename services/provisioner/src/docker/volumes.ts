@@ -1,0 +1,197 @@
+import { execFile } from 'node:child_process';
+import { access, chmod, chown, mkdir, readdir, readFile, rm, rmdir, stat, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Logger } from '@agenthost/shared';
+import { ignoreGone, o, type DockerEngine } from './engine.ts';
+import { labels, volumeName } from './spec.ts';
+
+const exec = promisify(execFile);
+const run = (cmd: string, args: string[]) => exec(cmd, args, { timeout: 60_000 });
+
+/** uid:gid of the agent user (deploy/images/runtime); the volume's data directory belongs to it. */
+const AGENT_UID = 10001;
+
+export interface VolumeUsage {
+  usedBytes: number;
+  sizeBytes: number;
+  freeBytes: number;
+}
+
+/**
+ * Instance state volumes with a hard size limit: one sparse file per instance under `<VOLUME_DIR>/<scope>`,
+ * formatted ext4 and loop-mounted at `mnt/<id>`; the Docker volume is a `local` bind of `mnt/<id>/data`.
+ * A write past the size gets ENOSPC inside the container, whatever the sampler sees.
+ *
+ * Why a bind of a mount we make, not Docker's `type=ext4,device=/dev/loopN`: loop numbers change across
+ * reboots, while the file path does not, so `mountAll` at provisioner start re-attaches every volume from
+ * its file. The data directory exists only inside the ext4 filesystem: when it is not mounted, Docker
+ * cannot bind it and the container fails to start, so an agent never writes unbounded into VOLUME_DIR.
+ * `mount -o loop` attaches with autoclear, so the unmount also frees the loop device.
+ */
+export class QuotaVolumes {
+  /** enabled: VOLUME_QUOTA=enforce; when off, new instances get plain Docker volumes (made with the container). */
+  private readonly d: { engine: DockerEngine; log: Logger; scope: string; dir: string; enabled: boolean };
+
+  constructor(deps: QuotaVolumes['d']) {
+    this.d = deps;
+  }
+
+  /** Refuse to start when loop devices or the tools are missing (deploy/install.sh installs util-linux, mount, e2fsprogs). */
+  async check(): Promise<void> {
+    if (!this.d.enabled) {
+      this.d.log.warn('VOLUME_QUOTA=off: instance volumes have no size limit while instances run (storage is checked at create only)');
+      return;
+    }
+    try {
+      await access('/dev/loop-control');
+      await run('losetup', ['-f']);
+      await run('mkfs.ext4', ['-V']);
+    } catch (err) {
+      throw new Error(
+        `VOLUME_QUOTA=enforce needs loop devices (/dev/loop-control, losetup -f) and mkfs.ext4, running as root: ${(err as Error).message.split('\n')[0]}. ` +
+          'Install util-linux, mount and e2fsprogs, or set VOLUME_QUOTA=off (no size limit on volumes while instances run).',
+      );
+    }
+    await mkdir(join(this.d.dir, 'mnt'), { recursive: true, mode: 0o700 });
+  }
+
+  file = (id: string): string => join(this.d.dir, `${id}.ext4`);
+  mountpoint = (id: string): string => join(this.d.dir, 'mnt', id);
+  dataDir = (id: string): string => join(this.mountpoint(id), 'data');
+
+  /**
+   * The size-limited volume of an instance: file, filesystem, mount and Docker volume, each made when missing.
+   * An instance whose plain volume predates quotas keeps it (its size is sampled with du, checked at create only).
+   */
+  async ensure(i: { instanceId: string; userId: string }, sizeMb: number): Promise<void> {
+    const { engine } = this.d;
+    const inspect = () => ignoreGone(engine.run('volume inspect', (abortSignal) => engine.docker.getVolume(volumeName(i.instanceId)).inspect(o({ abortSignal }))));
+    const file = this.file(i.instanceId);
+    if (!(await exists(file))) {
+      if (!this.d.enabled || (await inspect())) return;
+      const partial = `${file}.new`;
+      await rm(partial, { force: true });
+      await run('truncate', ['-s', `${sizeMb}M`, partial]);
+      await chmod(partial, 0o600); // the agent's data: root only on the host
+      // -m 0: no blocks reserved for root (the agent never is); the journal keeps it consistent after a crash.
+      await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1', partial]);
+      await run('mv', ['-f', partial, file]); // a crash mid-mkfs leaves only the .new file, which is redone
+    }
+    await this.grow(i.instanceId, sizeMb);
+    await this.mount(i.instanceId);
+    const data = this.dataDir(i.instanceId);
+    await mkdir(data, { recursive: true, mode: 0o755 });
+    await chown(data, AGENT_UID, AGENT_UID);
+    if (await inspect()) return;
+    await engine.run('volume create', (abortSignal) =>
+      engine.docker.createVolume(
+        o({
+          Name: volumeName(i.instanceId),
+          Driver: 'local',
+          DriverOpts: { type: 'none', o: 'bind', device: data },
+          Labels: labels({ instanceId: i.instanceId, userId: i.userId, scope: this.d.scope }),
+          abortSignal,
+        }),
+      ),
+    );
+  }
+
+  /** Mount the instance's filesystem unless it already is (after a reboot or a lost mount). */
+  async mount(id: string): Promise<void> {
+    const mnt = this.mountpoint(id);
+    if (!(await exists(this.file(id))) || (await isMounted(mnt))) return;
+    await mkdir(mnt, { recursive: true, mode: 0o755 });
+    await run('mount', ['-t', 'ext4', '-o', 'loop,nodev,nosuid', this.file(id), mnt]);
+  }
+
+  /**
+   * A larger allowance (a restart on a bigger tier, after its container is gone) grows the volume offline:
+   * unmount, fsck, resize2fs on the file, mount again (online growth needs CAP_SYS_RESOURCE, which a
+   * containerised provisioner may lack). A smaller allowance leaves it as it is; the quota guard holds the
+   * user's sum to the tier's storage_mb. A failed growth is logged and the volume keeps its size.
+   */
+  private async grow(id: string, sizeMb: number): Promise<void> {
+    const file = this.file(id);
+    if ((await stat(file)).size >= sizeMb * 1024 * 1024) return;
+    try {
+      const mnt = this.mountpoint(id);
+      if (await isMounted(mnt)) await run('umount', [mnt]);
+      await run('e2fsck', ['-f', '-p', file]).catch((err: { code?: number }) => {
+        if (err.code !== 1) throw err; // 1: errors corrected
+      });
+      await run('truncate', ['-s', `${sizeMb}M`, file]);
+      await run('resize2fs', [file]);
+      this.d.log.info({ instance_id: id, size_mb: sizeMb }, 'instance volume grown');
+    } catch (err) {
+      this.d.log.warn({ instance_id: id, err: (err as Error).message.split('\n')[0] }, 'could not grow the instance volume; it keeps its size');
+    }
+  }
+
+  /** Everything of the volume goes: Docker volume, mount, loop device, file. Idempotent. */
+  async remove(id: string): Promise<void> {
+    const { engine, log } = this.d;
+    await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(volumeName(id)).remove(o({ force: true, abortSignal }))));
+    const mnt = this.mountpoint(id);
+    if (await isMounted(mnt)) {
+      try {
+        await run('umount', [mnt]);
+      } catch (err) {
+        // Still held by something (a container being removed): detach now, the kernel frees it when released.
+        log.warn({ instance_id: id, err: (err as Error).message.split('\n')[0] }, 'volume busy; lazy unmount');
+        await run('umount', ['-l', mnt]);
+      }
+    }
+    const file = this.file(id);
+    for (const dev of await loopDevices(file)) await run('losetup', ['-d', dev]).catch(() => {});
+    await rmdir(mnt).catch(() => {});
+    await rm(file, { force: true });
+    await rm(`${file}.new`, { force: true });
+  }
+
+  /** Instance ids that have a volume file here (for re-mounting at start and for orphans). */
+  async ids(): Promise<string[]> {
+    const names = await readdir(this.d.dir).catch(() => [] as string[]);
+    const fromFiles = names.filter((n) => n.endsWith('.ext4') || n.endsWith('.ext4.new')).map((n) => n.replace(/\.ext4(\.new)?$/, ''));
+    const fromMounts = await readdir(join(this.d.dir, 'mnt')).catch(() => [] as string[]);
+    return [...new Set([...fromFiles, ...fromMounts])];
+  }
+
+  /** Has this instance a size-limited volume (as opposed to a plain volume made before quotas)? */
+  has = (id: string): Promise<boolean> => exists(this.file(id));
+
+  /** Filesystem figures of a mounted volume (one statfs call), or undefined when it is not mounted. */
+  async usage(id: string, mounts?: Set<string>): Promise<VolumeUsage | undefined> {
+    const mnt = this.mountpoint(id);
+    if (!(mounts ? mounts.has(mnt) : await isMounted(mnt))) return undefined;
+    const s = await statfs(mnt);
+    return { usedBytes: (s.blocks - s.bfree) * s.bsize, sizeBytes: s.blocks * s.bsize, freeBytes: s.bavail * s.bsize };
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The mount points of this mount namespace (/proc/self/mountinfo: field 5, octal-escaped); one read serves a whole pass. */
+export async function mountPoints(): Promise<Set<string>> {
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, n: string) => String.fromCharCode(Number.parseInt(n, 8)));
+  return new Set(info.split('\n').map((l) => unescape(l.split(' ')[4] ?? '')));
+}
+
+const isMounted = async (path: string): Promise<boolean> => (await mountPoints()).has(path);
+
+/** Loop devices still attached to a file (normally none: autoclear frees them at unmount). */
+async function loopDevices(file: string): Promise<string[]> {
+  try {
+    const { stdout } = await run('losetup', ['-j', file, '-O', 'NAME', '-n']);
+    return stdout.split('\n').map((s) => s.trim()).filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+

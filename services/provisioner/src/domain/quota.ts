@@ -1,0 +1,120 @@
+import type { Kysely } from 'kysely';
+import { UNLIMITED, type Logger, type TierTable } from '@agenthost/shared';
+import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import { describe } from '../docker/engine.ts';
+import { mountPoints, type QuotaVolumes } from '../docker/volumes.ts';
+import type { Instances } from './instances.ts';
+import type { OpLocks } from './locks.ts';
+
+const MiB = 1024 * 1024;
+/** The failure_reason prefix of an instance stopped for storage (machine-readable, then the human text). */
+export const QUOTA_REASON = 'storage_quota_exceeded';
+
+type TierName = keyof TierTable;
+
+export interface QuotaDeps {
+  db: Kysely<ProvisionerDB>;
+  volumes: QuotaVolumes;
+  /** Docker answers (no stop is attempted while it does not; sizes are still recorded). */
+  dockerUp: () => boolean;
+  locks: OpLocks;
+  instances: Instances;
+  tiers: TierTable;
+  log: Logger;
+  intervalSeconds: number;
+  /** An instance (re)started less than this long ago is not stopped, so its owner can start it to delete files. */
+  graceSeconds: number;
+  announce: (p: { instance_id: string; user_id: string; status: 'failed'; at: string; failure_reason: string }, generation: number) => Promise<void>;
+}
+
+/**
+ * Keeps storage within the tier while instances run. Each volume is hard-capped (docker/volumes.ts), so
+ * one instance can never write past its cap; this guard measures every size-limited volume with one
+ * statfs call each (cheap enough to do every QUOTA_CHECK_INTERVAL_SECONDS for all of them, so volumes near
+ * their cap are not treated apart), stores the size for the usage call, and stops (status failed,
+ * failure_reason `storage_quota_exceeded: ...`, events.instance.status) the live instances
+ *  - whose volume is full (less than 1 MiB or 2 % free): the agent is getting ENOSPC, or
+ *  - of a user whose volumes together hold the tier's storage_mb or more (several instances).
+ */
+export class QuotaGuard {
+  private readonly d: QuotaDeps;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+
+  constructor(deps: QuotaDeps) {
+    this.d = deps;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.checkAll(), Math.max(1, this.d.intervalSeconds) * 1000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  async checkAll(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      await this.pass();
+    } catch (err) {
+      this.d.log.warn({ err: describe(err) }, 'storage quota check failed; will retry');
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async pass(): Promise<void> {
+    const { db, volumes, tiers } = this.d;
+    const rows = await db.selectFrom('instances').selectAll().where('deleting_at', 'is', null).execute();
+    const mounts = await mountPoints();
+    const full = new Map<string, number>();
+    const byUser = new Map<string, { bytes: number; limitMb: number; tier: string; rows: InstanceRow[] }>();
+    for (const row of rows) {
+      const u = await volumes.usage(row.id, mounts).catch(() => undefined);
+      let bytes = Number(row.storage_bytes);
+      if (u) {
+        bytes = u.usedBytes;
+        if (bytes !== Number(row.storage_bytes)) await db.updateTable('instances').set({ storage_bytes: bytes }).where('id', '=', row.id).execute();
+        if (u.freeBytes < Math.max(MiB, u.sizeBytes * 0.02)) full.set(row.id, u.sizeBytes);
+      }
+      const limitMb = tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
+      const entry = byUser.get(row.user_id) ?? { bytes: 0, limitMb, tier: row.tier, rows: [] };
+      entry.bytes += bytes;
+      // Rows of one user normally share a tier; the largest allowance wins when they do not.
+      if (limitMb === UNLIMITED || (entry.limitMb !== UNLIMITED && limitMb > entry.limitMb)) Object.assign(entry, { limitMb, tier: row.tier });
+      entry.rows.push(row);
+      byUser.set(row.user_id, entry);
+    }
+    for (const [, user] of byUser) {
+      const over = user.limitMb !== UNLIMITED && user.bytes >= user.limitMb * MiB;
+      for (const row of user.rows) {
+        const capBytes = full.get(row.id);
+        if (!over && capBytes === undefined) continue;
+        const reason = over
+          ? `${QUOTA_REASON}: your instances store ${mb(user.bytes)} MB and the ${user.tier} tier allows ${user.limitMb} MB; start an instance to delete files, or delete an instance`
+          : `${QUOTA_REASON}: the instance's volume is full (${mb(capBytes!)} MB, the storage of the ${row.tier} tier); start it to delete files`;
+        await this.enforce(row, reason);
+      }
+    }
+  }
+
+  /** Stop one live instance for storage, under its operation lock (skipped when an operation holds it). */
+  private async enforce(row: InstanceRow, reason: string): Promise<void> {
+    const { db, locks, instances, log, graceSeconds } = this.d;
+    if (!(row.status === 'running' || row.status === 'provisioning') || row.step !== 'done' || !this.d.dockerUp()) return;
+    if (row.started_at && Date.now() - new Date(row.started_at).getTime() < graceSeconds * 1000) return;
+    await locks.tryWith(row.id, async () => {
+      const fresh = await db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
+      if (!fresh || fresh.deleting_at || fresh.generation !== row.generation || fresh.step !== 'done') return;
+      await instances.stopLocked(fresh, reason);
+      log.warn({ event: 'storage_quota_exceeded', instance_id: row.id, user_id: row.user_id, reason }, 'instance stopped: storage quota exceeded');
+      const announced = { instance_id: row.id, user_id: row.user_id, status: 'failed' as const, at: new Date().toISOString(), failure_reason: reason };
+      await this.d.announce(announced, fresh.generation + 1).catch((err: unknown) => log.warn({ instance_id: row.id, err: describe(err) }, 'could not publish events.instance.status'));
+    });
+  }
+}
+
+const mb = (bytes: number) => Math.round((bytes / MiB) * 10) / 10;
