@@ -27,7 +27,7 @@ const provisioner = async (faultAt = '') => {
     tiers: { free: { ...small, storage_mb: 64 }, pro: { ...small, storage_mb: 64, instances: 2 }, enterprise: { ...small, storage_mb: 128 } },
     extra: { QUOTA_CHECK_INTERVAL_SECONDS: '1', QUOTA_GRACE_SECONDS: '0', FAULT_PAUSE_AT: faultAt },
   });
-  const p = await spawnService('provisioner', { env: { ...stack.env, ...env }, label: `provisioner-quota-${procs.length}` });
+  const p = await spawnService('provisioner', { env: { ...stack.envFor('provisioner'), ...env }, label: `provisioner-quota-${procs.length}` });
   procs.push(p);
   return p;
 };
@@ -35,7 +35,7 @@ const provisioner = async (faultAt = '') => {
 beforeAll(async () => {
   await cleanupDocker(network);
   stack = await startStack({ services: ['keyvault'], serviceEnv: { gateway: gatewayEnv } });
-  n = await natsClient(stack.nats.url);
+  n = await natsClient(stack.nats);
   const sub = n.nc.subscribe('events.instance.status');
   void (async () => {
     for await (const m of sub) events.push(JSON.parse(new TextDecoder().decode(m.data)));
@@ -151,7 +151,7 @@ describe('storage quota while an instance runs', () => {
   it('refuses to start when loop devices or mkfs.ext4 cannot be used, saying how to fix it', async () => {
     const env = provisionerEnv({ network, ports: [18260, 18269] });
     // No losetup/mkfs.ext4 on this PATH: the same check as a machine without loop devices.
-    const started = spawnService('provisioner', { env: { ...stack.env, ...env, PATH: '/nonexistent' }, label: 'provisioner-quota-noloop' });
+    const started = spawnService('provisioner', { env: { ...stack.envFor('provisioner'), ...env, PATH: '/nonexistent' }, label: 'provisioner-quota-noloop' });
     const err = (await started.then(() => new Error('started'), (e: Error) => e)).message;
     expect(err).toMatch(/exited with 1 before ready/);
     expect(err).toMatch(/VOLUME_QUOTA=enforce needs loop devices/);
