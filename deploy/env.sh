@@ -33,3 +33,18 @@ wait_for() {
 
 # Record that this script started a process, so stop.sh ends only what we started.
 remember_pid() { echo "$2" >"$RUN_DIR/$1.pid"; }
+
+# Stop a process this script started (by its pid file): TERM, then KILL after 10 s.
+stop_process() { # name
+  local pidfile="$RUN_DIR/$1.pid"
+  [ -s "$pidfile" ] || return 0
+  local pid
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    say "stopped $1"
+  fi
+  rm -f "$pidfile"
+}

@@ -11,6 +11,7 @@ command -v ip >/dev/null || need_apt+=(iproute2)
 command -v iptables >/dev/null || need_apt+=(iptables)
 command -v curl >/dev/null || need_apt+=(curl)
 command -v openssl >/dev/null || need_apt+=(openssl)
+command -v supervisord >/dev/null || need_apt+=(supervisor)
 command -v psql >/dev/null || need_apt+=(postgresql-client)
 # Size-limited instance volumes (VOLUME_QUOTA=enforce): loop devices, mount, ext4 tools.
 command -v losetup >/dev/null || need_apt+=(util-linux)

@@ -1,6 +1,10 @@
-# Starting and stopping agenthost's own processes. Sourced by start.sh and stop.sh.
+# agenthost's own processes (devchain and the five services) run under supervisord, Debian's process
+# supervisor: a process that crashes is started again within seconds, its output goes to a log file that
+# rotates, and its state is what supervisord says, not a pid file. Sourced by start.sh and stop.sh.
 
 SERVICES=(auth billing-chain provisioner keyvault)
+SUPERVISOR_DIR="$AGENTHOST_STATE/supervisor"
+SUPERVISOR_CONF="$SUPERVISOR_DIR/supervisord.conf"
 
 # Secrets generated on first start are kept in $AGENTHOST_STATE/secrets (root only).
 ensure_secret() { # name generator-command...
@@ -13,40 +17,92 @@ ensure_secret() { # name generator-command...
   cat "$file"
 }
 
-# A service's own NATS identity (its nkey seed file) and the CA of NATS's certificate, as env assignments.
-nats_identity() { # service
-  echo "NATS_NKEY_SEED_FILE=$NATS_AUTH_DIR/$1.nk NATS_CA_FILE=$NATS_AUTH_DIR/tls/ca.pem"
+supervisorctl_() { supervisorctl -c "$SUPERVISOR_CONF" "$@"; }
+supervisor_running() { [ -f "$SUPERVISOR_CONF" ] && supervisorctl_ pid >/dev/null 2>&1; }
+
+# One [program:…] section. Each program is started by deploy/run-service.sh, which gives it its own
+# environment (its NATS identity; the master key only to keyvault), so this file holds no secret.
+program_section() { # name
+  cat <<EOC
+[program:$1]
+command=bash $DEPLOY_DIR/run-service.sh $1
+environment=AGENTHOST_STATE="$AGENTHOST_STATE",AGENTHOST_CACHE="$AGENTHOST_CACHE"
+autostart=false
+autorestart=true
+startsecs=3
+startretries=1000000
+stopsignal=TERM
+stopwaitsecs=15
+stopasgroup=true
+killasgroup=true
+redirect_stderr=true
+stdout_logfile=$LOG_DIR/$1.log
+stdout_logfile_maxbytes=50MB
+stdout_logfile_backups=5
+
+EOC
 }
 
-start_process() { # name command...
-  local name=$1; shift
-  local pidfile="$RUN_DIR/$name.pid"
-  if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    say "$name already running (pid $(cat "$pidfile"))"
-    return
+write_supervisor_conf() { # programs...
+  mkdir -p "$SUPERVISOR_DIR"
+  chmod 700 "$SUPERVISOR_DIR"
+  {
+    cat <<EOC
+; Written by deploy/start.sh; changes are lost at the next start.
+[unix_http_server]
+file=$RUN_DIR/supervisor.sock
+chmod=0700
+
+[supervisord]
+logfile=$LOG_DIR/supervisord.log
+logfile_maxbytes=10MB
+logfile_backups=3
+pidfile=$RUN_DIR/supervisord.pid
+; Logs are readable by their owner and group only.
+umask=027
+
+[rpcinterface:supervisor]
+supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
+
+[supervisorctl]
+serverurl=unix://$RUN_DIR/supervisor.sock
+
+EOC
+    for p in "$@"; do program_section "$p"; done
+  } >"$SUPERVISOR_CONF.new"
+  chmod 600 "$SUPERVISOR_CONF.new"
+  mv -f "$SUPERVISOR_CONF.new" "$SUPERVISOR_CONF"
+}
+
+# Start supervisord, or make a running one read the configuration again.
+ensure_supervisor() {
+  if supervisor_running; then
+    supervisorctl_ reread >/dev/null
+    supervisorctl_ update >/dev/null
+  else
+    say "starting supervisord"
+    supervisord -c "$SUPERVISOR_CONF"
+    wait_for 15 supervisor_running || die "supervisord did not start (see $LOG_DIR/supervisord.log)"
   fi
-  # A fresh log per start, so readiness is read from this run's lines (the previous run's log is kept as .1).
-  [ -f "$LOG_DIR/$name.log" ] && mv -f "$LOG_DIR/$name.log" "$LOG_DIR/$name.log.1"
-  nohup "$@" >"$LOG_DIR/$name.log" 2>&1 &
-  remember_pid "$name" $!
 }
 
-wait_ready_line() { # name seconds
-  local name=$1 seconds=$2
-  wait_for "$seconds" grep -q '"event":"ready"' "$LOG_DIR/$name.log" ||
-    { tail -20 "$LOG_DIR/$name.log" >&2; die "$name did not become ready (log: $LOG_DIR/$name.log)"; }
+start_program() { # name
+  supervisorctl_ start "$1" >/dev/null 2>&1 || true
+  local state
+  state=$(supervisorctl_ status "$1" 2>/dev/null | awk '{print $2}')
+  case "$state" in
+    RUNNING|STARTING) ;;
+    *) tail -20 "$LOG_DIR/$1.log" >&2; die "$1 did not start: $state (log: $LOG_DIR/$1.log)" ;;
+  esac
 }
 
-stop_process() { # name
-  local pidfile="$RUN_DIR/$1.pid"
-  [ -s "$pidfile" ] || return 0
+# Stop every program and supervisord itself.
+stop_supervisor() {
+  supervisor_running || return 0
+  supervisorctl_ stop all >/dev/null 2>&1 || true
+  supervisorctl_ shutdown >/dev/null 2>&1 || true
   local pid
-  pid=$(cat "$pidfile")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    say "stopped $1"
-  fi
-  rm -f "$pidfile"
+  pid=$(cat "$RUN_DIR/supervisord.pid" 2>/dev/null || true)
+  for _ in $(seq 1 100); do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  say "stopped the services and supervisord"
 }

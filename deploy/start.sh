@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts the whole system on this machine: installs what is missing, starts Postgres, NATS (JetStream),
 # the Docker engine and devchain when they are not given, builds the instance images, then the four
-# services and the gateway. Prints the API URL when the gateway answers and every backend is ready.
+# services and the gateway under supervisord (a crashed process is started again within seconds).
+# Prints the API URL when the gateway answers and every backend is ready. Running it again applies
+# changed settings: every service is restarted.
 # Configuration: environment variables, or $AGENTHOST_STATE/agenthost.env (see README).
 source "$(dirname "$0")/env.sh"
 source "$DEPLOY_DIR/services.sh"
@@ -12,24 +14,43 @@ bash "$DEPLOY_DIR/infra.sh"
 set -a; source "$AGENTHOST_STATE/infra.env"; set +a
 bash "$DEPLOY_DIR/images/build.sh" all
 
+# Made once and kept; only keyvault is given it (deploy/run-service.sh).
+ensure_secret master-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
+
+programs=()
 if [ -z "${SOLANA_RPC_URL:-}" ]; then
-  say "starting devchain (local Solana JSON-RPC) on 127.0.0.1:$DEVCHAIN_PORT"
-  DEVCHAIN_PORT=$DEVCHAIN_PORT start_process devchain node "$REPO_DIR/packages/devchain/src/main.ts"
-  wait_for 30 curl -sf -X POST -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"getHealth"}' "http://127.0.0.1:$DEVCHAIN_PORT" ||
-    die "devchain did not start (log: $LOG_DIR/devchain.log)"
+  programs+=(devchain)
   # billing-chain asks devchain for the program id and treasury when they are not configured.
-  export SOLANA_RPC_URL="http://127.0.0.1:$DEVCHAIN_PORT"
+  SOLANA_RPC_URL="http://127.0.0.1:$DEVCHAIN_PORT"
 fi
+programs+=("${SERVICES[@]}" gateway)
 
-MASTER_KEY_ENCRYPTION="${MASTER_KEY_ENCRYPTION:-$(ensure_secret master-key bash -c 'head -c 32 /dev/urandom | base64')}"
-export MASTER_KEY_ENCRYPTION GATEWAY_PORT
+# What this start decided, for deploy/run-service.sh (which supervisord runs for every (re)start).
+(umask 077; cat >"$RUN_DIR/services.env" <<EOV
+GATEWAY_PORT=$GATEWAY_PORT
+DEVCHAIN_PORT=$DEVCHAIN_PORT
+SOLANA_RPC_URL=$SOLANA_RPC_URL
+EOV
+)
 
-for s in "${SERVICES[@]}"; do
+# Logs are for root and the agenthost services only (supervisord writes new ones 0640, and rotates them).
+chmod 750 "$LOG_DIR"
+find "$LOG_DIR" -maxdepth 1 -type f -exec chmod o-rwx {} +
+
+write_supervisor_conf "${programs[@]}"
+ensure_supervisor
+# Restart what runs, so this start's settings and code are what serves.
+supervisorctl_ stop all >/dev/null 2>&1 || true
+if [[ " ${programs[*]} " == *" devchain "* ]]; then
+  say "starting devchain (local Solana JSON-RPC) on 127.0.0.1:$DEVCHAIN_PORT"
+  start_program devchain
+  wait_for 30 curl -sf -X POST -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"getHealth"}' "$SOLANA_RPC_URL" ||
+    die "devchain did not start (log: $LOG_DIR/devchain.log)"
+fi
+for s in "${SERVICES[@]}" gateway; do
   say "starting $s"
-  start_process "$s" env $(nats_identity "$s") node "$REPO_DIR/services/$s/src/main.ts"
+  start_program "$s"
 done
-for s in "${SERVICES[@]}"; do wait_ready_line "$s" 60; done
-say "starting gateway on port $GATEWAY_PORT"
-start_process gateway env $(nats_identity gateway) node "$REPO_DIR/services/gateway/src/main.ts"
-wait_for 60 curl -sf "http://127.0.0.1:$GATEWAY_PORT/api/health/ready" || die "gateway not ready (log: $LOG_DIR/gateway.log)"
-say "agenthost is up: http://127.0.0.1:$GATEWAY_PORT/api  (logs: $LOG_DIR, stop: bash deploy/stop.sh)"
+wait_for 90 curl -sf "http://127.0.0.1:$GATEWAY_PORT/api/health/ready" ||
+  { supervisorctl_ status >&2; die "not every service became ready (logs: $LOG_DIR)"; }
+say "agenthost is up: http://127.0.0.1:$GATEWAY_PORT/api  (logs: $LOG_DIR, status: supervisorctl -c $SUPERVISOR_CONF status, stop: bash deploy/stop.sh)"

@@ -4,9 +4,7 @@
 source "$(dirname "$0")/env.sh"
 source "$DEPLOY_DIR/services.sh"
 
-stop_process gateway
-for s in "${SERVICES[@]}"; do stop_process "$s"; done
-stop_process devchain
+stop_supervisor
 stop_process nats
 stop_process dockerd
 if [ -f "$RUN_DIR/postgres.started" ]; then

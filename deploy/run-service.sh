@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs one of agenthost's processes in the foreground, as supervisord starts it: loads the settings that
+# deploy/start.sh recorded and the operator's agenthost.env, gives the process its own NATS identity, and
+# gives secrets only to the process that needs them (the master key only to keyvault).
+source "$(dirname "$0")/env.sh"
+name=${1:?usage: run-service.sh <service>}
+set -a
+source "$AGENTHOST_STATE/infra.env"
+[ -f "$AGENTHOST_STATE/agenthost.env" ] && source "$AGENTHOST_STATE/agenthost.env"
+source "$RUN_DIR/services.env"
+set +a
+unset TEST_DATABASE_URL
+case "$name" in
+  devchain)
+    unset MASTER_KEY_ENCRYPTION
+    exec node "$REPO_DIR/packages/devchain/src/main.ts" ;;
+  keyvault)
+    MASTER_KEY_ENCRYPTION="${MASTER_KEY_ENCRYPTION:-$(cat "$AGENTHOST_STATE/secrets/master-key")}"
+    export MASTER_KEY_ENCRYPTION ;;
+  *)
+    unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS ;;
+esac
+export NATS_NKEY_SEED_FILE="$NATS_AUTH_DIR/$name.nk" NATS_CA_FILE="$NATS_AUTH_DIR/tls/ca.pem"
+exec node "$REPO_DIR/services/$name/src/main.ts"

@@ -1,0 +1,90 @@
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, repoRoot, waitFor } from '../../packages/testkit/src/index.ts';
+
+// deploy/start.sh as a newcomer runs it, in a state directory of its own and on free ports (sharing the
+// Docker engine, the image cache and Node 24 with the test run): its processes run under supervisord,
+// come back by themselves after SIGKILL, and each holds only its own secrets.
+
+const run = promisify(execFile);
+const state = mkdtempSync(path.join(os.tmpdir(), 'agenthost-deploy-'));
+let env: NodeJS.ProcessEnv;
+let gatewayPort: number;
+const conf = path.join(state, 'supervisor', 'supervisord.conf');
+
+const supervisorctl = async (...args: string[]) => (await run('supervisorctl', ['-c', conf, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
+const pidOf = async (program: string) => Number(await supervisorctl('pid', program));
+const ready = async () => {
+  const res = await fetch(`http://127.0.0.1:${gatewayPort}/api/health/ready`).catch(() => undefined);
+  return res?.status === 200;
+};
+const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+
+beforeAll(async () => {
+  gatewayPort = await freePort();
+  env = {
+    ...process.env,
+    AGENTHOST_STATE: state,
+    AGENTHOST_PG_PORT: String(await freePort()),
+    AGENTHOST_NATS_PORT: String(await freePort()),
+    DEVCHAIN_PORT: String(await freePort()),
+    GATEWAY_PORT: String(gatewayPort),
+  };
+  for (const k of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NATS_URL', 'NATS_AUTH_DIR', 'SOLANA_RPC_URL', 'MASTER_KEY_ENCRYPTION']) delete env[k];
+  // Its instances (none are made here) and its reconciler stay out of the other suites' way.
+  chmodSync(state, 0o755); // as /var/lib/agenthost: Postgres's own user must reach its data directory
+  writeFileSync(
+    path.join(state, 'agenthost.env'),
+    ['INSTANCE_SCOPE=deploytest', 'INSTANCE_NETWORK=agenthost-deploytest', 'PORT_RANGE_START=18980', 'PORT_RANGE_END=18989', 'FIREWALL=off'].join('\n'),
+  );
+  await run('bash', [path.join(repoRoot, 'deploy/start.sh')], { env, maxBuffer: 64 << 20 });
+}, 600_000);
+
+afterAll(async () => {
+  await run('bash', [path.join(repoRoot, 'deploy/stop.sh')], { env }).catch(() => {});
+  rmSync(state, { recursive: true, force: true });
+}, 120_000);
+
+describe('deploy/start.sh', () => {
+  it('runs every service under supervisord and answers ready', async () => {
+    expect(await ready()).toBe(true);
+    const status = await supervisorctl('status');
+    for (const p of ['auth', 'billing-chain', 'provisioner', 'keyvault', 'gateway', 'devchain']) expect(status).toMatch(new RegExp(`^${p}\\s+RUNNING`, 'm'));
+  });
+
+  it('starts a service killed with SIGKILL again by itself, and the API recovers', async () => {
+    const before = { gateway: await pidOf('gateway'), keyvault: await pidOf('keyvault'), auth: await pidOf('auth') };
+    for (const pid of Object.values(before)) process.kill(pid, 'SIGKILL');
+    await waitFor('every service back and ready', async () => (await ready()) && (await pidOf('gateway')) > 0, 60_000, 200);
+    for (const [name, pid] of Object.entries(before)) {
+      const now = await pidOf(name);
+      expect(now, name).toBeGreaterThan(0);
+      expect(now, name).not.toBe(pid);
+    }
+  });
+
+  it('gives the master key to keyvault only', async () => {
+    const key = readFileSync(path.join(state, 'secrets', 'master-key'), 'utf8').trim();
+    expect(environ(await pidOf('keyvault'))).toContain(`MASTER_KEY_ENCRYPTION=${key}`);
+    for (const p of ['gateway', 'auth', 'billing-chain', 'provisioner', 'devchain']) {
+      expect(environ(await pidOf(p)).join('\n'), p).not.toContain(key);
+    }
+  });
+
+  it('gives each service only its own NATS identity', async () => {
+    for (const p of ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault']) {
+      const vars = environ(await pidOf(p));
+      expect(vars, p).toContain(`NATS_NKEY_SEED_FILE=${path.join(state, 'nats-auth', `${p}.nk`)}`);
+    }
+  });
+
+  it('keeps the logs from other users and the supervisor configuration free of secrets', async () => {
+    for (const p of ['gateway', 'keyvault']) expect(statSync(path.join(state, 'log', `${p}.log`)).mode & 0o007, p).toBe(0);
+    const key = readFileSync(path.join(state, 'secrets', 'master-key'), 'utf8').trim();
+    expect(readFileSync(conf, 'utf8')).not.toContain(key);
+  });
+});
