@@ -8,6 +8,9 @@ export const ERROR_CODES = {
   INVALID_JSON: { status: 400, message: 'Request body is not valid JSON' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Content-Type must be application/json' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large' },
+  MALFORMED_REQUEST: { status: 400, message: 'The HTTP request is malformed' },
+  REQUEST_TIMEOUT: { status: 408, message: 'The request was not received in time' },
+  REQUEST_HEADER_TOO_LARGE: { status: 431, message: 'The request line or headers are too large' },
   // 401
   UNAUTHORIZED: { status: 401, message: 'Missing or invalid access token' },
   INVALID_SIGNATURE: { status: 401, message: 'Signature is invalid' },

@@ -4,7 +4,7 @@ import { AppError, createAccessLog, toAppError, type Logger } from '@agenthost/s
 import type { GatewayContext } from './context.ts';
 import { hasBody, readJson } from './http/body.ts';
 import { sendJson, setSubscriptionHeaders } from './http/route.ts';
-import { ApiRequest, type Router } from './http/router.ts';
+import { ApiRequest, trustedProxies, type Router } from './http/router.ts';
 import { apiRoutes } from './routes/index.ts';
 
 const PREFIX = '/api';
@@ -17,6 +17,7 @@ const SAFE_ID = /^[A-Za-z0-9._-]{8,100}$/;
 export function buildApp(ctx: GatewayContext): (req: IncomingMessage, res: ServerResponse) => void {
   const router = apiRoutes(ctx);
   const access = createAccessLog('gateway', ctx.config.LOG_LEVEL);
+  const proxies = ctx.config.TRUSTED_PROXIES.length ? trustedProxies(ctx.config.TRUSTED_PROXIES) : undefined;
   return (raw, res) => {
     const started = performance.now();
     const given = raw.headers['x-request-id'];
@@ -27,7 +28,7 @@ export function buildApp(ctx: GatewayContext): (req: IncomingMessage, res: Serve
     const q = url.indexOf('?');
     const fullPath = q < 0 ? url : url.slice(0, q);
     const inApi = fullPath.length >= PREFIX.length && fullPath.slice(0, PREFIX.length).toLowerCase() === PREFIX && (fullPath.length === PREFIX.length || fullPath[PREFIX.length] === '/');
-    const req = new ApiRequest(raw, inApi ? fullPath.slice(PREFIX.length) || '/' : fullPath, q < 0 ? '' : url.slice(q + 1), requestId);
+    const req = new ApiRequest(raw, inApi ? fullPath.slice(PREFIX.length) || '/' : fullPath, q < 0 ? '' : url.slice(q + 1), requestId, proxies);
     void handle(ctx, router, req, res, inApi).then(() =>
       access({ request_id: requestId, method: req.method, path: fullPath, status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10, user_id: req.userId }),
     );

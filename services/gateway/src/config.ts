@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { baseConfig, configInt, tiersConfig } from '@agenthost/shared';
 
@@ -15,6 +16,12 @@ export const gatewayConfig = baseConfig.extend({
   ENTITLEMENT_CACHE_TTL_MS: configInt(5000),
   /** Largest block of quota a replica leases at once (usage counting costs one write per block, not per request). */
   USAGE_PREFETCH_MAX: configInt(5000),
+  /** Proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For is believed; none by default. */
+  TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .refine((l) => l.every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e) && isIP(e.split('/')[0]!) !== 0), 'must be comma-separated IP addresses or CIDR ranges'),
   /** A leased block unused this long goes back to the shared counter. */
   USAGE_IDLE_RETURN_MS: configInt(5000),
 });

@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect, connectNats, createLogger, loadConfig, natsIdentity } from '@agenthost/shared';
 import { buildApp } from './app.ts';
+import { answerClientError } from './http/client-error.ts';
 import { gatewayConfig } from './config.ts';
 import { buildContext } from './context.ts';
 import type { GatewayDB } from './db/schema.ts';
@@ -16,6 +17,7 @@ const nc = await connectNats(natsIdentity(config, 'gateway'), config.INSTANCE_NA
 const ctx = buildContext({ config, log, nc, db });
 ctx.entitlements.start(nc);
 const server = createServer(buildApp(ctx));
+server.on('clientError', answerClientError);
 server.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;

@@ -1,7 +1,8 @@
+import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '@agenthost/testkit';
-import { clientIp, Router } from '../src/http/router.ts';
+import { clientIp, Router, trustedProxies } from '../src/http/router.ts';
 
 describe('router', () => {
   const r = new Router();
@@ -23,11 +24,15 @@ describe('router', () => {
     expect(() => r.find('GET', '/instance/status/%E0%A4%A')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED', status: 400 }));
   });
 
-  it('believes X-Forwarded-For only from a proxy on this host', () => {
-    expect(clientIp('203.0.113.9', '198.51.100.1')).toBe('203.0.113.9');
-    expect(clientIp('127.0.0.1', '198.51.100.1, 203.0.113.7')).toBe('203.0.113.7');
-    expect(clientIp('::1', '198.51.100.1, 127.0.0.1')).toBe('198.51.100.1');
-    expect(clientIp('::ffff:127.0.0.1', undefined)).toBe('::ffff:127.0.0.1');
+  it('never believes X-Forwarded-For unless the peer is a configured proxy', () => {
+    // The default: no trusted proxies, so a spoofed header from loopback changes nothing.
+    expect(clientIp('127.0.0.1', '198.51.100.1', undefined)).toBe('127.0.0.1');
+    const proxies = trustedProxies(['127.0.0.1', '10.1.0.0/16', '::1']);
+    expect(clientIp('203.0.113.9', '198.51.100.1', proxies)).toBe('203.0.113.9');
+    expect(clientIp('127.0.0.1', '198.51.100.1, 203.0.113.7', proxies)).toBe('203.0.113.7');
+    expect(clientIp('::ffff:127.0.0.1', '198.51.100.1, 10.1.2.3', proxies)).toBe('198.51.100.1');
+    expect(clientIp('::1', '198.51.100.1, 127.0.0.1', proxies)).toBe('198.51.100.1');
+    expect(clientIp('10.2.0.1', '198.51.100.1', proxies)).toBe('10.2.0.1');
   });
 });
 
@@ -85,6 +90,37 @@ describe('HTTP layer of the gateway', () => {
     expect(bomb.status).toBe(413);
     expect(((await bomb.json()) as { code: string }).code).toBe('PAYLOAD_TOO_LARGE');
     // The connection still serves after each refusal.
+    expect((await send('GET', '/health/live')).status).toBe(200);
+  });
+
+  /** A raw HTTP exchange, for requests that fetch would refuse to send. */
+  const rawExchange = (request: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const url = new URL(stack.baseUrl);
+      const socket = net.connect(Number(url.port), url.hostname, () => socket.end(request));
+      let data = '';
+      socket.on('data', (d) => (data += d.toString()));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+  const parse = (answer: string) => {
+    const [head, body] = answer.split('\r\n\r\n') as [string, string];
+    return { status: Number(head.split(' ')[1]), head: head.toLowerCase(), body: JSON.parse(body) as { code: string; status: number; error: string } };
+  };
+
+  it('answers what the HTTP parser refuses in the error shape, with the usual headers', async () => {
+    const longUrl = parse(await rawExchange(`GET /api/health/live?pad=${'x'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    expect(longUrl.status).toBe(431);
+    expect(longUrl.body).toEqual({ error: 'The request line or headers are too large', code: 'REQUEST_HEADER_TOO_LARGE', status: 431 });
+    expect(longUrl.head).toMatch(/x-request-id: [0-9a-f-]{36}/);
+    expect(longUrl.head).toContain('x-subscription-tier: none');
+    expect(longUrl.head).toContain('x-usage-remaining: 0');
+    const bigHeader = parse(await rawExchange(`GET /api/health/live HTTP/1.1\r\nHost: x\r\nX-Pad: ${'y'.repeat(20_000)}\r\n\r\n`));
+    expect(bigHeader.status).toBe(431);
+    expect(bigHeader.body.code).toBe('REQUEST_HEADER_TOO_LARGE');
+    const garbage = parse(await rawExchange('NOT AN HTTP REQUEST\r\n\r\n'));
+    expect(garbage.status).toBe(400);
+    expect(garbage.body).toEqual({ error: 'The HTTP request is malformed', code: 'MALFORMED_REQUEST', status: 400 });
     expect((await send('GET', '/health/live')).status).toBe(200);
   });
 });

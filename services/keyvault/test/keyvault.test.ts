@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openKey } from '@agenthost/instance-bootstrap/crypto';
 import { contracts, publishEvent } from '@agenthost/shared';
-import { recordSecret, signIn, startStack, type Session, type Stack } from '@agenthost/testkit';
+import { apiClient, recordSecret, signIn, spawnService, startStack, type Session, type Stack } from '@agenthost/testkit';
 import { activeSubscriptions, issue, keyvaultDb, newInstanceId, nextIp, retrieve, secretValue, waitFor } from './helpers.ts';
 
 let stack: Stack;
@@ -24,6 +24,8 @@ beforeAll(async () => {
     services: ['auth', 'keyvault'],
     serviceEnv: {
       keyvault: { INSTANCE_AUTH_MAX_FAILURES_PER_IP: '5', INSTANCE_AUTH_MAX_FAILURES_PER_INSTANCE: '8', INSTANCE_AUTH_WINDOW_SECONDS: '120' },
+      // The tests stand in for a proxy on this host, which tells the client's address in X-Forwarded-For.
+      gateway: { TRUSTED_PROXIES: '127.0.0.1,::1' },
     },
   });
   recordSecret(stack.env.MASTER_KEY_ENCRYPTION!);
@@ -268,6 +270,22 @@ describe('audit', () => {
 
     expect((await alice.api.get(`/keys/audit?instance_id=${id}&limit=2`)).body.records).toHaveLength(2);
     expect((await alice.api.get(`/keys/audit?instance_id=${id}&limit=0`)).status).toBe(400);
+  });
+
+  it('ignores a spoofed X-Forwarded-For at a gateway that trusts no proxy (the default)', async () => {
+    const untrusting = await spawnService('gateway', { env: { ...stack.envFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', TRUSTED_PROXIES: '' }, label: 'gateway-noproxy' });
+    try {
+      const inst = await issue(nc, alice.user_id);
+      const direct = apiClient(`${String(untrusting.ready.url)}/api`, alice.token);
+      const stored = await direct.post('/keys/store', { instance_id: inst.instance_id, keys: { SPOOF_KEY: remember() } }, { 'x-forwarded-for': '203.0.113.66' });
+      expect(stored.status).toBe(200);
+      const audit = await alice.api.get(`/keys/audit?instance_id=${inst.instance_id}`);
+      const record = (audit.body.records as Array<{ action: string; ip_address: string }>).find((r) => r.action === 'key_stored')!;
+      expect(record.ip_address).not.toBe('203.0.113.66');
+      expect(record.ip_address).toMatch(/127\.0\.0\.1$/);
+    } finally {
+      await untrusting.stop();
+    }
   });
 });
 

@@ -176,6 +176,10 @@ describe('instance lifecycle on the real Docker engine', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ framework: 'langchain' }, 'framework'],
       [{ framework: '' }, 'framework'],
+      // Names of Object.prototype's properties are unknown frameworks, not a 500.
+      [{ framework: 'constructor' }, 'framework'],
+      [{ framework: '__proto__' }, 'framework'],
+      [{ framework: 'toString' }, 'framework'],
       [{ version: 'no-such-version' }, 'version'],
       [{ version: '../etc' }, 'version'],
       [{ version: 'a:b' }, 'version'],

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BlockList, isIPv4 } from 'node:net';
 import querystring from 'node:querystring';
 import { AppError } from '@agenthost/shared';
 
@@ -23,8 +24,11 @@ export class ApiRequest {
   private readonly search: string;
   private parsedQuery: Record<string, string | string[] | undefined> | undefined;
 
-  constructor(raw: IncomingMessage, path: string, search: string, requestId: string) {
+  private readonly proxies: BlockList | undefined;
+
+  constructor(raw: IncomingMessage, path: string, search: string, requestId: string, proxies?: BlockList) {
     this.raw = raw;
+    this.proxies = proxies;
     this.method = raw.method ?? 'GET';
     this.path = path;
     this.search = search;
@@ -40,9 +44,9 @@ export class ApiRequest {
     return (this.parsedQuery ??= this.search ? querystring.parse(this.search) : {});
   }
 
-  /** The client address; X-Forwarded-For is believed only from a proxy on this host (loopback). */
+  /** The client address; X-Forwarded-For is believed only from a configured proxy (TRUSTED_PROXIES). */
   get ip(): string {
-    return clientIp(this.raw.socket.remoteAddress ?? '', this.get('x-forwarded-for'));
+    return clientIp(this.raw.socket.remoteAddress ?? '', this.get('x-forwarded-for'), this.proxies);
   }
 }
 
@@ -128,12 +132,32 @@ function decodeParam(s: string): string {
   }
 }
 
-const isLoopback = (a: string) => a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.');
+/** The proxies whose X-Forwarded-For is believed: addresses and CIDR ranges, IPv4 or IPv6 (TRUSTED_PROXIES). */
+export function trustedProxies(list: string[]): BlockList {
+  const trusted = new BlockList();
+  for (const entry of list) {
+    const [addr, bits] = entry.split('/') as [string, string | undefined];
+    const type = isIPv4(addr) ? 'ipv4' : 'ipv6';
+    if (bits === undefined) trusted.addAddress(addr, type);
+    else trusted.addSubnet(addr, Number(bits), type);
+  }
+  return trusted;
+}
 
-/** The first address, from the right, that is not a proxy on this host. */
-export function clientIp(peer: string, forwarded: string | undefined): string {
-  if (!forwarded || !isLoopback(peer)) return peer;
+const unmapped = (a: string) => (a.startsWith('::ffff:') && isIPv4(a.slice(7)) ? a.slice(7) : a);
+const isTrusted = (proxies: BlockList, a: string) => {
+  const addr = unmapped(a);
+  return proxies.check(addr, isIPv4(addr) ? 'ipv4' : 'ipv6');
+};
+
+/**
+ * The client address: the peer, unless the peer is a trusted proxy; then the first address of
+ * X-Forwarded-For, from the right, that is not a trusted proxy. With no trusted proxies (the default),
+ * X-Forwarded-For is never believed: anyone can send it.
+ */
+export function clientIp(peer: string, forwarded: string | undefined, proxies: BlockList | undefined): string {
+  if (!forwarded || !proxies || !isTrusted(proxies, peer)) return peer;
   const hops = forwarded.split(',').map((h) => h.trim()).filter(Boolean);
-  for (let i = hops.length - 1; i >= 0; i--) if (!isLoopback(hops[i]!)) return hops[i]!;
+  for (let i = hops.length - 1; i >= 0; i--) if (!isTrusted(proxies, hops[i]!)) return hops[i]!;
   return hops[0] ?? peer;
 }

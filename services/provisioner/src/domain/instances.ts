@@ -65,7 +65,8 @@ export class Instances {
 
   async create(input: contracts.In<typeof contracts.provisioner.create>): Promise<View & { access_token: string }> {
     const { config, engine, db, log } = this.d;
-    const repo = config.FRAMEWORK_IMAGES[input.framework];
+    // Own properties only: "constructor" or "__proto__" must be an unknown framework, not Object's.
+    const repo = Object.hasOwn(config.FRAMEWORK_IMAGES, input.framework) ? config.FRAMEWORK_IMAGES[input.framework] : undefined;
     if (!repo) throw validationError('framework', `must be one of: ${Object.keys(config.FRAMEWORK_IMAGES).join(', ')}`);
     const version = input.version ?? config.DEFAULT_VERSION;
     if (input.subscription_cancelled) throw new AppError('SUBSCRIPTION_CANCELLED');
