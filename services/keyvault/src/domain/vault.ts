@@ -195,9 +195,13 @@ export async function listAudit(deps: VaultDeps, input: { user_id: string; insta
 export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string; instance_secret: string; meta: RequestMeta }) {
   const { instance_id, instance_secret, meta } = input;
   const idValid = contracts.instanceId.safeParse(instance_id).success;
-  const buckets = [`ip:${meta.ip || 'unknown'}`, ...(idValid ? [`instance:${instance_id}`] : [])];
+  const ipBucket = `ip:${meta.ip || 'unknown'}`;
+  const buckets = [ipBucket, ...(idValid ? [`instance:${instance_id}`] : [])];
   const fields = { ...(idValid ? { instance_id } : { instance_id_valid: false }), ip: meta.ip, request_id: meta.request_id };
-  await deps.limiter.check(buckets, fields);
+  // Instance ids are public (they are in URLs): a flood of wrong secrets for one id must not lock the
+  // instance out of its keys. So the per-instance budget only refuses wrong secrets; the right one
+  // is refused only when its own address is over its budget.
+  await deps.limiter.check([ipBucket], fields);
 
   const inst =
     idValid && instance_secret !== ''
@@ -206,6 +210,7 @@ export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string
   const matches = secretMatches(instance_secret, inst?.secret_hash ?? null);
   if (!inst || !matches) {
     const reason = !idValid ? 'malformed_instance_id' : instance_secret === '' ? 'missing_secret' : !inst ? 'unknown_instance' : 'wrong_secret';
+    await deps.limiter.check(buckets, fields);
     await deps.limiter.fail(buckets, { ...fields, reason });
     throw new AppError('INSTANCE_UNAUTHORIZED');
   }
