@@ -30,6 +30,7 @@ await runService<typeof keyvaultConfig, KeyvaultDB>({
     return {
       endpoints: [
         endpoint(kv.issueCredentials, (input) => issueCredentials(deps, input)),
+        endpoint(kv.purgeInstance, (input) => instanceDeleted(deps, input)),
         endpoint(kv.store, (input) => storeKeys(deps, input)),
         endpoint(kv.update, (input) => updateKey(deps, input)),
         endpoint(kv.remove, (input) => deleteKeys(deps, input)),
@@ -39,7 +40,7 @@ await runService<typeof keyvaultConfig, KeyvaultDB>({
       ],
       async start() {
         // Durable: a deletion that happened while keyvault was down is delivered when it is back.
-        consumer = await consumeEvents(nc, contracts.provisioner.instanceDeleted, 'keyvault-instance-deleted', (ev) => instanceDeleted(deps, ev), log);
+        consumer = await consumeEvents(nc, contracts.provisioner.instanceDeleted, 'keyvault-instance-deleted', async (ev) => void (await instanceDeleted(deps, ev)), log);
         pruner = setInterval(() => void limiter.prune().catch((err) => log.warn({ err }, 'pruning auth failures failed')), 60_000);
         pruner.unref();
       },

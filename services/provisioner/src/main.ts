@@ -68,6 +68,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       keysUrl: () => network.keysUrl(),
       issueCredentials: (user_id, instance_id) =>
         request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS }),
+      purgeKeys: async (user_id, instance_id) =>
+        void (await request(nc, contracts.keyvault.purgeInstance, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS })),
       events: {
         created: (p) => publishEvent(nc, P.instanceCreated, p, `instance-created-${p.instance_id}`),
         deleted: (p) => publishEvent(nc, P.instanceDeleted, p, `instance-deleted-${p.instance_id}`),

@@ -142,6 +142,7 @@ export async function fakeKeyvault(nc: NatsConnection): Promise<{ calls: number;
       state.calls++;
       return { instance_secret: randomBytes(24).toString('base64url'), instance_key: randomBytes(32).toString('base64'), key_id: 'test' };
     }),
+    endpoint(contracts.keyvault.purgeInstance, async () => ({ keys_deleted: 0 })),
   ]);
   return {
     get calls() {

@@ -241,4 +241,26 @@ describe('instance lifecycle on the real Docker engine', () => {
     await n.call(P.remove, { user_id, instance_id: c.instance_id });
     expect(await n.call(P.usage, { user_id })).toEqual({ instances_active: 0, storage_used_mb: 0 });
   });
+
+  it('removes the keys before the delete answers: listing them right after never finds them, over 50 runs', async () => {
+    const KV = contracts.keyvault;
+    const user_id = newUser();
+    const runs = Array.from({ length: 50 }, (_, i) => i);
+    // Three at a time (within the tier's instance limit), each: create → store a key → delete → list.
+    for (let i = 0; i < runs.length; i += 3) {
+      await Promise.all(
+        runs.slice(i, i + 3).map(async (run) => {
+          const { instance_id } = await n.call(P.create, { user_id, tier: 'enterprise', framework: 'openclaw' });
+          const value = `sk-run-${run}-${instance_id}`;
+          recordSecret(value);
+          await n.call(KV.store, { user_id, instance_id, keys: { RUN_KEY: value } });
+          expect((await n.call(KV.list, { user_id, instance_id })).keys.map((k) => k.key_name)).toEqual(['RUN_KEY']);
+          await n.call(P.remove, { user_id, instance_id });
+          const after = await n.fail(KV.list, { user_id, instance_id });
+          expect(after, `run ${run}`).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
+        }),
+      );
+    }
+    expect((await n.call(P.usage, { user_id })).instances_active).toBe(0);
+  }, 300_000);
 });

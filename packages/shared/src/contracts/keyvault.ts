@@ -40,6 +40,16 @@ export const issueCredentials = contract(
   z.object({ instance_secret: z.string(), instance_key: z.string(), key_id: z.string() }),
 );
 
+/**
+ * Provisioner only: an instance being deleted loses its keys and credentials now, before its delete
+ * answers (events.instance.deleted does the same later, for a delete whose purge did not get through).
+ */
+export const purgeInstance = contract(
+  'keyvault.v1.instance.purge',
+  z.object({ user_id: uuid, instance_id: instanceId }),
+  z.object({ keys_deleted: z.number().int() }),
+);
+
 /** Store several keys at once (a name that exists is replaced). 404 INSTANCE_NOT_FOUND unless the caller owns the instance. */
 export const store = contract(
   'keyvault.v1.keys.store',

@@ -81,6 +81,7 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
   provisioner: {
     publish: [
       kv.issueCredentials.subject,
+      kv.purgeInstance.subject,
       p.instanceCreated.subject,
       p.instanceDeleted.subject,
       p.instanceStatusChanged.subject,

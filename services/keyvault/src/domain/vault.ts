@@ -242,8 +242,11 @@ export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string
   return { keys };
 }
 
-/** events.instance.deleted: the instance's keys and credentials go; audit records stay (metadata only). */
-export async function instanceDeleted(deps: VaultDeps, ev: { instance_id: string; user_id: string }): Promise<void> {
+/**
+ * An instance is deleted (keyvault.v1.instance.purge from the provisioner, then events.instance.deleted):
+ * its keys and credentials go; audit records stay (metadata only). Idempotent.
+ */
+export async function instanceDeleted(deps: VaultDeps, ev: { instance_id: string; user_id: string }): Promise<{ keys_deleted: number }> {
   const removed = await deps.db.transaction().execute(async (trx) => {
     const inst = await trx.selectFrom('instances').select('user_id').where('instance_id', '=', ev.instance_id).forUpdate().executeTakeFirst();
     if (!inst) return null;
@@ -264,6 +267,7 @@ export async function instanceDeleted(deps: VaultDeps, ev: { instance_id: string
   });
   await deps.limiter.reset(ev.instance_id);
   if (removed) deps.log.info({ event: 'instance_keys_purged', instance_id: ev.instance_id, keys_deleted: removed.length }, 'instance deleted: keys and credentials removed');
+  return { keys_deleted: removed?.length ?? 0 };
 }
 
 function lengthOf(encryptedValue: string): number {

@@ -30,6 +30,8 @@ export interface InstancesDeps {
   scope: string;
   /** keyvault: fresh instance secret + derived key, for each container that is created. */
   issueCredentials(userId: string, instanceId: string): Promise<Credentials>;
+  /** keyvault: drop an instance's keys and credentials now (a delete answers only after this). */
+  purgeKeys(userId: string, instanceId: string): Promise<void>;
   events: InstanceEvents;
   readiness: Readiness;
   stats: StatsSampler;
@@ -324,6 +326,9 @@ export class Instances {
     this.d.engine.assertUp();
     return this.d.locks.with(input.instance_id, async () => {
       const row = await this.owned(input.user_id, input.instance_id, true);
+      // The keys go first, so none of a deleted instance can be listed or fetched once the delete has
+      // answered. If keyvault cannot be reached, the delete fails (503) and nothing else has changed.
+      await this.d.purgeKeys(row.user_id, row.id);
       const deletedAt = await this.finishDelete(row);
       return { success: true, instance_id: row.id, deleted_at: deletedAt.toISOString() };
     });
@@ -395,8 +400,8 @@ export class Instances {
 
   /**
    * Mark the row deleting (it no longer counts and is hidden), then remove container → volume →
-   * publish events.instance.deleted (keyvault drops the keys; de-duplicated by id) → delete the row,
-   * which releases the port last. Idempotent at every step: the reconciler calls it again after a crash.
+   * publish events.instance.deleted (keyvault drops what keys are left; de-duplicated by id) → delete
+   * the row, which releases the port last. Idempotent at every step: the reconciler calls it again after a crash.
    */
   async finishDelete(row: InstanceRow): Promise<Date> {
     const deletedAt = await this.markDeleting(row.id);
