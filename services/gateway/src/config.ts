@@ -9,6 +9,23 @@ export const gatewayConfig = baseConfig.extend({
   BODY_LIMIT_BYTES: configInt(64 * 1024),
   JWT_ISSUER: z.string().default('agenthost-auth'),
   JWT_AUDIENCE: z.string().default('agenthost-api'),
+  /** How often auth's public keys are re-read (a key auth dropped stops verifying within this time). */
+  JWKS_REFRESH_SECONDS: configInt(60),
+  /** Auth's public keys as a JWKS JSON array; when set, keys are never taken from the bus. */
+  AUTH_JWT_PUBLIC_KEYS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (!v) return undefined;
+      try {
+        const keys = JSON.parse(v) as Array<{ kty?: string; crv?: string; x?: string; kid?: string }>;
+        if (Array.isArray(keys) && keys.length > 0 && keys.every((k) => k.kty === 'OKP' && k.crv === 'Ed25519' && typeof k.x === 'string' && typeof k.kid === 'string')) return keys;
+      } catch {
+        /* reported below */
+      }
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON array of Ed25519 public JWKs, each with a kid' });
+      return z.NEVER;
+    }),
   /** Timeout of a forwarded call; a backend that does not answer in time gives a 503. */
   NATS_REQUEST_TIMEOUT_MS: configInt(5000),
   TIER_LIMITS_JSON: tiersConfig,

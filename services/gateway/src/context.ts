@@ -39,7 +39,14 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
   return {
     ...deps,
     call,
-    tokens: new TokenVerifier(nc, { issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, log }),
+    tokens: new TokenVerifier(nc, {
+      issuer: config.JWT_ISSUER,
+      audience: config.JWT_AUDIENCE,
+      timeoutMs: config.NATS_REQUEST_TIMEOUT_MS,
+      log,
+      refreshMs: config.JWKS_REFRESH_SECONDS * 1000,
+      ...(config.AUTH_JWT_PUBLIC_KEYS ? { pinned: config.AUTH_JWT_PUBLIC_KEYS } : {}),
+    }),
     entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, log }),
     usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS }),
     catalog: new ApiCatalog(),

@@ -16,6 +16,7 @@ const db = await connect<GatewayDB>({ url: config.DATABASE_URL, schema: 'gateway
 const nc = await connectNats(natsIdentity(config, 'gateway'), config.INSTANCE_NAME || 'gateway', log);
 const ctx = buildContext({ config, log, nc, db });
 ctx.entitlements.start(nc);
+ctx.tokens.start();
 const server = createServer(buildApp(ctx));
 server.on('clientError', answerClientError);
 server.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);
@@ -41,6 +42,7 @@ async function shutdown(signal: string): Promise<void> {
   server.closeIdleConnections();
   await new Promise((r) => server.once('close', r));
   ctx.entitlements.stop();
+  ctx.tokens.stop();
   await ctx.usage.stop();
   await nc.drain().catch(() => {});
   await db.destroy();

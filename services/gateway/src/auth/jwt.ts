@@ -13,24 +13,50 @@ const TYP = 'at+jwt';
 const REFRESH_MIN_INTERVAL_MS = 5_000;
 const CACHE_MAX = 10_000;
 
+export interface VerifierOptions {
+  issuer: string;
+  audience: string;
+  timeoutMs: number;
+  log: Logger;
+  /** Re-read auth's keys this often: a key auth removed stops verifying, cached verifications included. */
+  refreshMs: number;
+  /** Public keys pinned by configuration (AUTH_JWT_PUBLIC_KEYS): then none is ever taken from the bus. */
+  pinned?: JWK[];
+}
+
 /**
- * Verifies access tokens locally with the public keys auth serves over NATS (selected by kid).
- * Algorithms, typ, iss, aud and required claims are pinned. An unknown kid triggers one key refresh
- * (at most every few seconds), so keys can rotate without restarting the gateway. Verified tokens are
- * cached by hash until they expire, so the signature check is not paid on every request.
+ * Verifies access tokens locally with auth's public keys (selected by kid): pinned by configuration, or
+ * fetched from auth over NATS, where only auth's identity may serve auth.v1.keys.list. Algorithms, typ,
+ * iss, aud and required claims are pinned. Keys are re-read on a schedule and when an unknown kid shows
+ * up (at most every few seconds), so they rotate without a restart, and a kid that auth dropped is
+ * dropped here with every cached verification made with it. Verified tokens are cached by hash until
+ * they expire, so the signature check is not paid on every request.
  */
 export class TokenVerifier {
   private keys = new Map<string, CryptoKey>();
   private lastRefresh = 0;
   private refreshing: Promise<void> | undefined;
   private verified = new Map<string, { claims: TokenClaims; kid: string }>();
+  private timer: NodeJS.Timeout | undefined;
 
   private readonly nc: NatsConnection;
-  private readonly opts: { issuer: string; audience: string; timeoutMs: number; log: Logger };
+  private readonly opts: VerifierOptions;
 
-  constructor(nc: NatsConnection, opts: { issuer: string; audience: string; timeoutMs: number; log: Logger }) {
+  constructor(nc: NatsConnection, opts: VerifierOptions) {
     this.nc = nc;
     this.opts = opts;
+  }
+
+  /** Load the keys now and keep them fresh. */
+  start(): void {
+    const tick = () => this.refresh().catch((err) => this.opts.log.warn({ err: (err as Error).message }, 'could not refresh the token signing keys; keeping the current ones'));
+    void tick();
+    this.timer = setInterval(tick, this.opts.refreshMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
   }
 
   async verify(authorization: string | undefined): Promise<TokenClaims> {
@@ -79,13 +105,15 @@ export class TokenVerifier {
     return key;
   }
 
-  /** Load the current public keys from auth. A failure with no keys cached is a 503 (auth is down). */
+  /** Load the current public keys (pinned, or from auth). A failure with no keys cached is a 503 (auth is down). */
   async refresh(): Promise<void> {
     this.refreshing ??= (async () => {
       try {
-        const { keys } = await request(this.nc, contracts.auth.jwks, {}, { timeoutMs: this.opts.timeoutMs });
+        const keys = this.opts.pinned ?? (await request(this.nc, contracts.auth.jwks, {}, { timeoutMs: this.opts.timeoutMs })).keys;
         const next = new Map<string, CryptoKey>();
-        for (const jwk of keys) next.set(jwk.kid, (await importJWK(jwk as JWK, 'EdDSA')) as CryptoKey);
+        for (const jwk of keys) next.set(jwk.kid!, (await importJWK(jwk as JWK, 'EdDSA')) as CryptoKey);
+        for (const kid of this.keys.keys()) if (!next.has(kid)) this.opts.log.info({ kid }, 'token signing key removed: tokens signed with it are refused');
+        for (const [k, v] of this.verified) if (!next.has(v.kid)) this.verified.delete(k);
         this.keys = next;
         this.lastRefresh = Date.now();
       } finally {
