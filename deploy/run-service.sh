@@ -20,5 +20,13 @@ case "$name" in
   *)
     unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS ;;
 esac
+# With the local Postgres, each service connects as its own role, which owns its schema and nothing else.
+if [ "${PG_ROLES:-}" = local ]; then
+  for pair in "${SERVICE_SCHEMAS[@]}"; do
+    [ "${pair%%:*}" = "$name" ] || continue
+    schema=${pair#*:}
+    DATABASE_URL="postgres://agenthost_$schema:$(cat "$AGENTHOST_STATE/secrets/pg-$schema")@${DATABASE_URL#*@}"
+  done
+fi
 export NATS_NKEY_SEED_FILE="$NATS_AUTH_DIR/$name.nk" NATS_CA_FILE="$NATS_AUTH_DIR/tls/ca.pem"
 exec node "$REPO_DIR/services/$name/src/main.ts"

@@ -6,17 +6,6 @@ SERVICES=(auth billing-chain provisioner keyvault)
 SUPERVISOR_DIR="$AGENTHOST_STATE/supervisor"
 SUPERVISOR_CONF="$SUPERVISOR_DIR/supervisord.conf"
 
-# Secrets generated on first start are kept in $AGENTHOST_STATE/secrets (root only).
-ensure_secret() { # name generator-command...
-  local file="$AGENTHOST_STATE/secrets/$1"
-  if [ ! -s "$file" ]; then
-    mkdir -p "$AGENTHOST_STATE/secrets"
-    chmod 700 "$AGENTHOST_STATE/secrets"
-    (umask 077; "${@:2}" >"$file")
-  fi
-  cat "$file"
-}
-
 supervisorctl_() { supervisorctl -c "$SUPERVISOR_CONF" "$@"; }
 supervisor_running() { [ -f "$SUPERVISOR_CONF" ] && supervisorctl_ pid >/dev/null 2>&1; }
 

@@ -67,7 +67,6 @@ const db = await createDatabase('bench');
 const devchain = await startDevchain({ host: '127.0.0.1', port: 0 });
 const env: Record<string, string> = {
   NATS_URL: nats.url,
-  DATABASE_URL: db.url,
   LOG_LEVEL,
   SOLANA_RPC_URL: devchain.url,
   SUBSCRIPTION_PROGRAM_ID: devchain.config.programId,
@@ -79,14 +78,14 @@ const env: Record<string, string> = {
 const logDir = path.join(repo, '.test-logs', 'bench');
 const procs: BenchProcess[] = [];
 const [auth, billing] = await Promise.all([
-  spawnLogged(repo, 'auth', { ...env, ...nats.envFor('auth') }, logDir),
-  spawnLogged(repo, 'billing-chain', { ...env, ...nats.envFor('billing-chain') }, logDir, 'billing-chain', (process.env.BENCH_BILLING_NODE_ARGS ?? '').split(' ').filter(Boolean)),
+  spawnLogged(repo, 'auth', { ...env, ...nats.envFor('auth'), DATABASE_URL: db.urlFor('auth') }, logDir),
+  spawnLogged(repo, 'billing-chain', { ...env, ...nats.envFor('billing-chain'), DATABASE_URL: db.urlFor('billing-chain') }, logDir, 'billing-chain', (process.env.BENCH_BILLING_NODE_ARGS ?? '').split(' ').filter(Boolean)),
 ]);
 procs.push(auth, billing);
 const gw = await spawnLogged(
   repo,
   'gateway',
-  { ...env, ...nats.envFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' },
+  { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' },
   logDir,
   'gateway',
   // Diagnostics, e.g. BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc".

@@ -75,10 +75,14 @@ describe('deploy/start.sh', () => {
     }
   });
 
-  it('gives each service only its own NATS identity', async () => {
-    for (const p of ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault']) {
+  it('gives each service only its own NATS identity and its own database role, never the admin', async () => {
+    const schema: Record<string, string> = { gateway: 'gateway', auth: 'auth', 'billing-chain': 'billing', provisioner: 'provisioner', keyvault: 'keyvault' };
+    for (const p of Object.keys(schema)) {
       const vars = environ(await pidOf(p));
       expect(vars, p).toContain(`NATS_NKEY_SEED_FILE=${path.join(state, 'nats-auth', `${p}.nk`)}`);
+      const url = new URL(vars.find((v) => v.startsWith('DATABASE_URL='))!.slice('DATABASE_URL='.length));
+      expect(url.username, p).toBe(`agenthost_${schema[p]}`);
+      expect(vars.some((v) => v.startsWith('TEST_DATABASE_URL=')), p).toBe(false);
     }
   });
 

@@ -28,7 +28,10 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
   pool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   try {
-    await sql`create schema if not exists ${sql.id(opts.schema)}`.execute(db);
+    // Deploy creates the schema for the service's own role, which may not create schemas itself: only a
+    // missing schema is created here (with a role that may, e.g. a single-role development database).
+    const exists = await sql<{ found: number }>`select 1 as found from pg_namespace where nspname = ${opts.schema}`.execute(db);
+    if (exists.rows.length === 0) await sql`create schema ${sql.id(opts.schema)}`.execute(db);
     const migrator = new Migrator({
       db,
       migrationTableSchema: opts.schema,

@@ -51,14 +51,19 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const env: Record<string, string> = {
     GATEWAY_PORT: String(gatewayPort),
     NATS_URL: nats.url,
-    DATABASE_URL: db.url,
     NATS_REQUEST_TIMEOUT_MS: '3000',
     MASTER_KEY_ENCRYPTION: randomBytes(32).toString('base64'),
     ...(chain ? { SOLANA_RPC_URL: chain.url, SUBSCRIPTION_PROGRAM_ID: chain.programId, TREASURY: chain.treasury } : {}),
     ...opts.env,
   };
-  // Each process gets only its own NATS identity.
-  const envFor = (name: ServiceName | 'gateway', extra: Record<string, string> = {}) => ({ ...nats.envFor(name), ...env, ...opts.serviceEnv?.[name], ...extra });
+  // Each process gets only its own NATS identity and its own database role (env may still override them).
+  const envFor = (name: ServiceName | 'gateway', extra: Record<string, string> = {}) => ({
+    ...nats.envFor(name),
+    DATABASE_URL: db.urlFor(name),
+    ...env,
+    ...opts.serviceEnv?.[name],
+    ...extra,
+  });
   const services = new Map<ServiceName, ServiceProcess>();
   const started: ServiceProcess[] = [];
   try {

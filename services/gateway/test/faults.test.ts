@@ -39,7 +39,7 @@ beforeAll(async () => {
   pg = await relay({ host: admin.hostname, port: Number(admin.port || 5432) });
   stack = await startStack({ services: ['auth'] });
   // A second auth replica reaches the database only through the relay; the first one is stopped so it serves alone.
-  const viaRelay = new URL(stack.db.url);
+  const viaRelay = new URL(stack.db.urlFor('auth'));
   viaRelay.port = String(pg.port);
   await stack.services.get('auth')!.stop();
   stack.env.DATABASE_URL = viaRelay.toString();

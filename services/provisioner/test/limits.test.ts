@@ -69,8 +69,12 @@ describe('storage limit of the tier', () => {
   it('refuses a new instance once the user\'s volumes hold the tier\'s storage, and allows it again after a delete', async () => {
     const user_id = newUser();
     const first = await n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' }, 60_000);
-    // The free tier allows 100 MB: the agent writes 101 MB into its volume.
-    await docker('exec', `agenthost-${first.instance_id}`, 'dd', 'if=/dev/zero', 'of=/data/blob', 'bs=1M', 'count=101', 'status=none');
+    // The free tier allows 100 MB: the agent writes 101 MB into its volume, which stops it at its cap.
+    const write = await docker('exec', `agenthost-${first.instance_id}`, 'dd', 'if=/dev/zero', 'of=/data/blob', 'bs=1M', 'count=101', 'status=none').then(
+      () => 'written',
+      (err: Error) => err.message,
+    );
+    expect(write).toMatch(/No space left on device/);
     await waitFor('storage sampled', async () => (await n.call(P.usage, { user_id })).storage_used_mb >= 100, 30_000, 500);
     const refused = await n.fail(P.create, { user_id, tier: 'free', framework: 'openclaw' });
     expect(refused).toMatchObject({ code: 'STORAGE_LIMIT_EXCEEDED', status: 403 });

@@ -113,7 +113,7 @@ describe('storage quota while an instance runs', () => {
         const s = await n.call(P.get, { user_id, instance_id: i.instance_id });
         return s.status === 'failed' ? s : undefined;
       }, 30_000);
-      expect(v.failure_reason).toMatch(/^storage_quota_exceeded: your instances store 8\d(\.\d)? MB and the pro tier allows 64 MB/);
+      expect(v.failure_reason).toMatch(/^storage_quota_exceeded: your instances store (6[4-9]|[7-9]\d)(\.\d)? MB and the pro tier allows 64 MB/);
     }
     for (const i of [a, b]) await n.call(P.remove, { user_id, instance_id: i.instance_id });
   });

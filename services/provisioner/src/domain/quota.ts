@@ -73,14 +73,19 @@ export class QuotaGuard {
     const full = new Map<string, number>();
     const byUser = new Map<string, { bytes: number; limitMb: number; tier: string; rows: InstanceRow[] }>();
     for (const row of rows) {
+      const limitMb = tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
       const u = await volumes.usage(row.id, mounts).catch(() => undefined);
       let bytes = Number(row.storage_bytes);
       if (u) {
         bytes = u.usedBytes;
+        if (u.freeBytes < Math.max(MiB, u.sizeBytes * 0.02)) {
+          full.set(row.id, u.sizeBytes);
+          // A full volume holds its whole allocation (ext4's own overhead is not the user's to use), so
+          // the user is at the tier's storage and gets no new instance until files or instances go.
+          if (limitMb !== UNLIMITED) bytes = Math.max(bytes, limitMb * MiB);
+        }
         if (bytes !== Number(row.storage_bytes)) await db.updateTable('instances').set({ storage_bytes: bytes }).where('id', '=', row.id).execute();
-        if (u.freeBytes < Math.max(MiB, u.sizeBytes * 0.02)) full.set(row.id, u.sizeBytes);
       }
-      const limitMb = tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
       const entry = byUser.get(row.user_id) ?? { bytes: 0, limitMb, tier: row.tier, rows: [] };
       entry.bytes += bytes;
       // Rows of one user normally share a tier; the largest allowance wins when they do not.
@@ -93,9 +98,11 @@ export class QuotaGuard {
       for (const row of user.rows) {
         const capBytes = full.get(row.id);
         if (!over && capBytes === undefined) continue;
-        const reason = over
-          ? `${QUOTA_REASON}: your instances store ${mb(user.bytes)} MB and the ${user.tier} tier allows ${user.limitMb} MB; start an instance to delete files, or delete an instance`
-          : `${QUOTA_REASON}: the instance's volume is full (${mb(capBytes!)} MB, the storage of the ${row.tier} tier); start it to delete files`;
+        // A full volume says so first: it is why this instance stopped, whatever the user's other instances hold.
+        const reason =
+          capBytes !== undefined
+            ? `${QUOTA_REASON}: the instance's volume is full (${mb(capBytes)} MB, the storage of the ${row.tier} tier); start it to delete files`
+            : `${QUOTA_REASON}: your instances store ${mb(user.bytes)} MB and the ${user.tier} tier allows ${user.limitMb} MB; start an instance to delete files, or delete an instance`;
         await this.enforce(row, reason);
       }
     }
