@@ -55,3 +55,6 @@ export declare function buildAgentEnv(
 export declare function resolveCommand(command: string, searchPath?: string): string | null;
 
 export declare function main(argv?: string[], env?: Record<string, string | undefined>): Promise<void>;
+
+/** Reads the credentials line the provisioner writes on stdin (fd), or throws FatalError after timeoutMs. */
+export declare function readCredentials(fd: number, timeoutMs: number): Promise<{ secret: string | undefined; key: string | undefined }>;

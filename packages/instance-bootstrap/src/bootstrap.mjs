@@ -8,6 +8,8 @@
 // 2. decrypts them in memory (see crypto.mjs for the format and AAD);
 // 3. starts the agent with env = own env - {AGENTHOST_INSTANCE_SECRET, AGENTHOST_INSTANCE_KEY}
 //    + decrypted keys.
+// The instance credentials come on stdin (AGENTHOST_CREDENTIALS=stdin, one JSON line the provisioner
+// writes at every container start) or, for an image run by hand, from those two variables.
 //
 // Zero dependencies (node: built-ins only): it is copied alone into images.
 // Plaintext never touches disk; log lines (JSON on stderr) never carry secrets or values.
@@ -278,6 +280,44 @@ function parseTimeout(value) {
   return Number.isFinite(n) && n > 0 ? Math.floor(n) : DEFAULT_TIMEOUT_MS;
 }
 
+/**
+ * Reads the one JSON line {"instance_secret","instance_key"} the provisioner writes on stdin. Reads go
+ * through libuv's thread pool (fs.read), so fd 0 stays in blocking mode for the agent that inherits it.
+ */
+export async function readCredentials(fd, timeoutMs) {
+  const chunks = [];
+  let size = 0;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new FatalError("no credentials arrived on stdin in time");
+    const buf = Buffer.alloc(4096);
+    let timer;
+    const n = await Promise.race([
+      new Promise((resolve, reject) => fs.read(fd, buf, 0, buf.length, null, (err, bytes) => (err ? reject(err) : resolve(bytes)))),
+      new Promise((resolve) => {
+        timer = setTimeout(() => resolve(-1), left);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (n === -1) throw new FatalError("no credentials arrived on stdin in time");
+    if (n === 0) throw new FatalError("stdin closed before the credentials arrived");
+    chunks.push(buf.subarray(0, n));
+    size += n;
+    const text = Buffer.concat(chunks).toString("utf8");
+    const nl = text.indexOf("\n");
+    if (nl >= 0 || size > 64 * 1024) {
+      let parsed;
+      try {
+        parsed = JSON.parse(nl >= 0 ? text.slice(0, nl) : text);
+      } catch {
+        throw new FatalError("the credentials on stdin are not JSON");
+      }
+      for (const c of chunks) c.fill(0);
+      return { secret: parsed?.instance_secret, key: parsed?.instance_key };
+    }
+  }
+}
+
 /** Runs the bootstrap; resolves only when the process is about to be replaced or exit. */
 export async function main(argv = process.argv.slice(2), env = process.env) {
   const instanceId = env.AGENTHOST_INSTANCE_ID || undefined;
@@ -311,13 +351,28 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
   if (env.AGENTHOST_BOOTSTRAP_SKIP_KEYS === "1") {
     log("warn", "key retrieval skipped (AGENTHOST_BOOTSTRAP_SKIP_KEYS=1)");
   } else {
-    const missing = ["AGENTHOST_INSTANCE_ID", "AGENTHOST_INSTANCE_SECRET", "AGENTHOST_KEYS_URL", "AGENTHOST_INSTANCE_KEY"].filter(
-      (k) => !env[k],
-    );
+    // The provisioner hands the credentials over on stdin, so they are in no container configuration;
+    // the environment variables remain for running an image by hand.
+    let creds = { secret: env.AGENTHOST_INSTANCE_SECRET, key: env.AGENTHOST_INSTANCE_KEY };
+    if (env.AGENTHOST_CREDENTIALS === "stdin") {
+      try {
+        creds = await readCredentials(0, parseTimeout(env.AGENTHOST_BOOTSTRAP_TIMEOUT_MS));
+      } catch (err) {
+        fail(err.message);
+      }
+    }
+    const missing = [
+      ["AGENTHOST_INSTANCE_ID", instanceId],
+      ["AGENTHOST_KEYS_URL", env.AGENTHOST_KEYS_URL],
+      ["AGENTHOST_INSTANCE_SECRET", creds.secret],
+      ["AGENTHOST_INSTANCE_KEY", creds.key],
+    ]
+      .filter(([, v]) => !v)
+      .map(([k]) => k);
     if (missing.length > 0) fail("missing required environment variables", { missing });
     let instanceKey;
     try {
-      instanceKey = decodeInstanceKey(env.AGENTHOST_INSTANCE_KEY);
+      instanceKey = decodeInstanceKey(creds.key);
     } catch (err) {
       fail(`AGENTHOST_INSTANCE_KEY is unusable: ${err.message}`);
     }
@@ -325,7 +380,7 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
       const keys = await fetchKeys({
         url: env.AGENTHOST_KEYS_URL,
         instanceId,
-        instanceSecret: env.AGENTHOST_INSTANCE_SECRET,
+        instanceSecret: creds.secret,
         timeoutMs: parseTimeout(env.AGENTHOST_BOOTSTRAP_TIMEOUT_MS),
         log,
       });

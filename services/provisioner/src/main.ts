@@ -4,6 +4,7 @@ import { provisionerConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { ProvisionerDB } from './db/schema.ts';
 import { describe, DockerEngine } from './docker/engine.ts';
+import { CredentialHandoff } from './docker/handoff.ts';
 import { faults } from './domain/faults.ts';
 import { Instances } from './domain/instances.ts';
 import { OpLocks } from './domain/locks.ts';
@@ -36,6 +37,9 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     const announceStatus = (p: Parameters<ReadinessDeps['announce']>[0], generation: number) =>
       publishEvent(nc, P.instanceStatusChanged, p, `instance-status-${p.instance_id}-${generation}-${p.status}`);
     const pause = faults(config.FAULT_PAUSE_AT, log);
+    const issueCredentials = (user_id: string, instance_id: string) =>
+      request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS });
+    const handoff = new CredentialHandoff({ engine, log, scope, issue: issueCredentials });
     const readiness = new Readiness({
       db,
       engine,
@@ -66,8 +70,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       volumes,
       pause,
       keysUrl: () => network.keysUrl(),
-      issueCredentials: (user_id, instance_id) =>
-        request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS }),
+      issueCredentials,
+      handoff,
       purgeKeys: async (user_id, instance_id) =>
         void (await request(nc, contracts.keyvault.purgeInstance, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS })),
       events: {
@@ -129,6 +133,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           log.error({ docker_host: config.DOCKER_HOST || 'default' }, 'docker engine unreachable at start; requests get 503 until it answers');
         }
         reconciler.start();
+        handoff.watch();
         stats.start();
         storage.start();
         if (config.VOLUME_QUOTA === 'enforce') quota.start();
@@ -149,6 +154,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       async stop() {
         await subscriptionChanges?.stop();
         reconciler.stop();
+        handoff.stop();
         readiness.stop();
         stats.stop();
         storage.stop();

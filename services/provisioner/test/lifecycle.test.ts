@@ -59,7 +59,10 @@ describe('instance lifecycle on the real Docker engine', () => {
     expect(info.HostConfig.Tmpfs['/tmp']).toContain('size=64m');
     expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: cname, Destination: '/data' })]);
     const env: string[] = info.Config.Env;
-    for (const e of env) if (/^AGENTHOST_INSTANCE_(SECRET|KEY)=/.test(e)) recordSecret(e.slice(e.indexOf('=') + 1));
+    // The instance credentials are handed over on stdin at start: nothing in the configuration can fetch keys.
+    expect(env.filter((e) => /^AGENTHOST_INSTANCE_(SECRET|KEY)=/.test(e))).toEqual([]);
+    expect(env).toContain('AGENTHOST_CREDENTIALS=stdin');
+    expect(info.Config.OpenStdin).toBe(true);
     expect(env).toContain('NODE_OPTIONS=--max-old-space-size=192');
     expect(env).toContain(`OPENCLAW_GATEWAY_TOKEN=${created.access_token}`);
     expect(env.find((e) => e.startsWith('AGENTHOST_KEYS_URL='))).toMatch(/^AGENTHOST_KEYS_URL=http:\/\/\d+\.\d+\.\d+\.\d+:\d+\/api\/keys\/retrieve$/);
@@ -93,8 +96,8 @@ describe('instance lifecycle on the real Docker engine', () => {
     expect(info2.Id).not.toBe(oldContainer);
     expect(info2.HostConfig.PortBindings['18789/tcp'][0].HostPort).toBe(String(created.port));
     expect(info2.Config.Env).toContain(`OPENCLAW_GATEWAY_TOKEN=${created.access_token}`);
-    const secret = (e: string[]) => e.find((x) => x.startsWith('AGENTHOST_INSTANCE_SECRET='));
-    expect(secret(info2.Config.Env)).not.toBe(secret(env));
+    // Its credentials came on stdin again: still nothing in its configuration.
+    expect(info2.Config.Env.filter((e: string) => /^AGENTHOST_INSTANCE_(SECRET|KEY)=/.test(e))).toEqual([]);
     expect(await docker('exec', cname, 'cat', '/data/marker')).toBe('kept');
 
     // stop → stopped (data kept); stopping again is a state conflict.
@@ -263,4 +266,40 @@ describe('instance lifecycle on the real Docker engine', () => {
     }
     expect((await n.call(P.usage, { user_id })).instances_active).toBe(0);
   }, 300_000);
+
+  it('hands fresh credentials to a container the engine restarts after a crash; nothing in its configuration fetches keys', async () => {
+    const user_id = newUser();
+    const { instance_id, port } = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    await running(user_id, instance_id);
+    const value = `sk-after-crash-${instance_id}`;
+    recordSecret(value);
+    await n.call(contracts.keyvault.store, { user_id, instance_id, keys: { CRASH_KEY: value } });
+    const cname = `agenthost-${instance_id}`;
+    const before = JSON.parse(await docker('inspect', cname))[0];
+
+    // No value in the container's configuration opens the keys endpoint.
+    const keysUrl = (before.Config.Env as string[]).find((e) => e.startsWith('AGENTHOST_KEYS_URL='))!.slice('AGENTHOST_KEYS_URL='.length);
+    const gateway = keysUrl.replace(/^http:\/\/[^/]+/, stack.baseUrl.replace(/\/api$/, ''));
+    for (const candidate of [...(before.Config.Env as string[]).map((e) => e.slice(e.indexOf('=') + 1)), ...Object.values(before.Config.Labels as Record<string, string>)]) {
+      const res = await fetch(gateway, { headers: { 'x-instance-id': instance_id, 'x-instance-secret': candidate } });
+      expect(res.status, 'a configuration value opened the keys').not.toBe(200);
+    }
+
+    // The agent dies (SIGKILL from the host); the engine's restart policy starts it again on its own.
+    process.kill(before.State.Pid, 'SIGKILL');
+    await waitFor('the engine to restart the container', async () => JSON.parse(await docker('inspect', cname))[0].RestartCount >= 1, 30_000, 200);
+    const env = await waitFor(
+      'the restarted agent to have fetched its keys',
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/env`).catch(() => undefined);
+        if (res?.status !== 200) return undefined;
+        const body = (await res.json()) as { names: string[] };
+        return body.names.includes('CRASH_KEY') ? body : undefined;
+      },
+      60_000,
+      250,
+    );
+    expect(env.names).not.toContain('AGENTHOST_INSTANCE_SECRET');
+    await n.call(P.remove, { user_id, instance_id });
+  }, 120_000);
 });

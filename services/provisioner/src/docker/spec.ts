@@ -56,6 +56,10 @@ export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions 
     Hostname: i.instanceId.slice(0, 63),
     User: AGENT_USER,
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    // The instance credentials arrive on stdin at each start (docker/handoff.ts), never in this spec.
+    OpenStdin: true,
+    StdinOnce: false,
+    AttachStdin: false,
     Labels: labels(i),
     ExposedPorts: { [portKey]: {} },
     StopTimeout: i.stopTimeoutSeconds,

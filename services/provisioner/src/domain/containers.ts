@@ -1,6 +1,7 @@
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
+import type { CredentialHandoff } from '../docker/handoff.ts';
 import { containerName, containerSpec, volumeName } from '../docker/spec.ts';
 
 export interface Credentials {
@@ -14,14 +15,14 @@ const TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
 
 /** The Docker side of an instance: its container and volume, by name (every call bounded by the engine). */
 export class InstanceContainers {
-  private readonly d: { engine: DockerEngine; config: ProvisionerConfig; scope: string; keysUrl(): string };
+  private readonly d: { engine: DockerEngine; config: ProvisionerConfig; scope: string; keysUrl(): string; handoff: CredentialHandoff };
 
   constructor(deps: InstanceContainers['d']) {
     this.d = deps;
   }
 
-  /** The hardened container (and its volume, in the same call) of an instance, with its credentials in the environment. */
-  async create(row: InstanceRow, creds: Credentials, token: string): Promise<string> {
+  /** The hardened container (and its volume, in the same call) of an instance; its credentials come at start, on stdin. */
+  async create(row: InstanceRow, token: string): Promise<string> {
     const { config, engine, scope } = this.d;
     const spec = containerSpec({
       instanceId: row.id,
@@ -40,8 +41,7 @@ export class InstanceContainers {
       env: {
         ...config.INSTANCE_EXTRA_ENV_JSON,
         AGENTHOST_INSTANCE_ID: row.id,
-        AGENTHOST_INSTANCE_SECRET: creds.instance_secret,
-        AGENTHOST_INSTANCE_KEY: creds.instance_key,
+        AGENTHOST_CREDENTIALS: 'stdin',
         AGENTHOST_KEYS_URL: this.d.keysUrl(),
         [TOKEN_ENV]: token,
       },
@@ -52,14 +52,17 @@ export class InstanceContainers {
     return c.id;
   }
 
-  async start(id: string): Promise<void> {
-    const { engine } = this.d;
+  /** Start the container and hand it its credentials on stdin (a container already running gets none). */
+  async start(id: string, creds: Credentials): Promise<void> {
+    const { engine, handoff } = this.d;
+    handoff.expectStart(id);
     try {
       await engine.run('container start', (abortSignal) => engine.docker.getContainer(containerName(id)).start(o({ abortSignal })));
     } catch (err) {
       if (dockerStatus(err) === 304) return;
       throw err;
     }
+    await handoff.give(id, creds);
   }
 
   /** The gateway token the running container was given, if the container is still there. */

@@ -3,6 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import { AppError, UNLIMITED, validationError, type contracts, type Logger, type TierTable } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB, Step } from '../db/schema.ts';
+import type { CredentialHandoff } from '../docker/handoff.ts';
 import type { QuotaVolumes } from '../docker/volumes.ts';
 import { dockerStatus, describe, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import { demux, lastLines } from '../docker/logs.ts';
@@ -30,6 +31,8 @@ export interface InstancesDeps {
   scope: string;
   /** keyvault: fresh instance secret + derived key, for each container that is created. */
   issueCredentials(userId: string, instanceId: string): Promise<Credentials>;
+  /** Hands each started container its credentials on stdin. */
+  handoff: CredentialHandoff;
   /** keyvault: drop an instance's keys and credentials now (a delete answers only after this). */
   purgeKeys(userId: string, instanceId: string): Promise<void>;
   events: InstanceEvents;
@@ -133,12 +136,12 @@ export class Instances {
         // any create step is undone by name after a crash.
         await this.ensureVolume(row);
         t.lap('volume');
-        const containerId = await this.containers.create(row, creds, token);
+        const containerId = await this.containers.create(row, token);
         t.lap('container');
         await this.d.pause('container');
         // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
         // alike (by name), so the step only has to be written before the create answers.
-        await settled(this.containers.start(id), this.setStep(id, 'container', { container_id: containerId }));
+        await settled(this.containers.start(id, creds), this.setStep(id, 'container', { container_id: containerId }));
         t.lap('start');
         // Probing starts at once; the watcher's transitions are conditional on this generation, so an
         // undo below (which bumps it) silences it.
@@ -378,9 +381,9 @@ export class Instances {
       await this.d.pause('recreating');
       await this.containers.remove(row.id);
       await this.ensureVolume(updated);
-      const containerId = await this.containers.create(updated, creds, token);
+      const containerId = await this.containers.create(updated, token);
       await this.setStep(row.id, 'recreating', { container_id: containerId });
-      await this.containers.start(row.id);
+      await this.containers.start(row.id, creds);
       const started = await this.markStarted(updated, updated.generation);
       this.d.readiness.watch({ id: row.id, generation: started.generation, port: row.port, deadline: started.ready_deadline!, startedAt: started.started_at! });
       return minted;
