@@ -147,13 +147,20 @@ describe('instance authentication', () => {
     expect((await retrieve(stack, a.instance_id, a.instance_secret, nextIp())).status).toBe(200);
   });
 
-  it('stops accepting the previous secret once new credentials are issued (container recreated)', async () => {
+  it('stops accepting the previous secret and key once new credentials are issued (container recreated)', async () => {
     const first = await issue(nc, alice.user_id);
+    const value = remember('sk-epoch');
+    await alice.api.post('/keys/store', { instance_id: first.instance_id, keys: { EPOCH_KEY: value } });
     const second = await issue(nc, alice.user_id, first.instance_id);
     expect(second.instance_secret).not.toBe(first.instance_secret);
-    expect(second.instance_key).toBe(first.instance_key); // same master key, same instance: same derived key
+    // A fresh key per issue: a key that leaked dies with the restart.
+    expect(second.instance_key).not.toBe(first.instance_key);
     expect((await retrieve(stack, first.instance_id, first.instance_secret, nextIp())).status).toBe(401);
-    expect((await retrieve(stack, first.instance_id, second.instance_secret, nextIp())).status).toBe(200);
+    const got = await retrieve(stack, first.instance_id, second.instance_secret, nextIp());
+    expect(got.status).toBe(200);
+    const sealed = got.body.keys.EPOCH_KEY as string;
+    expect(openKey({ instanceKey: second.instance_key, instanceId: first.instance_id, keyName: 'EPOCH_KEY', sealed })).toBe(value);
+    expect(() => openKey({ instanceKey: first.instance_key, instanceId: first.instance_id, keyName: 'EPOCH_KEY', sealed })).toThrow();
   });
 
   it('gives 429 with Retry-After after repeated failures from one address', async () => {

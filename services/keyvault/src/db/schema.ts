@@ -9,6 +9,8 @@ export interface KeyvaultDB {
     user_id: string;
     secret_hash: Buffer;
     key_id: string;
+    /** Random per issue, mixed into the key the instance is given (null: issued before epochs). */
+    key_epoch: Buffer | null;
     issued_at: ColumnType<Date, Date | string | undefined, Date | string>;
     created_at: Generated<Date>;
   };

@@ -54,10 +54,15 @@ export function decodeMasterKey(text: string): { key: Buffer } | { problem: stri
 /** The additional authenticated data that binds a ciphertext to its instance and key name. */
 export const aadFor = (instanceId: string, keyName: string): Buffer => Buffer.from(`${AAD_VERSION}:${instanceId}:${keyName}`, 'utf8');
 
-/** HKDF-SHA256 of the master key with the instance id as salt. */
-export function deriveInstanceKey(masterKey: Buffer, instanceId: string): Buffer {
+/**
+ * HKDF-SHA256 of the master key with the instance id as salt: the key values are stored under. With an
+ * epoch (random per credentials issue), the key the instance is given for that issue: ciphertexts are
+ * re-sealed to it when the instance fetches them, so a leaked instance key dies with the next restart.
+ */
+export function deriveInstanceKey(masterKey: Buffer, instanceId: string, epoch?: Buffer | null): Buffer {
   if (masterKey.length !== KEY_BYTES) throw new SealError('master key must be 32 bytes');
-  return Buffer.from(hkdfSync('sha256', masterKey, Buffer.from(instanceId, 'utf8'), Buffer.from(HKDF_INFO, 'utf8'), KEY_BYTES));
+  const info = epoch ? Buffer.concat([Buffer.from(`${HKDF_INFO}:epoch:`, 'utf8'), epoch]) : Buffer.from(HKDF_INFO, 'utf8');
+  return Buffer.from(hkdfSync('sha256', masterKey, Buffer.from(instanceId, 'utf8'), info, KEY_BYTES));
 }
 
 /** Encrypt one value for one instance and key name. kid records which master key the instance key came from. */
@@ -142,11 +147,21 @@ export class Keyring {
     return [...this.keys.keys()];
   }
 
-  /** The instance key derived from master key kid (default: the current one). */
-  instanceKey(instanceId: string, kid: string = this.currentId): Buffer {
+  /** The instance key derived from master key kid (default: the current one), for an issue's epoch when given. */
+  instanceKey(instanceId: string, kid: string = this.currentId, epoch?: Buffer | null): Buffer {
     const master = this.keys.get(kid);
     if (!master) throw new SealError(`unknown master key id ${kid}`);
-    return deriveInstanceKey(master, instanceId);
+    return deriveInstanceKey(master, instanceId, epoch);
+  }
+
+  /** A stored value sealed for the instance's current issue (epoch) under master key kid; the plaintext only lives in this call. */
+  sealForIssue(instanceId: string, keyName: string, stored: Sealed, kid: string, epoch: Buffer): Sealed {
+    const k = this.instanceKey(instanceId, kid, epoch);
+    try {
+      return seal(k, instanceId, keyName, this.open(instanceId, keyName, stored), kid);
+    } finally {
+      k.fill(0);
+    }
   }
 
   /** Seal under the current master key (or the one named). */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, contracts, keyHint, type Logger } from '@agenthost/shared';
 import type { AuditAction, KeyvaultDB } from '../db/schema.ts';
@@ -56,20 +57,26 @@ async function writeAudit(db: Db, userId: string, instanceId: string, meta: Requ
 export async function issueCredentials(deps: VaultDeps, input: { user_id: string; instance_id: string }) {
   const secret = newInstanceSecret();
   const keyId = deps.keyring.currentId;
+  const epoch = randomBytes(16);
   const row = await deps.db
     .insertInto('instances')
-    .values({ instance_id: input.instance_id, user_id: input.user_id, secret_hash: hashSecret(secret), key_id: keyId, issued_at: new Date() })
+    .values({ instance_id: input.instance_id, user_id: input.user_id, secret_hash: hashSecret(secret), key_id: keyId, key_epoch: epoch, issued_at: new Date() })
     .onConflict((oc) =>
       oc
         .column('instance_id')
-        .doUpdateSet({ secret_hash: (eb) => eb.ref('excluded.secret_hash'), key_id: (eb) => eb.ref('excluded.key_id'), issued_at: sql<Date>`now()` })
+        .doUpdateSet({
+          secret_hash: (eb) => eb.ref('excluded.secret_hash'),
+          key_id: (eb) => eb.ref('excluded.key_id'),
+          key_epoch: (eb) => eb.ref('excluded.key_epoch'),
+          issued_at: sql<Date>`now()`,
+        })
         .where('instances.user_id', '=', input.user_id),
     )
     .returning('instance_id')
     .executeTakeFirst();
   if (!row) throw new AppError('CONFLICT', 'Instance id belongs to another user');
   await deps.limiter.reset(input.instance_id);
-  const key = deps.keyring.instanceKey(input.instance_id, keyId);
+  const key = deps.keyring.instanceKey(input.instance_id, keyId, epoch);
   const instanceKey = key.toString('base64');
   key.fill(0);
   deps.log.info({ event: 'credentials_issued', instance_id: input.instance_id, user_id: input.user_id, key_id: keyId }, 'instance credentials issued');
@@ -205,7 +212,7 @@ export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string
 
   const inst =
     idValid && instance_secret !== ''
-      ? await deps.db.selectFrom('instances').select(['user_id', 'key_id', 'secret_hash']).where('instance_id', '=', instance_id).executeTakeFirst()
+      ? await deps.db.selectFrom('instances').select(['user_id', 'key_id', 'secret_hash', 'key_epoch']).where('instance_id', '=', instance_id).executeTakeFirst()
       : undefined;
   const matches = secretMatches(instance_secret, inst?.secret_hash ?? null);
   if (!inst || !matches) {
@@ -225,7 +232,11 @@ export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string
   let resealed = 0;
   for (const r of rows) {
     try {
-      if (r.kid === inst.key_id) {
+      if (inst.key_epoch) {
+        // Sealed for this issue's key: a key of an earlier issue (a leaked one) opens none of it.
+        keys[r.key_name] = serializeSealed(deps.keyring.sealForIssue(instance_id, r.key_name, parseSealed(r.encrypted_value), inst.key_id, inst.key_epoch));
+        if (r.kid !== inst.key_id) resealed++;
+      } else if (r.kid === inst.key_id) {
         keys[r.key_name] = r.encrypted_value;
       } else {
         keys[r.key_name] = serializeSealed(deps.keyring.reseal(instance_id, r.key_name, parseSealed(r.encrypted_value), inst.key_id));
