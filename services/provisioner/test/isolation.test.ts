@@ -1,4 +1,6 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { promisify } from 'node:util';
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +9,7 @@ import { startStack, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, docker, dockerTry, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
 
 const P = contracts.provisioner;
+const execFileP = promisify(execFile);
 const network = testNetwork('iso');
 const PIDS = 64;
 
@@ -19,6 +22,41 @@ let hostListener: net.Server;
 let hostListenerPort: number;
 
 const cname = (id: string) => `agenthost-${id}`;
+
+/**
+ * A neighbour of the host on a subnet it is connected to, outside every private and special-purpose range
+ * (as a cloud host's public neighbours are): a network namespace behind a veth, with a TCP listener.
+ */
+const neighbour = {
+  ns: `ahnbr${process.pid % 100000}`,
+  hostIf: `ahnb${process.pid % 100000}`,
+  hostIp: '11.22.33.1',
+  ip: '11.22.33.2',
+  port: 8099,
+  async up() {
+    const run = (args: string[]) => execFileP('ip', args);
+    await this.down();
+    await run(['netns', 'add', this.ns]);
+    await run(['link', 'add', this.hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.ns]);
+    await run(['addr', 'add', `${this.hostIp}/24`, 'dev', this.hostIf]);
+    await run(['link', 'set', this.hostIf, 'up']);
+    await run(['-n', this.ns, 'addr', 'add', `${this.ip}/24`, 'dev', 'eth0']);
+    await run(['-n', this.ns, 'link', 'set', 'eth0', 'up']);
+    await run(['-n', this.ns, 'link', 'set', 'lo', 'up']);
+    await run(['-n', this.ns, 'route', 'add', 'default', 'via', this.hostIp]);
+    // nsenter, not `ip netns exec` (which remounts /sys): a node listener inside the namespace.
+    this.listener = spawn('nsenter', [`--net=/run/netns/${this.ns}`, process.execPath, '-e', `require('net').createServer(s=>s.end('hi')).listen(${this.port},'${this.ip}')`], { stdio: 'ignore' });
+    await waitFor('the neighbour listens', async () => {
+      return new Promise<boolean>((resolve) => net.connect(this.port, this.ip).once('connect', function (this: net.Socket) { this.destroy(); resolve(true); }).once('error', () => resolve(false)));
+    }, 10_000, 100);
+  },
+  listener: undefined as ChildProcess | undefined,
+  async down() {
+    this.listener?.kill('SIGKILL');
+    await execFileP('ip', ['link', 'del', this.hostIf]).catch(() => {});
+    await execFileP('ip', ['netns', 'del', this.ns]).catch(() => {});
+  },
+};
 
 /** TCP connect attempts from inside a container: 'open', 'timeout' (dropped) or the error code. */
 async function probeFrom(container: string, targets: [string, number][]): Promise<string[]> {
@@ -38,6 +76,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => hostListener.listen(0, '0.0.0.0', r));
   hostListenerPort = (hostListener.address() as net.AddressInfo).port;
+  await neighbour.up();
   stack = await startStack({
     services: ['keyvault', 'provisioner'],
     serviceEnv: {
@@ -61,6 +100,7 @@ afterAll(async () => {
   await stack?.stop();
   await cleanupDocker(network);
   hostListener?.close();
+  await neighbour.down();
 });
 
 describe('isolation seen from inside an instance', () => {
@@ -108,6 +148,7 @@ describe('isolation seen from inside an instance', () => {
       ['169.254.169.254', 80], // cloud metadata
     ];
     if (hostIp) targets.push([hostIp, hostListenerPort]);
+    targets.push([neighbour.ip, neighbour.port]); // a neighbour on a subnet the host is connected to
     const r = await probeFrom(cname(a.id), targets);
     expect(r[0], 'gateway port').toBe('open');
     for (let i = 1; i < targets.length; i++) expect(r[i], `${targets[i]!.join(':')}`).not.toBe('open');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '@agenthost/shared';
 import { provisionerConfig } from '../src/config.ts';
-import { firewallRules, PRIVATE_RANGES } from '../src/docker/firewall.ts';
+import { firewallRules, hostSubnets, PRIVATE_RANGES } from '../src/docker/firewall.ts';
 import { demux, lastLines } from '../src/docker/logs.ts';
 import { bridgeNameFor } from '../src/docker/network.ts';
 import { containerSpec, heapMb } from '../src/docker/spec.ts';
@@ -54,6 +54,23 @@ describe('instance firewall rules', () => {
     expect(fwd[0]).toMatch(/RELATED,ESTABLISHED .* -j RETURN$/);
     expect(fwd.slice(-PRIVATE_RANGES.length)).toEqual(PRIVATE_RANGES.map((r) => `-i ah-x -d ${r} -m comment --comment agenthost:net -j DROP`));
     expect(bridgeNameFor('agenthost-instances').length).toBeLessThanOrEqual(15);
+  });
+
+  it("also drops the special-purpose ranges and the host's own connected subnets", () => {
+    for (const r of ['0.0.0.0/8', '192.0.0.0/24', '192.0.2.0/24', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24']) expect(PRIVATE_RANGES).toContain(r);
+    const withHost = firewallRules({ bridge: 'ah-x', gatewayPort: 8080, tag: 't', dnsServers: [], hostSubnets: ['11.22.33.0/24', '10.0.0.0/8'] });
+    const drops = withHost.filter((r) => r.chain === 'DOCKER-USER' && r.rule.at(-1) === 'DROP').map((r) => r.rule[3]);
+    expect(drops).toContain('11.22.33.0/24');
+    expect(drops.filter((d) => d === '10.0.0.0/8')).toHaveLength(1);
+  });
+
+  it("reads the host's connected subnets from its interfaces, without loopback", () => {
+    const subnets = hostSubnets({
+      lo: [{ address: '127.0.0.1', netmask: '255.0.0.0', family: 'IPv4', mac: '', internal: true, cidr: '127.0.0.1/8' }],
+      eth0: [{ address: '11.22.33.44', netmask: '255.255.255.0', family: 'IPv4', mac: '', internal: false, cidr: '11.22.33.44/24' }],
+      eth1: [{ address: '203.0.113.9', netmask: '255.255.255.240', family: 'IPv4', mac: '', internal: false, cidr: '203.0.113.9/28' }],
+    });
+    expect(subnets).toEqual(['11.22.33.0/24', '203.0.113.0/28']);
   });
 });
 

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
@@ -21,18 +22,52 @@ const exec = promisify(execFile);
  *                needs: it fetches its keys there), accept DNS to the configured resolvers, drop the rest;
  *   DOCKER-USER: (Docker's hook in FORWARD, evaluated before its own rules) let replies and DNS to
  *                the configured resolvers through, drop everything addressed to private, shared,
- *                link-local and multicast ranges. Outbound internet (the LLM providers) stays allowed.
+ *                link-local, multicast and special-purpose ranges and to the subnets the host is
+ *                connected to (its neighbours). Outbound internet (the LLM providers) stays allowed.
  * Rules carry the comment "agenthost:<network>", are checked with -C before inserting (idempotent,
  * re-checked by every reconcile pass, so a flushed chain heals itself) and can be removed by tag.
  */
 
-export const PRIVATE_RANGES = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '224.0.0.0/4', '240.0.0.0/4'];
+/** Private, shared, link-local, multicast and reserved ranges, and the special-purpose ones (RFC 6890). */
+export const PRIVATE_RANGES = [
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.0.0.0/24',
+  '192.0.2.0/24',
+  '192.168.0.0/16',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
+];
 
 export interface FirewallSpec {
   bridge: string;
   gatewayPort: number;
   tag: string;
   dnsServers: string[];
+  /** The host's own connected subnets (its neighbours), blocked like the private ranges. */
+  hostSubnets?: string[];
+}
+
+/** The IPv4 subnets the host is connected to (any address family but loopback), as CIDR. */
+export function hostSubnets(interfaces = os.networkInterfaces()): string[] {
+  const out = new Set<string>();
+  for (const addrs of Object.values(interfaces)) {
+    for (const a of addrs ?? []) {
+      if (a.family !== 'IPv4' || a.internal || !a.cidr) continue;
+      const [ip, bits] = a.cidr.split('/') as [string, string];
+      const prefix = Number(bits);
+      const n = ip.split('.').reduce((acc, o) => (acc << 8) + Number(o), 0) >>> 0;
+      const net = prefix === 0 ? 0 : (n & (~0 << (32 - prefix))) >>> 0;
+      out.add(`${[24, 16, 8, 0].map((sh) => (net >>> sh) & 255).join('.')}/${prefix}`);
+    }
+  }
+  return [...out].sort();
 }
 
 export const firewallTag = (network: string): string => `agenthost:${network}`.slice(0, 250);
@@ -62,7 +97,10 @@ export function firewallRules(s: FirewallSpec): { chain: string; rule: string[] 
     { chain: 'INPUT', rule: [...i, ...c, '-j', 'DROP'] },
     { chain: 'DOCKER-USER', rule: [...i, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', ...c, '-j', 'RETURN'] },
     ...dns('RETURN').map((rule) => ({ chain: 'DOCKER-USER', rule })),
-    ...PRIVATE_RANGES.map((range) => ({ chain: 'DOCKER-USER', rule: [...i, '-d', range, ...c, '-j', 'DROP'] })),
+    ...[...PRIVATE_RANGES, ...(s.hostSubnets ?? []).filter((r) => !PRIVATE_RANGES.includes(r))].map((range) => ({
+      chain: 'DOCKER-USER',
+      rule: [...i, '-d', range, ...c, '-j', 'DROP'],
+    })),
   ];
 }
 

@@ -1,7 +1,7 @@
 import { AppError, type Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { DockerEngine } from '../docker/engine.ts';
-import { applyFirewall, firewallTag, hostDnsServers } from '../docker/firewall.ts';
+import { applyFirewall, firewallTag, hostDnsServers, hostSubnets } from '../docker/firewall.ts';
 import { ensureNetwork, type InstanceNetwork } from '../docker/network.ts';
 
 /**
@@ -34,6 +34,8 @@ export class NetworkGuard {
         gatewayPort: this.config.GATEWAY_PORT,
         tag: firewallTag(this.config.INSTANCE_NETWORK),
         dnsServers: hostDnsServers(),
+        // Read at every pass: an interface that appears later is blocked at the next reconcile.
+        hostSubnets: hostSubnets(),
       });
       if (changed) this.log.info({ network: net.name, bridge: net.bridge, gateway_port: this.config.GATEWAY_PORT }, 'instance firewall rules installed');
     } else if (!this.net) {
