@@ -117,7 +117,8 @@ export class Entitlements {
   }
 
   /**
-   * Listen to events.subscription.changed on this connection. A core subscription sees every event
+   * Listen to events.subscription.changed on this connection (to drop the wallet's entry; the record is
+   * re-read from billing-chain). A core subscription sees every event
    * JetStream stores (they are ordinary publishes), costs no consumer state on the server, and
    * needs no cleanup per replica; an event missed during a disconnect is covered by the TTL, and the
    * whole cache is dropped on reconnect to be safe.
@@ -133,8 +134,9 @@ export class Entitlements {
           return;
         }
         if (!parsed.success) return;
-        const { reason: _reason, ...sub } = parsed.data;
-        this.set(sub.wallet_address, sub);
+        // A hint only: what the event says is never taken as a grant. The wallet's entry is dropped and
+        // its next request asks billing-chain, the owner of the record.
+        this.invalidate(parsed.data.wallet_address);
       },
     });
     void (async () => {

@@ -40,6 +40,18 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     const issueCredentials = (user_id: string, instance_id: string) =>
       request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS });
     const handoff = new CredentialHandoff({ engine, log, scope, issue: issueCredentials });
+    /** True when billing-chain says the wallet has no active, unexpired subscription (a throw redelivers the event). */
+    const subscriptionEnded = async (wallet: string): Promise<boolean> => {
+      const owner = await db.selectFrom('instances').select('user_id').where('wallet_address', '=', wallet).executeTakeFirst();
+      if (!owner) return false; // nothing of this wallet's to stop
+      try {
+        const s = await request(nc, contracts.billing.status, { user_id: owner.user_id, wallet_address: wallet }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS });
+        return !s.is_active || Date.parse(s.expires_at) <= Date.now();
+      } catch (err) {
+        if ((err as { code?: string }).code === 'SUBSCRIPTION_NOT_FOUND') return true;
+        throw err;
+      }
+    };
     const readiness = new Readiness({
       db,
       engine,
@@ -145,6 +157,11 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           'provisioner-subscription-changes',
           async (sub) => {
             if (sub.is_active) return;
+            // Re-read from billing-chain, the owner of the record: an event alone never stops anything.
+            if (!(await subscriptionEnded(sub.wallet_address))) {
+              log.warn({ wallet_address: sub.wallet_address, reason: sub.reason }, 'subscription event not confirmed by billing-chain: ignored');
+              return;
+            }
             const stopped = await instances.suspendWallet(sub.wallet_address);
             if (stopped) log.info({ wallet_address: sub.wallet_address, stopped, reason: sub.reason }, 'subscription ended: instances stopped');
           },

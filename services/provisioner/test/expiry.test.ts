@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { contracts, publishEvent } from '@agenthost/shared';
 import { recordSecret, signIn, startStack, subscribe, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, docker, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
 
@@ -67,5 +69,37 @@ describe('instances when the subscription ends', () => {
     expect(await running(id)).toBe(true);
     expect((await user.api.post('/instance/create', { framework: 'openclaw' })).body.code).toBe('SUBSCRIPTION_CANCELLED');
     expect((await user.api.del(`/instance/delete/${id}`)).status).toBe(200);
+  });
+
+  it('acts on no forged subscription event: no access granted, no instance stopped', async () => {
+    // Published with billing-chain's own identity, as a compromised billing-chain (or a leaked credential) could.
+    const nc = await stack.nats.connect('billing-chain');
+    try {
+      const forge = (p: Record<string, unknown>) =>
+        publishEvent(nc, contracts.billing.subscriptionChanged, p as never, `forged-${randomUUID()}`);
+
+      // A wallet with no subscription is announced as enterprise.
+      const freeloader = await signIn(stack.api);
+      expect((await freeloader.api.get('/instance/list')).status).toBe(402);
+      await forge({ wallet_address: freeloader.wallet.address, tier: 'enterprise', is_active: true, expires_at: new Date(Date.now() + 30 * 86400_000).toISOString(), cancelled: false, refreshed_at: new Date().toISOString(), reason: 'registered' });
+      // A victim's subscription is announced as ended.
+      const victim = await signIn(stack.api);
+      await subscribe(stack, victim, { tier: 'pro' });
+      const c = await victim.api.post('/instance/create', { framework: 'openclaw' });
+      recordSecret(c.body.access_token);
+      const id = c.body.instance_id as string;
+      await waitFor('running', async () => (await victim.api.get(`/instance/status/${id}`)).body.status === 'running');
+      await forge({ wallet_address: victim.wallet.address, tier: 'pro', is_active: false, expires_at: new Date().toISOString(), cancelled: false, refreshed_at: new Date().toISOString(), reason: 'expired' });
+
+      // Give both events time to be consumed (a real change is acted on within a second or two).
+      await new Promise((r) => setTimeout(r, 3000));
+      for (let i = 0; i < 3; i++) expect((await freeloader.api.get('/instance/list')).status).toBe(402);
+      expect((await freeloader.api.post('/instance/create', { framework: 'openclaw' })).status).toBe(402);
+      expect(await running(id)).toBe(true);
+      expect((await victim.api.get(`/instance/status/${id}`)).body.status).toBe('running');
+      expect((await victim.api.del(`/instance/delete/${id}`)).status).toBe(200);
+    } finally {
+      await nc.close();
+    }
   });
 });

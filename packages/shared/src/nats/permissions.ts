@@ -82,6 +82,8 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
     publish: [
       kv.issueCredentials.subject,
       kv.purgeInstance.subject,
+      // Subscription events are re-read from their owner before instances are stopped.
+      billing.status.subject,
       p.instanceCreated.subject,
       p.instanceDeleted.subject,
       p.instanceStatusChanged.subject,
