@@ -12,13 +12,18 @@ set +a
 unset TEST_DATABASE_URL
 case "$name" in
   devchain)
-    unset MASTER_KEY_ENCRYPTION
+    unset MASTER_KEY_ENCRYPTION AUTH_JWT_PRIVATE_KEY
     exec node "$REPO_DIR/packages/devchain/src/main.ts" ;;
   keyvault)
+    unset AUTH_JWT_PRIVATE_KEY
     MASTER_KEY_ENCRYPTION="${MASTER_KEY_ENCRYPTION:-$(cat "$AGENTHOST_STATE/secrets/master-key")}"
     export MASTER_KEY_ENCRYPTION ;;
+  auth)
+    unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS
+    # The signing key stays in its file (root only here; auth reads it at start), not in the environment.
+    [ -n "${AUTH_JWT_PRIVATE_KEY:-}" ] || export AUTH_JWT_PRIVATE_KEY_FILE="$AGENTHOST_STATE/secrets/auth-jwt.pem" ;;
   *)
-    unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS ;;
+    unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS AUTH_JWT_PRIVATE_KEY ;;
 esac
 # With the local Postgres, each service connects as its own role, which owns its schema and nothing else.
 if [ "${PG_ROLES:-}" = local ]; then

@@ -14,8 +14,9 @@ bash "$DEPLOY_DIR/infra.sh"
 set -a; source "$AGENTHOST_STATE/infra.env"; set +a
 bash "$DEPLOY_DIR/images/build.sh" all
 
-# Made once and kept; only keyvault is given it (deploy/run-service.sh).
+# Made once and kept; only keyvault is given the master key, only auth its signing key (deploy/run-service.sh).
 ensure_secret master-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
+ensure_secret auth-jwt.pem openssl genpkey -algorithm ed25519 >/dev/null
 
 programs=()
 if [ -z "${SOLANA_RPC_URL:-}" ]; then

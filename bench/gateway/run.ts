@@ -8,6 +8,7 @@
 
 import { createRequire } from 'node:module';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,6 +73,7 @@ const env: Record<string, string> = {
   SUBSCRIPTION_PROGRAM_ID: devchain.config.programId,
   TREASURY: devchain.config.treasury,
   BACKGROUND_JOBS: 'false',
+  AUTH_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
   // A limited tier (so every request is counted) with room for the whole run.
   TIER_LIMITS_JSON: JSON.stringify({ pro: { requests_per_day: 1_000_000_000, requests_per_minute: 1_000_000_000 } }),
 };

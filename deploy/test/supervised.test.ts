@@ -67,12 +67,15 @@ describe('deploy/start.sh', () => {
     }
   });
 
-  it('gives the master key to keyvault only', async () => {
+  it('gives the master key to keyvault only, and the signing key to auth only', async () => {
     const key = readFileSync(path.join(state, 'secrets', 'master-key'), 'utf8').trim();
     expect(environ(await pidOf('keyvault'))).toContain(`MASTER_KEY_ENCRYPTION=${key}`);
     for (const p of ['gateway', 'auth', 'billing-chain', 'provisioner', 'devchain']) {
       expect(environ(await pidOf(p)).join('\n'), p).not.toContain(key);
     }
+    // auth's signing key stays in its file, which only auth is pointed at.
+    expect(environ(await pidOf('auth'))).toContain(`AUTH_JWT_PRIVATE_KEY_FILE=${path.join(state, 'secrets', 'auth-jwt.pem')}`);
+    for (const p of ['gateway', 'keyvault', 'billing-chain', 'provisioner']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain('AUTH_JWT_PRIVATE_KEY');
   });
 
   it('gives each service only its own NATS identity and its own database role, never the admin', async () => {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { DevchainOptions } from '@agenthost/devchain';
 import { createDatabase, type TestDatabase } from './db.ts';
 import { apiClient, type ApiClient } from './http.ts';
@@ -52,18 +52,26 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     GATEWAY_PORT: String(gatewayPort),
     NATS_URL: nats.url,
     NATS_REQUEST_TIMEOUT_MS: '3000',
+    // auth's signing key, as deploy gives it (a file would do as well; tests may set their own).
+    AUTH_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
     MASTER_KEY_ENCRYPTION: randomBytes(32).toString('base64'),
     ...(chain ? { SOLANA_RPC_URL: chain.url, SUBSCRIPTION_PROGRAM_ID: chain.programId, TREASURY: chain.treasury } : {}),
     ...opts.env,
   };
-  // Each process gets only its own NATS identity and its own database role (env may still override them).
-  const envFor = (name: ServiceName | 'gateway', extra: Record<string, string> = {}) => ({
-    ...nats.envFor(name),
-    DATABASE_URL: db.urlFor(name),
-    ...env,
-    ...opts.serviceEnv?.[name],
-    ...extra,
-  });
+  // Each process gets only its own NATS identity, its own database role (env may still override them)
+  // and only its own secrets: the master key goes to keyvault alone, the signing key to auth alone.
+  const envFor = (name: ServiceName | 'gateway', extra: Record<string, string> = {}) => {
+    const { MASTER_KEY_ENCRYPTION, AUTH_JWT_PRIVATE_KEY, ...shared } = env;
+    return {
+      ...nats.envFor(name),
+      DATABASE_URL: db.urlFor(name),
+      ...shared,
+      ...(name === 'keyvault' && MASTER_KEY_ENCRYPTION ? { MASTER_KEY_ENCRYPTION } : {}),
+      ...(name === 'auth' && AUTH_JWT_PRIVATE_KEY ? { AUTH_JWT_PRIVATE_KEY } : {}),
+      ...opts.serviceEnv?.[name],
+      ...extra,
+    };
+  };
   const services = new Map<ServiceName, ServiceProcess>();
   const started: ServiceProcess[] = [];
   try {

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { baseConfig, configInt } from '@agenthost/shared';
 
 export const authConfig = baseConfig.extend({
-  /** Ed25519 private key as a PKCS#8 PEM. When empty, a development key is generated once and kept in the auth schema. */
+  /** Ed25519 private key as a PKCS#8 PEM, or (better) the path of a file only auth can read that holds it. One is required. */
   AUTH_JWT_PRIVATE_KEY: z.string().default(''),
+  AUTH_JWT_PRIVATE_KEY_FILE: z.string().default(''),
   /** Public JWKs (JSON array) of retired keys whose tokens are still valid, for rotation without logouts. */
   AUTH_JWT_PREVIOUS_KEYS: z.string().default('[]'),
   JWT_ISSUER: z.string().default('agenthost-auth'),
@@ -15,6 +16,9 @@ export const authConfig = baseConfig.extend({
   SIWS_URI: z.string().default('http://localhost:8080'),
   SIWS_CHAIN_ID: z.string().default('solana:localnet'),
   SIWS_STATEMENT: z.string().default('Sign in to agenthost.'),
+}).refine((c) => c.AUTH_JWT_PRIVATE_KEY.trim() !== '' || c.AUTH_JWT_PRIVATE_KEY_FILE !== '', {
+  message: 'AUTH_JWT_PRIVATE_KEY_FILE (or AUTH_JWT_PRIVATE_KEY) is required: the Ed25519 key that signs access tokens (deploy/start.sh makes one)',
+  path: ['AUTH_JWT_PRIVATE_KEY_FILE'],
 });
 
 export type AuthConfig = z.output<typeof authConfig>;

@@ -11,7 +11,7 @@ await runService<typeof authConfig, AuthDB>({
   config: authConfig,
   db: { schema: 'auth', migrations },
   async build({ config, db, log }) {
-    const keys = await loadKeys({ db, configuredPem: config.AUTH_JWT_PRIVATE_KEY, previousJwks: config.AUTH_JWT_PREVIOUS_KEYS, log });
+    const keys = await loadKeys({ configuredPem: config.AUTH_JWT_PRIVATE_KEY, pemFile: config.AUTH_JWT_PRIVATE_KEY_FILE, previousJwks: config.AUTH_JWT_PREVIOUS_KEYS });
     const deps = { db, config, key: keys.signing };
     let pruner: NodeJS.Timeout | undefined;
     return {

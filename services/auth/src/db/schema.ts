@@ -9,5 +9,4 @@ export interface AuthDB {
     expires_at: Date;
     used_at: Date | null;
   };
-  signing_keys: { kid: string; private_pem: string; created_at: Generated<Date> };
 }

@@ -1,9 +1,7 @@
-import { createHash, generateKeyPairSync } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { exportJWK, importPKCS8, importSPKI, type CryptoKey, type JWK } from 'jose';
-import type { Kysely } from 'kysely';
 import { createPublicKey, createPrivateKey } from 'node:crypto';
-import type { Logger } from '@agenthost/shared';
-import type { AuthDB } from '../db/schema.ts';
 
 export interface SigningKey {
   kid: string;
@@ -27,20 +25,11 @@ async function fromPem(privatePem: string): Promise<{ signing: SigningKey; jwk: 
 }
 
 /**
- * The current signing key and every public key that still verifies tokens. A configured key is used
- * as is; without one, a development key is generated once and kept in the auth schema, so all auth
- * replicas and restarts share it.
+ * The current signing key (from the configured PEM, or the file only auth can read) and every public key
+ * that still verifies tokens. The private key is never stored in the database.
  */
-export async function loadKeys(opts: { db: Kysely<AuthDB>; configuredPem: string; previousJwks: string; log: Logger }) {
-  let pem = opts.configuredPem.trim();
-  if (!pem) {
-    opts.log.warn('AUTH_JWT_PRIVATE_KEY is not set: using the generated development signing key');
-    const fresh = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    const freshKid = kidOf(createPublicKey(fresh).export({ type: 'spki', format: 'pem' }).toString());
-    await opts.db.insertInto('signing_keys').values({ kid: freshKid, private_pem: fresh }).onConflict((c) => c.doNothing()).execute();
-    const row = await opts.db.selectFrom('signing_keys').select('private_pem').orderBy('created_at').limit(1).executeTakeFirstOrThrow();
-    pem = row.private_pem;
-  }
+export async function loadKeys(opts: { configuredPem: string; pemFile: string; previousJwks: string }) {
+  const pem = (opts.configuredPem.trim() || readFileSync(opts.pemFile, 'utf8')).trim();
   const current = await fromPem(pem);
   const previous = (JSON.parse(opts.previousJwks) as PublicJwk[]).filter((k) => k.kid !== current.jwk.kid);
   return { signing: current.signing, jwks: [current.jwk, ...previous] };
