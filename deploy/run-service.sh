@@ -12,8 +12,7 @@ set +a
 unset TEST_DATABASE_URL
 case "$name" in
   devchain)
-    unset MASTER_KEY_ENCRYPTION AUTH_JWT_PRIVATE_KEY
-    exec node "$REPO_DIR/packages/devchain/src/main.ts" ;;
+    unset MASTER_KEY_ENCRYPTION AUTH_JWT_PRIVATE_KEY ;;
   keyvault)
     unset AUTH_JWT_PRIVATE_KEY
     MASTER_KEY_ENCRYPTION="${MASTER_KEY_ENCRYPTION:-$(cat "$AGENTHOST_STATE/secrets/master-key")}"
@@ -33,5 +32,13 @@ if [ "${PG_ROLES:-}" = local ]; then
     DATABASE_URL="postgres://agenthost_$schema:$(cat "$AGENTHOST_STATE/secrets/pg-$schema")@${DATABASE_URL#*@}"
   done
 fi
-export NATS_NKEY_SEED_FILE="$NATS_AUTH_DIR/$name.nk" NATS_CA_FILE="$NATS_AUTH_DIR/tls/ca.pem"
-exec node "$REPO_DIR/services/$name/src/main.ts"
+main="$REPO_DIR/services/$name/src/main.ts"
+if [ "$name" = devchain ]; then main="$REPO_DIR/packages/devchain/src/main.ts"; else
+  export NATS_NKEY_SEED_FILE="$NATS_AUTH_DIR/$name.nk" NATS_CA_FILE="$NATS_AUTH_DIR/tls/ca.pem"
+fi
+# Everything above read root-only secrets; the service itself runs as its own unprivileged user, which can
+# read its own seed (and auth its own signing key) and nothing of the others'. The provisioner stays root:
+# it drives Docker, the host firewall and the loop-mounted volumes.
+[ "$name" = provisioner ] && exec node "$main"
+export HOME=/nonexistent
+exec setpriv --reuid "$(service_user "$name")" --regid agenthost --init-groups --inh-caps=-all --bounding-set=-all --no-new-privs node "$main"

@@ -18,6 +18,19 @@ bash "$DEPLOY_DIR/images/build.sh" all
 ensure_secret master-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
 ensure_secret auth-jwt.pem openssl genpkey -algorithm ed25519 >/dev/null
 
+# One system user per service (the provisioner runs as root), each able to read only its own secrets.
+getent group agenthost >/dev/null || groupadd --system agenthost
+for s in "${SERVICES[@]}" gateway devchain; do
+  u=$(service_user "$s")
+  id "$u" >/dev/null 2>&1 || useradd --system --gid agenthost --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin "$u"
+  [ -f "$NATS_AUTH_DIR/$s.nk" ] && chown "$u":root "$NATS_AUTH_DIR/$s.nk" && chmod 400 "$NATS_AUTH_DIR/$s.nk"
+done
+# The identities' directory is traversable (each seed is readable by its own user only); the CA is public.
+chmod 711 "$NATS_AUTH_DIR" "$NATS_AUTH_DIR/tls"
+chmod 644 "$NATS_AUTH_DIR/tls/ca.pem"
+chmod 711 "$AGENTHOST_STATE/secrets"
+chown "$(service_user auth)":root "$AGENTHOST_STATE/secrets/auth-jwt.pem" && chmod 400 "$AGENTHOST_STATE/secrets/auth-jwt.pem"
+
 programs=()
 if [ -z "${SOLANA_RPC_URL:-}" ]; then
   programs+=(devchain)

@@ -89,6 +89,28 @@ describe('deploy/start.sh', () => {
     }
   });
 
+  it('runs each service but the provisioner as its own unprivileged user, who cannot read the others\' secrets', async () => {
+    const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+    const uids = new Map<string, number>();
+    for (const p of ['gateway', 'auth', 'billing-chain', 'keyvault', 'devchain']) {
+      const uid = uidOf(await pidOf(p));
+      expect(uid, p).toBeGreaterThan(0);
+      expect((await run('id', ['-un', String(uid)])).stdout.trim(), p).toBe(`agenthost-${p}`);
+      uids.set(p, uid);
+    }
+    expect(new Set(uids.values()).size).toBe(5);
+    expect(uidOf(await pidOf('provisioner'))).toBe(0); // Docker, the firewall and loop mounts
+    const as = (user: string, file: string) => run('runuser', ['-u', user, '--', 'cat', file]).then(() => 'read', () => 'refused');
+    const secrets = path.join(state, 'secrets');
+    expect(await as('agenthost-gateway', path.join(secrets, 'master-key'))).toBe('refused');
+    expect(await as('agenthost-gateway', path.join(secrets, 'auth-jwt.pem'))).toBe('refused');
+    expect(await as('agenthost-gateway', path.join(state, 'nats-auth', 'keyvault.nk'))).toBe('refused');
+    expect(await as('agenthost-gateway', `/proc/${await pidOf('keyvault')}/environ`)).toBe('refused');
+    // Each reads its own.
+    expect(await as('agenthost-auth', path.join(secrets, 'auth-jwt.pem'))).toBe('read');
+    expect(await as('agenthost-gateway', path.join(state, 'nats-auth', 'gateway.nk'))).toBe('read');
+  });
+
   it('keeps the logs from other users and the supervisor configuration free of secrets', async () => {
     for (const p of ['gateway', 'keyvault']) expect(statSync(path.join(state, 'log', `${p}.log`)).mode & 0o007, p).toBe(0);
     const key = readFileSync(path.join(state, 'secrets', 'master-key'), 'utf8').trim();
