@@ -17,6 +17,7 @@ const nc = await connectNats(natsIdentity(config, 'gateway'), config.INSTANCE_NA
 const ctx = buildContext({ config, log, nc, db });
 ctx.entitlements.start(nc);
 ctx.tokens.start();
+await ctx.tokens.followRevocations();
 const server = createServer(buildApp(ctx));
 server.on('clientError', answerClientError);
 server.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);

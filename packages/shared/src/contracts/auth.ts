@@ -26,3 +26,15 @@ export const jwks = contract('auth.v1.keys.list', z.object({}), z.object({ keys:
 
 /** Claims carried by every access token, besides iss/aud/exp/iat/jti. sub = user_id. */
 export const accessClaims = z.object({ sub: uuid, wallet: walletAddress });
+
+/** A token's id (jti) and expiry (seconds since the epoch) on the deny-list. */
+export const revokedToken = z.object({ jti: z.string().min(1).max(200), exp: z.number().int() });
+
+/** POST /auth/logout: put the caller's token on the deny-list (kept until it expires). Idempotent. */
+export const revoke = contract('auth.v1.tokens.revoke', revokedToken.extend({ user_id: uuid }), z.object({ success: z.boolean() }));
+
+/** The deny-list as it stands (tokens not yet expired); gateways load it at start. */
+export const revokedList = contract('auth.v1.tokens.revoked', z.object({}), z.object({ tokens: z.array(revokedToken) }));
+
+/** Core NATS broadcast of one revocation (payload: revokedToken); every gateway replica applies it. */
+export const TOKEN_REVOKED_SUBJECT = 'broadcast.auth.token_revoked';

@@ -53,7 +53,7 @@ const backends = ['auth', 'billing-chain', 'provisioner', 'keyvault'];
 export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
   gateway: {
     publish: [
-      ...subjects(auth.nonceCreate, auth.login, auth.jwks),
+      ...subjects(auth.nonceCreate, auth.login, auth.jwks, auth.revoke, auth.revokedList),
       ...subjects(billing.register, billing.status, billing.refresh),
       ...subjects(kv.store, kv.update, kv.remove, kv.list, kv.retrieve, kv.audit),
       ...subjects(p.create, p.get, p.list, p.restart, p.stop, p.start, p.remove, p.logs, p.usage),
@@ -64,6 +64,8 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
     subscribe: [
       `${inboxPrefixFor('gateway')}.>`,
       'gateway.usage.release',
+      // Logouts, applied by every replica.
+      auth.TOKEN_REVOKED_SUBJECT,
       // Cache invalidation only: what these events say is never taken as a grant.
       billing.subscriptionChanged.subject,
       p.instanceCreated.subject,
@@ -71,7 +73,7 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
     ],
   },
   auth: {
-    publish: [],
+    publish: [auth.TOKEN_REVOKED_SUBJECT],
     subscribe: ['auth.v1.>', SRV],
   },
   'billing-chain': {

@@ -9,4 +9,5 @@ export interface AuthDB {
     expires_at: Date;
     used_at: Date | null;
   };
+  revoked_tokens: { jti: string; user_id: string; expires_at: Date };
 }

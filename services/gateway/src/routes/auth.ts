@@ -11,5 +11,11 @@ export function authRoutes(ctx: GatewayContext, r: Router): void {
     const b = jsonBody(req);
     return ctx.call(contracts.auth.login, { wallet_address: b.wallet_address as string, signature_base58: b.signature_base58 as string, nonce: b.nonce as string }, requestId);
   });
+  route(r, ctx, 'post', '/auth/logout', 'token', { summary: 'Revoke the access token of this request on every gateway (other tokens stay valid)', response: contracts.auth.revoke.output }, async ({ req, requestId }) => {
+    const claims = await ctx.tokens.verify(req.get('authorization'));
+    const out = await ctx.call(contracts.auth.revoke, { jti: claims.jti, exp: claims.exp, user_id: claims.user_id }, requestId);
+    ctx.tokens.revoke(claims.jti, claims.exp); // this replica at once, whatever the broadcast's timing
+    return out;
+  });
   route(r, ctx, 'get', '/auth/me', 'token', { summary: 'Who the access token belongs to', response: contracts.api.whoAmI }, async ({ caller }) => ({ user_id: caller.user_id, wallet_address: caller.wallet_address }));
 }
