@@ -137,7 +137,8 @@ describe('storage quota while an instance runs', () => {
     await n.call(P.stop, { user_id, instance_id: id });
     const mnt = join(dir, 'mnt', id);
     await exec('umount', [mnt]);
-    expect(await loopDevicesOf(join(dir, `${id}.ext4`))).toBe('');
+    // The loop device goes once the last reference to the filesystem does (the stopped container's, shortly after).
+    await waitFor('the loop device to detach', async () => (await loopDevicesOf(join(dir, `${id}.ext4`))) === '', 20_000, 200);
     await procs.at(-1)!.stop();
     await provisioner();
     expect(await isMount(mnt)).toBe(true);
