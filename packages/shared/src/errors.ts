@@ -51,7 +51,7 @@ export const ERROR_CODES = {
   TX_NOT_SUBSCRIBE: { status: 400, message: 'The transaction has no subscribe instruction of the subscription program' },
   TX_WRONG_SIGNER: { status: 400, message: "The transaction's subscribe was not signed by the caller's wallet" },
   TX_TIER_MISMATCH: { status: 400, message: 'The transaction subscribed to another tier than the one given' },
-  TX_ALREADY_USED: { status: 400, message: 'The transaction was already used to register a subscription' },
+  TX_ALREADY_USED: { status: 400, message: 'The transaction was already used to register another wallet' },
   SUBSCRIPTION_ACCOUNT_INVALID: { status: 400, message: 'The on-chain subscription account failed verification' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

@@ -104,7 +104,7 @@ export class Subscriptions {
     checkSignatureFormat(sig);
     checkTier(input.tier);
     const used = await this.d.db.selectFrom('used_signatures').select('wallet_address').where('signature', '=', sig).executeTakeFirst();
-    if (used) throw new AppError('TX_ALREADY_USED');
+    if (used) return this.registeredAgain(used.wallet_address, wallet);
 
     const tx = await this.d.chain.transaction(sig);
     if (!tx) throw new AppError('TRANSACTION_NOT_FOUND', undefined, { retryable: true, retryAfter: 2 });
@@ -121,14 +121,27 @@ export class Subscriptions {
         return upsert(trx, account, { user_id, cancelled: cancelled ?? false, refreshed_at: new Date(this.now()) });
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw new AppError('TX_ALREADY_USED');
-      throw err;
+      if (!isUniqueViolation(err)) throw err;
+      // A concurrent retry of the same registration got there first.
+      const first = await this.d.db.selectFrom('used_signatures').select('wallet_address').where('signature', '=', sig).executeTakeFirst();
+      return this.registeredAgain(first?.wallet_address, wallet);
     }
     this.remember(wallet, row);
     const view = this.view(row);
     this.d.log.info({ wallet_address: wallet, tier: view.tier, tx_signature: sig, expires_at: view.expires_at }, 'subscription registered');
     await this.d.publish({ ...view, reason: 'registered' }, `registered:${sig}`);
-    return { success: true, subscription: { tier: view.tier, is_active: view.is_active, expires_at: view.expires_at, cancelled: view.cancelled }, tx_verified: true };
+    return registeredAnswer(view);
+  }
+
+  /**
+   * A signature registered before: by the same wallet it is a retry (a lost answer, say) of a payment
+   * that succeeded, answered with the wallet's subscription as it stands; by another wallet, a 400.
+   */
+  private async registeredAgain(usedBy: string | undefined, wallet: string) {
+    if (usedBy !== wallet) throw new AppError('TX_ALREADY_USED');
+    const row = await this.load(wallet);
+    if (!row) throw new AppError('SUBSCRIPTION_NOT_FOUND');
+    return registeredAnswer(this.view(row));
   }
 
   // ---- status / refresh -------------------------------------------------------------------------
@@ -244,3 +257,9 @@ async function upsert(
     .returningAll()
     .executeTakeFirstOrThrow();
 }
+
+const registeredAnswer = (view: Pick<contracts.billing.Subscription, 'tier' | 'is_active' | 'expires_at' | 'cancelled'>) => ({
+  success: true,
+  subscription: { tier: view.tier, is_active: view.is_active, expires_at: view.expires_at, cancelled: view.cancelled },
+  tx_verified: true,
+});
