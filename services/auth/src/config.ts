@@ -14,7 +14,8 @@ export const authConfig = baseConfig.extend({
   /** Sign-In With Solana fields of the message the wallet signs. */
   SIWS_DOMAIN: z.string().default('localhost:8080'),
   SIWS_URI: z.string().default('http://localhost:8080'),
-  SIWS_CHAIN_ID: z.string().default('solana:localnet'),
+  /** A chain id the SIWS format allows (mainnet | testnet | devnet | localnet, optionally with the solana: prefix). */
+  SIWS_CHAIN_ID: z.string().regex(/^(solana:)?(mainnet|testnet|devnet|localnet)$/, 'must be mainnet, testnet, devnet or localnet (optionally solana:…)').default('localnet'),
   SIWS_STATEMENT: z.string().default('Sign in to agenthost.'),
 }).refine((c) => c.AUTH_JWT_PRIVATE_KEY.trim() !== '' || c.AUTH_JWT_PRIVATE_KEY_FILE !== '', {
   message: 'AUTH_JWT_PRIVATE_KEY_FILE (or AUTH_JWT_PRIVATE_KEY) is required: the Ed25519 key that signs access tokens (deploy/start.sh makes one)',

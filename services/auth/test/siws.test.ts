@@ -1,5 +1,5 @@
 import bs58 from 'bs58';
-import { verifySignIn } from '@solana/wallet-standard-util';
+import { parseSignInMessageText, verifySignIn } from '@solana/wallet-standard-util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newWallet, startStack, type Stack } from '@agenthost/testkit';
 
@@ -26,7 +26,7 @@ describe('Sign-In With Solana message', () => {
         statement: 'Sign in to agenthost.',
         uri: 'https://agents.example.test',
         version: '1',
-        chainId: 'solana:localnet',
+        chainId: 'localnet',
         nonce: n.body.nonce,
         issuedAt,
         expirationTime: n.body.expires_at,
@@ -53,5 +53,12 @@ describe('Sign-In With Solana message', () => {
     expect(bs58.decode(n.body.nonce).length).toBeGreaterThanOrEqual(16);
     const issued = Date.parse(/Issued At: (.*)/.exec(n.body.message)![1]!);
     expect(Date.parse(n.body.expires_at) - issued).toBe(300_000);
+  });
+
+  it('is a message the SIWS format allows, chain id included, as a wallet library parses it', async () => {
+    const w = newWallet();
+    const n = await stack.api.get(`/auth/nonce?wallet_address=${w.address}`);
+    const parsed = parseSignInMessageText(n.body.message);
+    expect(parsed).toMatchObject({ domain: 'agents.example.test', address: w.address, chainId: 'localnet', nonce: n.body.nonce, version: '1' });
   });
 });
