@@ -104,13 +104,13 @@ export class Entitlements {
     this.cache.set(wallet, { sub, at: this.now() });
   }
 
-  /** A fresher view than any in flight (an event, or a register/refresh answer). */
+  /** A fresher view than any in flight (a register/refresh answer from billing-chain). */
   set(wallet: string, sub: Subscription | null): void {
     this.generation.set(wallet, (this.generation.get(wallet) ?? 0) + 1);
     this.put(wallet, sub);
   }
 
-  /** Forget what is known of a wallet (after register/refresh through this gateway). */
+  /** Forget what is known of a wallet (a subscription event): its next request asks billing-chain. */
   invalidate(wallet: string): void {
     this.generation.set(wallet, (this.generation.get(wallet) ?? 0) + 1);
     this.cache.delete(wallet);

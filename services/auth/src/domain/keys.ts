@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { exportJWK, importPKCS8, importSPKI, type CryptoKey, type JWK } from 'jose';
-import { createPublicKey, createPrivateKey } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
 
 export interface SigningKey {
   kid: string;

@@ -39,6 +39,7 @@ export class TokenVerifier {
   private refreshing: Promise<void> | undefined;
   private verified = new Map<string, { claims: TokenClaims; kid: string }>();
   private timer: NodeJS.Timeout | undefined;
+  private revocations: ReturnType<NatsConnection['subscribe']> | undefined;
   /** The deny-list: jti → exp (seconds). Loaded from auth at start, then kept by the broadcast. */
   private revoked = new Map<string, number>();
 
@@ -60,6 +61,7 @@ export class TokenVerifier {
 
   stop(): void {
     clearInterval(this.timer);
+    this.revocations?.unsubscribe();
   }
 
   async verify(authorization: string | undefined): Promise<TokenClaims> {
@@ -112,7 +114,7 @@ export class TokenVerifier {
    * auth is down still starts (it cannot verify new tokens then anyway) and keeps retrying the load.
    */
   async followRevocations(): Promise<void> {
-    const sub = this.nc.subscribe(contracts.auth.TOKEN_REVOKED_SUBJECT);
+    const sub = (this.revocations = this.nc.subscribe(contracts.auth.TOKEN_REVOKED_SUBJECT));
     void (async () => {
       for await (const m of sub) {
         const ev = contracts.auth.revokedToken.safeParse(m.json());

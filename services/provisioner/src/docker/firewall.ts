@@ -54,7 +54,7 @@ export interface FirewallSpec {
   hostSubnets?: string[];
 }
 
-/** The IPv4 subnets the host is connected to (any address family but loopback), as CIDR. */
+/** The IPv4 subnets the host is connected to (loopback excluded), as network/prefix CIDRs. */
 export function hostSubnets(interfaces = os.networkInterfaces()): string[] {
   const out = new Set<string>();
   for (const addrs of Object.values(interfaces)) {

@@ -2,7 +2,7 @@ import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import type { CredentialHandoff } from '../docker/handoff.ts';
-import { containerName, containerSpec, volumeName } from '../docker/spec.ts';
+import { containerName, containerSpec } from '../docker/spec.ts';
 
 export interface Credentials {
   instance_secret: string;
@@ -88,10 +88,5 @@ export class InstanceContainers {
   async remove(id: string): Promise<void> {
     const { engine } = this.d;
     await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))));
-  }
-
-  async removeVolume(id: string): Promise<void> {
-    const { engine } = this.d;
-    await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(volumeName(id)).remove(o({ force: true, abortSignal }))));
   }
 }
