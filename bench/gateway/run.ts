@@ -8,7 +8,6 @@
 
 import { createRequire } from 'node:module';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { generateKeyPairSync } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +20,7 @@ const repo = path.resolve(here, '../..');
 
 // The servers deploy/infra.sh started.
 loadInfraEnv();
-const { apiClient, createDatabase, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
+const { apiClient, createDatabase, newSigningKeyPem, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
 const { startDevchain } = await import('../../packages/devchain/src/index.ts');
 // bench/ is not a workspace package: borrow the testkit's pg.
 interface PgClient {
@@ -73,7 +72,7 @@ const env: Record<string, string> = {
   SUBSCRIPTION_PROGRAM_ID: devchain.config.programId,
   TREASURY: devchain.config.treasury,
   BACKGROUND_JOBS: 'false',
-  AUTH_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  AUTH_JWT_PRIVATE_KEY: newSigningKeyPem(),
   // A limited tier (so every request is counted) with room for the whole run.
   TIER_LIMITS_JSON: JSON.stringify({ pro: { requests_per_day: 1_000_000_000, requests_per_minute: 1_000_000_000 } }),
 };

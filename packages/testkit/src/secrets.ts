@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { testLogDir } from './paths.ts';
@@ -12,4 +13,11 @@ export function recordSecret(value: string): void {
   const dir = path.join(testLogDir, 'secrets');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   appendFileSync(path.join(dir, `${process.pid}.txt`), `${value}\n`, { mode: 0o600 });
+}
+
+/** A fresh Ed25519 signing key for auth (PKCS#8 PEM), registered for the log scan. */
+export function newSigningKeyPem(): string {
+  const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  recordSecret(pem.split('\n')[1]!);
+  return pem;
 }

@@ -1,6 +1,7 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { DevchainOptions } from '@agenthost/devchain';
 import { createDatabase, type TestDatabase } from './db.ts';
+import { newSigningKeyPem } from './secrets.ts';
 import { apiClient, type ApiClient } from './http.ts';
 import { freePort, startNats, type NatsServer } from './nats.ts';
 import { spawnService, type ServiceProcess } from './service.ts';
@@ -53,7 +54,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     NATS_URL: nats.url,
     NATS_REQUEST_TIMEOUT_MS: '3000',
     // auth's signing key, as deploy gives it (a file would do as well; tests may set their own).
-    AUTH_JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    AUTH_JWT_PRIVATE_KEY: newSigningKeyPem(),
     MASTER_KEY_ENCRYPTION: randomBytes(32).toString('base64'),
     ...(chain ? { SOLANA_RPC_URL: chain.url, SUBSCRIPTION_PROGRAM_ID: chain.programId, TREASURY: chain.treasury } : {}),
     ...opts.env,

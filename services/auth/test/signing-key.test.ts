@@ -1,12 +1,11 @@
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { generateKeyPairSync } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, repoRoot, signIn, startStack, type Stack } from '@agenthost/testkit';
+import { newSigningKeyPem, repoRoot, signIn, startStack, type Stack } from '@agenthost/testkit';
 
 // auth's signing key lives in a file only auth reads (or its environment), never in a table.
 
@@ -15,8 +14,7 @@ const keyFile = path.join(dir, 'auth-jwt.pem');
 let stack: Stack;
 
 beforeAll(async () => {
-  const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  recordSecret(pem.split('\n')[1]!);
+  const pem = newSigningKeyPem();
   writeFileSync(keyFile, pem, { mode: 0o600 });
   chmodSync(dir, 0o700);
   stack = await startStack({ services: ['auth'], serviceEnv: { auth: { AUTH_JWT_PRIVATE_KEY: '', AUTH_JWT_PRIVATE_KEY_FILE: keyFile } } });

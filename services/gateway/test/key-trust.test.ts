@@ -3,16 +3,12 @@ import { SignJWT } from 'jose';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts, createLogger, endpoint, serve } from '@agenthost/shared';
-import { recordSecret, signIn, spawnService, startStack, waitFor, type ServiceProcess, type Stack } from '@agenthost/testkit';
+import { newSigningKeyPem, recordSecret, signIn, spawnService, startStack, waitFor, type ServiceProcess, type Stack } from '@agenthost/testkit';
 
 // The gateway believes only auth's signing keys: nobody else can answer its key requests, and a key
 // auth stops serving stops verifying within one refresh, cached verifications included.
 
-const pem = () => {
-  const key = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  recordSecret(key.split('\n')[1]!);
-  return key;
-};
+const pem = newSigningKeyPem;
 
 let stack: Stack;
 let auth: ServiceProcess | undefined;
