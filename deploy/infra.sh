@@ -3,6 +3,7 @@
 # writes their URLs to $AGENTHOST_STATE/infra.env. Servers given by DATABASE_URL, NATS_URL or
 # DOCKER_HOST are used as they are.
 source "$(dirname "$0")/env.sh"
+source "$DEPLOY_DIR/pg-roles.sh"
 
 PG_BIN=/usr/lib/postgresql/15/bin
 PG_USER=agenthost-pg
@@ -44,37 +45,17 @@ start_postgres() {
   PG_PORT_LOCAL=$PG_PORT
 }
 
-# One login role per service schema, owning it, with a password kept in $AGENTHOST_STATE/secrets/pg-<schema>;
-# nobody else has rights on a schema (deploy/run-service.sh gives each service only its own role's URL).
-# Idempotent; objects an older deploy made as the admin are handed to the schema's role.
+# One login role per service schema (deploy/pg-roles.sh), with a password kept in $AGENTHOST_STATE/secrets/pg-<schema>;
+# deploy/run-service.sh gives each service only its own role's URL.
 service_roles() {
-  local sqlfile
+  local sqlfile pairs=() schema
+  for schema in "${SERVICE_SCHEMAS[@]#*:}"; do
+    pairs+=("$schema=$(ensure_secret "pg-$schema" bash -c 'head -c 24 /dev/urandom | base64 | tr -d "/+="')")
+  done
   sqlfile=$(mktemp)
   chmod 600 "$sqlfile"
-  echo "revoke all on database agenthost from public;" >"$sqlfile"
-  for schema in "${SERVICE_SCHEMAS[@]#*:}"; do
-    local role="agenthost_$schema" password
-    password=$(ensure_secret "pg-$schema" bash -c 'head -c 24 /dev/urandom | base64 | tr -d "/+="')
-    cat >>"$sqlfile" <<EOSQL
-do \$\$ begin
-  if not exists (select from pg_roles where rolname = '$role') then create role $role login; end if;
-end \$\$;
-alter role $role login nosuperuser nocreatedb nocreaterole password '$password';
-grant connect on database agenthost to $role;
-create schema if not exists $schema authorization $role;
-alter schema $schema owner to $role;
-do \$\$ declare r record; begin
-  for r in select c.relname, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace
-           where n.nspname = '$schema' and c.relkind in ('r', 'p', 'v', 'm') loop
-    execute format('alter %s %I.%I owner to %I', case r.relkind when 'v' then 'view' when 'm' then 'materialized view' else 'table' end, '$schema', r.relname, '$role');
-  end loop;
-  for r in select p.oid::regprocedure as sig from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = '$schema' loop
-    execute format('alter function %s owner to %I', r.sig, '$role');
-  end loop;
-end \$\$;
-EOSQL
-  done
-  psql -h 127.0.0.1 -p "$PG_PORT" -U agenthost -d agenthost -q -v ON_ERROR_STOP=1 -f "$sqlfile" >/dev/null
+  pg_roles_sql agenthost "${pairs[@]}" >"$sqlfile"
+  PGOPTIONS="-c client_min_messages=warning" psql -h 127.0.0.1 -p "$PG_PORT" -U agenthost -d agenthost -q -v ON_ERROR_STOP=1 -f "$sqlfile" >/dev/null
   rm -f "$sqlfile"
 }
 

@@ -6,7 +6,8 @@
 #   standin  agenthost/standin:<tag>       runtime + a tiny zero-dependency HTTP agent (tests)
 #   openclaw agenthost/openclaw:<version>  runtime + OpenClaw from npm
 #
-# Usage: deploy/images/build.sh [base|runtime|standin|openclaw|all]   (default: all)
+# Usage: deploy/images/build.sh [base|runtime|standin|openclaw|all|platform]   (default: all)
+#   platform: the images of the swarm deployment (deploy/images/platform.sh); not part of all
 #
 # Idempotent: an image is rebuilt only when its inputs changed (label agenthost.inputs) or
 # FORCE=1 is set. Downloads are cached under ${AGENTHOST_CACHE:-/var/cache/agenthost}/images.
@@ -324,10 +325,12 @@ once() { # run build_<target> at most once per invocation
   DONE[$1]=1
 }
 
+source "$HERE/platform.sh"
+
 target="${1:-all}"
 T0=$(now)
 case "$target" in
-  base|runtime|standin|openclaw) once "$target" ;;
+  base|runtime|standin|openclaw|platform) once "$target" ;;
   all) once base; once runtime; once standin; once openclaw ;;
   -h|--help|help) usage; exit 0 ;;
   *) usage >&2; die "unknown target '$target'" ;;

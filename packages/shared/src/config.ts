@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 // Config is parsed once at start, every problem is printed together, and the result is frozen.
@@ -11,7 +12,32 @@ export class ConfigError extends Error {
   }
 }
 
-export function parseConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): Readonly<z.output<S>> {
+/**
+ * Secrets that may come from a file instead of the environment: <NAME>_FILE names the file (Docker and
+ * swarm secrets are mounted as files under /run/secrets). So the value is not in the process environment,
+ * where child processes and /proc/<pid>/environ would see it.
+ */
+export const FILE_SECRETS = ['DATABASE_URL', 'MASTER_KEY_ENCRYPTION', 'MASTER_KEYS_PREVIOUS'] as const;
+
+function withFileSecrets(env: Record<string, string | undefined>): { env: Record<string, string | undefined>; problems: string[] } {
+  const out = { ...env };
+  const problems: string[] = [];
+  for (const name of FILE_SECRETS) {
+    const file = env[`${name}_FILE`];
+    if (!file) continue;
+    if (env[name] !== undefined) problems.push(`${name}: set both ${name} and ${name}_FILE; keep one`);
+    try {
+      out[name] = readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      problems.push(`${name}_FILE: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+  return { env: out, problems };
+}
+
+export function parseConfig<S extends z.ZodType>(schema: S, rawEnv: Record<string, string | undefined> = process.env): Readonly<z.output<S>> {
+  const { env, problems: fileProblems } = withFileSecrets(rawEnv);
+  if (fileProblems.length) throw new ConfigError(fileProblems);
   const result = schema.safeParse(env);
   if (!result.success) {
     const problems = result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
@@ -44,6 +70,13 @@ export const baseConfig = z.object({
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://agenthost@127.0.0.1:5432/agenthost'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NATS_REQUEST_TIMEOUT_MS: int(5000),
+  /** Replicas of the JetStream event stream: 1 on one nats-server, 3 on a NATS cluster (the swarm deployment). */
+  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /**
+   * A container health check port: GET http://127.0.0.1:<port>/health answers 200 while the service serves
+   * (connected to NATS, started), 503 otherwise. 0: off (supervisord watches the process instead).
+   */
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   /** Replicas with the same name share a queue group; an id tells them apart in logs. */
   INSTANCE_NAME: z.string().default(''),
 });

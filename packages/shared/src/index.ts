@@ -12,5 +12,6 @@ export * from './nats/events.ts';
 export * from './nats/permissions.ts';
 export * from './nats/setup.ts';
 export * from './service.ts';
+export * from './health.ts';
 export * as contracts from './contracts/index.ts';
 export type { Contract, EventContract, In, Out } from './contracts/contract.ts';

@@ -3,6 +3,7 @@ import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { loadConfig, type BaseConfig } from './config.ts';
 import { pingFor } from './contracts/ping.ts';
+import { serveHealth } from './health.ts';
 import { connect } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { connectNats, natsIdentity } from './nats/connect.ts';
@@ -36,9 +37,10 @@ export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: Servi
   const ping = endpoint(pingFor(def.name), async () => ({ service: def.name, ok: true, version: def.version }));
   const service = await serve(nc, { name: def.name, version: def.version, log }, [ping, ...parts.endpoints]);
   await parts.start?.();
+  let stopping = false;
+  const health = config.HEALTH_PORT ? await serveHealth(config.HEALTH_PORT, () => !stopping && !nc.isClosed()) : undefined;
   log.info({ event: 'ready' }, `${def.name} ready`);
 
-  let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -46,6 +48,7 @@ export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: Servi
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
     try {
+      health?.close();
       await service.stop();
       await parts.stop?.();
       await nc.drain();

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { baseConfig, ConfigError, parseConfig, parseTiers, DEFAULT_TIERS, tiersConfig } from '../src/index.ts';
@@ -22,6 +25,16 @@ describe('configuration', () => {
     const cfg = parseConfig(baseConfig, {});
     expect(Object.isFrozen(cfg)).toBe(true);
     expect(cfg.NATS_URL).toBe('nats://127.0.0.1:4222');
+  });
+
+  it('reads a secret from <NAME>_FILE (a swarm secret), and refuses an unreadable file or both forms', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const file = join(dir, 'database-url');
+    writeFileSync(file, 'postgres://svc:s3cret@db:5432/agenthost\n', { mode: 0o600 });
+    expect(parseConfig(baseConfig, { DATABASE_URL_FILE: file }).DATABASE_URL).toBe('postgres://svc:s3cret@db:5432/agenthost');
+    expect(() => parseConfig(baseConfig, { DATABASE_URL_FILE: join(dir, 'missing') })).toThrow(/DATABASE_URL_FILE: cannot read .*ENOENT/);
+    expect(() => parseConfig(baseConfig, { DATABASE_URL_FILE: file, DATABASE_URL: 'postgres://x@y/z' })).toThrow(/keep one/);
+    rmSync(dir, { recursive: true });
   });
 
   it('merges tier overrides over the spec defaults', () => {

@@ -25,7 +25,7 @@ await runService<typeof billingConfig, BillingDB>({
       log,
     });
     await chain.now().catch(() => {});
-    await ensureEventStream(nc);
+    await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });
     const subs = new Subscriptions({
       db,
       chain,

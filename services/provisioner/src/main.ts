@@ -132,7 +132,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.usage, (input) => instances.usage(input)),
       ],
       async start() {
-        await ensureEventStream(nc);
+        await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });
         await volumes.check(); // enforce without loop devices: refuse to start (off: a warning)
         engine.startMonitor();
         if (await engine.ping()) {

@@ -6,8 +6,12 @@ import { decode, encode } from './codec.ts';
 
 export const EVENT_STREAM = 'EVENTS';
 
-/** Create (or bring up to date) the durable stream every domain event goes to. Idempotent; every service may call it. */
-export async function ensureEventStream(nc: NatsConnection): Promise<void> {
+/**
+ * Create (or bring up to date) the durable stream every domain event goes to. Idempotent; every service may
+ * call it. `replicas` (NATS_STREAM_REPLICAS: 3 on a NATS cluster) is set by the publishers; without it the
+ * stream keeps the replica count it has.
+ */
+export async function ensureEventStream(nc: NatsConnection, opts: { replicas?: number } = {}): Promise<void> {
   const jsm = await nc.jetstreamManager();
   const cfg = {
     name: EVENT_STREAM,
@@ -16,6 +20,7 @@ export async function ensureEventStream(nc: NatsConnection): Promise<void> {
     retention: RetentionPolicy.Limits,
     max_age: nanos(14 * 24 * 3600 * 1000),
     duplicate_window: nanos(10 * 60 * 1000),
+    num_replicas: opts.replicas ?? 1,
   };
   let current;
   try {
@@ -24,9 +29,10 @@ export async function ensureEventStream(nc: NatsConnection): Promise<void> {
     await jsm.streams.add(cfg);
     return;
   }
+  if (opts.replicas === undefined) cfg.num_replicas = current.num_replicas;
   // Only the services that publish events may update the stream (NATS permissions): the others
   // leave a stream whose settings are already right alone.
-  const same = current.subjects?.join() === cfg.subjects.join() && current.max_age === cfg.max_age && current.duplicate_window === cfg.duplicate_window;
+  const same = current.subjects?.join() === cfg.subjects.join() && current.max_age === cfg.max_age && current.duplicate_window === cfg.duplicate_window && current.num_replicas === cfg.num_replicas;
   if (!same) await jsm.streams.update(EVENT_STREAM, cfg);
 }
 

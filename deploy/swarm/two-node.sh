@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A two-node Docker Swarm on one machine, for CI and for trying the swarm deployment without a second
+# machine: this host's engine is the manager, and a second engine runs in its own network namespace
+# (agenthost-n2, 10.99.0.2) as a worker. Idempotent: `up` reuses what is already there; `down` removes
+# the second engine and its namespace and makes this engine leave the swarm.
+#
+#   deploy/swarm/two-node.sh up      # prints the worker's DOCKER_HOST
+#   deploy/swarm/two-node.sh down
+#
+# Why it is built this way (checked on Debian's docker.io 20.10):
+# - the second dockerd is started with nsenter --net, not `ip netns exec`: the latter remounts /sys and
+#   dockerd then fails with "Devices cgroup isn't mounted";
+# - the manager advertises the veth address: advertising another host address broke VXLAN (replies left
+#   with the veth's source address).
+source "$(dirname "$0")/../env.sh"
+
+NS=agenthost-n2
+HOST_IF=ah-n2
+NS_IF=ah-n2-in
+HOST_ADDR=10.99.0.1
+NS_ADDR=10.99.0.2
+N2_STATE="$AGENTHOST_STATE/node2"
+N2_SOCK=/run/agenthost-node2/docker.sock
+export N2_HOST="unix://$N2_SOCK"
+
+netns_up() {
+  [ -e "/run/netns/$NS" ] || ip netns add "$NS"
+  if ! ip link show "$HOST_IF" >/dev/null 2>&1; then
+    ip link add "$HOST_IF" type veth peer name "$NS_IF"
+    ip link set "$NS_IF" netns "$NS"
+  fi
+  ip addr replace "$HOST_ADDR/24" dev "$HOST_IF"
+  ip link set "$HOST_IF" up
+  ip -n "$NS" addr replace "$NS_ADDR/24" dev "$NS_IF"
+  ip -n "$NS" link set "$NS_IF" up
+  ip -n "$NS" link set lo up
+  ip -n "$NS" route replace default via "$HOST_ADDR"
+  # The worker reaches the outside (Debian mirrors) through this host.
+  sysctl -qw net.ipv4.ip_forward=1
+  iptables -t nat -C POSTROUTING -s 10.99.0.0/24 ! -o "$HOST_IF" -j MASQUERADE 2>/dev/null ||
+    iptables -t nat -A POSTROUTING -s 10.99.0.0/24 ! -o "$HOST_IF" -j MASQUERADE
+  # Docker's FORWARD policy is DROP: let the worker's traffic through.
+  iptables -C FORWARD -i "$HOST_IF" -j ACCEPT 2>/dev/null || iptables -I FORWARD -i "$HOST_IF" -j ACCEPT
+  iptables -C FORWARD -o "$HOST_IF" -j ACCEPT 2>/dev/null || iptables -I FORWARD -o "$HOST_IF" -j ACCEPT
+}
+
+engine2_up() {
+  if docker -H "$N2_HOST" info >/dev/null 2>&1; then return; fi
+  say "starting the second Docker engine in netns $NS ($NS_ADDR)"
+  mkdir -p "$N2_STATE/docker" "$(dirname "$N2_SOCK")"
+  # Its own UTS namespace too, so that the node has its own hostname in `docker node ls`.
+  nohup nsenter --net="/run/netns/$NS" unshare --uts sh -c 'hostname agenthost-n2 && exec "$0" "$@"' dockerd --data-root "$N2_STATE/docker" --exec-root /run/agenthost-node2/exec \
+    -H "$N2_HOST" --pidfile /run/agenthost-node2/dockerd.pid >"$LOG_DIR/dockerd-node2.log" 2>&1 &
+  remember_pid dockerd-node2 $!
+  wait_for 60 docker -H "$N2_HOST" info || die "the second dockerd did not start (see $LOG_DIR/dockerd-node2.log)"
+}
+
+swarm_state() { docker -H "${1:-unix:///var/run/docker.sock}" info -f '{{.Swarm.LocalNodeState}}' 2>/dev/null; }
+
+swarm_up() {
+  if [ "$(swarm_state)" != active ]; then
+    say "docker swarm init (manager advertises $HOST_ADDR)"
+    docker swarm init --advertise-addr "$HOST_ADDR" --listen-addr "$HOST_ADDR:2377" >/dev/null
+  fi
+  if [ "$(swarm_state "$N2_HOST")" != active ]; then
+    local token
+    token=$(docker swarm join-token -q worker)
+    say "joining the second engine as a worker"
+    docker -H "$N2_HOST" swarm join --advertise-addr "$NS_ADDR" --token "$token" "$HOST_ADDR:2377" >/dev/null
+  fi
+  # Forget workers of earlier runs that are gone (a new data root joins as a new node).
+  local id
+  for id in $(docker node ls -q --filter role=worker); do
+    [ "$(docker node inspect -f '{{.Status.State}}' "$id")" = down ] && docker node rm --force "$id" >/dev/null || true
+  done
+  wait_for 30 bash -c "[ \$(docker node ls -q --filter role=worker | wc -l) -ge 1 ]" || die "the worker did not join"
+}
+
+down() {
+  docker -H "$N2_HOST" swarm leave --force >/dev/null 2>&1 || true
+  stop_process dockerd-node2
+  docker swarm leave --force >/dev/null 2>&1 || true
+  ip link del "$HOST_IF" 2>/dev/null || true
+  ip netns del "$NS" 2>/dev/null || true
+}
+
+case "${1:-up}" in
+  up) netns_up; engine2_up; swarm_up; echo "$N2_HOST" ;;
+  down) down ;;
+  *) die "usage: two-node.sh up|down" ;;
+esac
