@@ -43,6 +43,11 @@ build_services() {
     printf 'FROM agenthost/service:%s\nLABEL agenthost.image=%s agenthost.service=%s\nCMD ["%s"]\n' \
       "$SERVICE_TAG" "$svc" "$svc" "$main" | docker build -q -t "agenthost/$svc:$SERVICE_TAG" -t "agenthost/$svc:latest" - >/dev/null
   done
+  # Earlier builds' tags go (an image a container still uses stays until that container is gone).
+  for svc in service "${PLATFORM_SERVICES[@]}"; do
+    docker image ls "agenthost/$svc" --format '{{.Tag}}' | grep -Ev "^($SERVICE_TAG|latest)\$" |
+      while read -r old; do docker image rm "agenthost/$svc:$old" >/dev/null 2>&1 || true; done
+  done
   prune_old service
   log "services: agenthost/{$(IFS=,; echo "${PLATFORM_SERVICES[*]}")}:$SERVICE_TAG"
 }

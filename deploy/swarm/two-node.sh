@@ -5,6 +5,7 @@
 # the second engine and its namespace and makes this engine leave the swarm.
 #
 #   deploy/swarm/two-node.sh up      # prints the worker's DOCKER_HOST
+#   deploy/swarm/two-node.sh load    # copies this engine's agenthost/* images to the worker
 #   deploy/swarm/two-node.sh down
 #
 # Why it is built this way (checked on Debian's docker.io 20.10):
@@ -84,8 +85,18 @@ down() {
   ip netns del "$NS" 2>/dev/null || true
 }
 
+# The worker has no registry to pull from: give it this engine's agenthost images (only the layers it lacks
+# are written). A real cluster pushes to a registry instead (README).
+load_images() {
+  local refs
+  refs=$(docker image ls --format '{{.Repository}}:{{.Tag}}' 'agenthost/*' | grep -v ':<none>$' | grep -Ev "${SKIP_IMAGES:-^$}")
+  # shellcheck disable=SC2086
+  docker save $refs | docker -H "$N2_HOST" load -q >/dev/null
+}
+
 case "${1:-up}" in
   up) netns_up; engine2_up; swarm_up; echo "$N2_HOST" ;;
+  load) load_images ;;
   down) down ;;
-  *) die "usage: two-node.sh up|down" ;;
+  *) die "usage: two-node.sh up|load|down" ;;
 esac

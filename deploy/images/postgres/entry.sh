@@ -8,7 +8,8 @@ BIN=/usr/lib/postgresql/15/bin
 : "${POSTGRES_PASSWORD_FILE:?POSTGRES_PASSWORD_FILE names the admin password file}"
 PG_SCHEMAS=${PG_SCHEMAS:-gateway auth billing provisioner keyvault}
 PG_DATABASE=${PG_DATABASE:-agenthost}
-SOCK=/run/postgresql
+# The socket lives in /tmp (a tmpfs the postgres user may write; the root filesystem is read-only).
+SOCK=/tmp
 
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   "$BIN/initdb" -D "$PGDATA" -U agenthost --pwfile="$POSTGRES_PASSWORD_FILE" \

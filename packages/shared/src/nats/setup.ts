@@ -25,6 +25,7 @@ export function ensureNatsTls(dir: string, hosts: string[] = []): NatsTls {
   if (existsSync(out.ca) && existsSync(out.cert) && existsSync(out.key)) return out;
   const parent = path.dirname(dir);
   mkdirSync(parent, { recursive: true });
+  // clientAuth too: NATS cluster routes are mutual TLS (each node presents this certificate to the others).
   // Made in a directory aside and renamed into place whole: processes that race to make it (parallel
   // test files) either win the rename or use the winner's, never a CA and a certificate of two makers.
   const tmp = mkdtempSync(path.join(parent, `.${path.basename(dir)}-`));
@@ -32,7 +33,7 @@ export function ensureNatsTls(dir: string, hosts: string[] = []): NatsTls {
   const san = ['DNS:localhost', 'IP:127.0.0.1', ...hosts.map((h) => (/^[\d.]+$/.test(h) ? `IP:${h}` : `DNS:${h}`))].join(',');
   ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '3650', '-subj', '/CN=agenthost NATS CA', '-keyout', 'ca-key.pem', '-out', 'ca.pem');
   ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=agenthost-nats', '-keyout', 'server-key.pem', '-out', 'server.csr');
-  writeFileSync(path.join(tmp, 'ext.cnf'), `subjectAltName=${san}\nextendedKeyUsage=serverAuth\n`);
+  writeFileSync(path.join(tmp, 'ext.cnf'), `subjectAltName=${san}\nextendedKeyUsage=serverAuth,clientAuth\n`);
   ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-days', '3650', '-extfile', 'ext.cnf', '-out', 'server.pem');
   for (const f of ['ca-key.pem', 'server-key.pem']) chmodSync(path.join(tmp, f), 0o600);
   chmodSync(tmp, 0o700);
@@ -59,11 +60,8 @@ export interface NatsAuth {
   seeds: Record<string, string>;
 }
 
-/**
- * Seeds for every service and the operator in `dir`, and `dir`/nats.conf for a server on host:port with
- * JetStream in storeDir. Existing seeds are kept, so running it again changes no service's identity.
- */
-export function writeNatsAuth(dir: string, opts: { host: string; port: number; storeDir: string; tls: NatsTls; extra?: Record<string, unknown> }): NatsAuth {
+/** The seed of every service and the operator in `dir` (made when missing, kept otherwise), and their server-side users. */
+export function natsUsers(dir: string): { seeds: Record<string, string>; users: NatsUser[] } {
   mkdirSync(dir, { recursive: true });
   chmodSync(dir, 0o700);
   const seeds: Record<string, string> = {};
@@ -74,6 +72,15 @@ export function writeNatsAuth(dir: string, opts: { host: string; port: number; s
     const permissions = who === OPERATOR ? undefined : PERMISSIONS[who as keyof typeof PERMISSIONS];
     users.push(permissions ? { nkey, permissions } : { nkey });
   }
+  return { seeds, users };
+}
+
+/**
+ * Seeds for every service and the operator in `dir`, and `dir`/nats.conf for a server on host:port with
+ * JetStream in storeDir. Existing seeds are kept, so running it again changes no service's identity.
+ */
+export function writeNatsAuth(dir: string, opts: { host: string; port: number; storeDir: string; tls: NatsTls; extra?: Record<string, unknown> }): NatsAuth {
+  const { seeds, users } = natsUsers(dir);
   const configFile = path.join(dir, 'nats.conf');
   const config = natsServerConfig({ host: opts.host, port: opts.port, storeDir: opts.storeDir, tls: opts.tls, users, ...(opts.extra ? { extra: opts.extra } : {}) });
   writeFileSync(configFile, config, { mode: 0o600 });

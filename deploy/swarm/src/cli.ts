@@ -1,0 +1,144 @@
+// The swarm deployment, run on a manager (see README "Run across machines"):
+//   node deploy/swarm/src/cli.ts up [gateway=2 auth=2 ...]   create or update the stack (rolling), wait until it serves
+//   node deploy/swarm/src/cli.ts scale gateway=3 keyvault=2  change replica counts, each service on its own
+//   node deploy/swarm/src/cli.ts status                      running/desired tasks per service
+//   node deploy/swarm/src/cli.ts down [--volumes]            remove the stack (and its volumes on this node)
+// Environment: DOCKER_HOST (a manager), AGENTHOST_STATE (secret material, default /var/lib/agenthost),
+// EDGE_PORT (8080), DATABASE_URL (an external database: no Postgres service), SOLANA_RPC_URL (no devchain),
+// AGENTHOST_ENV_FILE (settings for every service, KEY=VALUE lines), IMAGE_TAG (latest).
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, imageId, pinPostgres, pruneSecrets, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
+import { ensureMaterial } from './material.ts';
+import { caddyfile, NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
+
+const SCALABLE = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault'] as const;
+type Scalable = (typeof SCALABLE)[number];
+const DEFAULT_REPLICAS: Record<Scalable, number> = { gateway: 2, auth: 2, 'billing-chain': 1, provisioner: 2, keyvault: 2 };
+
+const say = (s: string) => process.stderr.write(`==> ${s}\n`);
+const docker = dockerFrom();
+const env = process.env;
+
+function parseCounts(args: string[]): Partial<Record<Scalable, number>> {
+  const out: Partial<Record<Scalable, number>> = {};
+  for (const a of args) {
+    const m = /^([a-z-]+)=(\d+)$/.exec(a);
+    if (!m || !(SCALABLE as readonly string[]).includes(m[1]!)) throw new Error(`expected <service>=<replicas> with a service of ${SCALABLE.join(', ')}; got "${a}"`);
+    out[m[1] as Scalable] = Number(m[2]);
+  }
+  return out;
+}
+
+function envFile(file: string | undefined): Record<string, string> {
+  if (!file || !existsSync(file)) return {};
+  const out: Record<string, string> = {};
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const m = /^\s*([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
+    if (m) out[m[1]!] = m[2]!.replace(/^"(.*)"$/, '$1');
+  }
+  return out;
+}
+
+async function up(args: string[]): Promise<void> {
+  const asked = parseCounts(args);
+  const state = env.AGENTHOST_STATE ?? '/var/lib/agenthost';
+  const tag = env.IMAGE_TAG ?? 'latest';
+  const refs: Record<ImageName, string> = {
+    gateway: `agenthost/gateway:${tag}`,
+    auth: `agenthost/auth:${tag}`,
+    'billing-chain': `agenthost/billing-chain:${tag}`,
+    provisioner: `agenthost/provisioner:${tag}`,
+    keyvault: `agenthost/keyvault:${tag}`,
+    devchain: `agenthost/devchain:${tag}`,
+    postgres: 'agenthost/postgres:15',
+    nats: 'agenthost/nats:2.9',
+    edge: 'agenthost/edge:2.6',
+  };
+  // By image id: a task starts from the image its node has, without asking a registry first.
+  const images = Object.fromEntries(await Promise.all(Object.entries(refs).map(async ([k, ref]) => [k, await imageId(docker, ref)]))) as Record<ImageName, string>;
+  const replicas = {} as Record<Scalable, number>;
+  for (const s of SCALABLE) replicas[s] = asked[s] ?? (await currentReplicas(docker, `${STACK}-${s}`)) ?? DEFAULT_REPLICAS[s];
+
+  say('secrets');
+  const material = ensureMaterial({ dir: path.join(state, 'swarm'), ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}) });
+  const secrets = await ensureSecrets(docker, { ...material.secrets, Caddyfile: caddyfile() });
+  await ensureNetwork(docker);
+  const postgres = !env.DATABASE_URL;
+  if (postgres) say(`Postgres pinned to node ${await pinPostgres(docker)}`);
+  const opts: StackOptions = {
+    images,
+    replicas,
+    secrets,
+    edgePort: Number(env.EDGE_PORT ?? 8080),
+    env: envFile(env.AGENTHOST_ENV_FILE ?? path.join(state, 'agenthost.env')),
+    postgres,
+    ...(env.SOLANA_RPC_URL ? { solanaRpcUrl: env.SOLANA_RPC_URL } : {}),
+    dockerGid: env.DOCKER_GID ?? dockerGid(),
+  };
+  const specs = stackSpecs(opts);
+  // Infrastructure first, so that the services find NATS and Postgres when they start.
+  const infra = specs.filter((s) => /-(nats-\d|postgres|devchain)$/.test(s.Name));
+  for (const spec of infra) say(`${spec.Name}: ${await upsertService(docker, spec)}`);
+  await waitConverged(docker, infra.map((s) => s.Name), 240_000, say);
+  const rest = specs.filter((s) => !infra.includes(s));
+  for (const spec of rest) say(`${spec.Name}: ${await upsertService(docker, spec)}`);
+  await waitConverged(docker, specs.map((s) => s.Name), 300_000, say);
+  await pruneSecrets(docker, new Set(Object.values(secrets).map((s) => s.id)));
+  say(`agenthost is up on every node's port ${opts.edgePort}: http://<node address>:${opts.edgePort}/api`);
+}
+
+/** The group of the Docker socket, so that the provisioner reaches the engine without being root. */
+function dockerGid(): string {
+  const group = readFileSync('/etc/group', 'utf8').split('\n').find((l) => l.startsWith('docker:'));
+  return group?.split(':')[2] ?? '0';
+}
+
+async function scale(args: string[]): Promise<void> {
+  const counts = parseCounts(args);
+  if (!Object.keys(counts).length) throw new Error('usage: scale <service>=<replicas>...');
+  for (const [svc, n] of Object.entries(counts)) {
+    say(`${svc}: ${n} replica(s)`);
+    await setReplicas(docker, `${STACK}-${svc}`, n);
+  }
+  await waitConverged(docker, Object.keys(counts).map((s) => `${STACK}-${s}`), 180_000, say);
+}
+
+async function status(): Promise<void> {
+  const services = await docker.listServices({ filters: JSON.stringify({ label: [`agenthost.stack=${STACK}`] }) });
+  for (const s of services.sort((a, b) => a.Spec!.Name!.localeCompare(b.Spec!.Name!))) {
+    const c = await taskCounts(docker, s.Spec!.Name!);
+    process.stdout.write(`${s.Spec!.Name!.padEnd(28)} ${c.running}/${c.desired}${c.updating ? ' updating' : ''}\n`);
+  }
+}
+
+async function down(args: string[]): Promise<void> {
+  const services = await docker.listServices({ filters: JSON.stringify({ label: [`agenthost.stack=${STACK}`] }) });
+  for (const s of services) await docker.getService(s.ID).remove();
+  say(`removed ${services.length} service(s)`);
+  // Tasks take a moment to go; the network and secrets can be removed only then.
+  const end = Date.now() + 60_000;
+  while (Date.now() < end && (await docker.listTasks({ filters: JSON.stringify({ label: [`agenthost.stack=${STACK}`] }) })).length) await new Promise((r) => setTimeout(r, 500));
+  await docker.getNetwork(NETWORK).remove().catch(() => {});
+  await pruneSecrets(docker, new Set());
+  if (args.includes('--volumes')) {
+    const { Volumes } = await docker.listVolumes();
+    for (const v of Volumes.filter((v) => v.Name.startsWith(`${STACK}-`) && (v.Name.includes('nats-') || v.Name.endsWith('-postgres')))) {
+      await docker.getVolume(v.Name).remove().catch((err: Error) => say(`volume ${v.Name}: ${err.message}`));
+    }
+  }
+}
+
+const [cmd, ...rest] = process.argv.slice(2);
+const commands: Record<string, (a: string[]) => Promise<void>> = { up, scale, status, down };
+const run = cmd ? commands[cmd] : undefined;
+if (!run) {
+  process.stderr.write('usage: cli.ts up|scale|status|down (see the top of deploy/swarm/src/cli.ts)\n');
+  process.exit(2);
+}
+try {
+  await run(rest);
+} catch (err) {
+  process.stderr.write(`error: ${(err as Error).message}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,265 @@
+import type Docker from 'dockerode';
+import { healthCheckCommand } from '@agenthost/shared';
+import { NATS_CLIENT_URL, NATS_NODES, SCHEMAS, SECRET_DIR } from './material.ts';
+
+/**
+ * The agenthost stack as swarm service specs (Engine API 1.41): NATS ×3 (JetStream, R3), Postgres pinned
+ * to one node, devchain, the five services with their own replica counts, and the edge (Caddy, one per node)
+ * in front of the gateways. Every service has reservations and limits, a health check, a rolling update that
+ * starts the new task first and rolls back by itself when it fails, and runs non-root with every capability
+ * dropped on a read-only root.
+ */
+
+export const STACK = 'agenthost';
+export const LABEL_STACK = 'agenthost.stack';
+export const NETWORK = `${STACK}`;
+/** The overlay's subnet: the gateway trusts X-Forwarded-For from the edge only on it. */
+export const SUBNET = '10.213.0.0/16';
+const SERVICE_UID = '10100';
+const HEALTH_PORT = 9090;
+const MB = 1024 * 1024;
+
+export type ImageName = 'gateway' | 'auth' | 'billing-chain' | 'provisioner' | 'keyvault' | 'devchain' | 'postgres' | 'nats' | 'edge';
+
+export interface StackOptions {
+  /** Image per part, by image id (sha256:…): a task never waits on a registry for an image its node has. */
+  images: Record<ImageName, string>;
+  replicas: Record<'gateway' | 'auth' | 'billing-chain' | 'provisioner' | 'keyvault', number>;
+  /** Secret name → the swarm secret holding its current content. */
+  secrets: Record<string, { id: string; name: string }>;
+  /** The port every node's edge listens on (host mode: the routing mesh needs IPVS). */
+  edgePort: number;
+  /** Settings for every service (the operator's agenthost.env), after ours. */
+  env: Record<string, string>;
+  /** Postgres runs on the node with this label (node.labels.agenthost.postgres == true); none with an external database. */
+  postgres: boolean;
+  /** devchain (the local Solana stand-in) runs unless SOLANA_RPC_URL is given. */
+  solanaRpcUrl?: string;
+  /** The Docker GID of the managers' socket, for the provisioner. */
+  dockerGid: string;
+}
+
+type Spec = Docker.ServiceSpec & { Name: string };
+/** A task mount (Engine API), looser than dockerode's type: tmpfs mounts have no source. */
+type Mount = { Type: 'volume' | 'bind' | 'tmpfs'; Target: string; Source?: string; ReadOnly?: boolean; TmpfsOptions?: { SizeBytes: number; Mode?: number } };
+type PortConfig = { Protocol: 'tcp' | 'udp'; TargetPort: number; PublishedPort: number; PublishMode: 'host' | 'ingress' };
+
+const secret = (o: StackOptions, name: string, uid = SERVICE_UID, target = name) => {
+  const s = o.secrets[name];
+  if (!s) throw new Error(`no swarm secret for ${name}`);
+  return { SecretID: s.id, SecretName: s.name, File: { Name: target, UID: uid, GID: uid, Mode: 0o400 } };
+};
+
+const envList = (env: Record<string, string>) => Object.entries(env).map(([k, v]) => `${k}=${v}`);
+
+const rolling = (order: 'start-first' | 'stop-first') => ({
+  UpdateConfig: { Parallelism: 1, Delay: 1_000_000_000, FailureAction: 'rollback', Monitor: 10_000_000_000, MaxFailureRatio: 0, Order: order },
+  RollbackConfig: { Parallelism: 1, Delay: 0, FailureAction: 'pause', Monitor: 5_000_000_000, MaxFailureRatio: 0, Order: order },
+});
+
+const health = (test: string[], startSeconds = 60) => ({
+  Test: test,
+  Interval: 5_000_000_000,
+  Timeout: 4_000_000_000,
+  Retries: 3,
+  StartPeriod: startSeconds * 1_000_000_000,
+});
+
+const resources = (reserveMb: number, reserveCpu: number, limitMb: number, limitCpu: number) => ({
+  Reservations: { MemoryBytes: reserveMb * MB, NanoCPUs: Math.round(reserveCpu * 1e9) },
+  Limits: { MemoryBytes: limitMb * MB, NanoCPUs: Math.round(limitCpu * 1e9) },
+});
+
+const hardened = {
+  CapabilityDrop: ['ALL'],
+  Mounts: [{ Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: 64 * MB, Mode: 0o1777 } }] as Mount[],
+  StopGracePeriod: 15_000_000_000,
+};
+
+function service(o: StackOptions, name: string, p: {
+  image: string;
+  replicas?: number;
+  global?: boolean;
+  env?: Record<string, string>;
+  secrets?: ReturnType<typeof secret>[];
+  healthTest: string[];
+  res: ReturnType<typeof resources>;
+  order?: 'start-first' | 'stop-first';
+  constraints?: string[];
+  mounts?: Mount[];
+  user?: string;
+  groups?: string[];
+  args?: string[];
+  ports?: PortConfig[];
+  readOnly?: boolean;
+  alias?: string;
+}): Spec {
+  return {
+    Name: `${STACK}-${name}`,
+    Labels: { [LABEL_STACK]: STACK, 'agenthost.part': name },
+    TaskTemplate: {
+      ContainerSpec: {
+        Image: p.image,
+        ...(p.args ? { Args: p.args } : {}),
+        Env: envList(p.env ?? {}),
+        Labels: { [LABEL_STACK]: STACK, 'agenthost.part': name },
+        ...(p.user ? { User: p.user } : {}),
+        ...(p.groups ? { Groups: p.groups } : {}),
+        ...hardened,
+        ReadOnly: p.readOnly ?? true,
+        Mounts: [...hardened.Mounts, ...(p.mounts ?? [])],
+        Secrets: p.secrets ?? [],
+        Healthcheck: health(p.healthTest),
+      } as unknown as Docker.ContainerSpec,
+      Resources: p.res,
+      RestartPolicy: { Condition: 'any', Delay: 1_000_000_000, MaxAttempts: 0 },
+      Placement: { Constraints: p.constraints ?? [], Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }] },
+      Networks: [{ Target: NETWORK, Aliases: [p.alias ?? name] }],
+      LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
+    },
+    Mode: p.global ? { Global: {} } : { Replicated: { Replicas: p.replicas ?? 1 } },
+    ...rolling(p.order ?? 'start-first'),
+    // dnsrr: the name resolves to every task's address (VIPs need IPVS, which this kernel may lack).
+    EndpointSpec: { Mode: 'dnsrr', ...(p.ports ? { Ports: p.ports } : {}) },
+  } as Spec;
+}
+
+/** What every agenthost service is given: its NATS identity, its own database role, a health port. */
+function serviceEnv(o: StackOptions, svc: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    NATS_URL: NATS_CLIENT_URL,
+    NATS_NKEY_SEED_FILE: `${SECRET_DIR}/nats-seed`,
+    NATS_CA_FILE: `${SECRET_DIR}/nats-ca.pem`,
+    NATS_STREAM_REPLICAS: '3',
+    DATABASE_URL_FILE: `${SECRET_DIR}/database-url`,
+    HEALTH_PORT: String(HEALTH_PORT),
+    INSTANCE_NAME: `${svc}.{{.Task.Slot}}`,
+    ...extra,
+    ...o.env,
+  };
+}
+
+const serviceSecrets = (o: StackOptions, svc: string, more: ReturnType<typeof secret>[] = []) => [
+  secret(o, `nats-seed-${svc}`, SERVICE_UID, 'nats-seed'),
+  secret(o, 'nats-ca.pem'),
+  secret(o, `database-url-${svc}`, SERVICE_UID, 'database-url'),
+  ...more,
+];
+
+export function stackSpecs(o: StackOptions): Spec[] {
+  const specs: Spec[] = [];
+  for (const node of NATS_NODES) {
+    specs.push(
+      service(o, node, {
+        image: o.images.nats,
+        args: ['-c', `${SECRET_DIR}/nats.conf`],
+        secrets: [secret(o, `${node}.conf`, '10200', 'nats.conf'), secret(o, 'nats-cert.pem', '10200'), secret(o, 'nats-key.pem', '10200'), secret(o, 'nats-ca.pem', '10200')],
+        mounts: [{ Type: 'volume', Source: `${STACK}-${node}`, Target: '/data' }],
+        // Liveness with JetStream on, not cluster health: a task's name resolves only once it is healthy, so
+        // requiring the routes (found by those names) first would never let a cluster form.
+        healthTest: ['CMD', 'curl', '-fsS', '-o', '/dev/null', 'http://127.0.0.1:8222/healthz?js-enabled-only=true'],
+        res: resources(64, 0.05, 512, 1),
+        // One server per name and store: the old task stops before the new one starts.
+        order: 'stop-first',
+      }),
+    );
+  }
+  if (o.postgres) {
+    const schemas = [...new Set(Object.values(SCHEMAS))];
+    specs.push(
+      service(o, 'postgres', {
+        image: o.images.postgres,
+        env: { POSTGRES_PASSWORD_FILE: `${SECRET_DIR}/pg-admin`, PG_SCHEMAS: schemas.join(' ') },
+        secrets: [secret(o, 'pg-admin', '10300'), ...schemas.map((s) => secret(o, `pg-${s}`, '10300'))],
+        mounts: [{ Type: 'volume', Source: `${STACK}-postgres`, Target: '/var/lib/postgresql/data' }],
+        healthTest: ['CMD', '/usr/bin/pg_isready', '-q', '-h', '/tmp', '-U', 'agenthost', '-d', 'agenthost'],
+        res: resources(256, 0.2, 1024, 1.5),
+        order: 'stop-first',
+        // Its volume lives on one node: the operator picks it with a node label.
+        constraints: ['node.labels.agenthost.postgres == true'],
+      }),
+    );
+  }
+  if (!o.solanaRpcUrl) {
+    specs.push(
+      service(o, 'devchain', {
+        image: o.images.devchain,
+        env: { DEVCHAIN_HOST: '0.0.0.0', DEVCHAIN_PORT: '8899' },
+        healthTest: ['CMD', '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:8899',{method:'POST',headers:{'content-type':'application/json'},body:'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getHealth\"}',signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"],
+        res: resources(96, 0.05, 384, 1),
+        order: 'stop-first',
+      }),
+    );
+  }
+  const rpc = o.solanaRpcUrl ?? 'http://devchain:8899';
+  const backend = (svc: 'auth' | 'billing-chain' | 'keyvault' | 'provisioner', p: Partial<Parameters<typeof service>[2]> & { env?: Record<string, string> }) =>
+    service(o, svc, {
+      image: o.images[svc],
+      replicas: o.replicas[svc],
+      healthTest: healthCheckCommand(HEALTH_PORT),
+      res: resources(96, 0.05, 512, 1),
+      ...p,
+      env: serviceEnv(o, svc, p.env),
+      secrets: serviceSecrets(o, svc, p.secrets),
+    });
+  specs.push(backend('auth', { env: { AUTH_JWT_PRIVATE_KEY_FILE: `${SECRET_DIR}/auth-jwt.pem` }, secrets: [secret(o, 'auth-jwt.pem')] }));
+  specs.push(backend('billing-chain', { env: { SOLANA_RPC_URL: rpc } }));
+  specs.push(backend('keyvault', { env: { MASTER_KEY_ENCRYPTION_FILE: `${SECRET_DIR}/master-key` }, secrets: [secret(o, 'master-key')] }));
+  specs.push(
+    backend('provisioner', {
+      env: { PROVISIONER_DRIVER: 'swarm', DOCKER_HOST: 'unix:///var/run/docker.sock', INSTANCE_GATEWAY_PORT: String(o.edgePort) },
+      // It drives the swarm through a manager's Engine API (the socket's group, not root).
+      groups: [o.dockerGid],
+      mounts: [{ Type: 'bind', Source: '/var/run/docker.sock', Target: '/var/run/docker.sock' }],
+      constraints: ['node.role == manager'],
+    }),
+  );
+  specs.push(
+    service(o, 'gateway', {
+      image: o.images.gateway,
+      replicas: o.replicas.gateway,
+      env: serviceEnv(o, 'gateway', { GATEWAY_PORT: '8080', TRUSTED_PROXIES: SUBNET }),
+      secrets: serviceSecrets(o, 'gateway'),
+      healthTest: ['CMD', '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:8080/api/health/live',{signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"],
+      res: resources(128, 0.1, 512, 1),
+    }),
+  );
+  specs.push(
+    service(o, 'edge', {
+      image: o.images.edge,
+      global: true,
+      args: ['run', '--config', `${SECRET_DIR}/Caddyfile`, '--adapter', 'caddyfile'],
+      secrets: [secret(o, 'Caddyfile', '10400')],
+      mounts: [{ Type: 'tmpfs', Target: '/data', TmpfsOptions: { SizeBytes: 16 * MB } }, { Type: 'tmpfs', Target: '/config', TmpfsOptions: { SizeBytes: 16 * MB } }],
+      healthTest: ['CMD', 'curl', '-fsS', '-o', '/dev/null', 'http://127.0.0.1:8081/healthz'],
+      res: resources(32, 0.05, 256, 1),
+      // Its host port is taken until the old task stops: one node at a time, stop first.
+      order: 'stop-first',
+      ports: [{ Protocol: 'tcp', TargetPort: 8080, PublishedPort: o.edgePort, PublishMode: 'host' }],
+    }),
+  );
+  return specs;
+}
+
+/** The edge's Caddyfile: every gateway task (DNS, refreshed each second), retried on another when one is gone. */
+export const caddyfile = (): string => `{
+\tadmin off
+\tauto_https off
+}
+:8080 {
+\treverse_proxy {
+\t\tdynamic a {
+\t\t\tname tasks.${STACK}-gateway
+\t\t\tport 8080
+\t\t\trefresh 1s
+\t\t}
+\t\tlb_policy round_robin
+\t\tlb_try_duration 5s
+\t\tlb_try_interval 100ms
+\t\tfail_duration 2s
+\t}
+}
+http://127.0.0.1:8081 {
+\trespond /healthz "ok" 200
+}
+`;
