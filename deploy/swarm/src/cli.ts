@@ -4,7 +4,7 @@
 //   node deploy/swarm/src/cli.ts status                      running/desired tasks per service
 //   node deploy/swarm/src/cli.ts down [--volumes]            remove the stack (and its volumes on this node)
 // Environment: DOCKER_HOST (a manager), AGENTHOST_STATE (secret material, default /var/lib/agenthost),
-// EDGE_PORT (8080), DATABASE_URL (an external database: no Postgres service), SOLANA_RPC_URL (no devchain),
+// EDGE_PORT (8080), DEVCHAIN_PORT (8899; and the next port), DATABASE_URL (an external database: no Postgres service), SOLANA_RPC_URL (no devchain),
 // AGENTHOST_ENV_FILE (settings for every service, KEY=VALUE lines), IMAGE_TAG (latest).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -71,6 +71,7 @@ async function up(args: string[]): Promise<void> {
     replicas,
     secrets,
     edgePort: Number(env.EDGE_PORT ?? 8080),
+    devchainPort: Number(env.DEVCHAIN_PORT ?? 8899),
     env: envFile(env.AGENTHOST_ENV_FILE ?? path.join(state, 'agenthost.env')),
     postgres,
     ...(env.SOLANA_RPC_URL ? { solanaRpcUrl: env.SOLANA_RPC_URL } : {}),

@@ -35,6 +35,8 @@ export interface StackOptions {
   postgres: boolean;
   /** devchain (the local Solana stand-in) runs unless SOLANA_RPC_URL is given. */
   solanaRpcUrl?: string;
+  /** devchain's JSON-RPC port on the managers, for wallets (and the WebSocket alias on the next port). */
+  devchainPort: number;
   /** The Docker GID of the managers' socket, for the provisioner. */
   dockerGid: string;
 }
@@ -188,6 +190,12 @@ export function stackSpecs(o: StackOptions): Spec[] {
         healthTest: ['CMD', '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:8899',{method:'POST',headers:{'content-type':'application/json'},body:'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getHealth\"}',signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"],
         res: resources(96, 0.05, 384, 1),
         order: 'stop-first',
+        // Wallets send their transactions here: on a manager, whose address the operator knows.
+        constraints: ['node.role == manager'],
+        ports: [
+          { Protocol: 'tcp', TargetPort: 8899, PublishedPort: o.devchainPort, PublishMode: 'host' },
+          { Protocol: 'tcp', TargetPort: 8900, PublishedPort: o.devchainPort + 1, PublishMode: 'host' },
+        ],
       }),
     );
   }
@@ -207,7 +215,17 @@ export function stackSpecs(o: StackOptions): Spec[] {
   specs.push(backend('keyvault', { env: { MASTER_KEY_ENCRYPTION_FILE: `${SECRET_DIR}/master-key` }, secrets: [secret(o, 'master-key')] }));
   specs.push(
     backend('provisioner', {
-      env: { PROVISIONER_DRIVER: 'swarm', DOCKER_HOST: 'unix:///var/run/docker.sock', INSTANCE_GATEWAY_PORT: String(o.edgePort) },
+      env: {
+        PROVISIONER_DRIVER: 'swarm',
+        DOCKER_HOST: 'unix:///var/run/docker.sock',
+        // Every node's edge serves the API: an instance reaches it on its own node's address.
+        INSTANCE_GATEWAY_URL: `http://{host}:${o.edgePort}/api`,
+        INSTANCE_URL_TEMPLATE: 'http://{host}:{port}',
+        SWARM_JANITOR_IMAGE: o.images.provisioner,
+        // The loop-mounted size-limited volumes and the host firewall are the docker driver's (README).
+        VOLUME_QUOTA: 'off',
+        FIREWALL: 'off',
+      },
       // It drives the swarm through a manager's Engine API (the socket's group, not root).
       groups: [o.dockerGid],
       mounts: [{ Type: 'bind', Source: '/var/run/docker.sock', Target: '/var/run/docker.sock' }],

@@ -354,7 +354,15 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
     // The provisioner hands the credentials over on stdin, so they are in no container configuration;
     // the environment variables remain for running an image by hand.
     let creds = { secret: env.AGENTHOST_INSTANCE_SECRET, key: env.AGENTHOST_INSTANCE_KEY };
-    if (env.AGENTHOST_CREDENTIALS === "stdin") {
+    if (env.AGENTHOST_CREDENTIALS?.startsWith("file:")) {
+      // The swarm driver: a swarm secret, in memory on the node, readable by the agent user only.
+      try {
+        const parsed = JSON.parse(fs.readFileSync(env.AGENTHOST_CREDENTIALS.slice(5), "utf8"));
+        creds = { secret: parsed?.instance_secret, key: parsed?.instance_key };
+      } catch (err) {
+        fail("the credentials file cannot be read", { error: err.code ?? err.message });
+      }
+    } else if (env.AGENTHOST_CREDENTIALS === "stdin") {
       try {
         creds = await readCredentials(0, parseTimeout(env.AGENTHOST_BOOTSTRAP_TIMEOUT_MS));
       } catch (err) {

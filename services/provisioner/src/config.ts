@@ -18,6 +18,13 @@ const imageRepo = z.string().regex(/^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z
 
 export const provisionerConfig = baseConfig
   .extend({
+    /**
+     * Where instances run. docker: containers on one engine (DOCKER_HOST). swarm: one swarm service per
+     * instance across the nodes of a swarm, DOCKER_HOST being a manager (deploy/swarm).
+     */
+    PROVISIONER_DRIVER: z.enum(['docker', 'swarm']).default('docker'),
+    /** swarm: the image of the one-shot job that removes an instance's volume on its node (the provisioner's own). */
+    SWARM_JANITOR_IMAGE: z.string().default(''),
     /** Docker endpoint (unix:///var/run/docker.sock, tcp://host:2375). Empty: dockerode's default (DOCKER_HOST env or the local socket). */
     DOCKER_HOST: z.string().default(''),
     /** Timeout of one Docker Engine API call (503 when exceeded). Generous: a loaded engine can take seconds to start containers; a hung one is detected by the ping within ~4 s. */
@@ -26,7 +33,7 @@ export const provisionerConfig = baseConfig
     PORT_RANGE_END: configInt(19000),
     /** Host address the instance port is published on. */
     PUBLISH_HOST: z.string().default('127.0.0.1'),
-    /** Public URL of an instance; {port} and {id} are replaced. */
+    /** Public URL of an instance; {port}, {id} and {host} (the address of its node; localhost on one engine) are replaced. */
     INSTANCE_URL_TEMPLATE: z.string().default('http://localhost:{port}'),
     /** framework → image repository; the image tag is the instance's version. */
     FRAMEWORK_IMAGES: jsonRecord('FRAMEWORK_IMAGES', imageRepo).default({ openclaw: 'agenthost/openclaw' }),
@@ -40,7 +47,10 @@ export const provisionerConfig = baseConfig
     INSTANCE_SCOPE: z.string().default(''),
     /** Port of the gateway on the host, reachable from instances through the bridge gateway address. */
     GATEWAY_PORT: configInt(8080),
-    /** Base URL (with /api) under which instances reach the gateway. Default: http://<bridge gateway IP>:<GATEWAY_PORT>/api */
+    /**
+     * Base URL (with /api) under which instances reach the gateway. Default: http://<bridge gateway IP>:<GATEWAY_PORT>/api.
+     * {host} is replaced by the address of the instance's node (swarm: every node's edge serves the API).
+     */
     INSTANCE_GATEWAY_URL: z.string().default(''),
     /** enforce: install the host firewall rules of the instance network (needs root + iptables) or refuse to start. off: skip. */
     FIREWALL: z.enum(['enforce', 'off']).default('enforce'),

@@ -15,6 +15,9 @@ import { StatsSampler } from './domain/stats.ts';
 import { StorageSampler } from './domain/storage.ts';
 import { QuotaGuard } from './domain/quota.ts';
 import { QuotaVolumes } from './docker/volumes.ts';
+import { InstanceContainers } from './domain/containers.ts';
+import type { InstanceRuntime } from './domain/runtime.ts';
+import { SwarmInstances } from './swarm/runtime.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -52,11 +55,15 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         throw err;
       }
     };
+    const swarm = config.PROVISIONER_DRIVER === 'swarm';
+    // Filled at start from the engine's API version: no-new-privileges on swarm services needs API 1.44.
+    const extraSecurity = { noNewPrivileges: false };
+    let runtime: InstanceRuntime;
     const readiness = new Readiness({
       db,
       engine,
+      runtime: () => runtime,
       log,
-      probeHost: config.PUBLISH_HOST === '0.0.0.0' ? '127.0.0.1' : config.PUBLISH_HOST === '::' ? '::1' : config.PUBLISH_HOST,
       readyTimeoutSeconds: config.READY_TIMEOUT_SECONDS,
       defaultEstimateSeconds: config.ESTIMATED_READY_SECONDS,
       stopContainer: (id, generation) =>
@@ -69,6 +76,10 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         }).then(() => {}),
       announce: announceStatus,
     });
+    const gatewayUrl = (host: string) => config.INSTANCE_GATEWAY_URL.replace(/\/+$/, '').replaceAll('{host}', host);
+    runtime = swarm
+      ? new SwarmInstances({ engine, config, scope, log, keysUrl: (host) => `${gatewayUrl(host)}/keys/retrieve`, extraSecurity })
+      : new InstanceContainers({ engine, config, scope, keysUrl: () => network.keysUrl(), handoff, volumes, tiers: config.TIER_LIMITS_JSON });
     const instances = new Instances({
       db,
       engine,
@@ -79,11 +90,11 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       scope,
       readiness,
       stats,
-      volumes,
+      runtime,
       pause,
-      keysUrl: () => network.keysUrl(),
+      // On a swarm the URL depends on the node, chosen at create; the gateway URL must be configured.
+      keysUrl: () => (swarm ? gatewayUrl('') : network.keysUrl()),
       issueCredentials,
-      handoff,
       purgeKeys: async (user_id, instance_id) =>
         void (await request(nc, contracts.keyvault.purgeInstance, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS })),
       events: {
@@ -94,10 +105,12 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     const reconciler = new Reconciler({
       db,
       engine,
+      runtime,
       locks,
       instances,
       readiness,
-      network,
+      // The instance bridge and its host firewall are the docker driver's; swarm instances have their own networks.
+      ...(swarm ? {} : { network }),
       volumes,
       scope,
       log,
@@ -133,11 +146,17 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       ],
       async start() {
         await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });
-        await volumes.check(); // enforce without loop devices: refuse to start (off: a warning)
+        if (!swarm) await volumes.check(); // enforce without loop devices: refuse to start (off: a warning)
         engine.startMonitor();
         if (await engine.ping()) {
-          // The network and firewall must be in place before any instance runs: a failure here is fatal.
-          await network.ensure();
+          if (swarm) {
+            const version = await engine.docker.version();
+            extraSecurity.noNewPrivileges = apiAtLeast(version.ApiVersion, 1, 44);
+            log.info({ api: version.ApiVersion, no_new_privileges: extraSecurity.noNewPrivileges }, 'swarm driver: instance hardening by engine API version');
+          } else {
+            // The network and firewall must be in place before any instance runs: a failure here is fatal.
+            await network.ensure();
+          }
           const report = await reconciler.trigger();
           log.info({ ...report }, 'initial reconcile done');
         } else {
@@ -145,10 +164,14 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           log.error({ docker_host: config.DOCKER_HOST || 'default' }, 'docker engine unreachable at start; requests get 503 until it answers');
         }
         reconciler.start();
-        handoff.watch();
-        stats.start();
-        storage.start();
-        if (config.VOLUME_QUOTA === 'enforce') quota.start();
+        // Credentials by stdin, live stats, volume sizes and the volume quota need the instance's own engine:
+        // the docker driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see README.)
+        if (!swarm) {
+          handoff.watch();
+          stats.start();
+          storage.start();
+          if (config.VOLUME_QUOTA === 'enforce') quota.start();
+        }
         // A durable consumer shared by every replica: a subscription that ended while we were down still
         // stops its instances when we are back. A throw (Docker down) redelivers the event later.
         subscriptionChanges = await consumeEvents(
@@ -182,3 +205,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     };
   },
 });
+
+function apiAtLeast(version: string, major: number, minor: number): boolean {
+  const [a = 0, b = 0] = version.split('.').map(Number);
+  return a > major || (a === major && b >= minor);
+}

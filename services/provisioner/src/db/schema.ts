@@ -33,6 +33,8 @@ export interface InstancesTable {
   deleting_at: NullableTime;
   /** The owner's wallet (null for rows made before it was recorded). */
   wallet_address: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The address of the node the instance is pinned to (swarm driver; null on one engine). */
+  node_host: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ProvisionerDB {

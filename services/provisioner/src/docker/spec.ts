@@ -5,6 +5,9 @@ export const AGENT_PORT = 18789;
 /** Non-root user of the agent images (created in deploy/images/runtime). */
 export const AGENT_USER = '10001:10001';
 
+/** The environment variable that carries the OpenClaw gateway token into the agent. */
+export const TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
+
 export const LABEL_INSTANCE = 'agenthost.instance';
 export const LABEL_USER = 'agenthost.user';
 export const LABEL_MANAGED = 'agenthost.managed';

@@ -1,29 +1,33 @@
+import { UNLIMITED, type contracts, type TierTable } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import type { CredentialHandoff } from '../docker/handoff.ts';
-import { containerName, containerSpec } from '../docker/spec.ts';
+import { demux } from '../docker/logs.ts';
+import { containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
+import type { QuotaVolumes } from '../docker/volumes.ts';
+import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from './runtime.ts';
 
-export interface Credentials {
-  instance_secret: string;
-  instance_key: string;
-  key_id: string;
-}
+export type { Credentials } from './runtime.ts';
 
-/** The environment variable that carries the OpenClaw gateway token into the container. */
-const TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
+type TierName = contracts.TierName;
 
-/** The Docker side of an instance: its container and volume, by name (every call bounded by the engine). */
-export class InstanceContainers {
-  private readonly d: { engine: DockerEngine; config: ProvisionerConfig; scope: string; keysUrl(): string; handoff: CredentialHandoff };
+
+/** The `docker` driver: an instance is a container and a volume on one engine, by name (every call bounded by the engine). */
+export class InstanceContainers implements InstanceRuntime {
+  readonly kind = 'docker' as const;
+  private readonly d: { engine: DockerEngine; config: ProvisionerConfig; scope: string; keysUrl(): string; handoff: CredentialHandoff; volumes: QuotaVolumes; tiers: TierTable };
 
   constructor(deps: InstanceContainers['d']) {
     this.d = deps;
   }
 
   /** The hardened container (and its volume, in the same call) of an instance; its credentials come at start, on stdin. */
-  async create(row: InstanceRow, token: string): Promise<string> {
+  async create(row: InstanceRow, token: string): Promise<{ runtimeId: string }> {
     const { config, engine, scope } = this.d;
+    // The size-limited volume first (with VOLUME_QUOTA=off Docker makes a plain one with the container).
+    const storageMb = this.d.tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
+    await this.d.volumes.ensure({ instanceId: row.id, userId: row.user_id }, storageMb === UNLIMITED ? config.VOLUME_UNLIMITED_MB : storageMb);
     const spec = containerSpec({
       instanceId: row.id,
       userId: row.user_id,
@@ -49,7 +53,7 @@ export class InstanceContainers {
     const { name, ...body } = spec;
     // _query/_body: dockerode would otherwise put the whole spec (with the credentials) in the URL.
     const c = await engine.run('container create', (abortSignal) => engine.docker.createContainer(o({ _query: { name }, _body: body, abortSignal })));
-    return c.id;
+    return { runtimeId: c.id };
   }
 
   /** Start the container and hand it its credentials on stdin (a container already running gets none). */
@@ -88,5 +92,58 @@ export class InstanceContainers {
   async remove(id: string): Promise<void> {
     const { engine } = this.d;
     await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))));
+  }
+
+  removeVolume(id: string): Promise<void> {
+    return this.d.volumes.remove(id);
+  }
+
+  async inspect(id: string): Promise<RuntimeState> {
+    const { engine } = this.d;
+    try {
+      const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
+      const s = info.State;
+      if (s.Running) return { state: 'running', startedAt: Date.parse(s.StartedAt) };
+      if (s.Restarting || s.Status === 'restarting') return { state: 'starting' };
+      if (s.Status === 'created') return { state: 'created' };
+      return { state: 'exited', exitCode: s.ExitCode };
+    } catch (err) {
+      if (dockerStatus(err) === 404) return { state: 'missing' };
+      throw err;
+    }
+  }
+
+  async logs(id: string, tail: number): Promise<string> {
+    const { engine } = this.d;
+    const raw = await ignoreGone(
+      engine.run('container logs', (abortSignal) => engine.docker.getContainer(containerName(id)).logs(o({ stdout: true, stderr: true, follow: false, tail, abortSignal }))),
+    );
+    return raw === undefined ? '' : Buffer.isBuffer(raw) ? demux(raw) : typeof raw === 'string' ? raw : JSON.stringify(raw);
+  }
+
+  async managed(): Promise<ManagedObject[]> {
+    const { engine, scope } = this.d;
+    const filters = { label: [`${LABEL_SCOPE}=${scope}`] };
+    const containers = await engine.run('container list', (abortSignal) => engine.docker.listContainers(o({ all: true, filters, abortSignal })));
+    const volumes = (await engine.run('volume list', (abortSignal) => engine.docker.listVolumes(o({ filters, abortSignal })))).Volumes ?? [];
+    const out: ManagedObject[] = [];
+    for (const c of containers) {
+      const instanceId = c.Labels?.[LABEL_INSTANCE];
+      if (instanceId)
+        out.push({ instanceId, kind: 'container', remove: async () => void (await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(c.Id).remove(o({ force: true, v: true, abortSignal }))))) });
+    }
+    // Volumes after containers: a volume is removable only once its container is gone.
+    for (const v of volumes) {
+      const instanceId = v.Labels?.[LABEL_INSTANCE];
+      if (instanceId)
+        out.push({ instanceId, kind: 'volume', remove: async () => void (await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(v.Name).remove(o({ force: true, abortSignal }))))) });
+    }
+    for (const instanceId of await this.d.volumes.ids()) out.push({ instanceId, kind: 'volume file', remove: () => this.d.volumes.remove(instanceId) });
+    return out;
+  }
+
+  probeHost(): string {
+    const host = this.d.config.PUBLISH_HOST;
+    return host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   }
 }

@@ -3,12 +3,9 @@ import { sql, type Kysely } from 'kysely';
 import { AppError, UNLIMITED, validationError, type contracts, type Logger, type TierTable } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB, Step } from '../db/schema.ts';
-import type { CredentialHandoff } from '../docker/handoff.ts';
-import type { QuotaVolumes } from '../docker/volumes.ts';
-import { dockerStatus, describe, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
-import { demux, lastLines } from '../docker/logs.ts';
-import { containerName } from '../docker/spec.ts';
-import { InstanceContainers, type Credentials } from './containers.ts';
+import { dockerStatus, describe, o, type DockerEngine } from '../docker/engine.ts';
+import { lastLines } from '../docker/logs.ts';
+import type { Credentials, InstanceRuntime } from './runtime.ts';
 import { PORT_LOCK_CLASS, USER_LOCK_CLASS, type OpLocks } from './locks.ts';
 import type { Readiness } from './readiness.ts';
 import type { StatsSampler } from './stats.ts';
@@ -31,16 +28,14 @@ export interface InstancesDeps {
   scope: string;
   /** keyvault: fresh instance secret + derived key, for each container that is created. */
   issueCredentials(userId: string, instanceId: string): Promise<Credentials>;
-  /** Hands each started container its credentials on stdin. */
-  handoff: CredentialHandoff;
   /** keyvault: drop an instance's keys and credentials now (a delete answers only after this). */
   purgeKeys(userId: string, instanceId: string): Promise<void>;
   events: InstanceEvents;
   readiness: Readiness;
   stats: StatsSampler;
-  /** The size-limited state volumes (made before the container, removed with the instance). */
-  volumes: QuotaVolumes;
-  /** The gateway's key-retrieval URL as instances reach it. */
+  /** Where instances run (containers on one engine, or swarm services). */
+  runtime: InstanceRuntime;
+  /** The gateway's key-retrieval URL as instances reach it (throws 503 while the instance network is not ready). */
   keysUrl(): string;
   pause(point: string): Promise<void>;
 }
@@ -59,11 +54,11 @@ const newInstanceId = () => `inst-${randomBytes(10).toString('hex')}`;
 export class Instances {
   private readonly d: InstancesDeps;
   private readonly imageSeen = new Map<string, number>();
-  private readonly containers: InstanceContainers;
+  private readonly containers: InstanceRuntime;
 
   constructor(deps: InstancesDeps) {
     this.d = deps;
-    this.containers = new InstanceContainers(deps);
+    this.containers = deps.runtime;
   }
 
   // ------------------------------------------------------------------ create
@@ -132,22 +127,20 @@ export class Instances {
         await this.d.pause('leased');
         const creds = await credsP;
         t.lap('credentials');
-        // The size-limited volume first (with VOLUME_QUOTA=off Docker makes a plain one with the container);
-        // any create step is undone by name after a crash.
-        await this.ensureVolume(row);
-        t.lap('volume');
-        const containerId = await this.containers.create(row, token);
+        // The volume and the container (or swarm service); any create step is undone by name after a crash.
+        const workload = await this.containers.create(row, token);
+        if (workload.host) row.node_host = workload.host;
         t.lap('container');
         await this.d.pause('container');
         // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
         // alike (by name), so the step only has to be written before the create answers.
-        await settled(this.containers.start(id, creds), this.setStep(id, 'container', { container_id: containerId }));
+        await settled(this.containers.start(id, creds), this.setStep(id, 'container', { container_id: workload.runtimeId, node_host: workload.host ?? null }));
         t.lap('start');
         // Probing starts at once; the watcher's transitions are conditional on this generation, so an
         // undo below (which bumps it) silences it.
         const startedAt = new Date();
         const deadline = new Date(startedAt.getTime() + config.READY_TIMEOUT_SECONDS * 1000);
-        this.d.readiness.watch({ id, generation: row.generation, port: row.port, deadline, startedAt });
+        this.d.readiness.watch({ id, generation: row.generation, port: row.port, host: this.containers.probeHost(row), deadline, startedAt });
         const [created] = await settled(
           this.markStarted(row, row.generation, startedAt, deadline),
           this.d.events.created({ instance_id: id, user_id: input.user_id, created_at: row.created_at.toISOString() }),
@@ -221,13 +214,7 @@ export class Instances {
 
   async logs(input: { user_id: string; instance_id: string; tail: number }): Promise<{ instance_id: string; lines: string[] }> {
     await this.owned(input.user_id, input.instance_id);
-    const { engine } = this.d;
-    const raw = await ignoreGone(
-      engine.run('container logs', (abortSignal) =>
-        engine.docker.getContainer(containerName(input.instance_id)).logs(o({ stdout: true, stderr: true, follow: false, tail: input.tail, abortSignal })),
-      ),
-    );
-    const text = raw === undefined ? '' : Buffer.isBuffer(raw) ? demux(raw) : typeof raw === 'string' ? raw : JSON.stringify(raw);
+    const text = await this.containers.logs(input.instance_id, input.tail);
     return { instance_id: input.instance_id, lines: lastLines(text, input.tail) };
   }
 
@@ -288,15 +275,6 @@ export class Instances {
       });
     }
     return stopped;
-  }
-
-  /**
-   * The instance's volume, capped at its tier's storage_mb (each volume gets the whole allowance; the
-   * per-user sum is enforced by the quota guard). The size is fixed when the volume is first made.
-   */
-  private async ensureVolume(row: InstanceRow): Promise<void> {
-    const storageMb = this.d.tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
-    await this.d.volumes.ensure({ instanceId: row.id, userId: row.user_id }, storageMb === UNLIMITED ? this.d.config.VOLUME_UNLIMITED_MB : storageMb);
   }
 
   /** Under the lock: step stopping → docker stop → stopped (or failed with a reason: the quota guard). */
@@ -380,12 +358,11 @@ export class Instances {
     try {
       await this.d.pause('recreating');
       await this.containers.remove(row.id);
-      await this.ensureVolume(updated);
-      const containerId = await this.containers.create(updated, token);
-      await this.setStep(row.id, 'recreating', { container_id: containerId });
+      const created = await this.containers.create(updated, token);
+      await this.setStep(row.id, 'recreating', { container_id: created.runtimeId, node_host: created.host ?? updated.node_host });
       await this.containers.start(row.id, creds);
       const started = await this.markStarted(updated, updated.generation);
-      this.d.readiness.watch({ id: row.id, generation: started.generation, port: row.port, deadline: started.ready_deadline!, startedAt: started.started_at! });
+      this.d.readiness.watch({ id: row.id, generation: started.generation, port: row.port, host: this.containers.probeHost(started), deadline: started.ready_deadline!, startedAt: started.started_at! });
       return minted;
     } catch (err) {
       log.warn({ instance_id: row.id, err: describe(err) }, 'recreating the container failed');
@@ -412,7 +389,7 @@ export class Instances {
     await this.d.pause('deleting');
     await this.containers.remove(row.id);
     await this.d.pause('container_removed');
-    await this.d.volumes.remove(row.id);
+    await this.containers.removeVolume(row.id, row.node_host);
     await this.d.pause('volume_removed');
     await this.d.events.deleted({ instance_id: row.id, user_id: row.user_id, deleted_at: deletedAt.toISOString() });
     await this.d.db.deleteFrom('instances').where('id', '=', row.id).execute();
@@ -441,7 +418,7 @@ export class Instances {
     return row;
   }
 
-  private async setStep(id: string, step: Step, extra: { container_id?: string } = {}): Promise<void> {
+  private async setStep(id: string, step: Step, extra: { container_id?: string; node_host?: string | null } = {}): Promise<void> {
     await this.d.db.updateTable('instances').set({ step, updated_at: new Date(), ...extra }).where('id', '=', id).execute();
   }
 
@@ -466,8 +443,8 @@ export class Instances {
       .execute();
   }
 
-  url(row: Pick<InstanceRow, 'id' | 'port'>): string {
-    return this.d.config.INSTANCE_URL_TEMPLATE.replaceAll('{port}', String(row.port)).replaceAll('{id}', row.id);
+  url(row: Pick<InstanceRow, 'id' | 'port' | 'node_host'>): string {
+    return this.d.config.INSTANCE_URL_TEMPLATE.replaceAll('{port}', String(row.port)).replaceAll('{id}', row.id).replaceAll('{host}', row.node_host ?? 'localhost');
   }
 
   view(row: InstanceRow): View {
@@ -498,26 +475,19 @@ export class Instances {
     const { engine } = this.d;
     if (!(row.status === 'running' || row.status === 'provisioning') || !engine.available) return v;
     try {
-      const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(row.id)).inspect({ abortSignal }));
-      const s = info.State;
-      if (s.Running) {
-        const startedAt = Date.parse(s.StartedAt);
-        if (Number.isFinite(startedAt)) v.uptime_seconds = Math.max(0, Math.floor((Date.now() - startedAt) / 1000));
+      const s = await this.containers.inspect(row.id);
+      if (s.state === 'running') {
+        if (s.startedAt !== undefined && Number.isFinite(s.startedAt)) v.uptime_seconds = Math.max(0, Math.floor((Date.now() - s.startedAt) / 1000));
         if (row.status === 'running') {
           const live = await this.d.stats.current(row.id);
           if (live) Object.assign(v, live);
         }
-      } else if (row.status === 'running' && (s.Status === 'exited' || s.Status === 'dead') && row.step === 'done') {
-        const reason = `The agent exited with code ${s.ExitCode}`;
+      } else if (row.status === 'running' && row.step === 'done' && (s.state === 'exited' || s.state === 'missing')) {
+        const reason = s.state === 'missing' ? 'The instance container is missing; restart the instance' : (s.error ?? `The agent exited with code ${s.exitCode}`);
         await this.markFailed(row.id, row.generation, reason);
         return { ...v, status: 'failed', uptime_seconds: 0, failure_reason: reason };
       }
     } catch (err) {
-      if (dockerStatus(err) === 404 && row.status === 'running' && row.step === 'done') {
-        const reason = 'The instance container is missing; restart the instance';
-        await this.markFailed(row.id, row.generation, reason);
-        return { ...v, status: 'failed', uptime_seconds: 0, failure_reason: reason };
-      }
       if (!(err instanceof AppError)) throw err;
       // Docker became unavailable: the stored view.
     }

@@ -2,13 +2,15 @@ import http from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
 import type { ProvisionerDB } from '../db/schema.ts';
-import { dockerStatus, type DockerEngine } from '../docker/engine.ts';
-import { containerName } from '../docker/spec.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import type { InstanceRuntime } from './runtime.ts';
 
 export interface Watch {
   id: string;
   generation: number;
   port: number;
+  /** The address its port is published on (the runtime's probeHost). */
+  host: string;
   deadline: Date;
   startedAt: Date;
 }
@@ -16,9 +18,9 @@ export interface Watch {
 export interface ReadinessDeps {
   db: Kysely<ProvisionerDB>;
   engine: DockerEngine;
+  /** Lazily: the runtime is made after the watcher (it needs nothing of it at construction). */
+  runtime: () => InstanceRuntime;
   log: Logger;
-  /** Host the published ports are probed on. */
-  probeHost: string;
   readyTimeoutSeconds: number;
   defaultEstimateSeconds: number;
   /** Stop a container that never became ready (under the instance's operation lock). */
@@ -71,8 +73,8 @@ export class Readiness {
   }
 
   private async loop(w: Watch): Promise<void> {
-    const { db, engine, probeHost } = this.deps;
-    const url = `http://${probeHost.includes(':') ? `[${probeHost}]` : probeHost}:${w.port}/readyz`;
+    const { db, engine } = this.deps;
+    const url = `http://${w.host.includes(':') ? `[${w.host}]` : w.host}:${w.port}/readyz`;
     // The container itself is looked at every 2 s (not at every probe), first 2 s after the start: during a
     // burst of creates the engine is busy starting containers and should not also answer a stream of inspects.
     let lastCheck = Date.now();
@@ -107,19 +109,17 @@ export class Readiness {
         const row = await db.selectFrom('instances').select(['status', 'generation', 'deleting_at']).where('id', '=', w.id).executeTakeFirst();
         if (!row || row.generation !== w.generation || row.status !== 'provisioning' || row.deleting_at) return;
         if (engine.available) {
-          try {
-            const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(w.id)).inspect({ abortSignal }));
-            const s = info.State;
-            if (s.Status === 'exited' || s.Status === 'dead') {
-              await this.fail(w, `The agent exited with code ${s.ExitCode} before it was ready`);
-              return;
-            }
-          } catch (err) {
-            if (dockerStatus(err) === 404) {
-              await this.fail(w, 'The instance container disappeared');
-              return;
-            }
-            // Engine trouble: keep waiting; the deadline still applies.
+          const s = await this.deps
+            .runtime()
+            .inspect(w.id)
+            .catch(() => undefined); // engine trouble: keep waiting; the deadline still applies
+          if (s?.state === 'exited') {
+            await this.fail(w, s.error ?? `The agent exited with code ${s.exitCode} before it was ready`);
+            return;
+          }
+          if (s?.state === 'missing') {
+            await this.fail(w, 'The instance container disappeared');
+            return;
           }
         }
       }

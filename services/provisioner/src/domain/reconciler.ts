@@ -1,20 +1,19 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
-import { describe, dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
-import { containerName, LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
+import { describe, type DockerEngine } from '../docker/engine.ts';
 import type { QuotaVolumes } from '../docker/volumes.ts';
 import type { Instances } from './instances.ts';
 import type { OpLocks } from './locks.ts';
 import type { NetworkGuard } from './network-guard.ts';
 import type { Readiness } from './readiness.ts';
+import type { InstanceRuntime } from './runtime.ts';
 
 const CREATE_STEPS = new Set(['leased', 'container']);
 
 export interface ReconcileReport {
-  orphanContainers: number;
-  orphanVolumes: number;
-  orphanVolumeFiles: number;
+  /** Containers, volumes, volume files or swarm services of this scope without a row, removed. */
+  orphans: number;
   rolledBack: number;
   deletesFinished: number;
   failed: number;
@@ -36,10 +35,12 @@ export class Reconciler {
   private readonly d: {
     db: Kysely<ProvisionerDB>;
     engine: DockerEngine;
+    runtime: InstanceRuntime;
     locks: OpLocks;
     instances: Instances;
     readiness: Readiness;
-    network: NetworkGuard;
+    /** The docker driver's instance network and firewall, made sure of at every pass. */
+    network?: NetworkGuard;
     volumes: QuotaVolumes;
     scope: string;
     log: Logger;
@@ -85,56 +86,28 @@ export class Reconciler {
   }
 
   async pass(): Promise<ReconcileReport> {
-    const { engine, db, locks, instances, readiness, log, scope } = this.d;
-    const report: ReconcileReport = { orphanContainers: 0, orphanVolumes: 0, orphanVolumeFiles: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0 };
+    const { engine, runtime, db, locks, instances, readiness, log } = this.d;
+    const report: ReconcileReport = { orphans: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0 };
     engine.assertUp();
-    await this.d.network.ensure();
+    await this.d.network?.ensure();
 
-    const filters = { label: [`${LABEL_SCOPE}=${scope}`] };
-    const containers = await engine.run('container list', (abortSignal) => engine.docker.listContainers(o({ all: true, filters, abortSignal })));
-    const volumes = (await engine.run('volume list', (abortSignal) => engine.docker.listVolumes(o({ filters, abortSignal })))).Volumes ?? [];
+    const objects = await runtime.managed();
     const volumeFiles = await this.d.volumes.ids();
     const rows = await db.selectFrom('instances').selectAll().execute();
     const byId = new Map(rows.map((r) => [r.id, r]));
 
     const rowGone = async (id: string) => !(await db.selectFrom('instances').select('id').where('id', '=', id).executeTakeFirst());
-    for (const c of containers) {
-      const id = c.Labels?.[LABEL_INSTANCE];
-      if (!id || byId.has(id)) continue;
-      const done = await locks.tryWith(id, async () => {
-        if (!(await rowGone(id))) return false;
-        await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(c.Id).remove(o({ force: true, v: true, abortSignal }))));
+    // Containers before volumes (the runtime lists them in that order): a volume goes only once its container has.
+    for (const obj of objects) {
+      if (byId.has(obj.instanceId)) continue;
+      const done = await locks.tryWith(obj.instanceId, async () => {
+        if (!(await rowGone(obj.instanceId))) return false;
+        await obj.remove();
         return true;
       });
       if (done) {
-        report.orphanContainers++;
-        log.warn({ instance_id: id, container: c.Id.slice(0, 12) }, 'removed orphaned container');
-      }
-    }
-    for (const v of volumes) {
-      const id = v.Labels?.[LABEL_INSTANCE];
-      if (!id || byId.has(id)) continue;
-      const done = await locks.tryWith(id, async () => {
-        if (!(await rowGone(id))) return false;
-        await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(v.Name).remove(o({ force: true, abortSignal }))));
-        return true;
-      });
-      if (done) {
-        report.orphanVolumes++;
-        log.warn({ instance_id: id, volume: v.Name }, 'removed orphaned volume');
-      }
-    }
-    // Volume files (with their mount and loop device) of instances that have no row any more.
-    for (const id of volumeFiles) {
-      if (byId.has(id)) continue;
-      const done = await locks.tryWith(id, async () => {
-        if (!(await rowGone(id))) return false;
-        await this.d.volumes.remove(id);
-        return true;
-      });
-      if (done) {
-        report.orphanVolumeFiles++;
-        log.warn({ instance_id: id }, 'removed orphaned volume file');
+        report.orphans++;
+        log.warn({ instance_id: obj.instanceId, kind: obj.kind }, `removed orphaned ${obj.kind}`);
       }
     }
     // After a reboot (or a lost mount) the size-limited volumes are mounted again before their containers start.
@@ -145,7 +118,6 @@ export class Reconciler {
         .catch((err) => log.error({ instance_id: row.id, err: describe(err) }, 'could not mount the instance volume'));
     }
 
-    const containerState = new Map(containers.map((c) => [c.Labels?.[LABEL_INSTANCE] ?? '', c.State]));
     for (const row of rows) {
       try {
         if (row.deleting_at || row.step === 'deleting') {
@@ -162,12 +134,11 @@ export class Reconciler {
           await this.repair(row, (r) => r.step === 'stopping', (r) => instances.stopLocked(r));
         } else if (row.step === 'recreating') {
           await this.repair(row, (r) => r.step === 'recreating', async (r) => {
-            const info = await ignoreGone(engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(r.id)).inspect({ abortSignal })));
-            if (info?.State.Running) {
+            if ((await runtime.inspect(r.id)).state === 'running') {
               const now = new Date();
               const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
               await db.updateTable('instances').set({ step: 'done', started_at: now, ready_deadline: deadline, updated_at: now }).where('id', '=', r.id).execute();
-              readiness.watch({ id: r.id, generation: r.generation, port: r.port, deadline, startedAt: now });
+              readiness.watch({ id: r.id, generation: r.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
               report.watchersResumed++;
             } else {
               await instances.markFailed(r.id, r.generation, 'A restart was interrupted; restart the instance again');
@@ -180,15 +151,14 @@ export class Reconciler {
               id: row.id,
               generation: row.generation,
               port: row.port,
+              host: runtime.probeHost(row),
               deadline: row.ready_deadline ?? new Date(Date.now() + 60_000),
               startedAt: row.started_at ?? row.updated_at,
             });
             report.watchersResumed++;
           }
         } else if (row.status === 'running' && row.step === 'done') {
-          const state = containerState.get(row.id);
-          if (state === undefined || state === 'exited' || state === 'dead' || state === 'created') {
-            // The listing may predate a restart that finished since: look again before judging.
+          {
             const reason = await this.deadReason(row.id);
             if (reason) {
               await instances.markFailed(row.id, row.generation, reason);
@@ -217,16 +187,12 @@ export class Reconciler {
     return r === true;
   }
 
-  /** Why the instance's container is not running now, or undefined when it is (or is being restarted by Docker). */
+  /** Why the instance's workload is not running now, or undefined when it is (or is being restarted by the runtime). */
   private async deadReason(id: string): Promise<string | undefined> {
-    try {
-      const info = await this.d.engine.run('container inspect', (abortSignal) => this.d.engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
-      const s = info.State;
-      if (s.Running || s.Restarting || s.Status === 'restarting') return undefined;
-      return s.Status === 'created' ? 'The agent container never started; restart the instance' : `The agent exited with code ${s.ExitCode}`;
-    } catch (err) {
-      if (dockerStatus(err) === 404) return 'The instance container is missing; restart the instance';
-      throw err;
-    }
+    const s = await this.d.runtime.inspect(id);
+    if (s.state === 'running' || s.state === 'starting') return undefined;
+    if (s.state === 'missing') return 'The instance container is missing; restart the instance';
+    if (s.state === 'created') return 'The agent container never started; restart the instance';
+    return s.error ?? `The agent exited with code ${s.exitCode}`;
   }
 }

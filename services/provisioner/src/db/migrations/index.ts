@@ -3,10 +3,12 @@ import * as init from './2026-11-22T00-00-00-init.ts';
 import * as lease from './2026-11-22T00-00-01-lease-function.ts';
 import * as wallet from './2026-11-22T05-00-00-wallet.ts';
 import * as leaseAsync from './2026-11-22T06-00-00-lease-async-commit.ts';
+import * as nodeHost from './2026-11-23T12-00-00-node-host.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-init': init,
   '2026-11-22T00-00-01-lease-function': lease,
   '2026-11-22T05-00-00-wallet': wallet,
   '2026-11-22T06-00-00-lease-async-commit': leaseAsync,
+  '2026-11-23T12-00-00-node-host': nodeHost,
 };

@@ -1,0 +1,52 @@
+import type { InstanceRow } from '../db/schema.ts';
+
+export interface Credentials {
+  instance_secret: string;
+  instance_key: string;
+  key_id: string;
+}
+
+/** What the runtime knows of an instance's workload right now. */
+export interface RuntimeState {
+  /** starting: being started or restarted by the runtime (not a failure yet). */
+  state: 'running' | 'starting' | 'exited' | 'created' | 'missing';
+  exitCode?: number;
+  /** When the running workload started (ms since the epoch). */
+  startedAt?: number;
+  /** Why the runtime gave up on it (swarm task error), when it says. */
+  error?: string;
+}
+
+/** A workload of this scope that the runtime holds (container, volume or swarm service), by instance. */
+export interface ManagedObject {
+  instanceId: string;
+  kind: string;
+  /** Remove it (an orphan: its instance has no row). */
+  remove(): Promise<void>;
+}
+
+/**
+ * Where instances run: `docker` (containers on one engine, docker/*) or `swarm` (one swarm service per
+ * instance, swarm/*), chosen by PROVISIONER_DRIVER. Both keep the same states, errors and crash rules:
+ * every call is idempotent by instance id, so the reconciler can repeat any of them after a crash.
+ */
+export interface InstanceRuntime {
+  readonly kind: 'docker' | 'swarm';
+  /** Create the stopped workload (and its volume); returns the runtime's id for it. */
+  create(row: InstanceRow, token: string): Promise<{ runtimeId: string; host?: string }>;
+  /** Start it with fresh credentials. */
+  start(id: string, creds: Credentials): Promise<void>;
+  /** The gateway token the workload was given, if it still exists. */
+  token(id: string): Promise<string | undefined>;
+  stop(id: string): Promise<void>;
+  /** Remove the workload (the volume stays: removeVolume). */
+  remove(id: string): Promise<void>;
+  /** Remove the volume (and what else outlives the workload), on the node `host` when the runtime has several. */
+  removeVolume(id: string, host?: string | null): Promise<void>;
+  inspect(id: string): Promise<RuntimeState>;
+  logs(id: string, tail: number): Promise<string>;
+  /** Everything of this scope the runtime holds, for the reconciler's orphan sweep. */
+  managed(): Promise<ManagedObject[]>;
+  /** The address the readiness watcher probes the instance's published port on. */
+  probeHost(row: Pick<InstanceRow, 'id' | 'node_host'>): string;
+}

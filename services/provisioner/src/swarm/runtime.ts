@@ -1,0 +1,214 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '@agenthost/shared';
+import type { ProvisionerConfig } from '../config.ts';
+import type { InstanceRow } from '../db/schema.ts';
+import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
+import { demux } from '../docker/logs.ts';
+import { labels, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
+import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from '../domain/runtime.ts';
+import { removeVolumeOnNode } from './janitor.ts';
+import { nodeByAddr, pickNode } from './placement.ts';
+import { credentialsSecretPrefix, instanceServiceSpec, networkName, serviceName, volumeName } from './spec.ts';
+
+type Spec = { Name: string; Mode?: { Replicated?: { Replicas?: number } }; TaskTemplate: { ContainerSpec?: { Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number } };
+
+const STARTING = new Set(['new', 'pending', 'assigned', 'accepted', 'preparing', 'ready', 'starting']);
+
+/**
+ * The `swarm` driver: an instance is a swarm service (replicas 1 started, 0 stopped) pinned to the node with
+ * the most unreserved memory, with its own overlay network, its volume on that node and its credentials as
+ * a swarm secret replaced at every start. Driven through a manager's Engine API.
+ */
+export class SwarmInstances implements InstanceRuntime {
+  readonly kind = 'swarm' as const;
+  private readonly d: {
+    engine: DockerEngine;
+    config: ProvisionerConfig;
+    scope: string;
+    log: Logger;
+    /** The gateway's key URL as instances on a node reach it. */
+    keysUrl(host: string): string;
+    /** Security options the engine's API version allows beyond 1.41 (checked at start). */
+    extraSecurity: { noNewPrivileges: boolean };
+  };
+
+  constructor(deps: SwarmInstances['d']) {
+    this.d = deps;
+  }
+
+  private service(id: string) {
+    return this.d.engine.docker.getService(serviceName(id));
+  }
+
+  private async spec(id: string): Promise<{ version: number; spec: Spec } | undefined> {
+    const info = await ignoreGone(this.d.engine.run('service inspect', (abortSignal) => this.service(id).inspect(o({ abortSignal }))));
+    return info ? { version: info.Version.Index, spec: info.Spec as Spec } : undefined;
+  }
+
+  async create(row: InstanceRow, token: string): Promise<{ runtimeId: string; host: string }> {
+    const { engine, config, scope } = this.d;
+    const existing = await ignoreGone(engine.run('service inspect', (abortSignal) => this.service(row.id).inspect(o({ abortSignal }))));
+    if (existing) return { runtimeId: existing.ID, host: row.node_host ?? '' };
+    // A recreate keeps the node (the volume is there); a new instance gets the roomiest one.
+    const pinned = row.node_host ? await nodeByAddr(engine, row.node_host) : undefined;
+    const node = pinned && row.node_host ? { id: pinned, addr: row.node_host } : await pickNode(engine, row.memory_mb);
+    const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
+    await this.ensureNetwork(row);
+    const spec = instanceServiceSpec({
+      instanceId: row.id,
+      userId: row.user_id,
+      scope,
+      image,
+      node: node.id,
+      port: row.port,
+      memoryMb: row.memory_mb,
+      cpus: row.cpus,
+      pids: row.pids,
+      tmpfsMb: config.TMPFS_SIZE_MB,
+      restartMaxRetries: config.RESTART_MAX_RETRIES,
+      stopTimeoutSeconds: config.STOP_TIMEOUT_SECONDS,
+      extraSecurity: this.d.extraSecurity,
+      env: { ...config.INSTANCE_EXTRA_ENV_JSON, AGENTHOST_INSTANCE_ID: row.id, AGENTHOST_KEYS_URL: this.d.keysUrl(node.addr), [TOKEN_ENV]: token },
+    });
+    const created = (await engine.run('service create', () => engine.docker.createService(spec))) as { id?: string; ID?: string };
+    return { runtimeId: created.id ?? created.ID ?? spec.Name, host: node.addr };
+  }
+
+  /** Its own overlay: it reaches the outside (and the gateway through its node's edge port), none of our services. */
+  private async ensureNetwork(row: InstanceRow): Promise<void> {
+    const { engine } = this.d;
+    try {
+      await engine.run('network create', (abortSignal) =>
+        engine.docker.createNetwork({ Name: networkName(row.id), Driver: 'overlay', Attachable: false, CheckDuplicate: true, Labels: labels({ instanceId: row.id, userId: row.user_id, scope: this.d.scope }), abortSignal } as never),
+      );
+    } catch (err) {
+      if (dockerStatus(err) !== 409) throw err;
+    }
+  }
+
+  async start(id: string, creds: Credentials): Promise<void> {
+    const { engine } = this.d;
+    const secretName = `${credentialsSecretPrefix(id)}${randomBytes(6).toString('hex')}`;
+    const secret = (await engine.run('secret create', () =>
+      engine.docker.createSecret({ Name: secretName, Data: Buffer.from(`${JSON.stringify(creds)}\n`).toString('base64'), Labels: { [LABEL_INSTANCE]: id, [LABEL_SCOPE]: this.d.scope } }),
+    )) as { id?: string; ID?: string };
+    const current = await this.spec(id);
+    if (!current) throw Object.assign(new Error(`service ${serviceName(id)} is missing`), { statusCode: 404 });
+    const s = current.spec;
+    s.TaskTemplate.ContainerSpec!.Secrets = [{ SecretID: secret.id ?? secret.ID, SecretName: secretName, File: { Name: 'agenthost-credentials', UID: '10001', GID: '10001', Mode: 0o400 } }];
+    s.TaskTemplate.ForceUpdate = (s.TaskTemplate.ForceUpdate ?? 0) + 1;
+    s.Mode = { Replicated: { Replicas: 1 } };
+    await engine.run('service update', () => this.service(id).update({ version: current.version, ...s }));
+    // The old credentials are dead (keyvault issued new ones); their secrets go once their tasks have.
+    setTimeout(() => void this.dropSecrets(id, secretName), 30_000).unref();
+  }
+
+  private async dropSecrets(id: string, keep?: string): Promise<void> {
+    const { engine } = this.d;
+    const secrets = await engine.run('secret list', (abortSignal) => engine.docker.listSecrets(o({ filters: { label: [`${LABEL_INSTANCE}=${id}`] }, abortSignal }))).catch(() => []);
+    for (const s of secrets) if (s.Spec?.Name !== keep) await engine.run('secret remove', (abortSignal) => engine.docker.getSecret(s.ID).remove(o({ abortSignal }))).catch(() => {});
+  }
+
+  async token(id: string): Promise<string | undefined> {
+    const entry = (await this.spec(id))?.spec.TaskTemplate.ContainerSpec?.Env?.find((e) => e.startsWith(`${TOKEN_ENV}=`));
+    return entry ? entry.slice(TOKEN_ENV.length + 1) : undefined;
+  }
+
+  /** Replicas 0, and wait (up to the stop timeout and a margin) until its task has stopped. */
+  async stop(id: string): Promise<void> {
+    const current = await this.spec(id);
+    if (!current) return;
+    if (current.spec.Mode?.Replicated?.Replicas !== 0) {
+      current.spec.Mode = { Replicated: { Replicas: 0 } };
+      await this.d.engine.run('service update', () => this.service(id).update({ version: current.version, ...current.spec }));
+    }
+    await this.waitNoTasks(id, (this.d.config.STOP_TIMEOUT_SECONDS + 15) * 1000);
+  }
+
+  private async runningTasks(id: string) {
+    const { engine } = this.d;
+    const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [serviceName(id)] }, abortSignal })));
+    return tasks.filter((t) => ['running', 'starting', 'preparing', 'assigned', 'accepted', 'ready', 'pending', 'new'].includes(t.Status?.State ?? ''));
+  }
+
+  private async waitNoTasks(id: string, timeoutMs: number): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    while (Date.now() < end && (await this.runningTasks(id).catch(() => [])).length) await new Promise((r) => setTimeout(r, 250));
+  }
+
+  async remove(id: string): Promise<void> {
+    const { engine } = this.d;
+    await ignoreGone(engine.run('service remove', (abortSignal) => this.service(id).remove(o({ abortSignal }))));
+    await this.waitNoTasks(id, 30_000);
+  }
+
+  /** The volume on its node (a janitor job), then the network and the credential secrets. */
+  async removeVolume(id: string, host?: string | null): Promise<void> {
+    const { engine, config, scope, log } = this.d;
+    const node = host ? await nodeByAddr(engine, host) : undefined;
+    if (node && config.SWARM_JANITOR_IMAGE) {
+      const ok = await removeVolumeOnNode(engine, { node, volume: volumeName(id), image: config.SWARM_JANITOR_IMAGE, scope, timeoutMs: 90_000 });
+      if (!ok) throw new Error(`the volume of ${id} could not be removed on node ${node}`);
+    } else if (node) {
+      log.warn({ instance_id: id, node }, 'SWARM_JANITOR_IMAGE is not set: the instance volume stays on its node');
+    }
+    for (let i = 0; i < 20; i++) {
+      const gone = await ignoreGone(engine.run('network remove', (abortSignal) => engine.docker.getNetwork(networkName(id)).remove(o({ abortSignal }))))
+        .then(() => true)
+        .catch(() => false);
+      if (gone) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    await this.dropSecrets(id);
+  }
+
+  async inspect(id: string): Promise<RuntimeState> {
+    const { engine } = this.d;
+    const current = await this.spec(id);
+    if (!current) return { state: 'missing' };
+    const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [serviceName(id)] }, abortSignal })));
+    const latest = tasks.sort((a, b) => Date.parse(b.UpdatedAt ?? '') - Date.parse(a.UpdatedAt ?? ''))[0];
+    const state = latest?.Status?.State ?? '';
+    if (!latest) return { state: current.spec.Mode?.Replicated?.Replicas ? 'starting' : 'created' };
+    if (state === 'running' && latest.DesiredState === 'running') return { state: 'running', startedAt: Date.parse(latest.Status?.Timestamp ?? '') };
+    if (STARTING.has(state) && latest.DesiredState === 'running') return { state: 'starting' };
+    const exit = latest.Status?.ContainerStatus?.ExitCode;
+    // A task that failed is replaced while restarts remain: only the last one's failure is final.
+    if (latest.DesiredState === 'running') return { state: 'starting' };
+    return { state: 'exited', exitCode: exit ?? 0, ...(latest.Status?.Err ? { error: `The agent stopped: ${latest.Status.Err}` } : {}) };
+  }
+
+  async logs(id: string, tail: number): Promise<string> {
+    const { engine } = this.d;
+    const raw = await ignoreGone(engine.run('service logs', (abortSignal) => this.service(id).logs(o({ stdout: true, stderr: true, follow: false, tail, abortSignal }))));
+    return raw === undefined ? '' : Buffer.isBuffer(raw) ? demux(raw) : String(raw);
+  }
+
+  async managed(): Promise<ManagedObject[]> {
+    const { engine, scope } = this.d;
+    const filters = { label: [`${LABEL_SCOPE}=${scope}`] };
+    const [services, networks, secrets] = await Promise.all([
+      engine.run('service list', (abortSignal) => engine.docker.listServices(o({ filters, abortSignal }))),
+      engine.run('network list', (abortSignal) => engine.docker.listNetworks(o({ filters, abortSignal }))),
+      engine.run('secret list', (abortSignal) => engine.docker.listSecrets(o({ filters, abortSignal }))),
+    ]);
+    const out: ManagedObject[] = [];
+    for (const s of services) {
+      const instanceId = s.Spec?.Labels?.[LABEL_INSTANCE];
+      if (instanceId) out.push({ instanceId, kind: 'service', remove: () => this.remove(instanceId) });
+    }
+    for (const n of networks) {
+      const instanceId = n.Labels?.[LABEL_INSTANCE];
+      if (instanceId) out.push({ instanceId, kind: 'network', remove: async () => void (await ignoreGone(engine.run('network remove', (abortSignal) => engine.docker.getNetwork(n.Id).remove(o({ abortSignal }))))) });
+    }
+    for (const s of secrets) {
+      const instanceId = s.Spec?.Labels?.[LABEL_INSTANCE];
+      if (instanceId) out.push({ instanceId, kind: 'secret', remove: async () => void (await ignoreGone(engine.run('secret remove', (abortSignal) => engine.docker.getSecret(s.ID).remove(o({ abortSignal }))))) });
+    }
+    return out;
+  }
+
+  probeHost(row: Pick<InstanceRow, 'node_host'>): string {
+    return row.node_host ?? '127.0.0.1';
+  }
+}

@@ -1,0 +1,85 @@
+import type Docker from 'dockerode';
+import { AGENT_PORT, AGENT_USER, heapMb, labels } from '../docker/spec.ts';
+
+/** The swarm objects of one instance, by name: its service, its network, its volume (on its node), its credentials. */
+export const serviceName = (instanceId: string): string => `agenthost-${instanceId}`;
+export const networkName = (instanceId: string): string => `agenthost-net-${instanceId}`;
+export const volumeName = (instanceId: string): string => `agenthost-${instanceId}`;
+export const credentialsSecretPrefix = (instanceId: string): string => `agenthost-cred-${instanceId}-`;
+/** Where the agent finds its credentials (a swarm secret: in memory on its node, readable by the agent user only). */
+export const CREDENTIALS_FILE = '/run/secrets/agenthost-credentials';
+
+const MB = 1024 * 1024;
+const S = 1_000_000_000;
+
+export interface SwarmInstanceInput {
+  instanceId: string;
+  userId: string;
+  scope: string;
+  /** By image id: the task starts from its node's image without asking a registry. */
+  image: string;
+  node: string;
+  port: number;
+  memoryMb: number;
+  cpus: number;
+  pids: number;
+  tmpfsMb: number;
+  restartMaxRetries: number;
+  stopTimeoutSeconds: number;
+  env: Record<string, string>;
+  /** What the engine's API version allows beyond 1.41 (checked at start). */
+  extraSecurity: { noNewPrivileges: boolean };
+}
+
+/**
+ * One replicated service (replicas 0 when stopped, 1 when started) pinned to one node, hardened as far as
+ * the Engine API allows: non-root, every capability dropped, read-only root with a size-limited /tmp, the
+ * tier's memory, CPU and pids as limits and its memory and CPU as reservations, a health check so the task
+ * counts as running only once the agent is ready, its own overlay network, its port published on its node.
+ */
+export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec & { Name: string } {
+  const l = labels(i);
+  const memoryBytes = i.memoryMb * MB;
+  const env = { ...i.env, NODE_OPTIONS: `--max-old-space-size=${heapMb(i.memoryMb)}`, AGENTHOST_CREDENTIALS: `file:${CREDENTIALS_FILE}` };
+  const containerSpec = {
+    Image: i.image,
+    Hostname: i.instanceId.slice(0, 63),
+    User: AGENT_USER,
+    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    Labels: l,
+    ReadOnly: true,
+    CapabilityDrop: ['ALL'],
+    ...(i.extraSecurity.noNewPrivileges ? { Privileges: { NoNewPrivileges: true } } : {}),
+    Mounts: [
+      { Type: 'volume', Source: volumeName(i.instanceId), Target: '/data', VolumeOptions: { NoCopy: false, Labels: l, DriverConfig: { Name: 'local' } } },
+      { Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: i.tmpfsMb * MB, Mode: 0o1777 } },
+    ],
+    Healthcheck: {
+      Test: ['CMD', '/usr/local/bin/node', '-e', `fetch('http://127.0.0.1:${AGENT_PORT}/readyz',{signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))`],
+      Interval: 5 * S,
+      Timeout: 4 * S,
+      Retries: 3,
+      StartPeriod: 180 * S,
+    },
+    StopGracePeriod: i.stopTimeoutSeconds * S,
+    Secrets: [],
+  };
+  return {
+    Name: serviceName(i.instanceId),
+    Labels: l,
+    TaskTemplate: {
+      ContainerSpec: containerSpec as unknown as Docker.ContainerSpec,
+      Resources: {
+        Limits: { MemoryBytes: memoryBytes, NanoCPUs: Math.round(i.cpus * 1e9), Pids: i.pids },
+        Reservations: { MemoryBytes: memoryBytes, NanoCPUs: Math.round(i.cpus * 1e9) },
+      } as Docker.TaskSpec['Resources'],
+      RestartPolicy: { Condition: 'on-failure', Delay: S, MaxAttempts: i.restartMaxRetries },
+      // Pinned: its volume lives on that node.
+      Placement: { Constraints: [`node.id == ${i.node}`] },
+      Networks: [{ Target: networkName(i.instanceId) }],
+      LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
+    },
+    Mode: { Replicated: { Replicas: 0 } },
+    EndpointSpec: { Mode: 'dnsrr', Ports: [{ Protocol: 'tcp', TargetPort: AGENT_PORT, PublishedPort: i.port, PublishMode: 'host' }] } as Docker.ServiceSpec['EndpointSpec'],
+  };
+}
