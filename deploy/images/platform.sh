@@ -45,8 +45,9 @@ build_services() {
   done
   # Earlier builds' tags go (an image a container still uses stays until that container is gone).
   for svc in service "${PLATFORM_SERVICES[@]}"; do
-    docker image ls "agenthost/$svc" --format '{{.Tag}}' | grep -Ev "^($SERVICE_TAG|latest)\$" |
-      while read -r old; do docker image rm "agenthost/$svc:$old" >/dev/null 2>&1 || true; done
+    for old in $(docker image ls "agenthost/$svc" --format '{{.Tag}}'); do
+      [[ "$old" == "$SERVICE_TAG" || "$old" == latest ]] || docker image rm "agenthost/$svc:$old" >/dev/null 2>&1 || true
+    done
   done
   prune_old service
   log "services: agenthost/{$(IFS=,; echo "${PLATFORM_SERVICES[*]}")}:$SERVICE_TAG"

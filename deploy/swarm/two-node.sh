@@ -75,6 +75,11 @@ swarm_up() {
     [ "$(docker node inspect -f '{{.Status.State}}' "$id")" = down ] && docker node rm --force "$id" >/dev/null || true
   done
   wait_for 30 bash -c "[ \$(docker node ls -q --filter role=worker | wc -l) -ge 1 ]" || die "the worker did not join"
+  # Both engines share this machine's files: the worker's socket is not /var/run/docker.sock (which is the
+  # manager's). The provisioner's volume janitor reads this label to reach the worker's own engine.
+  local self
+  self=$(docker -H "$N2_HOST" info -f '{{.Swarm.NodeID}}')
+  docker node update --label-add "agenthost.docker-socket=$N2_SOCK" "$self" >/dev/null
 }
 
 down() {

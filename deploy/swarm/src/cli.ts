@@ -4,7 +4,8 @@
 //   node deploy/swarm/src/cli.ts status                      running/desired tasks per service
 //   node deploy/swarm/src/cli.ts down [--volumes]            remove the stack (and its volumes on this node)
 // Environment: DOCKER_HOST (a manager), AGENTHOST_STATE (secret material, default /var/lib/agenthost),
-// EDGE_PORT (8080), DEVCHAIN_PORT (8899; and the next port), DATABASE_URL (an external database: no Postgres service), SOLANA_RPC_URL (no devchain),
+// EDGE_PORT (8080), DEVCHAIN_PORT (8899; and the next port), SWARM_DATABASE_URL (an external database: no Postgres
+// service), SWARM_SOLANA_RPC_URL (a Solana RPC: no devchain),
 // AGENTHOST_ENV_FILE (settings for every service, KEY=VALUE lines), IMAGE_TAG (latest).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -61,10 +62,10 @@ async function up(args: string[]): Promise<void> {
   for (const s of SCALABLE) replicas[s] = asked[s] ?? (await currentReplicas(docker, `${STACK}-${s}`)) ?? DEFAULT_REPLICAS[s];
 
   say('secrets');
-  const material = ensureMaterial({ dir: path.join(state, 'swarm'), ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}) });
+  const material = ensureMaterial({ dir: path.join(state, 'swarm'), ...(env.SWARM_DATABASE_URL ? { databaseUrl: env.SWARM_DATABASE_URL } : {}) });
   const secrets = await ensureSecrets(docker, { ...material.secrets, Caddyfile: caddyfile() });
   await ensureNetwork(docker);
-  const postgres = !env.DATABASE_URL;
+  const postgres = !env.SWARM_DATABASE_URL;
   if (postgres) say(`Postgres pinned to node ${await pinPostgres(docker)}`);
   const opts: StackOptions = {
     images,
@@ -74,7 +75,7 @@ async function up(args: string[]): Promise<void> {
     devchainPort: Number(env.DEVCHAIN_PORT ?? 8899),
     env: envFile(env.AGENTHOST_ENV_FILE ?? path.join(state, 'agenthost.env')),
     postgres,
-    ...(env.SOLANA_RPC_URL ? { solanaRpcUrl: env.SOLANA_RPC_URL } : {}),
+    ...(env.SWARM_SOLANA_RPC_URL ? { solanaRpcUrl: env.SWARM_SOLANA_RPC_URL } : {}),
     dockerGid: env.DOCKER_GID ?? dockerGid(),
   };
   const specs = stackSpecs(opts);

@@ -23,6 +23,12 @@ export const provisionerConfig = baseConfig
      * instance across the nodes of a swarm, DOCKER_HOST being a manager (deploy/swarm).
      */
     PROVISIONER_DRIVER: z.enum(['docker', 'swarm']).default('docker'),
+    /**
+     * swarm: the share of an instance's CPU limit that is reserved on its node (memory is reserved whole).
+     * Agents are idle most of the time: 0.25 lets a node hold four times the instances its cores would
+     * if every agent were busy at once, and never more memory than it has.
+     */
+    SWARM_CPU_RESERVATION: z.coerce.number().min(0.01).max(1).default(0.25),
     /** swarm: the image of the one-shot job that removes an instance's volume on its node (the provisioner's own). */
     SWARM_JANITOR_IMAGE: z.string().default(''),
     /** Docker endpoint (unix:///var/run/docker.sock, tcp://host:2375). Empty: dockerode's default (DOCKER_HOST env or the local socket). */

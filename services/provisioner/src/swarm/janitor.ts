@@ -25,7 +25,12 @@ const del = () => new Promise((res) => {
 })();
 `;
 
+/** A node whose engine socket is not /var/run/docker.sock says where it is with this node label. */
+export const SOCKET_LABEL = 'agenthost.docker-socket';
+
 export async function removeVolumeOnNode(engine: DockerEngine, p: { node: string; volume: string; image: string; scope: string; timeoutMs: number }): Promise<boolean> {
+  const nodeInfo = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(p.node).inspect(o({ abortSignal })));
+  const socket = (nodeInfo.Spec?.Labels as Record<string, string> | undefined)?.[SOCKET_LABEL] ?? '/var/run/docker.sock';
   const name = `agenthost-janitor-${p.volume.slice(-24)}-${Date.now().toString(36)}`;
   const created = (await engine.run('job create', () =>
     engine.docker.createService(
@@ -39,7 +44,7 @@ export async function removeVolumeOnNode(engine: DockerEngine, p: { node: string
             Command: ['/usr/local/bin/node', '-e', SCRIPT, p.volume],
             ReadOnly: true,
             CapabilityDrop: ['ALL'],
-            Mounts: [{ Type: 'bind', Source: '/var/run/docker.sock', Target: '/var/run/docker.sock' }],
+            Mounts: [{ Type: 'bind', Source: socket, Target: '/var/run/docker.sock' }],
           },
           Placement: { Constraints: [`node.id == ${p.node}`] },
           RestartPolicy: { Condition: 'none' },

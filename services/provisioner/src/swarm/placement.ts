@@ -1,5 +1,6 @@
 import { AppError } from '@agenthost/shared';
 import { o, type DockerEngine } from '../docker/engine.ts';
+import { LABEL_INSTANCE } from '../docker/spec.ts';
 
 export interface NodeChoice {
   id: string;
@@ -9,32 +10,44 @@ export interface NodeChoice {
 
 /**
  * The ready, active node with the most unreserved memory (reservations of every task meant to run there,
- * ours and the platform's); ties go to the node with fewer tasks. 503 when none has room for `memoryMb`.
+ * ours and the platform's); ties go to the node with fewer tasks. 503 when none has room for the reservation.
  */
-export async function pickNode(engine: DockerEngine, memoryMb: number): Promise<NodeChoice> {
-  const [nodes, tasks] = await Promise.all([
+export async function pickNode(engine: DockerEngine, memoryMb: number, cpus: number): Promise<NodeChoice> {
+  const [nodes, tasks, instances] = await Promise.all([
     engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal }))),
     engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { 'desired-state': ['running'] }, abortSignal }))),
+    engine.run('service list', (abortSignal) => engine.docker.listServices(o({ filters: { label: [LABEL_INSTANCE] }, abortSignal }))),
   ]);
-  const reserved = new Map<string, { bytes: number; tasks: number }>();
-  for (const t of tasks) {
-    if (!t.NodeID) continue;
-    const r = reserved.get(t.NodeID) ?? { bytes: 0, tasks: 0 };
-    r.bytes += t.Spec?.Resources?.Reservations?.MemoryBytes ?? 0;
+  const reserved = new Map<string, { bytes: number; nanoCpus: number; tasks: number }>();
+  const add = (node: string, res: { MemoryBytes?: number; NanoCPUs?: number } | undefined) => {
+    const r = reserved.get(node) ?? { bytes: 0, nanoCpus: 0, tasks: 0 };
+    r.bytes += res?.MemoryBytes ?? 0;
+    r.nanoCpus += res?.NanoCPUs ?? 0;
     r.tasks++;
-    reserved.set(t.NodeID, r);
+    reserved.set(node, r);
+  };
+  // Instances count by their spec (pinned, started), not by their tasks: the task of an instance created a
+  // moment ago may not exist yet, and the next create must already see its reservation.
+  const pinned = new Set<string>();
+  for (const svc of instances) {
+    pinned.add(svc.ID);
+    const node = svc.Spec?.TaskTemplate?.Placement?.Constraints?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
+    if (node && (svc.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0) add(node, svc.Spec?.TaskTemplate?.Resources?.Reservations);
   }
+  for (const t of tasks) if (t.NodeID && !pinned.has(t.ServiceID ?? '')) add(t.NodeID, t.Spec?.Resources?.Reservations);
   const need = memoryMb * 1024 * 1024;
   const candidates = nodes
     .filter((n) => n.Status?.State === 'ready' && n.Spec?.Availability === 'active')
     .map((n) => {
-      const r = reserved.get(n.ID!) ?? { bytes: 0, tasks: 0 };
-      return { id: n.ID!, addr: n.Status!.Addr!, free: (n.Description?.Resources?.MemoryBytes ?? 0) - r.bytes, tasks: r.tasks };
+      const r = reserved.get(n.ID!) ?? { bytes: 0, nanoCpus: 0, tasks: 0 };
+      const freeCpu = (n.Description?.Resources?.NanoCPUs ?? 0) - r.nanoCpus;
+      return { id: n.ID!, addr: n.Status!.Addr!, free: (n.Description?.Resources?.MemoryBytes ?? 0) - r.bytes, freeCpu, tasks: r.tasks };
     })
-    .filter((n) => n.free >= need)
+    // The swarm would leave a task pending on a node without room: refuse instead, at once.
+    .filter((n) => n.free >= need && n.freeCpu >= Math.round(cpus * 1e9))
     .sort((a, b) => b.free - a.free || a.tasks - b.tasks);
   const best = candidates[0];
-  if (!best) throw new AppError('DOCKER_UNAVAILABLE', `No node has ${memoryMb} MB of memory unreserved; add a node or free one`);
+  if (!best) throw new AppError('DOCKER_UNAVAILABLE', `No node has ${memoryMb} MB of memory and ${cpus} CPU unreserved; add a node or free one`);
   return { id: best.id, addr: best.addr };
 }
 

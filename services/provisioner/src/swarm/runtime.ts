@@ -51,7 +51,7 @@ export class SwarmInstances implements InstanceRuntime {
     if (existing) return { runtimeId: existing.ID, host: row.node_host ?? '' };
     // A recreate keeps the node (the volume is there); a new instance gets the roomiest one.
     const pinned = row.node_host ? await nodeByAddr(engine, row.node_host) : undefined;
-    const node = pinned && row.node_host ? { id: pinned, addr: row.node_host } : await pickNode(engine, row.memory_mb);
+    const node = pinned && row.node_host ? { id: pinned, addr: row.node_host } : await pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION);
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
     await this.ensureNetwork(row);
     const spec = instanceServiceSpec({
@@ -63,6 +63,7 @@ export class SwarmInstances implements InstanceRuntime {
       port: row.port,
       memoryMb: row.memory_mb,
       cpus: row.cpus,
+      reserveCpus: row.cpus * config.SWARM_CPU_RESERVATION,
       pids: row.pids,
       tmpfsMb: config.TMPFS_SIZE_MB,
       restartMaxRetries: config.RESTART_MAX_RETRIES,

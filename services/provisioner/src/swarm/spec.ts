@@ -22,6 +22,8 @@ export interface SwarmInstanceInput {
   port: number;
   memoryMb: number;
   cpus: number;
+  /** The CPU reserved on the node (a share of `cpus`, SWARM_CPU_RESERVATION). */
+  reserveCpus: number;
   pids: number;
   tmpfsMb: number;
   restartMaxRetries: number;
@@ -34,7 +36,7 @@ export interface SwarmInstanceInput {
 /**
  * One replicated service (replicas 0 when stopped, 1 when started) pinned to one node, hardened as far as
  * the Engine API allows: non-root, every capability dropped, read-only root with a size-limited /tmp, the
- * tier's memory, CPU and pids as limits and its memory and CPU as reservations, a health check so the task
+ * tier's memory, CPU and pids as limits, its memory and a share of its CPU as reservations, a health check so the task
  * counts as running only once the agent is ready, its own overlay network, its port published on its node.
  */
 export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec & { Name: string } {
@@ -71,7 +73,7 @@ export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec &
       ContainerSpec: containerSpec as unknown as Docker.ContainerSpec,
       Resources: {
         Limits: { MemoryBytes: memoryBytes, NanoCPUs: Math.round(i.cpus * 1e9), Pids: i.pids },
-        Reservations: { MemoryBytes: memoryBytes, NanoCPUs: Math.round(i.cpus * 1e9) },
+        Reservations: { MemoryBytes: memoryBytes, NanoCPUs: Math.round(i.reserveCpus * 1e9) },
       } as Docker.TaskSpec['Resources'],
       RestartPolicy: { Condition: 'on-failure', Delay: S, MaxAttempts: i.restartMaxRetries },
       // Pinned: its volume lives on that node.

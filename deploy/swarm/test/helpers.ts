@@ -1,0 +1,94 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { DEFAULT_CONFIG } from '@agenthost/devchain';
+import { recordSecret, repoRoot, testLogDir, type StackChain } from '../../../packages/testkit/src/index.ts';
+
+// The two-node swarm of deploy/swarm/two-node.sh (this engine the manager at 10.99.0.1, a second engine in
+// the network namespace agenthost-n2 at 10.99.0.2) with the stack deployed by deploy/swarm/src/cli.ts.
+
+const run = promisify(execFile);
+export const MANAGER = '10.99.0.1';
+export const WORKER = '10.99.0.2';
+export const EDGE_PORT = 18480;
+export const DEVCHAIN_PORT = 18899;
+export const manager = new Docker({ socketPath: '/var/run/docker.sock' });
+export const worker = new Docker({ socketPath: '/run/agenthost-node2/docker.sock' });
+export const apiUrl = (host = MANAGER) => `http://${host}:${EDGE_PORT}/api`;
+
+const sh = (script: string, args: string[], env: NodeJS.ProcessEnv = {}, timeout = 900_000) =>
+  run('bash', [path.join(repoRoot, script), ...args], { env: { ...process.env, ...env }, timeout, maxBuffer: 64 * 1024 * 1024 });
+
+/** Two nodes, the images on both, the stack up (idempotent: a stack already there is updated in place). */
+export async function deployStack(state: string, replicas: string[] = []): Promise<void> {
+  mkdirSync(state, { recursive: true });
+  await sh('deploy/swarm/two-node.sh', ['up']);
+  await sh('deploy/images/build.sh', ['platform']);
+  // The real OpenClaw image stays on the manager: these tests run the stand-in agent.
+  await sh('deploy/swarm/two-node.sh', ['load'], { SKIP_IMAGES: 'openclaw' });
+  const envFile = path.join(state, 'swarm-test.env');
+  writeFileSync(envFile, 'FRAMEWORK_IMAGES={"openclaw":"agenthost/standin"}\n');
+  await run(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), 'up', ...replicas], {
+    env: { ...process.env, AGENTHOST_STATE: state, EDGE_PORT: String(EDGE_PORT), DEVCHAIN_PORT: String(DEVCHAIN_PORT), AGENTHOST_ENV_FILE: envFile },
+    timeout: 900_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  // Every secret of the deployment goes to the log scan: none may appear in any service's log.
+  const dir = path.join(state, 'swarm');
+  for (const f of readdirSync(dir)) if (!f.endsWith('.conf') && f !== 'nats') for (const line of readFileSync(path.join(dir, f), 'utf8').split('\n')) recordSecret(line.trim());
+  for (const f of readdirSync(path.join(dir, 'nats'))) if (f.endsWith('.nk')) recordSecret(readFileSync(path.join(dir, 'nats', f), 'utf8').trim());
+}
+
+/** Instance services left by an earlier, interrupted run on this machine (their rows fail on the next reconcile). */
+export async function removeStrayInstances(): Promise<void> {
+  for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.instance'] }) })) await manager.getService(s.ID).remove().catch(() => {});
+}
+
+/** The stack's devchain as the testkit's subscribe() wants it (wallets reach it on the manager). */
+export const swarmChain: StackChain = {
+  url: `http://${MANAGER}:${DEVCHAIN_PORT}`,
+  programId: DEFAULT_CONFIG.programId,
+  treasury: DEFAULT_CONFIG.treasury,
+  prices: { ...DEFAULT_CONFIG.prices },
+  advanceClock: () => Promise.reject(new Error('the swarm devchain clock is not driven by these tests')),
+  now: () => Promise.reject(new Error('not used')),
+  close: async () => {},
+};
+
+/** Every service log of the stack into the test log directory (the scan reads them). */
+export async function saveServiceLogs(): Promise<void> {
+  const dir = path.join(testLogDir, 'swarm');
+  mkdirSync(dir, { recursive: true });
+  const services = await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.stack=agenthost'] }) });
+  await Promise.all(
+    services.map(async (s) => {
+      const name = s.Spec?.Name ?? s.ID;
+      // Bounded: the log broker can wait long on a task whose node went away.
+      const out = await run('docker', ['service', 'logs', '--raw', '--no-trunc', '--tail', '20000', name], { maxBuffer: 64 * 1024 * 1024, timeout: 30_000 }).catch(
+        (e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
+      );
+      writeFileSync(path.join(dir, `${name}.log`), `${out.stdout}${out.stderr}`);
+    }),
+  );
+}
+
+/** Running tasks of a service, with the node each runs on. */
+export async function runningTasks(service: string): Promise<{ node: string }[]> {
+  const tasks = await manager.listTasks({ filters: JSON.stringify({ service: [service], 'desired-state': ['running'] }) });
+  return tasks.filter((t) => t.Status?.State === 'running').map((t) => ({ node: t.NodeID! }));
+}
+
+/** Swarm objects still labelled with an instance id (services, networks, secrets) and its volume on either node. */
+export async function leftovers(instanceId: string): Promise<string[]> {
+  const f = JSON.stringify({ label: [`agenthost.instance=${instanceId}`] });
+  const out: string[] = [];
+  for (const s of await manager.listServices({ filters: f })) out.push(`service ${s.Spec?.Name}`);
+  for (const n of await manager.listNetworks({ filters: f })) out.push(`network ${n.Name}`);
+  for (const s of await manager.listSecrets({ filters: f })) out.push(`secret ${s.Spec?.Name}`);
+  for (const [name, d] of [['manager', manager], ['worker', worker]] as const) {
+    for (const v of (await d.listVolumes()).Volumes ?? []) if (v.Name.includes(instanceId)) out.push(`volume ${v.Name} on ${name}`);
+  }
+  return out;
+}

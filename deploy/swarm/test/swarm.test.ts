@@ -1,0 +1,100 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
+import { apiUrl, deployStack, leftovers, manager, MANAGER, removeStrayInstances, runningTasks, saveServiceLogs, swarmChain, WORKER } from './helpers.ts';
+
+// The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
+// and a developer would: every call goes through a node's edge to the gateways.
+
+// The deployment's secret material is kept where deploy keeps it: a second run updates the same stack
+// (a new CA and new identities at once would not roll: old and new tasks could not talk).
+const state = process.env.AGENTHOST_STATE ?? '/var/lib/agenthost';
+const SCALED = { gateway: 2, auth: 2, 'billing-chain': 1, provisioner: 2, keyvault: 2 } as const;
+
+beforeAll(async () => {
+  await removeStrayInstances();
+  await deployStack(state, Object.entries(SCALED).map(([s, n]) => `${s}=${n}`));
+}, 1_200_000);
+
+afterAll(async () => {
+  await saveServiceLogs();
+}, 120_000);
+
+describe('agenthost on a two-node swarm', () => {
+  it('runs gateway ×2, auth ×2, billing-chain ×1, provisioner ×2, keyvault ×2 and NATS ×3, across both nodes, every image started without a pull', async () => {
+    const nodes = new Set<string>();
+    for (const [svc, n] of Object.entries(SCALED)) {
+      const tasks = await runningTasks(`agenthost-${svc}`);
+      expect(tasks, svc).toHaveLength(n);
+      for (const t of tasks) nodes.add(t.node);
+    }
+    for (const i of [1, 2, 3]) expect(await runningTasks(`agenthost-nats-${i}`)).toHaveLength(1);
+    expect(nodes.size).toBe(2);
+    // Each part runs by image id: no task waited on a registry (a pull attempt names the image by tag).
+    for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.stack=agenthost'] }) })) {
+      expect((s.Spec?.TaskTemplate as { ContainerSpec?: { Image?: string } }).ContainerSpec?.Image, s.Spec?.Name).toMatch(/^sha256:[0-9a-f]{64}$/);
+    }
+    const ready = await apiClient(apiUrl(WORKER)).get('/health/ready');
+    expect(ready.status).toBe(200);
+  });
+
+  it('signs in, subscribes, creates instances up to the tier limit on both nodes, gives an agent its keys, and deletes without leftovers', async () => {
+    const session = await signIn(apiClient(apiUrl()));
+    await subscribe({ chain: swarmChain }, session, { tier: 'pro' });
+    const api = session.api;
+
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await api.post('/instance/create', { framework: 'openclaw', name: `swarm-${i}` });
+      expect(r.status, r.text).toBe(200);
+      recordSecret(r.body.access_token);
+      ids.push(r.body.instance_id);
+    }
+    try {
+      const over = await api.post('/instance/create', { framework: 'openclaw' });
+      expect(over.status).toBe(403);
+      expect(over.body.code).toBe('INSTANCE_LIMIT_EXCEEDED');
+
+      const views = await Promise.all(
+        ids.map((id) => waitFor(`instance ${id} running`, async () => {
+          const r = await api.get(`/instance/status/${id}`);
+          if (r.body.status === 'failed') throw new Error(`instance failed: ${r.text}`);
+          return r.body.status === 'running' ? r.body : undefined;
+        }, 180_000, 500)),
+      );
+      const hosts = new Set(views.map((v) => new URL(v.url).hostname));
+      expect(hosts).toEqual(new Set([MANAGER, WORKER]));
+
+      // A key stored through the API reaches the agent on the worker node when it restarts: the agent's
+      // bootstrap fetched it through that node's edge and the gateways, from keyvault.
+      const onWorker = views.find((v) => new URL(v.url).hostname === WORKER)!;
+      const value = `sk-swarm-${randomBytes(16).toString('hex')}`;
+      recordSecret(value);
+      const stored = await api.post('/keys/store', { instance_id: onWorker.instance_id, keys: { OPENAI_API_KEY: value } });
+      expect(stored.status, stored.text).toBe(200);
+      const restarted = await api.post(`/instance/restart/${onWorker.instance_id}`);
+      expect(restarted.status, restarted.text).toBe(200);
+      const env = await waitFor('the agent to have its key', async () => {
+        const r = await fetch(`${onWorker.url}/env`).then((x) => x.json() as Promise<{ sha256: Record<string, string> }>).catch(() => undefined);
+        return r?.sha256.OPENAI_API_KEY ? r : undefined;
+      }, 180_000, 500);
+      expect(env.sha256.OPENAI_API_KEY).toBe(createHash('sha256').update(value).digest('hex'));
+      // Its logs, from the worker, through a manager's Engine API.
+      await waitFor('the agent log through the API', async () => {
+        const logs = await api.get(`/instance/logs/${onWorker.instance_id}?tail=50`);
+        expect(logs.status).toBe(200);
+        return logs.body.lines.join('\n').includes('keys fetched');
+      }, 30_000, 1000);
+    } catch (err) {
+      // Leave nothing behind for the next run on this machine (the assertions below run only on success).
+      for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});
+      throw err;
+    }
+    for (const id of ids) {
+      const d = await api.del(`/instance/delete/${id}`);
+      expect(d.status, d.text).toBe(200);
+    }
+    for (const id of ids) expect(await leftovers(id)).toEqual([]);
+    expect((await api.get('/instance/list')).body.instances).toEqual([]);
+  }, 900_000);
+});
