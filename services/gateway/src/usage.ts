@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
-import { RequestStrategy, type NatsConnection, type Subscription as NatsSubscription } from 'nats';
-import { AppError, decode, encode, remaining, UNLIMITED, type Logger, type TierLimits, type TierTable } from '@agenthost/shared';
+import type { Kysely } from 'kysely';
+import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
+import { AppError, remaining, UNLIMITED, type Logger, type TierLimits, type TierTable } from '@agenthost/shared';
 import type { GatewayDB } from './db/schema.ts';
 import type { Subscription } from './entitlement.ts';
+import { LeaseLedger, type LeasedWindow, type WindowKind } from './quota/leases.ts';
+import { answerOthers, askOthers } from './quota/peers.ts';
 
 // Usage counting without a database write per request.
 //
@@ -13,14 +15,19 @@ import type { Subscription } from './entitlement.ts';
 // it did not use when it goes idle, at shutdown, or when another replica runs out. So:
 //  - the limit is never exceeded (grants are capped in one statement under the row lock);
 //  - no quota is stranded: a replica that finds the row exhausted asks the others (NATS, core
-//    request-many) to give back their unused blocks, then tries once more; after contention, and
-//    whenever little is left, nobody takes more than it needs at that moment;
+//    request-many, quota/peers.ts) to give back their unused blocks, then tries once more; after
+//    contention, and whenever little is left, nobody takes more than it needs at that moment;
 //  - concurrent requests on one replica share one write (the waiting requests are leased together);
 //  - block size adapts: it doubles while a replica keeps exhausting its blocks, is capped by
 //    USAGE_PREFETCH_MAX and by 1/8 of what is left, and resets when the replica goes idle.
-// A crashed replica's unused block stays counted until the window ends (at most one block).
+// A killed replica's blocks are not lost (quota/leases.ts): each replica's grants are written down per
+// window with how many requests it served, that count is written (group commit, in parallel with the
+// backend call) before each response leaves, and USAGE_LEASE_TTL_SECONDS after a replica's last
+// heartbeat any other replica gives back exactly granted - served. So the day's count equals the
+// requests admitted, killed replicas included (a request whose count was written but whose answer
+// was lost with the process is counted too: it was made).
 
-export type WindowKind = 'day' | 'minute';
+export type { WindowKind } from './quota/leases.ts';
 
 const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
@@ -31,7 +38,7 @@ const FIRST_BLOCK = 4;
 const EXHAUSTED_RECHECK_MS = 1000;
 /** Prefetch is off for a key this long after anyone ran out of it. */
 const CONTENTION_MS = 60_000;
-export const RELEASE_SUBJECT = 'gateway.usage.release';
+export { RELEASE_SUBJECT } from './quota/peers.ts';
 
 export interface UsageOptions {
   db: Kysely<GatewayDB>;
@@ -45,11 +52,15 @@ export interface UsageOptions {
   idleReturnMs?: number;
   /** How long to wait for other replicas' give-back answers after the last one arrived. */
   releaseJitterMs?: number;
+  /** A replica silent this long has its leases reclaimed by the others. */
+  leaseTtlMs?: number;
 }
 
 export interface UsageDecision {
   /** Requests left today after this one (-1 = unlimited). */
   remainingToday: number;
+  /** Resolves once this request is counted in the database; send the response only after it (never rejects). */
+  counted: Promise<void>;
 }
 
 interface Waiter {
@@ -57,7 +68,7 @@ interface Waiter {
   reject: (err: unknown) => void;
 }
 
-interface WindowState {
+interface WindowState extends LeasedWindow {
   key: string;
   userId: string;
   kind: WindowKind;
@@ -92,6 +103,7 @@ export class Usage {
   private readonly origin = randomUUID();
   private sweeper: NodeJS.Timeout | undefined;
   private releaseSub: NatsSubscription | undefined;
+  private readonly ledger: LeaseLedger;
   private pendingWrites = new Set<Promise<unknown>>();
   private lastPrune = 0;
   private stopping = false;
@@ -103,7 +115,8 @@ export class Usage {
     this.now = opts.now ?? Date.now;
     this.prefetchMax = opts.prefetchMax ?? 5000;
     this.idleReturnMs = opts.idleReturnMs ?? 5000;
-    if (opts.nc) this.listen(opts.nc);
+    this.ledger = new LeaseLedger(db, { ttlMs: opts.leaseTtlMs ?? 10_000, log: opts.log, now: this.now, onLost: () => this.dropAll() });
+    if (opts.nc) this.releaseSub = answerOthers(opts.nc, this.origin, (key) => this.release(key));
     this.sweeper = setInterval(() => this.sweep(), Math.max(250, Math.floor(this.idleReturnMs / 2)));
     this.sweeper.unref();
   }
@@ -136,7 +149,7 @@ export class Usage {
         details: { remainingToday: 0 },
       });
     }
-    return { remainingToday: this.remainingToday(userId, limits, now) };
+    return { remainingToday: this.remainingToday(userId, limits, now), counted: this.ledger.served(minute ? [minute, day] : [day]) };
   }
 
   /** Requests counted today for a user, as this replica knows it (its last write, minus what it holds unused). */
@@ -181,6 +194,8 @@ export class Usage {
         end: start + (kind === 'day' ? DAY_MS : MINUTE_MS),
         limit,
         tokens: 0,
+        served: 0,
+        servedDurable: 0,
         dbUsed: 0,
         block: prev && now - prev.lastUse < 5000 ? prev.block : FIRST_BLOCK,
         lastUse: now,
@@ -202,6 +217,8 @@ export class Usage {
   private take(st: WindowState): boolean | Promise<boolean> {
     const now = this.now();
     st.lastUse = now;
+    // Tokens are served only while this replica's heartbeat is fresh, so none are served after another replica may have reclaimed them.
+    if (st.tokens > 0 && !this.ledger.fresh()) return this.ledger.renew().then(() => this.take(st));
     if (st.tokens > 0) {
       st.tokens--;
       // Low water at half a block: the next block is fetched in the background while the other half lasts, so
@@ -233,10 +250,12 @@ export class Usage {
         if (st.waiters.length === 0) break;
         // Everything asked for was granted: the waiters left came in during the write; lease for them.
         if (got >= want) continue;
-        if (!askedOthers && this.o.nc) {
+        if (!askedOthers) {
           askedOthers = true;
           st.noPrefetchUntil = this.now() + CONTENTION_MS;
-          await this.askOthers(st);
+          // Quota held by silent replicas first (cheap, one statement), then the live ones'.
+          const reclaimed = await this.ledger.reclaim().catch(() => 0);
+          if (this.o.nc && reclaimed === 0) await askOthers(this.o.nc, st.key, this.origin, this.o.releaseJitterMs ?? 50, this.o.log);
           continue;
         }
         st.exhaustedAt = this.now();
@@ -287,26 +306,18 @@ export class Usage {
     return Math.max(0, Math.min(st.block, this.prefetchMax, Math.floor(left / 8)));
   }
 
-  /** One atomic, conditional upsert: grant min(want, limit - used), never past the limit. */
+  /** One atomic, conditional upsert: grant min(want, limit - used), never past the limit, recorded in this replica's lease. */
   private async lease(st: WindowState, want: number): Promise<number> {
     const t0 = performance.now();
-    const r = await sql<{ used: number; last_grant: number }>`
-      insert into usage_counters (user_id, "window", window_start, used, last_grant)
-      values (${st.userId}, ${st.kind}, ${new Date(st.start)}, least(${want}::bigint, ${st.limit}::bigint), least(${want}::bigint, ${st.limit}::bigint))
-      on conflict (user_id, "window", window_start) do update
-        set used = usage_counters.used + least(${want}::bigint, ${st.limit}::bigint - usage_counters.used),
-            last_grant = least(${want}::bigint, ${st.limit}::bigint - usage_counters.used)
-        where usage_counters.used < ${st.limit}::bigint
-      returning used, last_grant`.execute(this.db);
+    const got = await this.ledger.lease(st, want, st.limit);
     const ms = performance.now() - t0;
     if (ms > 100) this.o.log?.warn({ ms: Math.round(ms), window: st.kind }, 'usage lease write was slow');
-    const row = r.rows[0];
-    if (!row) {
+    if (!got) {
       st.dbUsed = Math.max(st.dbUsed, st.limit);
       return 0;
     }
-    st.dbUsed = Number(row.used);
-    return Number(row.last_grant);
+    st.dbUsed = got.used;
+    return got.granted;
   }
 
   /** Return unused tokens of a window still open (one write); a closed window's tokens simply lapse. */
@@ -318,13 +329,10 @@ export class Usage {
     }
     st.tokens = 0;
     st.block = FIRST_BLOCK;
-    const p = sql<{ used: number }>`
-      update usage_counters set used = greatest(used - ${n}::bigint, 0)
-      where user_id = ${st.userId} and "window" = ${st.kind} and window_start = ${new Date(st.start)}
-      returning used`
-      .execute(this.db)
-      .then((r) => {
-        if (r.rows[0]) st.dbUsed = Number(r.rows[0].used);
+    const p = this.ledger
+      .giveBack(st, n)
+      .then((used) => {
+        if (used !== undefined) st.dbUsed = used;
         return n;
       })
       .catch((err: unknown) => {
@@ -335,39 +343,22 @@ export class Usage {
     return p;
   }
 
-  /** Ask every replica to give back its unused tokens of this window; resolves when they answered. */
-  private async askOthers(st: WindowState): Promise<void> {
-    const nc = this.o.nc!;
-    try {
-      const replies = await nc.requestMany(RELEASE_SUBJECT, encode({ key: st.key, origin: this.origin }), {
-        strategy: RequestStrategy.JitterTimer,
-        jitter: this.o.releaseJitterMs ?? 50,
-        maxWait: 1000,
-      });
-      let returned = 0;
-      for await (const m of replies) returned += Number((decode(m.data) as { returned?: number } | undefined)?.returned ?? 0);
-      if (returned > 0) this.o.log?.debug({ returned, window: st.kind }, 'other replicas gave back usage tokens');
-    } catch (err) {
-      this.o.log?.warn({ err }, 'could not ask other gateway replicas for unused usage tokens');
-    }
+  /** Another replica ran out of this window: give back what this one holds unused. */
+  private release(key: string): Promise<number> {
+    const st = this.states.get(key);
+    if (!st) return Promise.resolve(0);
+    st.noPrefetchUntil = this.now() + CONTENTION_MS;
+    return st.tokens === 0 ? Promise.resolve(0) : this.giveBack(st);
   }
 
-  private listen(nc: NatsConnection): void {
-    this.releaseSub = nc.subscribe(RELEASE_SUBJECT, {
-      callback: (_err, msg) => {
-        let req: { key?: string; origin?: string } | undefined;
-        try {
-          req = decode(msg.data) as { key?: string; origin?: string };
-        } catch {
-          return;
-        }
-        const st = req?.key ? this.states.get(req.key) : undefined;
-        if (st) st.noPrefetchUntil = this.now() + CONTENTION_MS;
-        const done = (returned: number) => msg.respond(encode({ returned }));
-        if (!st || req?.origin === this.origin || st.tokens === 0) return void done(0);
-        void this.giveBack(st).then(done);
-      },
-    });
+  /** This replica's leases were reclaimed by another: what it held was given back there. */
+  private dropAll(): void {
+    for (const st of this.states.values()) {
+      st.tokens = 0;
+      st.served = 0;
+      st.servedDurable = 0;
+      st.block = FIRST_BLOCK;
+    }
   }
 
   /** Give back idle blocks; forget windows that ended; now and then drop old minute rows. */
@@ -392,14 +383,14 @@ export class Usage {
     }
   }
 
-  /** At shutdown: every unused token goes back. */
+  /** At shutdown: the served counts are written, then every unused token goes back (one statement). */
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.sweeper);
     this.releaseSub?.unsubscribe();
     while (this.pendingWrites.size > 0) await Promise.all([...this.pendingWrites]);
-    await Promise.all([...this.states.values()].map((st) => this.giveBack(st)));
-    while (this.pendingWrites.size > 0) await Promise.all([...this.pendingWrites]);
+    for (const st of this.states.values()) st.tokens = 0;
+    await this.ledger.stop();
   }
 }
 
