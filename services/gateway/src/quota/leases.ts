@@ -42,6 +42,11 @@ export interface LeaseLedgerOptions {
 const FENCE = 0.75;
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
+/**
+ * Writes of served counts running at once. Two overlap the round trip of one with the commit of the
+ * other; more only queue on the same row locks.
+ */
+const MAX_WRITES_IN_FLIGHT = 2;
 
 interface Batch {
   promise: Promise<void>;
@@ -57,8 +62,10 @@ export class LeaseLedger {
   private heartbeatSentAt = 0;
   private renewing: Promise<void> | undefined;
   private readonly dirty = new Set<LeasedWindow>();
+  /** The requests waiting for the next write of served counts. */
   private next: Batch | undefined;
-  private flushing: Promise<void> | undefined;
+  private scheduled = false;
+  private readonly writes = new Set<Promise<void>>();
   private timer: NodeJS.Timeout;
 
   constructor(db: Kysely<GatewayDB>, opts: LeaseLedgerOptions) {
@@ -162,30 +169,39 @@ export class LeaseLedger {
       this.next = { promise, resolve };
     }
     const p = this.next.promise;
-    if (!this.flushing) this.flushing = this.flushLoop();
+    this.schedule();
     return p;
   }
 
   /** Write every pending served count (and wait for the writes in flight). */
   async flush(): Promise<void> {
-    if (this.dirty.size > 0 && !this.flushing) this.flushing = this.flushLoop();
-    while (this.flushing) await this.flushing;
+    if (this.next || this.dirty.size > 0) this.startWrite();
+    await Promise.all([...this.writes]);
   }
 
-  private async flushLoop(): Promise<void> {
-    // Let the requests of this turn of the event loop join the first write.
-    await new Promise((r) => setImmediate(r));
-    try {
-      while (this.next || this.dirty.size > 0) {
-        const batch = this.next;
-        this.next = undefined;
-        await this.writeServed();
-        batch?.resolve();
-        if (!batch && this.dirty.size > 0) break; // only failed counts left: the next tick retries them
-      }
-    } finally {
-      this.flushing = undefined;
-    }
+  /**
+   * Start a write at the end of this turn of the event loop (the requests of the turn share it), unless
+   * MAX_WRITES_IN_FLIGHT are running: then the requests gather until one of them ends.
+   */
+  private schedule(): void {
+    if (this.scheduled || this.writes.size >= MAX_WRITES_IN_FLIGHT) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.startWrite();
+    });
+  }
+
+  private startWrite(): void {
+    const batch = this.next;
+    this.next = undefined;
+    if (!batch && this.dirty.size === 0) return;
+    const w = this.writeServed().then(() => batch?.resolve());
+    this.writes.add(w);
+    void w.finally(() => {
+      this.writes.delete(w);
+      if (this.next) this.schedule();
+    });
   }
 
   /** One UPDATE for every window with new served requests; absolute values, so a retry never counts twice. */
@@ -199,7 +215,8 @@ export class LeaseLedger {
         update usage_leases l set served = greatest(l.served, v.served)
         from unnest(${items.map((i) => i.w.userId)}::uuid[], ${items.map((i) => i.w.kind)}::text[],
                     ${items.map((i) => new Date(i.w.start).toISOString())}::timestamptz[], ${items.map((i) => i.served)}::bigint[])
-          as v(user_id, "window", window_start, served)
+          as v(user_id, "window", window_start, served),
+          (select set_config('synchronous_commit', 'off', true)) as async_commit
         where l.replica_id = ${this.replicaId} and l.user_id = v.user_id and l."window" = v."window" and l.window_start = v.window_start`.execute(this.db);
       for (const i of items) i.w.servedDurable = Math.max(i.w.servedDurable, i.served);
     } catch (err) {
@@ -245,7 +262,7 @@ export class LeaseLedger {
   private async tick(): Promise<void> {
     try {
       await this.heartbeat();
-      if (this.dirty.size > 0 && !this.flushing) this.flushing = this.flushLoop();
+      if (this.dirty.size > 0 && this.writes.size === 0) this.startWrite(); // counts whose write failed
       await this.reclaim();
     } catch (err) {
       this.o.log?.warn({ err }, 'usage lease heartbeat failed');
