@@ -48,12 +48,12 @@ async function startBare(): Promise<{ url: string; pid: number; stop: () => void
   return { url: `http://127.0.0.1:${String(ready.port)}/api/subscription/status`, pid: child.pid ?? 0, stop: () => child.kill('SIGTERM') };
 }
 
-async function usageWrites(dbUrl: string): Promise<number> {
+async function usageWrites(dbUrl: string, table = 'usage_counters'): Promise<number> {
   const c = new pg.Client({ connectionString: dbUrl });
   await c.connect();
   try {
     const r = await c.query<{ w: string }>(
-      `select coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::text as w from pg_stat_user_tables where schemaname = 'gateway' and relname = 'usage_counters'`,
+      `select coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::text as w from pg_stat_user_tables where schemaname = 'gateway' and relname = '${table}'`,
     );
     return Number(r.rows[0]?.w ?? 0);
   } finally {
@@ -118,6 +118,7 @@ try {
   if (check.status !== 200) throw new Error(`status answered ${check.status}: ${check.text}`);
 
   const writesBefore = await usageWrites(db.url);
+  const leaseWritesBefore = await usageWrites(db.url, 'usage_leases');
   let gatewayRequests = 0;
   const onGateway = (r: RunResult) => {
     gatewayRequests += r.requests + r.errors;
@@ -197,6 +198,9 @@ try {
   const writes = (await usageWrites(db.url)) - writesBefore;
   const writesPerRequest = writes / Math.max(1, gatewayRequests);
   log(`usage_counters writes: ${writes} for ${gatewayRequests} requests (${writesPerRequest.toExponential(2)} per request)`);
+  // The served counts that make a killed replica's leases reclaimable: one UPDATE per group commit.
+  const leaseWrites = (await usageWrites(db.url, 'usage_leases')) - leaseWritesBefore;
+  log(`usage_leases row writes: ${leaseWrites} (${(leaseWrites / Math.max(1, gatewayRequests)).toExponential(2)} per request)`);
 
   const errors = [bareMax, gwMax, bareHalf, gwHalf].reduce((n, r) => n + r.errors + r.non2xx, 0);
   const result = {
@@ -216,7 +220,14 @@ try {
       target_p99_added_ms: 2,
       pass: added.p99 <= 2,
     },
-    usage_counting: { gateway_requests: gatewayRequests, usage_counters_writes: writes, writes_per_request: writesPerRequest, pass: writesPerRequest < 0.05 },
+    usage_counting: {
+      gateway_requests: gatewayRequests,
+      usage_counters_writes: writes,
+      writes_per_request: writesPerRequest,
+      pass: writesPerRequest < 0.05,
+      usage_leases_row_writes: leaseWrites,
+      usage_leases_row_writes_per_request: leaseWrites / Math.max(1, gatewayRequests),
+    },
     errors,
   };
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });

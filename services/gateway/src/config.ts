@@ -41,6 +41,11 @@ export const gatewayConfig = baseConfig.extend({
     .refine((l) => l.every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e) && isIP(e.split('/')[0]!) !== 0), 'must be comma-separated IP addresses or CIDR ranges'),
   /** A leased block unused this long goes back to the shared counter. */
   USAGE_IDLE_RETURN_MS: configInt(5000),
+  /**
+   * A replica whose heartbeat is older than this is taken for dead: another replica gives back the quota it
+   * leased and did not serve. A replica stops serving from its blocks after 3/4 of it without a heartbeat.
+   */
+  USAGE_LEASE_TTL_SECONDS: configInt(10),
 });
 
 export type GatewayConfig = z.output<typeof gatewayConfig>;

@@ -48,7 +48,7 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
       ...(config.AUTH_JWT_PUBLIC_KEYS ? { pinned: config.AUTH_JWT_PUBLIC_KEYS } : {}),
     }),
     entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, log }),
-    usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS }),
+    usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS, leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000 }),
     catalog: new ApiCatalog(),
     provisionerUsage,
   };

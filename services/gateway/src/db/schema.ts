@@ -10,4 +10,18 @@ export interface GatewayDB {
     /** How much the last lease granted (read back by the lease statement). */
     last_grant: number;
   };
+  /** Live replicas: a stale heartbeat means the replica's leases may be reclaimed. */
+  usage_replicas: {
+    replica_id: string;
+    heartbeat_at: Date;
+  };
+  /** What each replica holds of a window, and how much of it it has served. */
+  usage_leases: {
+    replica_id: string;
+    user_id: string;
+    window: string;
+    window_start: Date;
+    granted: number;
+    served: number;
+  };
 }

@@ -46,6 +46,7 @@ export function route(router: Router, ctx: GatewayContext, method: Method, path:
     const requestId = req.requestId;
     const meta = { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId };
     let caller = NO_CALLER;
+    let counted: Promise<void> | undefined;
     if (access === 'token') {
       const claims = await ctx.tokens.verify(req.get('authorization'));
       req.userId = claims.user_id;
@@ -62,6 +63,7 @@ export function route(router: Router, ctx: GatewayContext, method: Method, path:
       if (entitled && opts.count !== false) {
         try {
           const decision = await ctx.usage.count(claims.user_id, subscription);
+          counted = decision.counted;
           setSubscriptionHeaders(res, subscription, decision.remainingToday);
         } catch (err) {
           const left = err instanceof AppError ? err.details?.remainingToday : undefined;
@@ -72,7 +74,14 @@ export function route(router: Router, ctx: GatewayContext, method: Method, path:
         await headersFor(ctx, res, claims.user_id, subscription);
       }
     }
-    return handler({ req, res, requestId, caller, meta });
+    if (!counted) return handler({ req, res, requestId, caller, meta });
+    // The request is forwarded while its count is written; the answer (or error) leaves only once both are done,
+    // so a replica killed at any moment has counted every request it answered (usage.ts).
+    try {
+      return await handler({ req, res, requestId, caller, meta });
+    } finally {
+      await counted;
+    }
   });
 }
 

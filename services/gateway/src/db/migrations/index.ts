@@ -1,8 +1,10 @@
 import type { Migration } from 'kysely';
 import * as usage from './2026-11-22T00-00-00-usage.ts';
 import * as usageLease from './2026-11-23T00-00-00-usage-lease.ts';
+import * as usageLeases from './2026-11-24T00-00-00-usage-leases.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-usage': usage,
   '2026-11-23T00-00-00-usage-lease': usageLease,
+  '2026-11-24T00-00-00-usage-leases': usageLeases,
 };

@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, parseTiers, type contracts } from '@agenthost/shared';
+import { createDatabase, waitFor, type TestDatabase } from '@agenthost/testkit';
+import { migrations } from '../src/db/migrations/index.ts';
+import type { GatewayDB } from '../src/db/schema.ts';
+import { reclaimStale } from '../src/quota/reclaim.ts';
+import { Usage } from '../src/usage.ts';
+
+// The durable leases against a real Postgres: what a dead replica held and did not serve goes back
+// exactly once, whoever reclaims it; a live replica's leases are never taken.
+
+let database: TestDatabase;
+const pools: pg.Pool[] = [];
+
+beforeAll(async () => {
+  database = await createDatabase('leases');
+  const migrated = await connect<GatewayDB>({ url: database.url, schema: 'gateway', migrations });
+  await migrated.destroy();
+});
+afterAll(async () => {
+  await Promise.all(pools.map((p) => (p.ended ? undefined : p.end())));
+  await database?.drop();
+});
+
+function db(): Kysely<GatewayDB> {
+  const pool = new pg.Pool({ connectionString: database.url, options: '-c search_path=gateway', max: 5 });
+  pool.on('error', () => {});
+  pools.push(pool);
+  return new Kysely<GatewayDB>({ dialect: new PostgresDialect({ pool }) });
+}
+
+const sub = (tier: 'pro'): contracts.billing.Subscription => ({
+  wallet_address: 'x',
+  tier,
+  is_active: true,
+  expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+  cancelled: false,
+  refreshed_at: new Date().toISOString(),
+});
+
+const today = () => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
+
+async function used(d: Kysely<GatewayDB>, user: string): Promise<number> {
+  const row = await d.selectFrom('usage_counters').select('used').where('user_id', '=', user).where('window', '=', 'day').where('window_start', '=', today()).executeTakeFirst();
+  return row?.used ?? 0;
+}
+
+/** A replica that died holding leases: its heartbeat is an hour old. */
+async function deadReplica(d: Kysely<GatewayDB>, leases: Array<{ user: string; granted: number; served: number }>): Promise<string> {
+  const replica = randomUUID();
+  await d.insertInto('usage_replicas').values({ replica_id: replica, heartbeat_at: new Date(Date.now() - 3_600_000) }).execute();
+  for (const l of leases) {
+    await sql`insert into usage_counters (user_id, "window", window_start, used) values (${l.user}, 'day', ${today()}, ${l.granted})
+      on conflict (user_id, "window", window_start) do update set used = usage_counters.used + excluded.used`.execute(d);
+    await d.insertInto('usage_leases').values({ replica_id: replica, user_id: l.user, window: 'day', window_start: today(), granted: l.granted, served: l.served }).execute();
+  }
+  return replica;
+}
+
+describe('reclaim', () => {
+  it('gives back granted minus served of dead replicas exactly once, with reclaimers racing', async () => {
+    const d = db();
+    const [u1, u2] = [randomUUID(), randomUUID()];
+    // Three dead replicas over two users; u1 also has 7 requests counted by a live replica (no lease row of a dead one).
+    await sql`insert into usage_counters (user_id, "window", window_start, used) values (${u1}, 'day', ${today()}, 7)`.execute(d);
+    await deadReplica(d, [{ user: u1, granted: 500, served: 37 }, { user: u2, granted: 64, served: 64 }]);
+    await deadReplica(d, [{ user: u1, granted: 40, served: 3 }]);
+    await deadReplica(d, [{ user: u2, granted: 1000, served: 0 }]);
+    const reclaimers = Array.from({ length: 6 }, () => db());
+    const results = await Promise.all(reclaimers.map((r) => reclaimStale(r, 10_000)));
+    expect(results.reduce((n, r) => n + r.replicas, 0)).toBe(3);
+    expect(results.reduce((n, r) => n + r.returned, 0)).toBe(463 + 37 + 1000);
+    expect(await used(d, u1)).toBe(7 + 37 + 3);
+    expect(await used(d, u2)).toBe(64);
+    expect(await d.selectFrom('usage_leases').selectAll().execute()).toEqual([]);
+    // Once is all: nothing is left to return.
+    expect(await reclaimStale(d, 10_000)).toEqual({ replicas: 0, returned: 0 });
+  });
+
+  it("never takes a live replica's leases, and a replica serves from them while it lives", async () => {
+    const d = db();
+    const tiers = parseTiers(JSON.stringify({ pro: { requests_per_day: 100_000, requests_per_minute: 100_000 } }));
+    const live = new Usage(db(), tiers, { leaseTtlMs: 600 });
+    const user = randomUUID();
+    for (let i = 0; i < 20; i++) await (await live.count(user, sub('pro'))).counted;
+    const held = await used(d, user);
+    expect(held).toBeGreaterThan(20); // a block is held
+    // Several TTLs pass with another replica reclaiming all along: the live one's heartbeat keeps its leases.
+    const deadline = Date.now() + 2000;
+    while (Date.now() < deadline) {
+      expect((await reclaimStale(d, 600)).replicas).toBe(0);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await used(d, user)).toBe(held);
+    for (let i = 0; i < 5; i++) await (await live.count(user, sub('pro'))).counted;
+    const lease = await d.selectFrom('usage_leases').select(['granted', 'served']).where('user_id', '=', user).where('window', '=', 'day').executeTakeFirstOrThrow();
+    expect(lease.served).toBe(25);
+    await live.stop();
+    expect(await used(d, user)).toBe(25);
+    expect(await d.selectFrom('usage_replicas').selectAll().execute()).toEqual([]);
+  });
+
+  it('a replica that stops heartbeating is reclaimed to exactly the requests it counted', async () => {
+    const d = db();
+    const tiers = parseTiers(JSON.stringify({ pro: { requests_per_day: 100_000, requests_per_minute: 100_000 } }));
+    const other = new Usage(db(), tiers, { leaseTtlMs: 600 });
+    const victimDb = db();
+    const victim = new Usage(victimDb, tiers, { leaseTtlMs: 600 });
+    const user = randomUUID();
+    // 33 requests answered (their counts written), then the process "dies": its connections are cut.
+    await Promise.all(Array.from({ length: 33 }, async () => (await victim.count(user, sub('pro'))).counted));
+    expect(await used(d, user)).toBeGreaterThan(33);
+    const victimPool = pools.at(-1)!;
+    stopTimers(victim);
+    await victimPool.end();
+    await waitFor('the silent replica reclaimed', async () => (await used(d, user)) === 33, 10_000, 100);
+    await other.stop();
+  });
+});
+
+describe('fencing', () => {
+  const tiers = parseTiers(JSON.stringify({ pro: { requests_per_day: 100_000, requests_per_minute: 100_000 } }));
+
+  it('a replica cut off from the database stops serving from its blocks before they can be reclaimed', async () => {
+    const d = db();
+    const cutDb = db();
+    const cut = new Usage(cutDb, tiers, { leaseTtlMs: 400 });
+    const user = randomUUID();
+    for (let i = 0; i < 10; i++) await (await cut.count(user, sub('pro'))).counted;
+    expect(await used(d, user)).toBeGreaterThan(10); // tokens are held
+    stopTimers(cut);
+    await pools.at(-1)!.end();
+    await new Promise((r) => setTimeout(r, 400)); // past 3/4 of the TTL without a heartbeat
+    const refused = await cut.count(user, sub('pro')).then(
+      () => 'served',
+      (e: { code?: string }) => e.code,
+    );
+    expect(refused).toBe('SERVICE_UNAVAILABLE');
+    await waitFor('the cut-off replica reclaimed', async () => (await reclaimStale(d, 400)).replicas === 1 || (await used(d, user)) === 10, 5000, 100);
+    expect(await used(d, user)).toBe(10);
+  });
+
+  it('a replica reclaimed while alive drops its tokens, starts over, and counts exactly', async () => {
+    const d = db();
+    const a = new Usage(db(), tiers, { leaseTtlMs: 400 });
+    const user = randomUUID();
+    for (let i = 0; i < 10; i++) await (await a.count(user, sub('pro'))).counted;
+    stopTimers(a); // a long pause: no heartbeat
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await reclaimStale(d, 400)).replicas).toBe(1);
+    expect(await used(d, user)).toBe(10);
+    // Back: its heartbeat finds its row gone, so it drops what it held and leases anew.
+    for (let i = 0; i < 7; i++) await (await a.count(user, sub('pro'))).counted;
+    await a.stop();
+    expect(await used(d, user)).toBe(17);
+  });
+});
+
+/** Silence a Usage without letting it give anything back, as SIGKILL would (its process is the test's). */
+function stopTimers(u: Usage): void {
+  const x = u as unknown as { sweeper: NodeJS.Timeout; ledger: { timer: NodeJS.Timeout } };
+  clearInterval(x.sweeper);
+  clearInterval(x.ledger.timer);
+}
