@@ -37,7 +37,7 @@ netns_up() {
   ip -n "$NS" link set lo up
   ip -n "$NS" route replace default via "$HOST_ADDR"
   # The worker reaches the outside (Debian mirrors) through this host.
-  sysctl -qw net.ipv4.ip_forward=1
+  echo 1 >/proc/sys/net/ipv4/ip_forward
   iptables -t nat -C POSTROUTING -s 10.99.0.0/24 ! -o "$HOST_IF" -j MASQUERADE 2>/dev/null ||
     iptables -t nat -A POSTROUTING -s 10.99.0.0/24 ! -o "$HOST_IF" -j MASQUERADE
   # Docker's FORWARD policy is DROP: let the worker's traffic through.

@@ -41,6 +41,11 @@ export async function deployStack(state: string, replicas: string[] = []): Promi
   for (const f of readdirSync(path.join(dir, 'nats'))) if (f.endsWith('.nk')) recordSecret(readFileSync(path.join(dir, 'nats', f), 'utf8').trim());
 }
 
+/** deploy/swarm/scale.sh as an operator runs it; resolves once the new count runs (healthy). */
+export async function scale(...counts: string[]): Promise<void> {
+  await sh('deploy/swarm/scale.sh', counts, {}, 300_000);
+}
+
 /** Instance services left by an earlier, interrupted run on this machine (their rows fail on the next reconcile). */
 export async function removeStrayInstances(): Promise<void> {
   for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.instance'] }) })) await manager.getService(s.ID).remove().catch(() => {});

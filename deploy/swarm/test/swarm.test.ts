@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, leftovers, manager, MANAGER, removeStrayInstances, runningTasks, saveServiceLogs, swarmChain, WORKER } from './helpers.ts';
+import { apiUrl, deployStack, leftovers, manager, MANAGER, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, WORKER } from './helpers.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -97,4 +97,30 @@ describe('agenthost on a two-node swarm', () => {
     for (const id of ids) expect(await leftovers(id)).toEqual([]);
     expect((await api.get('/instance/list')).body.instances).toEqual([]);
   }, 900_000);
+
+  it('scales the gateway from 2 to 3 replicas and down to 1 and back under a steady authenticated load without one error', async () => {
+    const session = await signIn(apiClient(apiUrl()));
+    // Enterprise: no per-minute limit, so every refusal would be the scaling's.
+    await subscribe({ chain: swarmChain }, session, { tier: 'enterprise' });
+    const failures: string[] = [];
+    let ok = 0;
+    let stop = false;
+    // Four clients, each one request after another, against both nodes' edges.
+    const clients = [MANAGER, WORKER, MANAGER, WORKER].map(async (host) => {
+      const api = apiClient(apiUrl(host), session.token);
+      while (!stop) {
+        const r = await api.get('/subscription/status').catch((e: Error) => ({ status: 0, text: e.message }));
+        if (r.status === 200) ok++;
+        else failures.push(`${r.status} ${r.text.slice(0, 200)}`);
+      }
+    });
+    for (const n of [3, 1, 2]) {
+      await scale(`gateway=${n}`);
+      expect(await runningTasks('agenthost-gateway')).toHaveLength(n);
+    }
+    stop = true;
+    await Promise.all(clients);
+    expect(failures).toEqual([]);
+    expect(ok).toBeGreaterThan(100);
+  }, 600_000);
 });
