@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, parseTiers, type contracts } from '@agenthost/shared';
+import { connect, parseTiers } from '@agenthost/shared';
 import { createDatabase, waitFor, type TestDatabase } from '@agenthost/testkit';
 import { migrations } from '../src/db/migrations/index.ts';
 import type { GatewayDB } from '../src/db/schema.ts';
 import { reclaimStale } from '../src/quota/reclaim.ts';
 import { Usage } from '../src/usage.ts';
+import { activeSubscription } from './fixtures.ts';
 
 // The durable leases against a real Postgres: what a dead replica held and did not serve goes back
 // exactly once, whoever reclaims it; a live replica's leases are never taken.
@@ -32,14 +33,7 @@ function db(): Kysely<GatewayDB> {
   return new Kysely<GatewayDB>({ dialect: new PostgresDialect({ pool }) });
 }
 
-const sub = (tier: 'pro'): contracts.billing.Subscription => ({
-  wallet_address: 'x',
-  tier,
-  is_active: true,
-  expires_at: new Date(Date.now() + 86_400_000).toISOString(),
-  cancelled: false,
-  refreshed_at: new Date().toISOString(),
-});
+const sub = activeSubscription;
 
 const today = () => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
 

@@ -3,11 +3,12 @@ import { Kysely, PostgresDialect } from 'kysely';
 import type { NatsConnection } from 'nats';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppError, connect, parseTiers, type contracts } from '@agenthost/shared';
+import { AppError, connect, parseTiers } from '@agenthost/shared';
 import { createDatabase, startNats, type NatsServer, type TestDatabase } from '@agenthost/testkit';
 import { migrations } from '../src/db/migrations/index.ts';
 import type { GatewayDB } from '../src/db/schema.ts';
 import { Usage } from '../src/usage.ts';
+import { activeSubscription } from './fixtures.ts';
 
 // The usage module against a real Postgres (and NATS for the give-back between replicas), with an
 // injected clock.
@@ -46,14 +47,7 @@ async function nats(): Promise<NatsConnection> {
   return c;
 }
 
-const sub = (tier: 'free' | 'pro' | 'enterprise'): contracts.billing.Subscription => ({
-  wallet_address: 'x',
-  tier,
-  is_active: true,
-  expires_at: new Date(Date.now() + 86_400_000).toISOString(),
-  cancelled: false,
-  refreshed_at: new Date().toISOString(),
-});
+const sub = activeSubscription;
 
 async function outcome(p: Promise<unknown>): Promise<string> {
   try {
