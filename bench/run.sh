@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark after starting what they need (Postgres, NATS, Docker, images). Each reports
 # ratios against a baseline measured in the same run; results go to bench/results/*.json.
-#   bash bench/run.sh [gateway|instances]   (default: both)
+#   bash bench/run.sh [gateway|instances|swarm]   (default: all three)
 set -euo pipefail
 source "$(dirname "$0")/../deploy/env.sh"
 bash "$DEPLOY_DIR/install.sh"
@@ -9,7 +9,7 @@ bash "$DEPLOY_DIR/infra.sh"
 set -a; source "$AGENTHOST_STATE/infra.env"; set +a
 bash "$DEPLOY_DIR/images/build.sh" standin
 cd "$REPO_DIR"
-for b in "${@:-gateway instances}"; do
+for b in "${@:-gateway instances swarm}"; do
   for name in $b; do
     say "benchmark: $name"
     node "bench/$name/run.ts"

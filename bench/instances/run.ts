@@ -286,7 +286,8 @@ try {
   console.log(`per round p50 (bare/provisioner): ${rounds.map((x) => `${x.bare}/${x.provisioner}`).join('  ')}`);
   console.log(`port collisions ${result.port_collisions}   failures ${result.failures}   target (p50 +≤100 ms, 0 collisions, 0 failures): ${result.target_met ? 'met' : 'NOT met'}\n`);
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
-  writeFileSync(path.join(repo, 'bench/results/instances.json'), `${JSON.stringify(result, null, 2)}\n`);
+  // BENCH_RESULT_FILE: the swarm benchmark runs this one as its docker-driver baseline.
+  writeFileSync(process.env.BENCH_RESULT_FILE ?? path.join(repo, 'bench/results/instances.json'), `${JSON.stringify(result, null, 2)}\n`);
   if (result.failures || result.port_collisions) exitCode = 1;
 } catch (err) {
   log(`failed: ${(err as Error).stack ?? err}`);

@@ -102,6 +102,9 @@ load_images() {
 case "${1:-up}" in
   up) netns_up; engine2_up; swarm_up; echo "$N2_HOST" ;;
   load) load_images ;;
+  # The worker goes away (its engine stops, its containers with it) and comes back.
+  stop-worker) stop_process dockerd-node2 ;;
+  start-worker) engine2_up ;;
   down) down ;;
-  *) die "usage: two-node.sh up|load|down" ;;
+  *) die "usage: two-node.sh up|load|stop-worker|start-worker|down" ;;
 esac

@@ -9,8 +9,8 @@
 // AGENTHOST_ENV_FILE (settings for every service, KEY=VALUE lines), IMAGE_TAG (latest).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, imageId, pinPostgres, pruneSecrets, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
-import { ensureMaterial } from './material.ts';
+import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, findService, imageId, pinPostgres, pruneSecrets, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
+import { ensureMaterial, NATS_NODES } from './material.ts';
 import { caddyfile, NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
 
 const SCALABLE = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault'] as const;
@@ -77,6 +77,7 @@ async function up(args: string[]): Promise<void> {
     postgres,
     ...(env.SWARM_SOLANA_RPC_URL ? { solanaRpcUrl: env.SWARM_SOLANA_RPC_URL } : {}),
     dockerGid: env.DOCKER_GID ?? dockerGid(),
+    natsNodes: await natsPlacement(),
   };
   const specs = stackSpecs(opts);
   // Infrastructure first, so that the services find NATS and Postgres when they start.
@@ -88,6 +89,24 @@ async function up(args: string[]): Promise<void> {
   await waitConverged(docker, specs.map((s) => s.Name), 300_000, say);
   await pruneSecrets(docker, new Set(Object.values(secrets).map((s) => s.id)));
   say(`agenthost is up on every node's port ${opts.edgePort}: http://<node address>:${opts.edgePort}/api`);
+}
+
+/**
+ * The node of each NATS server: kept where it is (its store is there), else spread over the ready nodes,
+ * managers first: on two nodes the manager holds two of three, so losing the other keeps a quorum.
+ */
+async function natsPlacement(): Promise<Record<string, string>> {
+  const nodes = (await docker.listNodes())
+    .filter((n) => n.Status?.State === 'ready' && n.Spec?.Availability === 'active')
+    .sort((a, b) => Number(b.Spec?.Role === 'manager') - Number(a.Spec?.Role === 'manager') || a.ID!.localeCompare(b.ID!));
+  const out: Record<string, string> = {};
+  for (const [i, name] of NATS_NODES.entries()) {
+    const svc = await findService(docker, `${STACK}-${name}`);
+    const kept = svc && ((await svc.inspect()).Spec?.TaskTemplate?.Placement?.Constraints as string[] | undefined)?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
+    const node = kept ?? nodes[i % nodes.length]?.ID;
+    if (node) out[name] = node;
+  }
+  return out;
 }
 
 /** The group of the Docker socket, so that the provisioner reaches the engine without being root. */

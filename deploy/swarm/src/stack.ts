@@ -39,6 +39,8 @@ export interface StackOptions {
   devchainPort: number;
   /** The Docker GID of the managers' socket, for the provisioner. */
   dockerGid: string;
+  /** The node each NATS server is pinned to (its JetStream store is there), spread so that a quorum survives one node. */
+  natsNodes: Record<string, string>;
 }
 
 type Spec = Docker.ServiceSpec & { Name: string };
@@ -163,6 +165,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
         res: resources(64, 0.05, 512, 1),
         // One server per name and store: the old task stops before the new one starts.
         order: 'stop-first',
+        constraints: o.natsNodes[node] ? [`node.id == ${o.natsNodes[node]}`] : [],
       }),
     );
   }

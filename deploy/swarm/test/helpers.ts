@@ -41,6 +41,11 @@ export async function deployStack(state: string, replicas: string[] = []): Promi
   for (const f of readdirSync(path.join(dir, 'nats'))) if (f.endsWith('.nk')) recordSecret(readFileSync(path.join(dir, 'nats', f), 'utf8').trim());
 }
 
+/** deploy/swarm/two-node.sh (up, load, stop-worker, start-worker). */
+export async function twoNode(cmd: string): Promise<void> {
+  await sh('deploy/swarm/two-node.sh', [cmd], {}, 120_000);
+}
+
 /** deploy/swarm/scale.sh as an operator runs it; resolves once the new count runs (healthy). */
 export async function scale(...counts: string[]): Promise<void> {
   await sh('deploy/swarm/scale.sh', counts, {}, 300_000);

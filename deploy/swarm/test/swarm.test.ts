@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, leftovers, manager, MANAGER, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, WORKER } from './helpers.ts';
+import { apiUrl, deployStack, leftovers, manager, MANAGER, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, twoNode, WORKER } from './helpers.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -123,4 +123,40 @@ describe('agenthost on a two-node swarm', () => {
     expect(failures).toEqual([]);
     expect(ok).toBeGreaterThan(100);
   }, 600_000);
+
+  it('fails the instances of a node that goes away (node_down) and brings them back by themselves when it returns; the API serves throughout', async () => {
+    const session = await signIn(apiClient(apiUrl()));
+    await subscribe({ chain: swarmChain }, session, { tier: 'pro' });
+    const api = session.api;
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < 4; i++) {
+        const r = await api.post('/instance/create', { framework: 'openclaw' });
+        expect(r.status, r.text).toBe(200);
+        recordSecret(r.body.access_token);
+        ids.push(r.body.instance_id);
+      }
+      const status = async (id: string) => (await api.get(`/instance/status/${id}`)).body;
+      const views = await Promise.all(ids.map((id) => waitFor(`running ${id}`, async () => ((await status(id)).status === 'running' ? status(id) : undefined), 180_000, 500)));
+      const onWorker = views.filter((v) => new URL(v.url).hostname === WORKER).map((v) => v.instance_id as string);
+      const onManager = views.filter((v) => new URL(v.url).hostname === MANAGER).map((v) => v.instance_id as string);
+      expect(onWorker.length).toBeGreaterThan(0);
+      expect(onManager.length).toBeGreaterThan(0);
+
+      await twoNode('stop-worker');
+      // The issue's bound: failed with node_down within 30 s of the node going away.
+      for (const id of onWorker) {
+        const v = await waitFor(`node_down ${id}`, async () => ((await status(id)).status === 'failed' ? status(id) : undefined), 30_000, 500);
+        expect(v.failure_reason).toBe('node_down');
+      }
+      for (const id of onManager) expect((await status(id)).status).toBe('running');
+
+      await twoNode('start-worker');
+      for (const id of onWorker) await waitFor(`back ${id}`, async () => (await status(id)).status === 'running', 240_000, 1000);
+    } finally {
+      await twoNode('start-worker');
+      for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});
+    }
+    for (const id of ids) expect(await leftovers(id)).toEqual([]);
+  }, 900_000);
 });

@@ -131,6 +131,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     });
     engine.onRecovery(() => void reconciler.trigger());
     let subscriptionChanges: Subscription | undefined;
+    let stopNodeWatch: (() => void) | undefined;
 
     return {
       endpoints: [
@@ -164,6 +165,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           log.error({ docker_host: config.DOCKER_HOST || 'default' }, 'docker engine unreachable at start; requests get 503 until it answers');
         }
         reconciler.start();
+        // A node that goes away fails its instances (node_down) within seconds, and brings them back when it returns.
+        if (runtime instanceof SwarmInstances) stopNodeWatch = runtime.watchNodes(() => void reconciler.trigger());
         // Credentials by stdin, live stats, volume sizes and the volume quota need the instance's own engine:
         // the docker driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see README.)
         if (!swarm) {
@@ -194,6 +197,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       async stop() {
         await subscriptionChanges?.stop();
         reconciler.stop();
+        stopNodeWatch?.();
         handoff.stop();
         readiness.stop();
         stats.stop();

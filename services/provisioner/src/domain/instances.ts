@@ -482,7 +482,7 @@ export class Instances {
           const live = await this.d.stats.current(row.id);
           if (live) Object.assign(v, live);
         }
-      } else if (row.status === 'running' && row.step === 'done' && (s.state === 'exited' || s.state === 'missing')) {
+      } else if (row.status === 'running' && row.step === 'done' && (s.state === 'exited' || s.state === 'missing' || s.state === 'node_down')) {
         const reason = s.state === 'missing' ? 'The instance container is missing; restart the instance' : (s.error ?? `The agent exited with code ${s.exitCode}`);
         await this.markFailed(row.id, row.generation, reason);
         return { ...v, status: 'failed', uptime_seconds: 0, failure_reason: reason };

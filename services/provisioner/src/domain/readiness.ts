@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
 import type { ProvisionerDB } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
-import type { InstanceRuntime } from './runtime.ts';
+import { NODE_DOWN, type InstanceRuntime } from './runtime.ts';
 
 export interface Watch {
   id: string;
@@ -115,6 +115,10 @@ export class Readiness {
             .catch(() => undefined); // engine trouble: keep waiting; the deadline still applies
           if (s?.state === 'exited') {
             await this.fail(w, s.error ?? `The agent exited with code ${s.exitCode} before it was ready`);
+            return;
+          }
+          if (s?.state === 'node_down') {
+            await this.fail(w, NODE_DOWN);
             return;
           }
           if (s?.state === 'missing') {

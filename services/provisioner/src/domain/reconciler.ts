@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { describe, type DockerEngine } from '../docker/engine.ts';
@@ -7,7 +7,7 @@ import type { Instances } from './instances.ts';
 import type { OpLocks } from './locks.ts';
 import type { NetworkGuard } from './network-guard.ts';
 import type { Readiness } from './readiness.ts';
-import type { InstanceRuntime } from './runtime.ts';
+import { NODE_DOWN, type InstanceRuntime } from './runtime.ts';
 
 const CREATE_STEPS = new Set(['leased', 'container']);
 
@@ -157,6 +157,22 @@ export class Reconciler {
             });
             report.watchersResumed++;
           }
+        } else if (row.status === 'failed' && row.step === 'done' && row.failure_reason === NODE_DOWN) {
+          // Its node is back and the swarm started its task again there: watched until ready, as after a start.
+          await this.repair(row, (r) => r.status === 'failed' && r.failure_reason === NODE_DOWN, async (r) => {
+            if ((await runtime.inspect(r.id)).state !== 'running') return;
+            const now = new Date();
+            const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
+            const back = await db
+              .updateTable('instances')
+              .set({ status: 'provisioning', failure_reason: null, generation: sql`generation + 1`, started_at: now, ready_deadline: deadline, updated_at: now })
+              .where('id', '=', r.id)
+              .returning(['generation'])
+              .executeTakeFirstOrThrow();
+            readiness.watch({ id: r.id, generation: back.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
+            report.watchersResumed++;
+            log.info({ instance_id: r.id }, 'its node is back: instance starting again');
+          });
         } else if (row.status === 'running' && row.step === 'done') {
           {
             const reason = await this.deadReason(row.id);
@@ -191,6 +207,7 @@ export class Reconciler {
   private async deadReason(id: string): Promise<string | undefined> {
     const s = await this.d.runtime.inspect(id);
     if (s.state === 'running' || s.state === 'starting') return undefined;
+    if (s.state === 'node_down') return NODE_DOWN;
     if (s.state === 'missing') return 'The instance container is missing; restart the instance';
     if (s.state === 'created') return 'The agent container never started; restart the instance';
     return s.error ?? `The agent exited with code ${s.exitCode}`;

@@ -6,10 +6,13 @@ export interface Credentials {
   key_id: string;
 }
 
+/** The failure reason of an instance whose node is unreachable; it comes back by itself with the node. */
+export const NODE_DOWN = 'node_down';
+
 /** What the runtime knows of an instance's workload right now. */
 export interface RuntimeState {
-  /** starting: being started or restarted by the runtime (not a failure yet). */
-  state: 'running' | 'starting' | 'exited' | 'created' | 'missing';
+  /** starting: being started or restarted by the runtime (not a failure yet). node_down: its node is unreachable. */
+  state: 'running' | 'starting' | 'exited' | 'created' | 'missing' | 'node_down';
   exitCode?: number;
   /** When the running workload started (ms since the epoch). */
   startedAt?: number;

@@ -5,7 +5,7 @@ import type { InstanceRow } from '../db/schema.ts';
 import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import { demux } from '../docker/logs.ts';
 import { labels, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
-import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from '../domain/runtime.ts';
+import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { nodeByAddr, pickNode } from './placement.ts';
 import { credentialsSecretPrefix, instanceServiceSpec, networkName, serviceName, volumeName } from './spec.ts';
@@ -167,6 +167,11 @@ export class SwarmInstances implements InstanceRuntime {
     const { engine } = this.d;
     const current = await this.spec(id);
     if (!current) return { state: 'missing' };
+    const node = (current.spec as { TaskTemplate: { Placement?: { Constraints?: string[] } } }).TaskTemplate.Placement?.Constraints?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
+    if (node && (current.spec.Mode?.Replicated?.Replicas ?? 0) > 0) {
+      const info = await ignoreGone(engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal }))));
+      if (!info || info.Status?.State !== 'ready') return { state: 'node_down', error: NODE_DOWN };
+    }
     const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [serviceName(id)] }, abortSignal })));
     const latest = tasks.sort((a, b) => Date.parse(b.UpdatedAt ?? '') - Date.parse(a.UpdatedAt ?? ''))[0];
     const state = latest?.Status?.State ?? '';
@@ -207,6 +212,28 @@ export class SwarmInstances implements InstanceRuntime {
       if (instanceId) out.push({ instanceId, kind: 'secret', remove: async () => void (await ignoreGone(engine.run('secret remove', (abortSignal) => engine.docker.getSecret(s.ID).remove(o({ abortSignal }))))) });
     }
     return out;
+  }
+
+  /**
+   * Calls `changed` whenever a node's state changes (down, back), checked every `everyMs`: the reconciler
+   * then fails the instances of a node that went away (node_down) and brings back those of a node that returned.
+   */
+  watchNodes(changed: () => void, everyMs = 2000): () => void {
+    const { engine } = this.d;
+    let last = '';
+    const timer = setInterval(() => {
+      if (!engine.available) return;
+      void engine
+        .run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })))
+        .then((nodes) => {
+          const now = nodes.map((n) => `${n.ID}:${n.Status?.State}`).sort().join(',');
+          if (last && now !== last) changed();
+          last = now;
+        })
+        .catch(() => {});
+    }, everyMs);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   probeHost(row: Pick<InstanceRow, 'node_host'>): string {
