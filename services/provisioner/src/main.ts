@@ -78,7 +78,15 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     });
     const gatewayUrl = (host: string) => config.INSTANCE_GATEWAY_URL.replace(/\/+$/, '').replaceAll('{host}', host);
     runtime = swarm
-      ? new SwarmInstances({ engine, config, scope, log, keysUrl: (host) => `${gatewayUrl(host)}/keys/retrieve`, extraSecurity })
+      ? new SwarmInstances({
+          engine,
+          config,
+          scope,
+          log,
+          keysUrl: (host) => `${gatewayUrl(host)}/keys/retrieve`,
+          extraSecurity,
+          serialize: (fn) => locks.with(`swarm-placement:${scope}`, fn, config.DOCKER_TIMEOUT_MS),
+        })
       : new InstanceContainers({ engine, config, scope, keysUrl: () => network.keysUrl(), handoff, volumes, tiers: config.TIER_LIMITS_JSON });
     const instances = new Instances({
       db,

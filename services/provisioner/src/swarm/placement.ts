@@ -32,7 +32,9 @@ export async function pickNode(engine: DockerEngine, memoryMb: number, cpus: num
   for (const svc of instances) {
     pinned.add(svc.ID);
     const node = svc.Spec?.TaskTemplate?.Placement?.Constraints?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
-    if (node && (svc.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0) add(node, svc.Spec?.TaskTemplate?.Resources?.Reservations);
+    // One created a moment ago is still at replicas 0: its start follows at once.
+    const starting = Date.now() - Date.parse(svc.CreatedAt ?? '') < 60_000;
+    if (node && ((svc.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0 || starting)) add(node, svc.Spec?.TaskTemplate?.Resources?.Reservations);
   }
   for (const t of tasks) if (t.NodeID && !pinned.has(t.ServiceID ?? '')) add(t.NodeID, t.Spec?.Resources?.Reservations);
   const need = memoryMb * 1024 * 1024;

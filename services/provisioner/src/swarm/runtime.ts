@@ -30,6 +30,8 @@ export class SwarmInstances implements InstanceRuntime {
     keysUrl(host: string): string;
     /** Security options the engine's API version allows beyond 1.41 (checked at start). */
     extraSecurity: { noNewPrivileges: boolean };
+    /** Runs placement one at a time across every provisioner replica (a database lock). */
+    serialize<T>(fn: () => Promise<T>): Promise<T>;
   };
 
   constructor(deps: SwarmInstances['d']) {
@@ -49,11 +51,18 @@ export class SwarmInstances implements InstanceRuntime {
     const { engine, config, scope } = this.d;
     const existing = await ignoreGone(engine.run('service inspect', (abortSignal) => this.service(row.id).inspect(o({ abortSignal }))));
     if (existing) return { runtimeId: existing.ID, host: row.node_host ?? '' };
-    // A recreate keeps the node (the volume is there); a new instance gets the roomiest one.
-    const pinned = row.node_host ? await nodeByAddr(engine, row.node_host) : undefined;
-    const node = pinned && row.node_host ? { id: pinned, addr: row.node_host } : await pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION);
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
     await this.ensureNetwork(row);
+    // A recreate keeps the node (the volume is there); a new instance gets the roomiest one. Choosing and
+    // creating happen under one lock shared by every provisioner replica, so that concurrent creates each
+    // see the reservations of the ones before.
+    const pinned = row.node_host ? await nodeByAddr(engine, row.node_host) : undefined;
+    if (pinned && row.node_host) return this.createOn(row, token, image, { id: pinned, addr: row.node_host });
+    return this.d.serialize(async () => this.createOn(row, token, image, await pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION)));
+  }
+
+  private async createOn(row: InstanceRow, token: string, image: string, node: { id: string; addr: string }): Promise<{ runtimeId: string; host: string }> {
+    const { engine, config, scope } = this.d;
     const spec = instanceServiceSpec({
       instanceId: row.id,
       userId: row.user_id,
@@ -177,6 +186,8 @@ export class SwarmInstances implements InstanceRuntime {
     const state = latest?.Status?.State ?? '';
     if (!latest) return { state: current.spec.Mode?.Replicated?.Replicas ? 'starting' : 'created' };
     if (state === 'running' && latest.DesiredState === 'running') return { state: 'running', startedAt: Date.parse(latest.Status?.Timestamp ?? '') };
+    // The scheduler found no node for it (its pinned node is full): a clear failure, not a wait until the deadline.
+    if (state === 'pending' && /no suitable node/.test(latest.Status?.Err ?? '')) return { state: 'exited', error: `No node can run it now: ${latest.Status!.Err}` };
     if (STARTING.has(state) && latest.DesiredState === 'running') return { state: 'starting' };
     const exit = latest.Status?.ContainerStatus?.ExitCode;
     // A task that failed is replaced while restarts remain: only the last one's failure is final.
