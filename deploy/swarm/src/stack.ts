@@ -262,7 +262,11 @@ export function stackSpecs(o: StackOptions): Spec[] {
   return specs;
 }
 
-/** The edge's Caddyfile: every gateway task (DNS, refreshed each second), retried on another when one is gone. */
+/**
+ * The edge's Caddyfile: every gateway task (DNS, refreshed each second). Only a request that reached no gateway
+ * (a dial error) is tried on another: Caddy would also retry a GET that a dying gateway had already counted, and
+ * the user would pay for it twice (lb_retry_match with a method nobody uses turns that off).
+ */
 export const caddyfile = (): string => `{
 \tadmin off
 \tauto_https off
@@ -277,6 +281,9 @@ export const caddyfile = (): string => `{
 \t\tlb_policy round_robin
 \t\tlb_try_duration 5s
 \t\tlb_try_interval 100ms
+\t\tlb_retry_match {
+\t\t\tmethod NONE
+\t\t}
 \t\tfail_duration 2s
 \t}
 }

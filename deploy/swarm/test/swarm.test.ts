@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, leftovers, manager, MANAGER, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, twoNode, WORKER } from './helpers.ts';
+import { apiUrl, deployStack, leftovers, manager, MANAGER, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -9,6 +9,21 @@ import { apiUrl, deployStack, leftovers, manager, MANAGER, removeStrayInstances,
 // The deployment's secret material is kept where deploy keeps it: a second run updates the same stack
 // (a new CA and new identities at once would not roll: old and new tasks could not talk).
 const state = process.env.AGENTHOST_STATE ?? '/var/lib/agenthost';
+const CLIENTS = 4;
+
+/** SIGKILL one running task container of a service, on whichever node it runs; resolves once the swarm has replaced it. */
+async function killOne(service: string): Promise<void> {
+  const before = (await runningTasks(service)).length;
+  for (const d of [manager, worker]) {
+    const [c] = await d.listContainers({ filters: JSON.stringify({ label: [`com.docker.swarm.service.name=${service}`], status: ['running'] }) });
+    if (c) {
+      await d.getContainer(c.Id).kill({ signal: 'SIGKILL' });
+      break;
+    }
+  }
+  await waitFor(`${service} replaced`, async () => (await runningTasks(service)).length === before, 120_000, 500);
+}
+
 const SCALED = { gateway: 2, auth: 2, 'billing-chain': 1, provisioner: 2, keyvault: 2 } as const;
 
 beforeAll(async () => {
@@ -158,5 +173,51 @@ describe('agenthost on a two-node swarm', () => {
       for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});
     }
     for (const id of ids) expect(await leftovers(id)).toEqual([]);
+  }, 900_000);
+
+  it('kills a replica of each service and a NATS node under load: only requests in flight fail, and usage counts exactly the answered ones', async () => {
+    const session = await signIn(apiClient(apiUrl()));
+    await subscribe({ chain: swarmChain }, session, { tier: 'enterprise' });
+    let ok = 0;
+    const failures: string[] = [];
+    let stop = false;
+    const clients = Array.from({ length: CLIENTS }, async (_, i) => {
+      const api = apiClient(apiUrl(i % 2 ? WORKER : MANAGER), session.token);
+      while (!stop) {
+        const r = await api.get('/instance/list').catch((e: Error) => ({ status: 0, text: e.message }));
+        if (r.status === 200) ok++;
+        else failures.push(`${r.status} ${r.text.slice(0, 160)}`);
+      }
+    });
+    const kills = (process.env.CHAOS_KILLS ?? 'gateway,auth,billing-chain,provisioner,keyvault,nats-3').split(',').map((s) => `agenthost-${s}`);
+    for (const s of kills) {
+      await new Promise((r) => setTimeout(r, 2000));
+      await killOne(s);
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+    stop = true;
+    await Promise.all(clients);
+
+    // Each client has one request in flight at a time: at most one failure per client per killed process.
+    expect(failures.length, failures.join('\n')).toBeLessThanOrEqual(CLIENTS * kills.length);
+    expect(ok).toBeGreaterThan(100);
+    // A killed gateway's unused quota goes back after USAGE_LEASE_TTL_SECONDS (10 s); live ones give theirs back
+    // after USAGE_IDLE_RETURN_MS (5 s) idle, so the checks are 6 s apart (each counts itself).
+    const api = apiClient(apiUrl(), session.token);
+    let seen = 0;
+    let checks = 0;
+    const counted = await waitFor('the count to settle', async () => {
+      const r = await api.get('/subscription/status');
+      checks++;
+      seen = (r.body.requests_today as number) - checks; // each of these checks counts itself
+      return seen <= ok + failures.length + CLIENTS ? seen : undefined;
+    }, 90_000, 6000).catch((err: Error) => {
+      throw new Error(`${err.message}: counted ${seen}, answered ${ok}, failed ${failures.length}`);
+    });
+    expect(counted).toBeGreaterThanOrEqual(ok);
+    // Known: a GET in flight on the killed gateway, already counted there, can be replayed to another gateway by
+    // the edge's HTTP client (Go replays idempotent requests on a dropped keep-alive connection): at most one per
+    // client connection. Tracked in the README.
+    expect(counted).toBeLessThanOrEqual(ok + failures.length + CLIENTS);
   }, 900_000);
 });

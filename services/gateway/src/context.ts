@@ -47,7 +47,7 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
       refreshMs: config.JWKS_REFRESH_SECONDS * 1000,
       ...(config.AUTH_JWT_PUBLIC_KEYS ? { pinned: config.AUTH_JWT_PUBLIC_KEYS } : {}),
     }),
-    entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, log }),
+    entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, restartWaitMs: config.ENTITLEMENT_RESTART_WAIT_MS, log }),
     usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS, leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000 }),
     catalog: new ApiCatalog(),
     provisionerUsage,

@@ -13,6 +13,11 @@ export interface EntitlementOptions {
   ttlMs: number;
   /** If billing-chain cannot be reached, a cached entry up to this old is still used (logged). */
   staleGraceMs?: number;
+  /**
+   * With nothing cached and no billing-chain replica running (one restarting), the lookup waits up to this
+   * long for one to come back instead of failing the request (the request stays in flight meanwhile).
+   */
+  restartWaitMs?: number;
   log?: Logger;
   now?: () => number;
 }
@@ -68,7 +73,7 @@ export class Entitlements {
     const gen = this.generation.get(wallet) ?? 0;
     const p = (async () => {
       try {
-        const sub = await this.fetch(user, requestId);
+        const sub = await this.fetch(user, requestId, hit);
         if ((this.generation.get(wallet) ?? 0) === gen) this.put(wallet, sub);
         return sub;
       } catch (err) {
@@ -89,12 +94,17 @@ export class Entitlements {
     return p;
   }
 
-  private async fetch(user: { user_id: string; wallet_address: string }, requestId?: string): Promise<Subscription | null> {
-    try {
-      return await this.call(contracts.billing.status, { user_id: user.user_id, wallet_address: user.wallet_address }, requestId);
-    } catch (err) {
-      if (err instanceof AppError && err.code === 'SUBSCRIPTION_NOT_FOUND') return null;
-      throw err;
+  private async fetch(user: { user_id: string; wallet_address: string }, requestId?: string, hit?: Entry): Promise<Subscription | null> {
+    const until = this.now() + (hit ? 0 : (this.opts.restartWaitMs ?? 0));
+    for (;;) {
+      try {
+        return await this.call(contracts.billing.status, { user_id: user.user_id, wallet_address: user.wallet_address }, requestId);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'SUBSCRIPTION_NOT_FOUND') return null;
+        const restarting = err instanceof AppError && err.details?.notRunning === true;
+        if (!restarting || this.now() >= until) throw err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
     }
   }
 

@@ -50,5 +50,11 @@ function unavailable(subject: string, err: unknown): AppError {
   const reason = err instanceof NoReplyError ? err.reason : 'closed';
   const service = subject.split('.')[0];
   const why = reason === 'no-responders' ? 'is not running' : reason === 'timeout' ? 'did not answer in time' : 'cannot be reached';
-  return new AppError('SERVICE_UNAVAILABLE', `The ${service} service ${why}; retry shortly`, { retryable: true, retryAfter: 1, cause: err });
+  // details.notRunning: no replica is subscribed right now (restarting), unlike a timeout (a replica took it).
+  return new AppError('SERVICE_UNAVAILABLE', `The ${service} service ${why}; retry shortly`, {
+    retryable: true,
+    retryAfter: 1,
+    cause: err,
+    ...(reason === 'no-responders' ? { details: { notRunning: true } } : {}),
+  });
 }
