@@ -37,6 +37,9 @@ export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: Servi
   const ping = endpoint(pingFor(def.name), async () => ({ service: def.name, ok: true, version: def.version }));
   const service = await serve(nc, { name: def.name, version: def.version, log }, [ping, ...parts.endpoints]);
   await parts.start?.();
+  // The subscriptions are sent to the server asynchronously: one round trip makes sure it has them, so "ready"
+  // means a request sent now is answered (not "no responders" from a service that logged ready a moment early).
+  await nc.flush();
   let stopping = false;
   const health = config.HEALTH_PORT ? await serveHealth(config.HEALTH_PORT, () => !stopping && !nc.isClosed()) : undefined;
   log.info({ event: 'ready' }, `${def.name} ready`);
