@@ -24,6 +24,9 @@ export async function request<C extends Contract>(
 ): Promise<z.output<C['output']>> {
   const parsed = c.input.safeParse(input);
   if (!parsed.success) throw zodToAppError(parsed.error);
+  // A client whose server went away reconnects to another node of the cluster within a few hundred ms: the
+  // request waits that long rather than failing, and fails fast (503) when the whole bus is gone.
+  if (!busConnected(nc)) await reconnected(nc, Math.min(RECONNECT_WAIT_MS, opts.timeoutMs ?? 5000));
   if (!busConnected(nc)) {
     throw new AppError('SERVICE_UNAVAILABLE', 'The message bus (NATS) is unavailable; retry shortly', { retryable: true, retryAfter: 1 });
   }
@@ -44,6 +47,13 @@ export async function request<C extends Contract>(
   const out = c.output.safeParse(reply.result);
   if (!out.success) throw new AppError('INTERNAL', undefined, { cause: new Error(`reply on ${c.subject} broke its contract: ${out.error.message}`) });
   return out.data as z.output<C['output']>;
+}
+
+const RECONNECT_WAIT_MS = 500;
+
+async function reconnected(nc: NatsConnection, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!busConnected(nc) && !nc.isClosed() && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
 }
 
 function unavailable(subject: string, err: unknown): AppError {
