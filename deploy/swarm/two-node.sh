@@ -53,7 +53,8 @@ engine2_up() {
   nohup nsenter --net="/run/netns/$NS" unshare --uts sh -c 'hostname agenthost-n2 && exec "$0" "$@"' dockerd --data-root "$N2_STATE/docker" --exec-root /run/agenthost-node2/exec \
     -H "$N2_HOST" --pidfile /run/agenthost-node2/dockerd.pid >"$LOG_DIR/dockerd-node2.log" 2>&1 &
   remember_pid dockerd-node2 $!
-  wait_for 60 docker -H "$N2_HOST" info || die "the second dockerd did not start (see $LOG_DIR/dockerd-node2.log)"
+  # A restart after a stop can take a while on a loaded machine: it first cleans up the containers it had.
+  wait_for 180 docker -H "$N2_HOST" info || die "the second dockerd did not start (see $LOG_DIR/dockerd-node2.log)"
 }
 
 swarm_state() { docker -H "${1:-unix:///var/run/docker.sock}" info -f '{{.Swarm.LocalNodeState}}' 2>/dev/null; }

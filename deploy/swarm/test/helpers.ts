@@ -43,7 +43,7 @@ export async function deployStack(state: string, replicas: string[] = []): Promi
 
 /** deploy/swarm/two-node.sh (up, load, stop-worker, start-worker). */
 export async function twoNode(cmd: string): Promise<void> {
-  await sh('deploy/swarm/two-node.sh', [cmd], {}, 120_000);
+  await sh('deploy/swarm/two-node.sh', [cmd], {}, 300_000);
 }
 
 /** deploy/swarm/scale.sh as an operator runs it; resolves once the new count runs (healthy). */
