@@ -1,6 +1,7 @@
 import { AppError } from '@agenthost/shared';
 import { o, type DockerEngine } from '../docker/engine.ts';
 import { LABEL_INSTANCE } from '../docker/spec.ts';
+import { pinnedNode } from './spec.ts';
 
 export interface NodeChoice {
   id: string;
@@ -31,7 +32,7 @@ export async function pickNode(engine: DockerEngine, memoryMb: number, cpus: num
   const pinned = new Set<string>();
   for (const svc of instances) {
     pinned.add(svc.ID);
-    const node = svc.Spec?.TaskTemplate?.Placement?.Constraints?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
+    const node = pinnedNode(svc.Spec?.TaskTemplate?.Placement?.Constraints);
     // One created a moment ago is still at replicas 0: its start follows at once.
     const starting = Date.now() - Date.parse(svc.CreatedAt ?? '') < 60_000;
     if (node && ((svc.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0 || starting)) add(node, svc.Spec?.TaskTemplate?.Resources?.Reservations);

@@ -8,7 +8,7 @@ import { labels, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.t
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { nodeByAddr, pickNode } from './placement.ts';
-import { credentialsSecretPrefix, instanceServiceSpec, networkName, serviceName, volumeName } from './spec.ts';
+import { credentialsSecretPrefix, instanceServiceSpec, networkName, pinnedNode, serviceName, volumeName } from './spec.ts';
 
 type Spec = { Name: string; Mode?: { Replicated?: { Replicas?: number } }; TaskTemplate: { ContainerSpec?: { Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number } };
 
@@ -138,7 +138,7 @@ export class SwarmInstances implements InstanceRuntime {
   private async runningTasks(id: string) {
     const { engine } = this.d;
     const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [serviceName(id)] }, abortSignal })));
-    return tasks.filter((t) => ['running', 'starting', 'preparing', 'assigned', 'accepted', 'ready', 'pending', 'new'].includes(t.Status?.State ?? ''));
+    return tasks.filter((t) => t.Status?.State === 'running' || STARTING.has(t.Status?.State ?? ''));
   }
 
   private async waitNoTasks(id: string, timeoutMs: number): Promise<void> {
@@ -176,7 +176,7 @@ export class SwarmInstances implements InstanceRuntime {
     const { engine } = this.d;
     const current = await this.spec(id);
     if (!current) return { state: 'missing' };
-    const node = (current.spec as { TaskTemplate: { Placement?: { Constraints?: string[] } } }).TaskTemplate.Placement?.Constraints?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
+    const node = pinnedNode((current.spec as { TaskTemplate: { Placement?: { Constraints?: string[] } } }).TaskTemplate.Placement?.Constraints);
     if (node && (current.spec.Mode?.Replicated?.Replicas ?? 0) > 0) {
       const info = await ignoreGone(engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal }))));
       if (!info || info.Status?.State !== 'ready') return { state: 'node_down', error: NODE_DOWN };

@@ -10,6 +10,11 @@ export const credentialsSecretPrefix = (instanceId: string): string => `agenthos
 export const CREDENTIALS_FILE = '/run/secrets/agenthost-credentials';
 
 const MB = 1024 * 1024;
+
+/** The placement constraint that pins a service to one node, and the node it names (undefined: not pinned). */
+export const pinTo = (nodeId: string): string => `node.id == ${nodeId}`;
+export const pinnedNode = (constraints: string[] | undefined): string | undefined =>
+  constraints?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
 const S = 1_000_000_000;
 
 export interface SwarmInstanceInput {
@@ -77,7 +82,7 @@ export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec &
       } as Docker.TaskSpec['Resources'],
       RestartPolicy: { Condition: 'on-failure', Delay: S, MaxAttempts: i.restartMaxRetries },
       // Pinned: its volume lives on that node.
-      Placement: { Constraints: [`node.id == ${i.node}`] },
+      Placement: { Constraints: [pinTo(i.node)] },
       Networks: [{ Target: networkName(i.instanceId) }],
       LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
     },
