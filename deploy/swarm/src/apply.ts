@@ -66,7 +66,9 @@ export async function upsertService(docker: Docker, spec: Spec): Promise<'create
     return 'created';
   }
   const info = await svc.inspect();
-  await svc.update({ version: info.Version.Index, ...spec });
+  // Keep the count of forced updates (a rebalance's): a different one would replace every task again.
+  const forced = (info.Spec?.TaskTemplate as { ForceUpdate?: number } | undefined)?.ForceUpdate;
+  await svc.update({ version: info.Version.Index, ...spec, TaskTemplate: { ...spec.TaskTemplate, ForceUpdate: forced } });
   return 'updated';
 }
 
@@ -128,4 +130,41 @@ export async function pinPostgres(docker: Docker): Promise<string> {
 
 export async function imageId(docker: Docker, ref: string): Promise<string> {
   return (await docker.getImage(ref).inspect()).Id;
+}
+
+/**
+ * Spread the replicated services whose running tasks all sit on one node while another ready node could take
+ * some: the swarm places a task only when it starts and never moves it, so after a node was away every replica
+ * stays where it was restarted. Each is replaced one task at a time, stop-first: with the old task gone first,
+ * the scheduler (fewest tasks of the service wins) puts the new one on the other node; start-first would count
+ * the old task still running and could pile the new ones onto the emptier node. The other replicas serve
+ * meanwhile. Resolves once they converged; returns the services it spread.
+ */
+export async function rebalance(docker: Docker, names: string[], timeoutMs: number, log: (s: string) => void): Promise<string[]> {
+  const ready = (await docker.listNodes()).filter((n) => n.Status?.State === 'ready' && n.Spec?.Availability === 'active');
+  if (ready.length < 2) return [];
+  const spread: string[] = [];
+  for (const name of names) {
+    const svc = await findService(docker, name);
+    if (!svc) continue;
+    const info = await svc.inspect();
+    const spec = info.Spec as Spec;
+    if ((spec.Mode?.Replicated?.Replicas ?? 0) < 2 || spec.TaskTemplate?.Placement?.Constraints?.length) continue;
+    const tasks = await docker.listTasks({ filters: JSON.stringify({ service: [name], 'desired-state': ['running'] }) });
+    if (new Set(tasks.map((t) => t.NodeID)).size > 1) continue;
+    log(`spreading ${name} over the nodes`);
+    const template = spec.TaskTemplate as Docker.TaskSpec & { ForceUpdate?: number };
+    await svc.update({
+      version: info.Version.Index,
+      ...spec,
+      TaskTemplate: { ...template, ForceUpdate: (template.ForceUpdate ?? 0) + 1 },
+      UpdateConfig: { ...spec.UpdateConfig, Order: 'stop-first' },
+    });
+    await waitConverged(docker, [name], timeoutMs, log);
+    // The service's own update order back (an UpdateConfig change alone replaces no task).
+    const after = await svc.inspect();
+    await svc.update({ version: after.Version.Index, ...after.Spec, UpdateConfig: spec.UpdateConfig });
+    spread.push(name);
+  }
+  return spread;
 }

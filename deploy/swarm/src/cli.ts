@@ -2,6 +2,7 @@
 //   node deploy/swarm/src/cli.ts up [gateway=2 auth=2 ...]   create or update the stack (rolling), wait until it serves
 //   node deploy/swarm/src/cli.ts scale gateway=3 keyvault=2  change replica counts, each service on its own
 //   node deploy/swarm/src/cli.ts status                      running/desired tasks per service
+//   node deploy/swarm/src/cli.ts rebalance                   spread services left on one node after a node was away
 //   node deploy/swarm/src/cli.ts down [--volumes]            remove the stack (and its volumes on this node)
 // Environment: DOCKER_HOST (a manager), AGENTHOST_STATE (secret material, default /var/lib/agenthost),
 // EDGE_PORT (8080), DEVCHAIN_PORT (8899; and the next port), SWARM_DATABASE_URL (an external database: no Postgres
@@ -9,7 +10,7 @@
 // AGENTHOST_ENV_FILE (settings for every service, KEY=VALUE lines), IMAGE_TAG (latest).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, findService, imageId, pinPostgres, pruneSecrets, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
+import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, findService, imageId, pinPostgres, pruneSecrets, rebalance, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
 import { ensureMaterial, NATS_NODES } from './material.ts';
 import { caddyfile, NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
 
@@ -87,8 +88,15 @@ async function up(args: string[]): Promise<void> {
   const rest = specs.filter((s) => !infra.includes(s));
   for (const spec of rest) say(`${spec.Name}: ${await upsertService(docker, spec)}`);
   await waitConverged(docker, specs.map((s) => s.Name), 300_000, say);
+  await spread();
   await pruneSecrets(docker, new Set(Object.values(secrets).map((s) => s.id)));
   say(`agenthost is up on every node's port ${opts.edgePort}: http://<node address>:${opts.edgePort}/api`);
+}
+
+/** Spread the services whose replicas all run on one node (after a node was away), and wait for them. */
+async function spread(): Promise<void> {
+  const moved = await rebalance(docker, SCALABLE.map((s) => `${STACK}-${s}`), 300_000, say);
+  say(moved.length ? `spread ${moved.join(', ')}` : 'every scaled service already runs on more than one node');
 }
 
 /**
@@ -151,10 +159,10 @@ async function down(args: string[]): Promise<void> {
 }
 
 const [cmd, ...rest] = process.argv.slice(2);
-const commands: Record<string, (a: string[]) => Promise<void>> = { up, scale, status, down };
+const commands: Record<string, (a: string[]) => Promise<void>> = { up, scale, status, down, rebalance: spread };
 const run = cmd ? commands[cmd] : undefined;
 if (!run) {
-  process.stderr.write('usage: cli.ts up|scale|status|down (see the top of deploy/swarm/src/cli.ts)\n');
+  process.stderr.write('usage: cli.ts up|scale|status|rebalance|down (see the top of deploy/swarm/src/cli.ts)\n');
   process.exit(2);
 }
 try {

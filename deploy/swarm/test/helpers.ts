@@ -41,6 +41,12 @@ export async function deployStack(state: string, replicas: string[] = []): Promi
   for (const f of readdirSync(path.join(dir, 'nats'))) if (f.endsWith('.nk')) recordSecret(readFileSync(path.join(dir, 'nats', f), 'utf8').trim());
 }
 
+/** `cli.ts rebalance` as an operator runs it after a node came back: resolves once the moved services converged. */
+export async function rebalanceStack(): Promise<string> {
+  const r = await run(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), 'rebalance'], { timeout: 600_000, maxBuffer: 16 * 1024 * 1024 });
+  return r.stderr;
+}
+
 /** deploy/swarm/two-node.sh (up, load, stop-worker, start-worker). */
 export async function twoNode(cmd: string): Promise<void> {
   await sh('deploy/swarm/two-node.sh', [cmd], {}, 300_000);

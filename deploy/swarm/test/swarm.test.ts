@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, leftovers, manager, MANAGER, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
+import { apiUrl, deployStack, leftovers, manager, MANAGER, rebalanceStack, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -168,6 +168,16 @@ describe('agenthost on a two-node swarm', () => {
 
       await twoNode('start-worker');
       for (const id of onWorker) await waitFor(`back ${id}`, async () => (await status(id)).status === 'running', 240_000, 1000);
+
+      // The swarm moved the worker's platform tasks to the manager and never moves them back by itself: the
+      // operator's rebalance spreads every scaled service over both nodes again, one task at a time.
+      await rebalanceStack();
+      for (const [svc, n] of Object.entries(SCALED)) {
+        const tasks = await runningTasks(`agenthost-${svc}`);
+        expect(tasks, svc).toHaveLength(n);
+        if (n > 1) expect(new Set(tasks.map((t) => t.node)).size, svc).toBe(2);
+      }
+      expect((await api.get('/instance/list')).status).toBe(200);
     } finally {
       await twoNode('start-worker');
       for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});

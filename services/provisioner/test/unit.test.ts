@@ -98,3 +98,14 @@ describe('config', () => {
     expect(() => parseConfig(provisionerConfig, { FRAMEWORK_IMAGES: '{"openclaw":"Bad Image:tag"}' })).toThrow(/FRAMEWORK_IMAGES/);
   });
 });
+
+describe('swarm node address', () => {
+  it("is a manager's advertise address, not the local address the engine observed, and the operator's label wins", async () => {
+    const { nodeAddr } = await import('../src/swarm/placement.ts');
+    const manager = { ID: 'm', Status: { Addr: '192.0.2.2' }, ManagerStatus: { Addr: '10.99.0.1:2377' } };
+    expect(nodeAddr(manager)).toBe('10.99.0.1');
+    expect(nodeAddr({ ID: 'v6', Status: { Addr: '::1' }, ManagerStatus: { Addr: '[fd00::1]:2377' } })).toBe('fd00::1');
+    expect(nodeAddr({ ID: 'w', Status: { Addr: '10.99.0.2' } })).toBe('10.99.0.2');
+    expect(nodeAddr({ ...manager, Spec: { Labels: { 'agenthost.addr': '203.0.113.7' } } })).toBe('203.0.113.7');
+  });
+});

@@ -44,7 +44,7 @@ export async function pickNode(engine: DockerEngine, memoryMb: number, cpus: num
     .map((n) => {
       const r = reserved.get(n.ID!) ?? { bytes: 0, nanoCpus: 0, tasks: 0 };
       const freeCpu = (n.Description?.Resources?.NanoCPUs ?? 0) - r.nanoCpus;
-      return { id: n.ID!, addr: n.Status!.Addr!, free: (n.Description?.Resources?.MemoryBytes ?? 0) - r.bytes, freeCpu, tasks: r.tasks };
+      return { id: n.ID!, addr: nodeAddr(n), free: (n.Description?.Resources?.MemoryBytes ?? 0) - r.bytes, freeCpu, tasks: r.tasks };
     })
     // The swarm would leave a task pending on a node without room: refuse instead, at once.
     .filter((n) => n.free >= need && n.freeCpu >= Math.round(cpus * 1e9))
@@ -57,5 +57,21 @@ export async function pickNode(engine: DockerEngine, memoryMb: number, cpus: num
 /** The node an address belongs to (an instance's node, from its row). */
 export async function nodeByAddr(engine: DockerEngine, addr: string): Promise<string | undefined> {
   const nodes = await engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })));
-  return nodes.find((n) => n.Status?.Addr === addr)?.ID;
+  return nodes.find((n) => nodeAddr(n) === addr)?.ID;
+}
+
+type SwarmNode = Awaited<ReturnType<DockerEngine['docker']['listNodes']>>[number];
+
+/**
+ * The address a node's instances are reached at. The operator's `agenthost.addr` node label wins (a node
+ * behind NAT, or with a public address other than its swarm one). Otherwise a manager's advertise address:
+ * the engine (20.10) reports a manager's Status.Addr as whichever local address it observed, which on a
+ * host with several interfaces is not the one it advertises. A worker's Status.Addr is its advertise address.
+ */
+export function nodeAddr(n: SwarmNode): string {
+  const label = n.Spec?.Labels?.['agenthost.addr'];
+  if (label) return label;
+  const manager = n.ManagerStatus?.Addr;
+  if (manager) return manager.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
+  return n.Status?.Addr ?? '';
 }
