@@ -6,14 +6,17 @@
 //   GET /env      200 {"names":[...],"sha256":{...}}        names of the environment variables the
 //                 agent received and the SHA-256 of each value (never the values): lets tests
 //                 check key injection end to end. Test-only image.
-//   GET /         200 {"agent":"standin",...}
+//   GET /         200 {"agent":"standin",...,"state":{"born":"<id>","boots":N}}: state kept in the
+//                 instance volume (/data/standin-state.json), made at the first start and counted at each
+//                 one, so tests see an agent's data survive a restart or a move to another node.
 //
 // Environment:
 //   STANDIN_PORT             listen port (default 18789), on 0.0.0.0
 //   STANDIN_READY_DELAY_MS   readiness delay after listening (default 0)
 //   STANDIN_NEVER_READY=1    never become ready
 //   STANDIN_EXIT_AFTER_MS    exit with STANDIN_EXIT_CODE (default 1) after this many ms (crash tests)
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import http from "node:http";
 
 const port = intEnv("STANDIN_PORT", 18789);
@@ -23,6 +26,23 @@ const exitAfterMs = intEnv("STANDIN_EXIT_AFTER_MS", -1);
 const exitCode = intEnv("STANDIN_EXIT_CODE", 1);
 const startedAt = Date.now();
 let ready = false;
+const state = bootState(process.env.STANDIN_STATE_FILE ?? "/data/standin-state.json");
+
+/** The state of earlier starts, one more boot counted; none (null) when the volume is not writable. */
+function bootState(file) {
+  let prev = { born: randomUUID(), boots: 0 };
+  try {
+    prev = JSON.parse(readFileSync(file, "utf8"));
+  } catch {}
+  const next = { born: prev.born, boots: prev.boots + 1 };
+  try {
+    writeFileSync(`${file}.tmp`, JSON.stringify(next));
+    renameSync(`${file}.tmp`, file);
+    return next;
+  } catch {
+    return null;
+  }
+}
 
 function intEnv(name, fallback) {
   const raw = process.env[name];
@@ -65,6 +85,7 @@ const server = http.createServer((req, res) => {
         uptime_ms: Date.now() - startedAt,
         pid: process.pid,
         uid: process.getuid?.(),
+        state,
       });
     default:
       return send(res, 404, { ok: false, error: "not found" });

@@ -47,6 +47,11 @@ export async function rebalanceStack(): Promise<string> {
   return r.stderr;
 }
 
+/** A node's availability, as an operator sets it (`docker node update --availability ...`). */
+export async function setAvailability(node: string, availability: 'active' | 'drain'): Promise<void> {
+  await run('docker', ['node', 'update', '--availability', availability, node], { timeout: 60_000 });
+}
+
 /** deploy/swarm/two-node.sh (up, load, stop-worker, start-worker). */
 export async function twoNode(cmd: string): Promise<void> {
   await sh('deploy/swarm/two-node.sh', [cmd], {}, 300_000);

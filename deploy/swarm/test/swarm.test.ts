@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, leftovers, manager, MANAGER, rebalanceStack, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
+import { apiUrl, deployStack, leftovers, manager, MANAGER, rebalanceStack, removeStrayInstances, runningTasks, setAvailability, saveServiceLogs, scale, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -138,6 +138,71 @@ describe('agenthost on a two-node swarm', () => {
     expect(failures).toEqual([]);
     expect(ok).toBeGreaterThan(100);
   }, 600_000);
+
+  it('moves the instances of a drained node to the other with their data, keys and access token, and runs them again there', async () => {
+    const session = await signIn(apiClient(apiUrl()));
+    await subscribe({ chain: swarmChain }, session, { tier: 'pro' });
+    const api = session.api;
+    const ids: string[] = [];
+    const tokens = new Map<string, string>();
+    const workerNode = (await worker.info()).Swarm.NodeID as string;
+    type Agent = { state: { born: string; boots: number }; sha256: Record<string, string> };
+    const agent = async (url: string, path = '/') => (await fetch(`${url}${path}`)).json() as Promise<Agent>;
+    const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await api.post('/instance/create', { framework: 'openclaw' });
+        expect(r.status, r.text).toBe(200);
+        recordSecret(r.body.access_token);
+        ids.push(r.body.instance_id);
+        tokens.set(r.body.instance_id, r.body.access_token);
+      }
+      const status = async (id: string) => (await api.get(`/instance/status/${id}`)).body;
+      const views = await Promise.all(ids.map((id) => waitFor(`running ${id}`, async () => ((await status(id)).status === 'running' ? status(id) : undefined), 180_000, 500)));
+      const moving = views.filter((v) => new URL(v.url).hostname === WORKER);
+      expect(moving.length).toBeGreaterThan(0);
+      // Each agent on the worker has state in its volume (the stand-in counts its boots there) and a key.
+      const before = new Map<string, { born: string; boots: number }>();
+      const keys = new Map<string, string>();
+      for (const v of moving) {
+        before.set(v.instance_id, (await agent(v.url)).state);
+        const value = `sk-drain-${randomBytes(16).toString('hex')}`;
+        recordSecret(value);
+        keys.set(v.instance_id, value);
+        const stored = await api.post('/keys/store', { instance_id: v.instance_id, keys: { OPENAI_API_KEY: value } });
+        expect(stored.status, stored.text).toBe(200);
+      }
+
+      await setAvailability(workerNode, 'drain');
+      for (const v of moving) {
+        const id = v.instance_id as string;
+        const moved = await waitFor(`${id} running on the manager`, async () => {
+          const now = await status(id);
+          return now.status === 'running' && new URL(now.url).hostname === MANAGER ? now : undefined;
+        }, 300_000, 1000);
+        expect(moved.instance_id).toBe(id);
+        // Same data (one boot more), the key stored before the move, the same access token.
+        const state = (await agent(moved.url)).state;
+        expect(state.born).toBe(before.get(id)!.born);
+        expect(state.boots).toBe(before.get(id)!.boots + 1);
+        const env = await agent(moved.url, '/env');
+        expect(env.sha256.OPENAI_API_KEY).toBe(sha(keys.get(id)!));
+        expect(env.sha256.OPENCLAW_GATEWAY_TOKEN).toBe(sha(tokens.get(id)!));
+        // Its old volume is gone from the drained node.
+        const { Volumes } = await worker.listVolumes({ filters: JSON.stringify({ label: [`agenthost.instance=${id}`] }) });
+        expect(Volumes.map((x) => x.Name)).toEqual([]);
+      }
+      // The instances that were on the manager never stopped.
+      for (const v of views.filter((x) => !moving.includes(x))) expect((await agent(v.url)).state).toMatchObject({ boots: 1 });
+    } finally {
+      await setAvailability(workerNode, 'active');
+      for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});
+    }
+    for (const id of ids) expect(await leftovers(id)).toEqual([]);
+    // Back to work: the operator spreads the platform again over both nodes.
+    await rebalanceStack();
+    for (const [svc, n] of Object.entries(SCALED)) if (n > 1) expect(new Set((await runningTasks(`agenthost-${svc}`)).map((t) => t.node)).size, svc).toBe(2);
+  }, 900_000);
 
   it('fails the instances of a node that goes away (node_down) and brings them back by themselves when it returns; the API serves throughout', async () => {
     const session = await signIn(apiClient(apiUrl()));

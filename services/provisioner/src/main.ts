@@ -18,6 +18,7 @@ import { QuotaVolumes } from './docker/volumes.ts';
 import { InstanceContainers } from './domain/containers.ts';
 import type { InstanceRuntime } from './domain/runtime.ts';
 import { SwarmInstances } from './swarm/runtime.ts';
+import { Drainer } from './swarm/drain.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -76,6 +77,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         }).then(() => {}),
       announce: announceStatus,
     });
+    // Placement runs one at a time across every provisioner replica (a database lock).
+    const placementLock = <T>(fn: () => Promise<T>): Promise<T> => locks.with(`swarm-placement:${scope}`, fn, config.DOCKER_TIMEOUT_MS);
     const gatewayUrl = (host: string) => config.INSTANCE_GATEWAY_URL.replace(/\/+$/, '').replaceAll('{host}', host);
     runtime = swarm
       ? new SwarmInstances({
@@ -85,7 +88,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           log,
           keysUrl: (host) => `${gatewayUrl(host)}/keys/retrieve`,
           extraSecurity,
-          serialize: (fn) => locks.with(`swarm-placement:${scope}`, fn, config.DOCKER_TIMEOUT_MS),
+          serialize: placementLock,
         })
       : new InstanceContainers({ engine, config, scope, keysUrl: () => network.keysUrl(), handoff, volumes, tiers: config.TIER_LIMITS_JSON });
     const instances = new Instances({
@@ -174,7 +177,15 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         }
         reconciler.start();
         // A node that goes away fails its instances (node_down) within seconds, and brings them back when it returns.
-        if (runtime instanceof SwarmInstances) stopNodeWatch = runtime.watchNodes(() => void reconciler.trigger());
+        // A drained node's instances move, with their volume, to the node with the most room.
+        if (runtime instanceof SwarmInstances) {
+          const drainer = new Drainer({ db, engine, runtime, locks, instances, config, scope, log, serialize: placementLock });
+          stopNodeWatch = runtime.watchNodes(() => {
+            void reconciler.trigger();
+            void drainer.trigger();
+          });
+          void drainer.trigger();
+        }
         // Credentials by stdin, live stats, volume sizes and the volume quota need the instance's own engine:
         // the docker driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see README.)
         if (!swarm) {

@@ -8,6 +8,7 @@ import type { OpLocks } from './locks.ts';
 import type { NetworkGuard } from './network-guard.ts';
 import type { Readiness } from './readiness.ts';
 import { NODE_DOWN, type InstanceRuntime } from './runtime.ts';
+import { singleFlight } from './single-flight.ts';
 
 const CREATE_STEPS = new Set(['leased', 'container']);
 
@@ -48,8 +49,6 @@ export class Reconciler {
     readyTimeoutSeconds: number;
   };
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<ReconcileReport | undefined> | undefined;
-  private again = false;
 
   constructor(deps: Reconciler['d']) {
     this.d = deps;
@@ -65,25 +64,13 @@ export class Reconciler {
   }
 
   /** Run a pass now (or right after the current one). */
-  trigger(): Promise<ReconcileReport | undefined> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = this.pass()
-      .catch((err) => {
-        this.d.log.warn({ err: describe(err) }, 'reconcile pass failed; will retry');
-        return undefined;
-      })
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          void this.trigger();
-        }
-      });
-    return this.running;
-  }
+  readonly trigger = singleFlight(
+    () => this.pass(),
+    (err): ReconcileReport | undefined => {
+      this.d.log.warn({ err: describe(err) }, 'reconcile pass failed; will retry');
+      return undefined;
+    },
+  );
 
   async pass(): Promise<ReconcileReport> {
     const { engine, runtime, db, locks, instances, readiness, log } = this.d;

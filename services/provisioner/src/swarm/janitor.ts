@@ -1,5 +1,6 @@
 import { o, type DockerEngine } from '../docker/engine.ts';
 import { LABEL_MANAGED, LABEL_SCOPE } from '../docker/spec.ts';
+import { pinTo } from './spec.ts';
 
 /**
  * A volume lives on its node, and a manager's Engine API cannot remove it there. So a one-shot swarm job
@@ -31,45 +32,75 @@ export const SOCKET_LABEL = 'agenthost.docker-socket';
 export async function removeVolumeOnNode(engine: DockerEngine, p: { node: string; volume: string; image: string; scope: string; timeoutMs: number }): Promise<boolean> {
   const nodeInfo = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(p.node).inspect(o({ abortSignal })));
   const socket = (nodeInfo.Spec?.Labels as Record<string, string> | undefined)?.[SOCKET_LABEL] ?? '/var/run/docker.sock';
-  const name = `agenthost-janitor-${p.volume.slice(-24)}-${Date.now().toString(36)}`;
+  return runJob(engine, {
+    name: `agenthost-janitor-${p.volume.slice(-24)}-${Date.now().toString(36)}`,
+    scope: p.scope,
+    node: p.node,
+    timeoutMs: p.timeoutMs,
+    container: {
+      Image: p.image,
+      User: '0',
+      Command: ['/usr/local/bin/node', '-e', SCRIPT, p.volume],
+      ReadOnly: true,
+      CapabilityDrop: ['ALL'],
+      Mounts: [{ Type: 'bind', Source: socket, Target: '/var/run/docker.sock' }],
+    },
+  });
+}
+
+export interface Job {
+  name: string;
+  scope: string;
+  /** The node it runs on. */
+  node: string;
+  container: Record<string, unknown>;
+  networks?: string[];
+  timeoutMs: number;
+}
+
+/** A one-shot swarm job on one node; resolves true once its task completed (exit 0), false when it failed or timed out. Always removed. */
+export async function runJob(engine: DockerEngine, job: Job): Promise<boolean> {
+  const id = await startJob(engine, job);
+  try {
+    return await waitJob(engine, id, job.timeoutMs);
+  } finally {
+    await removeJob(engine, id);
+  }
+}
+
+export async function startJob(engine: DockerEngine, job: Job): Promise<string> {
   const created = (await engine.run('job create', () =>
     engine.docker.createService(
       o({
-        Name: name,
-        Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCOPE]: p.scope, 'agenthost.janitor': 'true' },
+        Name: job.name,
+        Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCOPE]: job.scope, 'agenthost.janitor': 'true' },
         TaskTemplate: {
-          ContainerSpec: {
-            Image: p.image,
-            User: '0',
-            Command: ['/usr/local/bin/node', '-e', SCRIPT, p.volume],
-            ReadOnly: true,
-            CapabilityDrop: ['ALL'],
-            Mounts: [{ Type: 'bind', Source: socket, Target: '/var/run/docker.sock' }],
-          },
-          Placement: { Constraints: [`node.id == ${p.node}`] },
+          ContainerSpec: job.container,
+          Placement: { Constraints: [pinTo(job.node)] },
           RestartPolicy: { Condition: 'none' },
-          Resources: { Limits: { MemoryBytes: 128 * 1024 * 1024 } },
+          Resources: { Limits: { MemoryBytes: 256 * 1024 * 1024 } },
+          ...(job.networks ? { Networks: job.networks.map((Target) => ({ Target })) } : {}),
         },
         Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+        ...(job.networks ? { EndpointSpec: { Mode: 'dnsrr' } } : {}),
       }) as never,
     ),
   )) as { id?: string; ID?: string };
-  const id = created.id ?? created.ID ?? name;
-  const end = Date.now() + p.timeoutMs;
-  let ok = false;
-  try {
-    while (Date.now() < end) {
-      const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [id] }, abortSignal })));
-      const states = tasks.map((t) => t.Status?.State);
-      if (states.includes('complete')) {
-        ok = true;
-        break;
-      }
-      if (states.some((s) => s === 'failed' || s === 'rejected')) break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    await engine.run('job remove', (abortSignal) => engine.docker.getService(id).remove(o({ abortSignal }))).catch(() => {});
+  return created.id ?? created.ID ?? job.name;
+}
+
+export async function waitJob(engine: DockerEngine, id: string, timeoutMs: number): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [id] }, abortSignal })));
+    const states = tasks.map((t) => t.Status?.State);
+    if (states.includes('complete')) return true;
+    if (states.some((s) => s === 'failed' || s === 'rejected')) return false;
+    await new Promise((r) => setTimeout(r, 250));
   }
-  return ok;
+  return false;
+}
+
+export async function removeJob(engine: DockerEngine, id: string): Promise<void> {
+  await engine.run('job remove', (abortSignal) => engine.docker.getService(id).remove(o({ abortSignal }))).catch(() => {});
 }

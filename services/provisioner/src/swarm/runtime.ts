@@ -226,8 +226,9 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   /**
-   * Calls `changed` whenever a node's state changes (down, back), checked every `everyMs`: the reconciler
-   * then fails the instances of a node that went away (node_down) and brings back those of a node that returned.
+   * Calls `changed` whenever a node's state or availability changes (down, back, drained), checked every
+   * `everyMs`: the reconciler then fails the instances of a node that went away (node_down) and brings back
+   * those of a node that returned; the drainer moves those of a drained node.
    */
   watchNodes(changed: () => void, everyMs = 2000): () => void {
     const { engine } = this.d;
@@ -237,7 +238,7 @@ export class SwarmInstances implements InstanceRuntime {
       void engine
         .run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })))
         .then((nodes) => {
-          const now = nodes.map((n) => `${n.ID}:${n.Status?.State}`).sort().join(',');
+          const now = nodes.map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}`).sort().join(',');
           if (last && now !== last) changed();
           last = now;
         })

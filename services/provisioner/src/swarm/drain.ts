@@ -1,0 +1,104 @@
+import { sql, type Kysely } from 'kysely';
+import type { Logger } from '@agenthost/shared';
+import type { ProvisionerConfig } from '../config.ts';
+import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import { describe, o, type DockerEngine } from '../docker/engine.ts';
+import type { Instances } from '../domain/instances.ts';
+import type { OpLocks } from '../domain/locks.ts';
+import { NODE_DOWN } from '../domain/runtime.ts';
+import { singleFlight } from '../domain/single-flight.ts';
+import { removeVolumeOnNode } from './janitor.ts';
+import { copyVolume } from './mover.ts';
+import { nodeAddr, pickNode } from './placement.ts';
+import type { SwarmInstances } from './runtime.ts';
+import { volumeName } from './spec.ts';
+
+/** Failures a move cures: the instance could not run only because of where it was. */
+const placementFailure = (r: InstanceRow) => r.status === 'failed' && (r.failure_reason === NODE_DOWN || (r.failure_reason ?? '').startsWith('No node can run it now'));
+
+/**
+ * Moves the instances of a drained node (`docker node update --availability drain`) to the node with the most
+ * room, one at a time, with their volume: same id, keys and access token; the URL names the new node. An
+ * instance that was running (or failed only for want of a node) runs again there; a stopped one stays stopped.
+ * Each move holds the instance's lock, so a second provisioner replica skips it; a failed copy leaves the old
+ * volume untouched and is tried again at the next pass.
+ */
+export class Drainer {
+  private readonly d: {
+    db: Kysely<ProvisionerDB>;
+    engine: DockerEngine;
+    runtime: SwarmInstances;
+    locks: OpLocks;
+    instances: Instances;
+    config: ProvisionerConfig;
+    scope: string;
+    log: Logger;
+    serialize<T>(fn: () => Promise<T>): Promise<T>;
+  };
+
+  constructor(deps: Drainer['d']) {
+    this.d = deps;
+  }
+
+  /** Run a pass now (or right after the current one); resolves with the number of instances moved. */
+  readonly trigger = singleFlight(
+    () => this.pass(),
+    (err) => {
+      this.d.log.warn({ err: describe(err) }, 'drain pass failed; will retry');
+      return 0;
+    },
+  );
+
+  private async pass(): Promise<number> {
+    const { db, engine, locks } = this.d;
+    const nodes = await engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })));
+    let moved = 0;
+    for (const node of nodes.filter((n) => n.Spec?.Availability === 'drain' && n.Status?.State === 'ready')) {
+      const rows = await db.selectFrom('instances').selectAll().where('node_host', '=', nodeAddr(node)).where('deleting_at', 'is', null).where('step', '=', 'done').execute();
+      for (const row of rows) {
+        const done = await locks.tryWith(row.id, async () => {
+          const fresh = await db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
+          if (!fresh || fresh.node_host !== row.node_host || fresh.deleting_at || fresh.step !== 'done') return false;
+          return this.move(fresh, node.ID!);
+        });
+        if (done) moved++;
+      }
+    }
+    return moved;
+  }
+
+  private async move(row: InstanceRow, from: string): Promise<boolean> {
+    const { db, engine, runtime, instances, config, scope, log } = this.d;
+    const target = await this.d.serialize(() => pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION));
+    if (target.id === from) return false;
+    const restart = row.status === 'running' || row.status === 'provisioning' || placementFailure(row);
+    log.info({ instance_id: row.id, from, to: target.id, restart }, 'moving an instance off a drained node');
+    if (restart) {
+      // Provisioning (step recreating) while it moves: readiness watchers of the old generation stand down, and
+      // the reconciler leaves it (it repairs a recreating row only when its lock is free: after a crash).
+      await db.updateTable('instances').set({ status: 'provisioning', step: 'recreating', failure_reason: null, generation: sql`generation + 1`, updated_at: new Date() }).where('id', '=', row.id).execute();
+    }
+    const token = await runtime.token(row.id);
+    await runtime.stop(row.id);
+    const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
+    const copied = await copyVolume(engine, { instanceId: row.id, userId: row.user_id, scope, image, from, to: target.id, timeoutMs: config.SWARM_MOVE_TIMEOUT_SECONDS * 1000 });
+    if (!copied) {
+      log.error({ instance_id: row.id, from, to: target.id }, 'the volume copy failed; the instance stays on its drained node and is tried again');
+      if (restart) await instances.markFailed(row.id, row.generation + 1, 'No node can run it now: its node is drained and moving its data failed; it is tried again');
+      return false;
+    }
+    const moved = await db.updateTable('instances').set({ node_host: target.addr, updated_at: new Date() }).where('id', '=', row.id).returningAll().executeTakeFirstOrThrow();
+    if (restart) {
+      await instances.recreateLocked(moved);
+    } else {
+      await runtime.remove(row.id);
+      if (token) await runtime.create(moved, token);
+    }
+    if (config.SWARM_JANITOR_IMAGE) {
+      const removed = await removeVolumeOnNode(engine, { node: from, volume: volumeName(row.id), image: config.SWARM_JANITOR_IMAGE, scope, timeoutMs: 90_000 });
+      if (!removed) log.warn({ instance_id: row.id, node: from }, 'the old volume of a moved instance could not be removed');
+    }
+    log.info({ instance_id: row.id, node_host: target.addr }, 'instance moved');
+    return true;
+  }
+}
