@@ -147,7 +147,16 @@ export class Reconciler {
         } else if (row.status === 'failed' && row.step === 'done' && row.failure_reason === NODE_DOWN) {
           // Its node is back and the swarm started its task again there: watched until ready, as after a start.
           await this.repair(row, (r) => r.status === 'failed' && r.failure_reason === NODE_DOWN, async (r) => {
-            if ((await runtime.inspect(r.id)).state !== 'running') return;
+            const s = await runtime.inspect(r.id);
+            if (s.state === 'node_down' || s.state === 'starting') return;
+            if (s.state !== 'running') {
+              // Its node is back but the swarm gave its task up (e.g. it failed its restarts while the node's
+              // engine was coming back): started anew, with fresh credentials, as a restart would.
+              log.info({ instance_id: r.id, state: s.state }, 'its node is back: instance restarted');
+              await instances.recreateLocked(r);
+              report.watchersResumed++;
+              return;
+            }
             const now = new Date();
             const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
             const back = await db

@@ -56,11 +56,17 @@ export class Drainer {
     for (const node of nodes.filter((n) => n.Spec?.Availability === 'drain' && n.Status?.State === 'ready')) {
       const rows = await db.selectFrom('instances').selectAll().where('node_host', '=', nodeAddr(node)).where('deleting_at', 'is', null).where('step', '=', 'done').execute();
       for (const row of rows) {
-        const done = await locks.tryWith(row.id, async () => {
-          const fresh = await db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
-          if (!fresh || fresh.node_host !== row.node_host || fresh.deleting_at || fresh.step !== 'done') return false;
-          return this.move(fresh, node.ID!);
-        });
+        // One instance that cannot move now does not hold up the others.
+        const done = await locks
+          .tryWith(row.id, async () => {
+            const fresh = await db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
+            if (!fresh || fresh.node_host !== row.node_host || fresh.deleting_at || fresh.step !== 'done') return false;
+            return this.move(fresh, node.ID!);
+          })
+          .catch((err) => {
+            this.d.log.warn({ instance_id: row.id, err: describe(err) }, 'could not move an instance off a drained node; will retry');
+            return false;
+          });
         if (done) moved++;
       }
     }
@@ -80,6 +86,8 @@ export class Drainer {
     }
     const token = await runtime.token(row.id);
     await runtime.stop(row.id);
+    // The copy runs on the instance's own network (made again if a crash lost it).
+    await runtime.ensureNetwork(row);
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
     const copied = await copyVolume(engine, { instanceId: row.id, userId: row.user_id, scope, image, from, to: target.id, timeoutMs: config.SWARM_MOVE_TIMEOUT_SECONDS * 1000 });
     if (!copied) {

@@ -85,7 +85,7 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   /** Its own overlay: it reaches the outside (and the gateway through its node's edge port), none of our services. */
-  private async ensureNetwork(row: InstanceRow): Promise<void> {
+  async ensureNetwork(row: InstanceRow): Promise<void> {
     const { engine } = this.d;
     try {
       await engine.run('network create', (abortSignal) =>
@@ -182,7 +182,10 @@ export class SwarmInstances implements InstanceRuntime {
       if (!info || info.Status?.State !== 'ready') return { state: 'node_down', error: NODE_DOWN };
     }
     const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [serviceName(id)] }, abortSignal })));
-    const latest = tasks.sort((a, b) => Date.parse(b.UpdatedAt ?? '') - Date.parse(a.UpdatedAt ?? ''))[0];
+    // The task the swarm means to run wins over one it is shutting down, even if that one changed last (an old
+    // task of a node that came back is marked shut down after its replacement was made).
+    const wanted = tasks.filter((t) => t.DesiredState === 'running');
+    const latest = (wanted.length ? wanted : tasks).sort((a, b) => Date.parse(b.UpdatedAt ?? '') - Date.parse(a.UpdatedAt ?? ''))[0];
     const state = latest?.Status?.State ?? '';
     if (!latest) return { state: current.spec.Mode?.Replicated?.Replicas ? 'starting' : 'created' };
     if (state === 'running' && latest.DesiredState === 'running') return { state: 'running', startedAt: Date.parse(latest.Status?.Timestamp ?? '') };
