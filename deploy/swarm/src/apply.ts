@@ -104,10 +104,22 @@ export async function taskCounts(docker: Docker, name: string): Promise<{ runnin
 export async function waitConverged(docker: Docker, names: string[], timeoutMs: number, log: (s: string) => void = () => {}): Promise<void> {
   const end = Date.now() + timeoutMs;
   let last = '';
+  const surplusSince = new Map<string, number>();
   for (;;) {
     const counts = await Promise.all(names.map(async (n) => [n, await taskCounts(docker, n)] as const));
     const waiting = counts.filter(([, c]) => c.running !== c.desired || c.updating);
     if (!waiting.length) return;
+    // The engine (20.10) can leave two running tasks in one slot when a node's availability changes during a
+    // start-first update, and never fixes it: after 30 s of surplus with no update rolling, replace the tasks.
+    for (const [n, c] of counts) {
+      if (c.running <= c.desired || c.updating) surplusSince.delete(n);
+      else if (!surplusSince.has(n)) surplusSince.set(n, Date.now());
+      else if (Date.now() - surplusSince.get(n)! > 30_000) {
+        log(`${n} runs ${c.running} tasks for ${c.desired}: replacing them`);
+        await forceUpdate(docker, n);
+        surplusSince.delete(n);
+      }
+    }
     const line = waiting.map(([n, c]) => `${n} ${c.running}/${c.desired}${c.updating ? ' (updating)' : ''}`).join(', ');
     if (line !== last) log(`waiting: ${line}`);
     last = line;
@@ -153,13 +165,7 @@ export async function rebalance(docker: Docker, names: string[], timeoutMs: numb
     const tasks = await docker.listTasks({ filters: JSON.stringify({ service: [name], 'desired-state': ['running'] }) });
     if (new Set(tasks.map((t) => t.NodeID)).size > 1) continue;
     log(`spreading ${name} over the nodes`);
-    const template = spec.TaskTemplate as Docker.TaskSpec & { ForceUpdate?: number };
-    await svc.update({
-      version: info.Version.Index,
-      ...spec,
-      TaskTemplate: { ...template, ForceUpdate: (template.ForceUpdate ?? 0) + 1 },
-      UpdateConfig: { ...spec.UpdateConfig, Order: 'stop-first' },
-    });
+    await forceUpdate(docker, name, { Order: 'stop-first' });
     await waitConverged(docker, [name], timeoutMs, log);
     // The service's own update order back (an UpdateConfig change alone replaces no task).
     const after = await svc.inspect();
@@ -167,4 +173,19 @@ export async function rebalance(docker: Docker, names: string[], timeoutMs: numb
     spread.push(name);
   }
   return spread;
+}
+
+/** Replace every task of a service, one at a time (a forced update), with its update settings overridden if asked. */
+async function forceUpdate(docker: Docker, name: string, updateConfig: Partial<Docker.UpdateConfig> = {}): Promise<void> {
+  const svc = await findService(docker, name);
+  if (!svc) return;
+  const info = await svc.inspect();
+  const spec = info.Spec as Spec;
+  const template = spec.TaskTemplate as Docker.TaskSpec & { ForceUpdate?: number };
+  await svc.update({
+    version: info.Version.Index,
+    ...spec,
+    TaskTemplate: { ...template, ForceUpdate: (template.ForceUpdate ?? 0) + 1 },
+    UpdateConfig: { ...spec.UpdateConfig, ...updateConfig },
+  });
 }
