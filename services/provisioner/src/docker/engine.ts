@@ -64,6 +64,9 @@ export class DockerEngine {
         this.markDown(what, err);
         throw unavailable(err);
       }
+      // The engine answered but failed (a swarm manager mid-election, a conflict inside it): the caller's
+      // 503 to retry, never a 500. The engine stays up.
+      if ((dockerStatus(err) ?? 0) >= 500) throw unavailable(err);
       throw err;
     } finally {
       clearTimeout(timer);

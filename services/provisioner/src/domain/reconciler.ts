@@ -150,6 +150,7 @@ export class Reconciler {
             const s = await runtime.inspect(r.id);
             if (s.state === 'node_down' || s.state === 'starting') return;
             if (s.state !== 'running') {
+              if (runtime.nodeSettled && !(await runtime.nodeSettled(r))) return;
               // Its node is back but the swarm gave its task up (e.g. it failed its restarts while the node's
               // engine was coming back): started anew, with fresh credentials, as a restart would.
               log.info({ instance_id: r.id, state: s.state }, 'its node is back: instance restarted');

@@ -52,4 +52,10 @@ export interface InstanceRuntime {
   managed(): Promise<ManagedObject[]>;
   /** The address the readiness watcher probes the instance's published port on. */
   probeHost(row: Pick<InstanceRow, 'id' | 'node_host'>): string;
+  /**
+   * Whether the instance's node has been back long enough to act on (swarm: ready for NODE_SETTLE_MS since it
+   * last came back). A node whose engine is going away can look ready for a moment: an instance started there
+   * then would collide with its own dying task.
+   */
+  nodeSettled?(row: Pick<InstanceRow, 'node_host'>): Promise<boolean>;
 }

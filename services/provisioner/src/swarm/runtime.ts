@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
-import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
+import { describe, dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import { demux } from '../docker/logs.ts';
 import { labels, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
@@ -11,6 +11,9 @@ import { nodeByAddr, pickNode } from './placement.ts';
 import { credentialsSecretPrefix, instanceServiceSpec, networkName, pinnedNode, serviceName, volumeName } from './spec.ts';
 
 type Spec = { Name: string; Mode?: { Replicated?: { Replicas?: number } }; TaskTemplate: { ContainerSpec?: { Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number } };
+
+/** How long a node that came back must stay ready before its given-up instances are started anew. */
+const NODE_SETTLE_MS = 20_000;
 
 const STARTING = new Set(['new', 'pending', 'assigned', 'accepted', 'preparing', 'ready', 'starting']);
 
@@ -21,6 +24,8 @@ const STARTING = new Set(['new', 'pending', 'assigned', 'accepted', 'preparing',
  */
 export class SwarmInstances implements InstanceRuntime {
   readonly kind = 'swarm' as const;
+  /** When each ready node was last seen coming back (0: ready when first seen), from watchNodes. */
+  private readonly readySince = new Map<string, number>();
   private readonly d: {
     engine: DockerEngine;
     config: ProvisionerConfig;
@@ -45,6 +50,25 @@ export class SwarmInstances implements InstanceRuntime {
   private async spec(id: string): Promise<{ version: number; spec: Spec } | undefined> {
     const info = await ignoreGone(this.d.engine.run('service inspect', (abortSignal) => this.service(id).inspect(o({ abortSignal }))));
     return info ? { version: info.Version.Index, spec: info.Spec as Spec } : undefined;
+  }
+
+  /**
+   * Read, change and write the service (false: it is missing). The swarm bumps a new service's version itself
+   * (its allocator), so a write that comes out of sequence is read and tried again. `change` returning false:
+   * nothing to write.
+   */
+  private async updateService(id: string, change: (s: Spec) => boolean | void): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.spec(id);
+      if (!current) return false;
+      if (change(current.spec) === false) return true;
+      try {
+        await this.d.engine.run('service update', () => this.service(id).update({ version: current.version, ...current.spec }));
+        return true;
+      } catch (err) {
+        if (attempt >= 5 || !/update out of sequence/.test(describe((err as { cause?: unknown }).cause ?? err))) throw err;
+      }
+    }
   }
 
   async create(row: InstanceRow, token: string): Promise<{ runtimeId: string; host: string }> {
@@ -102,13 +126,12 @@ export class SwarmInstances implements InstanceRuntime {
     const secret = (await engine.run('secret create', () =>
       engine.docker.createSecret({ Name: secretName, Data: Buffer.from(`${JSON.stringify(creds)}\n`).toString('base64'), Labels: { [LABEL_INSTANCE]: id, [LABEL_SCOPE]: this.d.scope } }),
     )) as { id?: string; ID?: string };
-    const current = await this.spec(id);
-    if (!current) throw Object.assign(new Error(`service ${serviceName(id)} is missing`), { statusCode: 404 });
-    const s = current.spec;
-    s.TaskTemplate.ContainerSpec!.Secrets = [{ SecretID: secret.id ?? secret.ID, SecretName: secretName, File: { Name: 'agenthost-credentials', UID: '10001', GID: '10001', Mode: 0o400 } }];
-    s.TaskTemplate.ForceUpdate = (s.TaskTemplate.ForceUpdate ?? 0) + 1;
-    s.Mode = { Replicated: { Replicas: 1 } };
-    await engine.run('service update', () => this.service(id).update({ version: current.version, ...s }));
+    const found = await this.updateService(id, (s) => {
+      s.TaskTemplate.ContainerSpec!.Secrets = [{ SecretID: secret.id ?? secret.ID, SecretName: secretName, File: { Name: 'agenthost-credentials', UID: '10001', GID: '10001', Mode: 0o400 } }];
+      s.TaskTemplate.ForceUpdate = (s.TaskTemplate.ForceUpdate ?? 0) + 1;
+      s.Mode = { Replicated: { Replicas: 1 } };
+    });
+    if (!found) throw Object.assign(new Error(`service ${serviceName(id)} is missing`), { statusCode: 404 });
     // The old credentials are dead (keyvault issued new ones); their secrets go once their tasks have.
     setTimeout(() => void this.dropSecrets(id, secretName), 30_000).unref();
   }
@@ -126,12 +149,11 @@ export class SwarmInstances implements InstanceRuntime {
 
   /** Replicas 0, and wait (up to the stop timeout and a margin) until its task has stopped. */
   async stop(id: string): Promise<void> {
-    const current = await this.spec(id);
-    if (!current) return;
-    if (current.spec.Mode?.Replicated?.Replicas !== 0) {
-      current.spec.Mode = { Replicated: { Replicas: 0 } };
-      await this.d.engine.run('service update', () => this.service(id).update({ version: current.version, ...current.spec }));
-    }
+    const found = await this.updateService(id, (s) => {
+      if (s.Mode?.Replicated?.Replicas === 0) return false;
+      s.Mode = { Replicated: { Replicas: 0 } };
+    });
+    if (!found) return;
     await this.waitNoTasks(id, (this.d.config.STOP_TIMEOUT_SECONDS + 15) * 1000);
   }
 
@@ -236,11 +258,18 @@ export class SwarmInstances implements InstanceRuntime {
   watchNodes(changed: () => void, everyMs = 2000): () => void {
     const { engine } = this.d;
     let last = '';
+    let first = true;
     const timer = setInterval(() => {
       if (!engine.available) return;
       void engine
         .run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })))
         .then((nodes) => {
+          for (const n of nodes) {
+            if (n.Status?.State !== 'ready') this.readySince.delete(n.ID!);
+            // Ready when first seen counts as settled; a return seen later counts from now.
+            else if (!this.readySince.has(n.ID!)) this.readySince.set(n.ID!, first ? 0 : Date.now());
+          }
+          first = false;
           const now = nodes.map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}`).sort().join(',');
           if (last && now !== last) changed();
           last = now;
@@ -249,6 +278,12 @@ export class SwarmInstances implements InstanceRuntime {
     }, everyMs);
     timer.unref();
     return () => clearInterval(timer);
+  }
+
+  async nodeSettled(row: Pick<InstanceRow, 'node_host'>): Promise<boolean> {
+    const node = row.node_host ? await nodeByAddr(this.d.engine, row.node_host) : undefined;
+    const since = node ? this.readySince.get(node) : undefined;
+    return since !== undefined && Date.now() - since >= NODE_SETTLE_MS;
   }
 
   probeHost(row: Pick<InstanceRow, 'node_host'>): string {
