@@ -51,6 +51,14 @@ export class AccountsDb {
     return null;
   }
 
+  /** Every live account as of `slot`, owned by `owner`. A full scan: devchain holds few accounts. */
+  *ownedBy(owner: string, slot: number): Generator<[string, Account]> {
+    for (const key of this.versions.keys()) {
+      const account = this.get(key, slot);
+      if (account !== null && account.owner === owner) yield [key, account];
+    }
+  }
+
   reader(slot = Number.POSITIVE_INFINITY): AccountReader {
     return (key) => this.get(key, slot);
   }

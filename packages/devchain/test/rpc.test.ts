@@ -67,7 +67,8 @@ describe('JSON-RPC envelope', () => {
       'getLatestBlockhash', 'isBlockhashValid', 'getBlockHeight', 'getSlot', 'getEpochInfo', 'getVersion', 'getHealth',
       'getGenesisHash', 'getMinimumBalanceForRentExemption', 'getBalance', 'getAccountInfo', 'getMultipleAccounts',
       'requestAirdrop', 'sendTransaction', 'simulateTransaction', 'getSignatureStatuses', 'getTransaction',
-      'getSignaturesForAddress', 'getFeeForMessage', 'getRecentPrioritizationFees', 'devchain_advanceClock',
+      'getSignaturesForAddress', 'getFeeForMessage', 'getRecentPrioritizationFees', 'getProgramAccounts', 'getBlock',
+      'getBlockTime', 'getBlocks', 'getBlocksWithLimit', 'getEpochSchedule', 'getTransactionCount', 'devchain_advanceClock',
       'devchain_getClock', 'devchain_getConfig',
     ];
     const random = (n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(Math.random() * 256))).toString('base64');
