@@ -69,6 +69,7 @@ export const RpcCode = {
   SendTransactionPreflightFailure: -32002,
   TransactionSignatureVerificationFailure: -32003,
   BlockNotAvailable: -32004,
+  NoSnapshot: -32008,
   TransactionVersionNotSupported: -32015,
   MinContextSlotNotReached: -32016,
 } as const;

@@ -5,34 +5,16 @@
 import { PERIOD_SECONDS } from '@agenthost/subscription-program';
 import type { Chain } from './chain.ts';
 import { FAUCET } from './chain.ts';
-import { parsePubkey } from './encoding.ts';
 import { invalidParams } from './errors.ts';
 import { accountMethods } from './methods/accounts.ts';
 import { blockMethods } from './methods/blocks.ts';
-import { SOLANA_CORE_VERSION, cfgAt, list, slotFor } from './methods/params.ts';
+import { clusterMethods } from './methods/cluster.ts';
+import { tokenMethods } from './methods/tokens.ts';
 import { transactionMethods } from './methods/transactions.ts';
 import type { Methods } from './rpc.ts';
 import { LAMPORTS_PER_SIGNATURE } from './runtime.ts';
 
 export { SOLANA_CORE_VERSION } from './methods/params.ts';
-
-function clusterMethods(chain: Chain): Methods {
-  return {
-    getHealth: () => 'ok',
-    getVersion: () => ({ 'feature-set': 1725507508, 'solana-core': SOLANA_CORE_VERSION }),
-    getGenesisHash: () => chain.genesisHash,
-    getIdentity: () => ({ identity: FAUCET.publicKey.toBase58() }),
-    getTransactionCount: (p) => (slotFor(chain.clock, cfgAt(list(p), 0)), chain.ledger.transactionCount),
-    getRecentPrioritizationFees: (p) => {
-      const ps = list(p);
-      if (ps[0] !== undefined && ps[0] !== null) {
-        if (!Array.isArray(ps[0])) throw invalidParams('addresses must be an array');
-        ps[0].forEach((a) => parsePubkey(a, 'address'));
-      }
-      return [];
-    },
-  };
-}
 
 function devMethods(chain: Chain): Methods {
   const clock = chain.clock;
@@ -53,6 +35,7 @@ export function createMethods(chain: Chain): Methods {
     ...blockMethods(chain),
     ...accountMethods(chain),
     ...transactionMethods(chain),
+    ...tokenMethods(chain),
     ...(chain.config.devMethods ? devMethods(chain) : {}),
   };
 }
