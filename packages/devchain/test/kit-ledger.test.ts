@@ -77,6 +77,11 @@ describe('blocks and time', () => {
     expect(block?.previousBlockhash).toBe(parent?.blockhash);
     const signatures = await k.rpc.getBlock(slot, { commitment: 'confirmed', transactionDetails: 'signatures', rewards: false }).send();
     expect(signatures?.signatures).toContain(v0);
+    const accounts = await k.rpc.getBlock(slot, { maxSupportedTransactionVersion: 0, commitment: 'confirmed', transactionDetails: 'accounts', rewards: true }).send();
+    const entry = accounts?.transactions.find((t) => t.transaction.signatures[0] === v0);
+    expect(entry?.transaction.accountKeys[0]).toEqual({ pubkey: payer.address, signer: true, source: 'transaction', writable: true });
+    expect(entry?.meta?.fee).toBe(5000n);
+    expect(accounts?.rewards).toEqual([]);
   });
 
   it('keeps block times in order and close to the chain clock', async () => {
