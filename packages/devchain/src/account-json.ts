@@ -1,6 +1,6 @@
 /** Accounts as agave's RPC renders them (UiAccount), in each of its data encodings. */
 import { zstdCompressSync } from 'node:zlib';
-import { BPF_UPGRADEABLE_LOADER_ID } from './accounts.ts';
+import { BPF_UPGRADEABLE_LOADER_ID, SYSTEM_PROGRAM_ID } from './accounts.ts';
 import type { Account } from './accounts.ts';
 import { b58encode, toBase64 } from './encoding.ts';
 import { invalidParams } from './errors.ts';
@@ -77,4 +77,10 @@ export function accountJson(account: Account | null, encoding: AccountEncoding, 
     rentEpoch: RENT_EPOCH,
     space: BigInt(account.data.length),
   };
+}
+
+/** What agave notifies for an account that was closed: the default account (empty, system-owned, rentEpoch 0). */
+export function closedAccountJson(encoding: AccountEncoding): Record<string, unknown> {
+  const empty: Account = { lamports: 0n, data: new Uint8Array(), owner: SYSTEM_PROGRAM_ID, executable: false };
+  return { data: encodeData(empty, encoding, undefined), executable: false, lamports: 0n, owner: SYSTEM_PROGRAM_ID, rentEpoch: 0n, space: 0n };
 }

@@ -5,8 +5,7 @@
  * when the slot holding it reaches that commitment, as on a real node.
  */
 import type { WebSocket } from 'ws';
-import { accountJson } from './account-json.ts';
-import { SYSTEM_PROGRAM_ID } from './accounts.ts';
+import { accountJson, closedAccountJson } from './account-json.ts';
 import type { Chain } from './chain.ts';
 import type { TransactionRecord } from './ledger.ts';
 import { matchesAll } from './filters.ts';
@@ -81,9 +80,7 @@ export class PubSub {
     const now = this.chain.accounts.get(s.key, slot);
     if (now === s.last) return;
     s.last = now;
-    // A closed account is reported as an empty system account with 0 lamports, as agave does.
-    const value = accountJson(now ?? { lamports: 1n, data: new Uint8Array(), owner: SYSTEM_PROGRAM_ID, executable: false }, s.encoding);
-    if (now === null && value) value.lamports = 0n;
+    const value = now === null ? closedAccountJson(s.encoding) : accountJson(now, s.encoding);
     send(s.ws, 'accountNotification', id, { context: context(slot), value });
   }
 

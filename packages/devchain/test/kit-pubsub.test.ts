@@ -3,7 +3,7 @@ import type { Address, Base58EncodedBytes, KeyPairSigner } from '@solana/kit';
 import { findSubscriptionAddress, subscribeInstruction } from '@agenthost/subscription-program';
 import { PublicKey } from '@solana/web3.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fromWeb3, listen, memoInstruction, startKitChain, subscriptionCodec } from './kit.ts';
+import { fromWeb3, listen, memoInstruction, startKitChain, subscriptionCodec, transferInstruction } from './kit.ts';
 import type { KitChain } from './kit.ts';
 
 let k: KitChain;
@@ -65,6 +65,18 @@ describe('programSubscribe', () => {
     const note = await notes.first((n) => n.value.pubkey === pdaOf(carol));
     expect(typeof note.value.account.data).toBe('string');
     expect(subscriptionCodec.decode(getBase58Encoder().encode(note.value.account.data)).tier).toBe(0);
+  });
+});
+
+describe('accountSubscribe', () => {
+  it('reports a closed account as the default account: 0 lamports, system-owned, no data', async () => {
+    const [gone, heir] = await Promise.all([k.funded(1n), k.funded(1n)]);
+    const stream = await k.subscriptions.accountNotifications(gone.address, { encoding: 'base64', commitment: 'confirmed' }).subscribe({ abortSignal: signal() });
+    const notes = listen(stream);
+    await k.send(gone, [transferInstruction(gone.address, heir.address, 1_000_000_000n - 5000n)]);
+    const note = await notes.first();
+    expect(note.value).toMatchObject({ lamports: 0n, owner: '11111111111111111111111111111111', space: 0n, executable: false, data: ['', 'base64'] });
+    expect((note.value as { rentEpoch?: bigint }).rentEpoch).toBe(0n);
   });
 });
 
