@@ -6,7 +6,7 @@ import { b58encode, toBase64 } from './encoding.ts';
 import { invalidParams } from './errors.ts';
 
 /** rentEpoch of rent-exempt accounts: u64::MAX, kept as bigint so it is written exactly. */
-export const RENT_EPOCH = 18446744073709551615n;
+const RENT_EPOCH = 18446744073709551615n;
 
 /** Above this many bytes agave refuses base58 (it is slow and large). */
 const MAX_BASE58_BYTES = 128;

@@ -20,7 +20,7 @@ export type ProgramSub = {
   commitment: Commitment;
   encoding: AccountEncoding;
   filters: AccountFilter[];
-  /** The account version last looked at, per key, so each write is notified once. */
+  /** The version of each of the program's accounts last looked at, so a change is notified once. */
   seen: Map<string, Account>;
   /** The first slot whose transactions this sub has not looked at yet. */
   nextSlot: number;

@@ -10,14 +10,12 @@ import type { Chain } from './chain.ts';
 import type { TransactionRecord } from './ledger.ts';
 import { matchesAll } from './filters.ts';
 import { stringifyJson } from './json.ts';
-import { SOLANA_CORE_VERSION } from './methods/params.ts';
+import { rpcContext } from './methods/params.ts';
 import { subscribeMethods } from './pubsub-params.ts';
 import { handleBody } from './rpc.ts';
 import type { Methods } from './rpc.ts';
 import { isWritable } from './transaction.ts';
 import type { AccountSub, LogsSub, ProgramSub, Sub } from './pubsub-params.ts';
-
-const context = (slot: number) => ({ apiVersion: SOLANA_CORE_VERSION, slot });
 
 function send(ws: WebSocket, method: string, subscription: number, result: unknown): void {
   if (ws.readyState === ws.OPEN) ws.send(stringifyJson({ jsonrpc: '2.0', method, params: { result, subscription } }));
@@ -72,7 +70,7 @@ export class PubSub {
     const r = this.chain.ledger.get(s.signature);
     if (!r || this.chain.clock.commitmentSlot(s.commitment) < r.slot) return;
     this.subs.delete(id);
-    send(s.ws, 'signatureNotification', id, { context: context(r.slot), value: { err: r.err } });
+    send(s.ws, 'signatureNotification', id, { context: rpcContext(r.slot), value: { err: r.err } });
   }
 
   private checkAccount(id: number, s: AccountSub): void {
@@ -81,7 +79,7 @@ export class PubSub {
     if (now === s.last) return;
     s.last = now;
     const value = now === null ? closedAccountJson(s.encoding) : accountJson(now, s.encoding);
-    send(s.ws, 'accountNotification', id, { context: context(slot), value });
+    send(s.ws, 'accountNotification', id, { context: rpcContext(slot), value });
   }
 
   /** Notifies the program's accounts among `keys` whose state at the sub's commitment changed. */
@@ -89,16 +87,16 @@ export class PubSub {
     const slot = this.chain.clock.commitmentSlot(s.commitment);
     for (const key of keys) {
       const account = this.chain.accounts.get(key, slot);
-      if (account === null || s.seen.get(key) === account) continue;
+      if (account === null || account.owner !== s.programId || s.seen.get(key) === account) continue;
       s.seen.set(key, account);
-      if (account.owner !== s.programId || !matchesAll(account, s.filters)) continue;
-      send(s.ws, 'programNotification', id, { context: context(slot), value: { account: accountJson(account, s.encoding), pubkey: key } });
+      if (!matchesAll(account, s.filters)) continue;
+      send(s.ws, 'programNotification', id, { context: rpcContext(slot), value: { account: accountJson(account, s.encoding), pubkey: key } });
     }
   }
 
   private checkLogs(id: number, s: LogsSub, r: TransactionRecord): void {
     if (s.mentions !== null && !r.tx.accountKeys.includes(s.mentions)) return;
-    send(s.ws, 'logsNotification', id, { context: context(r.slot), value: { err: r.err, logs: r.logs, signature: r.signature } });
+    send(s.ws, 'logsNotification', id, { context: rpcContext(r.slot), value: { err: r.err, logs: r.logs, signature: r.signature } });
   }
 
   /** The transactions that reached the sub's commitment since it last looked. */
@@ -114,7 +112,7 @@ export class PubSub {
       if (s.kind === 'signature' && s.signature === r.signature) {
         if (s.received) {
           s.received = false;
-          send(s.ws, 'signatureNotification', id, { context: context(r.slot), value: 'receivedSignature' });
+          send(s.ws, 'signatureNotification', id, { context: rpcContext(r.slot), value: 'receivedSignature' });
         }
         this.checkSignature(id);
       } else if (s.kind === 'account' && s.commitment === 'processed') this.checkAccount(id, s);
