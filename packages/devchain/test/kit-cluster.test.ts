@@ -66,6 +66,15 @@ describe('what an admin tool asks about the cluster', () => {
     expect(before.total - after.total).toBe(5000n);
   });
 
+  it('ranks the largest accounts with the faucet first, and has no non-circulating ones', async () => {
+    const largest = (await k.rpc.getLargestAccounts({ commitment: 'confirmed' }).send()).value;
+    expect(largest[0]?.address).toBe(FAUCET.publicKey.toBase58());
+    expect(largest.map((a) => a.address)).toContain(wallet.address);
+    const lamports = largest.map((a) => a.lamports);
+    expect(lamports).toEqual([...lamports].sort((a, b) => (a === b ? 0 : a > b ? -1 : 1)));
+    expect((await k.rpc.getLargestAccounts({ filter: 'nonCirculating' }).send()).value).toEqual([]);
+  });
+
   it('says it has no snapshot with -32008', async () => {
     await expect(k.rpc.getHighestSnapshotSlot().send()).rejects.toSatisfy(isError(SOLANA_ERROR__JSON_RPC__SERVER_ERROR_NO_SNAPSHOT));
   });

@@ -69,7 +69,7 @@ describe('JSON-RPC envelope', () => {
       'requestAirdrop', 'sendTransaction', 'simulateTransaction', 'getSignatureStatuses', 'getTransaction',
       'getSignaturesForAddress', 'getFeeForMessage', 'getRecentPrioritizationFees', 'getProgramAccounts', 'getBlock',
       'getBlockTime', 'getBlocks', 'getBlocksWithLimit', 'getEpochSchedule', 'getTransactionCount', 'getSupply',
-      'getSlotLeaders', 'getTokenAccountsByOwner', 'getTokenAccountBalance', 'getTokenSupply', 'devchain_advanceClock',
+      'getSlotLeaders', 'getLargestAccounts', 'getTokenAccountsByOwner', 'getTokenAccountBalance', 'getTokenSupply', 'devchain_advanceClock',
       'devchain_getClock', 'devchain_getConfig',
     ];
     const random = (n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(Math.random() * 256))).toString('base64');

@@ -13,6 +13,8 @@ import { SOLANA_CORE_VERSION } from './params.ts';
 
 /** agave's MAX_GET_SLOT_LEADERS */
 const MAX_SLOT_LEADERS = 5000;
+/** getLargestAccounts answers the top 20, as agave */
+const LARGEST_ACCOUNTS = 20;
 
 export function clusterMethods(chain: Chain): Methods {
   const { clock, ledger, accounts } = chain;
@@ -45,6 +47,19 @@ export function clusterMethods(chain: Chain): Methods {
       throw new RpcError(RpcCode.NoSnapshot, 'No snapshot');
     },
     getVoteAccounts: (p) => (slotFor(clock, cfgAt(list(p), 0)), { current: [], delinquent: [] }),
+    getLargestAccounts: (p) => {
+      const cfg = cfgAt(list(p), 0);
+      if (cfg.filter !== undefined && cfg.filter !== null && cfg.filter !== 'circulating' && cfg.filter !== 'nonCirculating') {
+        throw invalidParams('filter must be "circulating" or "nonCirculating"');
+      }
+      const slot = slotFor(clock, cfg);
+      if (cfg.filter === 'nonCirculating') return { context: rpcContext(slot), value: [] };
+      const top = [...accounts.live(slot)]
+        .sort(([, a], [, b]) => (a.lamports === b.lamports ? 0 : a.lamports > b.lamports ? -1 : 1))
+        .slice(0, LARGEST_ACCOUNTS)
+        .map(([address, account]) => ({ address, lamports: account.lamports }));
+      return { context: rpcContext(slot), value: top };
+    },
     getSupply: (p) => {
       const cfg = cfgAt(list(p), 0);
       bool(cfg.excludeNonCirculatingAccountsList, 'excludeNonCirculatingAccountsList', false);
