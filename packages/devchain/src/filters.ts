@@ -6,6 +6,8 @@ import { invalidParams } from './errors.ts';
 const MAX_FILTERS = 4;
 /** agave refuses memcmp patterns longer than this (decoded). */
 const MAX_MEMCMP_BYTES = 128;
+/** The longest base58 text 128 bytes can need: agave checks this before decoding anything. */
+const MAX_MEMCMP_BASE58_CHARS = 175;
 
 export type AccountFilter = { dataSize: number } | { memcmp: { offset: number; bytes: Uint8Array } } | { tokenAccountState: true };
 
@@ -19,8 +21,7 @@ function memcmpBytes(m: Record<string, unknown>): Uint8Array {
   if (typeof bytes !== 'string') throw invalidParams('memcmp.bytes must be a string');
   let out: Uint8Array | null;
   if (encoding === undefined || encoding === null || encoding === 'base58') {
-    // agave bounds the encoded length first so that a huge string is never decoded
-    if (bytes.length > 175) throw invalidParams(`Encoded binary (base 58) data should be less than ${MAX_MEMCMP_BYTES + 1} bytes`);
+    if (bytes.length > MAX_MEMCMP_BASE58_CHARS) throw invalidParams(`Encoded binary (base 58) data should be less than ${MAX_MEMCMP_BYTES + 1} bytes`);
     out = b58decode(bytes);
   } else if (encoding === 'base64') {
     out = /^[A-Za-z0-9+/]*={0,2}$/.test(bytes) && bytes.length % 4 === 0 ? new Uint8Array(Buffer.from(bytes, 'base64')) : null;
