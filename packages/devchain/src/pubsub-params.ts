@@ -8,6 +8,7 @@ import type { Commitment } from './clock.ts';
 import { parsePubkey, parseSignature } from './encoding.ts';
 import { invalidParams } from './errors.ts';
 import { parseFilters } from './filters.ts';
+import { stringifyJson } from './json.ts';
 import type { AccountFilter } from './filters.ts';
 import type { Methods, Params } from './rpc.ts';
 
@@ -48,7 +49,7 @@ function config(v: unknown): Config {
 
 function commitmentOf(cfg: Config): Commitment {
   const c = cfg.commitment ?? 'finalized';
-  if (typeof c !== 'string' || !COMMITMENTS.has(c)) throw invalidParams(`unknown commitment ${JSON.stringify(c)}`);
+  if (typeof c !== 'string' || !COMMITMENTS.has(c)) throw invalidParams(`unknown commitment ${stringifyJson(c)}`);
   return c as Commitment;
 }
 

@@ -2,6 +2,7 @@
 import type { Commitment, SlotClock } from '../clock.ts';
 import { b58decode, parseSignature } from '../encoding.ts';
 import { RpcCode, RpcError, invalidParams } from '../errors.ts';
+import { stringifyJson } from '../json.ts';
 import type { DataSlice } from '../account-json.ts';
 import type { Params } from '../rpc.ts';
 
@@ -39,7 +40,7 @@ export function commitmentOf(cfg: Config, fallback: Commitment = 'finalized'): C
   const v = cfg.commitment;
   if (v === undefined || v === null) return fallback;
   const c = typeof v === 'string' ? COMMITMENTS[v] : undefined;
-  if (!c) throw invalidParams(`unknown commitment ${JSON.stringify(v)}`);
+  if (!c) throw invalidParams(`unknown commitment ${stringifyJson(v)}`);
   return c;
 }
 
@@ -100,5 +101,5 @@ export function decodeWire(v: unknown, encoding: unknown): Uint8Array {
     if (bytes === null) throw invalidParams('invalid base58 encoding');
     return bytes;
   }
-  throw invalidParams(`unsupported encoding ${JSON.stringify(enc)} (base58 or base64)`);
+  throw invalidParams(`unsupported encoding ${stringifyJson(enc)} (base58 or base64)`);
 }
