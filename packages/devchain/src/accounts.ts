@@ -51,6 +51,18 @@ export class AccountsDb {
     return null;
   }
 
+  /** Every live account as of `slot`. A full scan: devchain holds few accounts. */
+  *live(slot: number): Generator<[string, Account]> {
+    for (const key of this.versions.keys()) {
+      const account = this.get(key, slot);
+      if (account !== null) yield [key, account];
+    }
+  }
+
+  *ownedBy(owner: string, slot: number): Generator<[string, Account]> {
+    for (const entry of this.live(slot)) if (entry[1].owner === owner) yield entry;
+  }
+
   reader(slot = Number.POSITIVE_INFINITY): AccountReader {
     return (key) => this.get(key, slot);
   }

@@ -131,7 +131,6 @@ export class Chain {
     const record: TransactionRecord = {
       signature,
       slot,
-      blockTime: this.clock.now(),
       tx,
       err: result.err,
       fee: result.fee,
@@ -166,11 +165,11 @@ export class Chain {
   }
 
   /** requestAirdrop: a real, signed System transfer from the faucet. */
-  airdrop(to: string, lamports: number): string {
+  airdrop(to: string, lamports: bigint): string {
     const build = (nonce: number | null): Uint8Array => {
       const { blockhash, lastValidBlockHeight } = this.clock.latestBlockhash('processed');
       const t = new Transaction({ feePayer: FAUCET.publicKey, blockhash, lastValidBlockHeight });
-      t.add(SystemProgram.transfer({ fromPubkey: FAUCET.publicKey, toPubkey: new PublicKey(to), lamports: BigInt(lamports) }));
+      t.add(SystemProgram.transfer({ fromPubkey: FAUCET.publicKey, toPubkey: new PublicKey(to), lamports }));
       // Identical airdrops in one slot would be identical transactions: make them unique.
       if (nonce !== null) t.add(new TransactionInstruction({ programId: new PublicKey(MEMO_PROGRAM_ID), keys: [], data: Buffer.from(`airdrop ${nonce}`) }));
       t.sign(FAUCET);

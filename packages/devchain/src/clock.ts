@@ -1,12 +1,14 @@
 /**
  * Slots, blockhashes, commitment levels and the chain clock.
  *
- * A slot ticks every `slotMs`; every slot is a block (block height = slot) with a fresh
- * random blockhash. A transaction lands in the current slot (processed), is confirmed once
- * one more slot has passed and finalized `finalizeSlots` slots after that.
+ * A slot ticks every `slotMs`; every slot is a block (block height = slot) whose blockhash
+ * is sha256(per-chain random seed, slot), so getBlock can name any slot's hash without
+ * keeping it. A transaction lands in the current slot (processed), is confirmed once one
+ * more slot has passed and finalized `finalizeSlots` slots after that.
  * The chain clock is real time plus an offset that only ever grows (devchain_advanceClock).
+ * A block's time is the chain time when its slot ended (the open slot's is "now").
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { b58encode } from './encoding.ts';
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized';
@@ -24,6 +26,14 @@ export class SlotClock {
   private readonly slotByHash = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private readonly listeners: Array<(slot: number) => void> = [];
+  /** Blockhashes derive from this, so any slot's hash can be given back without keeping it. */
+  private readonly hashSeed = randomBytes(32);
+  /**
+   * Block times as runs: slot runStarts[i] and the slots after it (up to the next run) share
+   * runTimes[i]. Times change once a second, so this grows by ~1 entry a second, not per slot.
+   */
+  private readonly runStarts: number[] = [];
+  private readonly runTimes: number[] = [];
 
   constructor(slotMs: number, finalizeSlots: number) {
     this.slotMs = slotMs;
@@ -31,6 +41,7 @@ export class SlotClock {
     // Start with slot 0 (genesis) already finalized.
     this.current = finalizeSlots + 1;
     for (let s = 0; s <= this.current; s++) this.addHash(s);
+    this.stampBlockTime(0);
   }
 
   start(): void {
@@ -50,6 +61,7 @@ export class SlotClock {
 
   /** Advances one slot (the timer calls this; tests may too). */
   tick(): void {
+    this.stampBlockTime(this.current);
     this.current++;
     this.addHash(this.current);
     const old = this.current - BLOCKHASH_QUEUE;
@@ -61,8 +73,37 @@ export class SlotClock {
     for (const fn of this.listeners) fn(this.current);
   }
 
+  private stampBlockTime(slot: number): void {
+    const time = this.now();
+    if (this.runTimes[this.runTimes.length - 1] !== time) {
+      this.runStarts.push(slot);
+      this.runTimes.push(time);
+    }
+  }
+
+  /** Unix seconds of a block: for the open slot the current chain time; null for future slots. */
+  blockTime(slot: number): number | null {
+    if (slot > this.current || slot < 0) return null;
+    if (slot === this.current) return this.now();
+    let lo = 0;
+    let hi = this.runStarts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if ((this.runStarts[mid] as number) <= slot) lo = mid;
+      else hi = mid - 1;
+    }
+    return this.runTimes[lo] as number;
+  }
+
+  /** The blockhash of any slot up to the current one. */
+  blockhashOf(slot: number): string {
+    const slotBytes = Buffer.alloc(8);
+    slotBytes.writeBigUInt64LE(BigInt(slot));
+    return b58encode(createHash('sha256').update(this.hashSeed).update(slotBytes).digest());
+  }
+
   private addHash(slot: number): void {
-    const hash = b58encode(randomBytes(32));
+    const hash = this.blockhashOf(slot);
     this.hashBySlot.set(slot, hash);
     this.slotByHash.set(hash, slot);
   }

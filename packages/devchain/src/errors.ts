@@ -56,7 +56,10 @@ export function transactionErrorMessage(e: TransactionError): string {
   return JSON.stringify(e);
 }
 
-/** JSON-RPC error codes used by agave's RPC. */
+/**
+ * The JSON-RPC error codes devchain answers, with agave's numbers. Codes for slots that are
+ * skipped or pruned (-32001, -32007, -32009) never arise: every devchain slot is a kept block.
+ */
 export const RpcCode = {
   ParseError: -32700,
   InvalidRequest: -32600,
@@ -65,6 +68,8 @@ export const RpcCode = {
   InternalError: -32603,
   SendTransactionPreflightFailure: -32002,
   TransactionSignatureVerificationFailure: -32003,
+  BlockNotAvailable: -32004,
+  NoSnapshot: -32008,
   TransactionVersionNotSupported: -32015,
   MinContextSlotNotReached: -32016,
 } as const;

@@ -5,8 +5,8 @@ import type { DecodedTransaction } from './transaction.ts';
 
 export interface TransactionRecord {
   signature: string;
+  /** The block it landed in; its blockTime is the clock's time of that slot. */
   slot: number;
-  blockTime: number;
   tx: DecodedTransaction;
   err: TransactionError | null;
   fee: bigint;
@@ -22,11 +22,15 @@ export interface TransactionRecord {
 export class Ledger {
   private readonly bySignature = new Map<string, TransactionRecord>();
   private readonly byAddress = new Map<string, TransactionRecord[]>();
+  private readonly bySlot = new Map<number, TransactionRecord[]>();
   private count = 0;
 
   add(record: TransactionRecord): void {
     this.bySignature.set(record.signature, record);
     this.count++;
+    const block = this.bySlot.get(record.slot);
+    if (block) block.push(record);
+    else this.bySlot.set(record.slot, [record]);
     for (const key of record.tx.accountKeys) {
       let list = this.byAddress.get(key);
       if (!list) this.byAddress.set(key, (list = []));
@@ -36,6 +40,11 @@ export class Ledger {
 
   get(signature: string): TransactionRecord | undefined {
     return this.bySignature.get(signature);
+  }
+
+  /** The transactions of one block, in the order they landed. */
+  inSlot(slot: number): readonly TransactionRecord[] {
+    return this.bySlot.get(slot) ?? [];
   }
 
   has(signature: string): boolean {

@@ -1,37 +1,27 @@
 /**
- * Solana PubSub over WebSocket: signatureSubscribe, accountSubscribe, slotSubscribe and
- * their unsubscribes — what @solana/web3.js v1 uses for confirmTransaction and onAccountChange.
+ * Solana PubSub over WebSocket: signature, account, program, logs and slot subscriptions and
+ * their unsubscribes — what @solana/web3.js v1 and @solana/kit's rpc-subscriptions use.
+ * Notifications at `processed` go out as each transaction lands; at `confirmed`/`finalized`
+ * when the slot holding it reaches that commitment, as on a real node.
  */
 import type { WebSocket } from 'ws';
-import { SYSTEM_PROGRAM_ID } from './accounts.ts';
-import type { Account } from './accounts.ts';
+import { accountJson, closedAccountJson } from './account-json.ts';
 import type { Chain } from './chain.ts';
-import type { Commitment } from './clock.ts';
-import { parsePubkey, parseSignature } from './encoding.ts';
-import { invalidParams } from './errors.ts';
-import { accountJson, parseAccountEncoding } from './format.ts';
-import type { AccountEncoding } from './format.ts';
 import type { TransactionRecord } from './ledger.ts';
-import { SOLANA_CORE_VERSION } from './methods.ts';
+import { matchesAll } from './filters.ts';
+import { stringifyJson } from './json.ts';
+import { rpcContext } from './methods/params.ts';
+import { subscribeMethods } from './pubsub-params.ts';
 import { handleBody } from './rpc.ts';
-import type { Methods, Params } from './rpc.ts';
-
-type Sub =
-  | { kind: 'signature'; ws: WebSocket; signature: string; commitment: Commitment; received: boolean }
-  | { kind: 'account'; ws: WebSocket; key: string; commitment: Commitment; encoding: AccountEncoding; last: Account | null }
-  | { kind: 'slot'; ws: WebSocket };
-
-const COMMITMENTS = new Set(['processed', 'confirmed', 'finalized']);
-
-function commitmentOf(cfg: unknown): Commitment {
-  const c = (cfg as { commitment?: unknown } | undefined)?.commitment ?? 'finalized';
-  if (typeof c !== 'string' || !COMMITMENTS.has(c)) throw invalidParams(`unknown commitment ${JSON.stringify(c)}`);
-  return c as Commitment;
-}
+import type { Methods } from './rpc.ts';
+import { isWritable } from './transaction.ts';
+import type { AccountSub, LogsSub, ProgramSub, Sub } from './pubsub-params.ts';
 
 function send(ws: WebSocket, method: string, subscription: number, result: unknown): void {
-  if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ jsonrpc: '2.0', method, params: { result, subscription } }));
+  if (ws.readyState === ws.OPEN) ws.send(stringifyJson({ jsonrpc: '2.0', method, params: { result, subscription } }));
 }
+
+const writableKeys = (r: TransactionRecord): string[] => r.tx.accountKeys.filter((_k, i) => isWritable(r.tx, i));
 
 export class PubSub {
   private readonly chain: Chain;
@@ -57,46 +47,21 @@ export class PubSub {
   }
 
   private methodsFor(ws: WebSocket): Methods {
-    const args = (p: Params): unknown[] => {
-      if (!Array.isArray(p)) throw invalidParams('expected an array of parameters');
-      return p;
-    };
-    const unsubscribe = (kind: Sub['kind']) => (p: Params) => {
-      const id = args(p)[0];
-      const s = typeof id === 'number' ? this.subs.get(id) : undefined;
-      if (!s || s.kind !== kind || s.ws !== ws) throw invalidParams('Invalid subscription id.');
-      this.subs.delete(id as number);
-      return true;
-    };
-    return {
-      signatureSubscribe: (p) => {
-        const a = args(p);
-        const signature = parseSignature(a[0]);
-        const cfg = a[1] as { enableReceivedNotification?: unknown } | undefined;
-        const id = this.add({ kind: 'signature', ws, signature, commitment: commitmentOf(cfg), received: cfg?.enableReceivedNotification === true });
+    return subscribeMethods(this.chain, ws, {
+      add: (s) => {
+        const id = this.nextId++;
+        this.subs.set(id, s);
         // A signature that already reached the commitment is notified right after the reply.
-        setImmediate(() => this.checkSignature(id));
+        if (s.kind === 'signature') setImmediate(() => this.checkSignature(id));
         return id;
       },
-      signatureUnsubscribe: unsubscribe('signature'),
-      accountSubscribe: (p) => {
-        const a = args(p);
-        const key = parsePubkey(a[0]);
-        const commitment = commitmentOf(a[1]);
-        const encoding = parseAccountEncoding((a[1] as { encoding?: unknown } | undefined)?.encoding, 'base58');
-        const last = this.chain.accounts.get(key, this.chain.clock.commitmentSlot(commitment));
-        return this.add({ kind: 'account', ws, key, commitment, encoding, last });
+      remove: (id, kind) => {
+        const s = this.subs.get(id);
+        if (!s || s.kind !== kind || s.ws !== ws) return false;
+        this.subs.delete(id);
+        return true;
       },
-      accountUnsubscribe: unsubscribe('account'),
-      slotSubscribe: () => this.add({ kind: 'slot', ws }),
-      slotUnsubscribe: unsubscribe('slot'),
-    };
-  }
-
-  private add(s: Sub): number {
-    const id = this.nextId++;
-    this.subs.set(id, s);
-    return id;
+    });
   }
 
   private checkSignature(id: number): void {
@@ -105,17 +70,41 @@ export class PubSub {
     const r = this.chain.ledger.get(s.signature);
     if (!r || this.chain.clock.commitmentSlot(s.commitment) < r.slot) return;
     this.subs.delete(id);
-    send(s.ws, 'signatureNotification', id, { context: { apiVersion: SOLANA_CORE_VERSION, slot: r.slot }, value: { err: r.err } });
+    send(s.ws, 'signatureNotification', id, { context: rpcContext(r.slot), value: { err: r.err } });
   }
 
-  private checkAccount(id: number, s: Extract<Sub, { kind: 'account' }>): void {
+  private checkAccount(id: number, s: AccountSub): void {
     const slot = this.chain.clock.commitmentSlot(s.commitment);
     const now = this.chain.accounts.get(s.key, slot);
     if (now === s.last) return;
     s.last = now;
-    const value = accountJson(now, s.encoding) ?? accountJson({ lamports: 1n, data: new Uint8Array(), owner: SYSTEM_PROGRAM_ID, executable: false }, s.encoding);
-    if (now === null && value) value.lamports = 0;
-    send(s.ws, 'accountNotification', id, { context: { apiVersion: SOLANA_CORE_VERSION, slot }, value });
+    const value = now === null ? closedAccountJson(s.encoding) : accountJson(now, s.encoding);
+    send(s.ws, 'accountNotification', id, { context: rpcContext(slot), value });
+  }
+
+  /** Notifies the program's accounts among `keys` whose state at the sub's commitment changed. */
+  private checkProgram(id: number, s: ProgramSub, keys: Iterable<string>): void {
+    const slot = this.chain.clock.commitmentSlot(s.commitment);
+    for (const key of keys) {
+      const account = this.chain.accounts.get(key, slot);
+      if (account === null || account.owner !== s.programId || s.seen.get(key) === account) continue;
+      s.seen.set(key, account);
+      if (!matchesAll(account, s.filters)) continue;
+      send(s.ws, 'programNotification', id, { context: rpcContext(slot), value: { account: accountJson(account, s.encoding), pubkey: key } });
+    }
+  }
+
+  private checkLogs(id: number, s: LogsSub, r: TransactionRecord): void {
+    if (s.mentions !== null && !r.tx.accountKeys.includes(s.mentions)) return;
+    send(s.ws, 'logsNotification', id, { context: rpcContext(r.slot), value: { err: r.err, logs: r.logs, signature: r.signature } });
+  }
+
+  /** The transactions that reached the sub's commitment since it last looked. */
+  private newlyCommitted(s: ProgramSub | LogsSub): TransactionRecord[] {
+    const upTo = this.chain.clock.commitmentSlot(s.commitment);
+    const out: TransactionRecord[] = [];
+    for (; s.nextSlot <= upTo; s.nextSlot++) out.push(...this.chain.ledger.inSlot(s.nextSlot));
+    return out;
   }
 
   private onTransaction(r: TransactionRecord): void {
@@ -123,10 +112,12 @@ export class PubSub {
       if (s.kind === 'signature' && s.signature === r.signature) {
         if (s.received) {
           s.received = false;
-          send(s.ws, 'signatureNotification', id, { context: { apiVersion: SOLANA_CORE_VERSION, slot: r.slot }, value: 'receivedSignature' });
+          send(s.ws, 'signatureNotification', id, { context: rpcContext(r.slot), value: 'receivedSignature' });
         }
         this.checkSignature(id);
       } else if (s.kind === 'account' && s.commitment === 'processed') this.checkAccount(id, s);
+      else if (s.kind === 'program' && s.commitment === 'processed') this.checkProgram(id, s, writableKeys(r));
+      else if (s.kind === 'logs' && s.commitment === 'processed') this.checkLogs(id, s, r);
     }
   }
 
@@ -135,7 +126,9 @@ export class PubSub {
     for (const [id, s] of this.subs) {
       if (s.kind === 'signature') this.checkSignature(id);
       else if (s.kind === 'account') this.checkAccount(id, s);
-      else send(s.ws, 'slotNotification', id, { parent: slot - 1, root, slot });
+      else if (s.kind === 'program' && s.commitment !== 'processed') this.checkProgram(id, s, new Set(this.newlyCommitted(s).flatMap(writableKeys)));
+      else if (s.kind === 'logs' && s.commitment !== 'processed') this.newlyCommitted(s).forEach((r) => this.checkLogs(id, s, r));
+      else if (s.kind === 'slot') send(s.ws, 'slotNotification', id, { parent: slot - 1, root, slot });
     }
   }
 

@@ -1,11 +1,13 @@
 /** JSON-RPC 2.0 envelope: parsing, batches, dispatch and error mapping. Never throws. */
 import { RpcCode, RpcError } from './errors.ts';
+import { parseJson, stringifyJson } from './json.ts';
 
 export type Params = unknown[] | Record<string, unknown>;
 export type Handler = (params: Params) => unknown;
 export type Methods = Record<string, Handler>;
 
-type Id = string | number | null;
+/** bigint: an integer id beyond 2^53, echoed back exactly. */
+type Id = string | number | bigint | null;
 type Response = { jsonrpc: '2.0'; id: Id; result: unknown } | { jsonrpc: '2.0'; id: Id; error: { code: number; message: string; data?: unknown } };
 
 function errorResponse(id: Id, e: unknown): Response {
@@ -18,7 +20,7 @@ function errorResponse(id: Id, e: unknown): Response {
 }
 
 function validId(v: unknown): v is Id {
-  return v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
+  return v === null || typeof v === 'string' || typeof v === 'bigint' || (typeof v === 'number' && Number.isFinite(v));
 }
 
 /** One request object → response, or null for a notification (no id). */
@@ -51,15 +53,15 @@ export function handleRequest(req: unknown, methods: Methods): Response | null {
 export function handleBody(body: string, methods: Methods): string | null {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body);
+    parsed = parseJson(body);
   } catch {
     return JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: RpcCode.ParseError, message: 'Parse error' } });
   }
   if (Array.isArray(parsed)) {
     if (parsed.length === 0) return JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: RpcCode.InvalidRequest, message: 'Invalid request' } });
     const out = parsed.map((p) => handleRequest(p, methods)).filter((x) => x !== null);
-    return out.length ? JSON.stringify(out) : null;
+    return out.length ? stringifyJson(out) : null;
   }
   const res = handleRequest(parsed, methods);
-  return res === null ? null : JSON.stringify(res);
+  return res === null ? null : stringifyJson(res);
 }

@@ -67,7 +67,9 @@ describe('JSON-RPC envelope', () => {
       'getLatestBlockhash', 'isBlockhashValid', 'getBlockHeight', 'getSlot', 'getEpochInfo', 'getVersion', 'getHealth',
       'getGenesisHash', 'getMinimumBalanceForRentExemption', 'getBalance', 'getAccountInfo', 'getMultipleAccounts',
       'requestAirdrop', 'sendTransaction', 'simulateTransaction', 'getSignatureStatuses', 'getTransaction',
-      'getSignaturesForAddress', 'getFeeForMessage', 'getRecentPrioritizationFees', 'devchain_advanceClock',
+      'getSignaturesForAddress', 'getFeeForMessage', 'getRecentPrioritizationFees', 'getProgramAccounts', 'getBlock',
+      'getBlockTime', 'getBlocks', 'getBlocksWithLimit', 'getEpochSchedule', 'getTransactionCount', 'getSupply',
+      'getSlotLeaders', 'getLargestAccounts', 'getTokenAccountsByOwner', 'getTokenAccountBalance', 'getTokenSupply', 'devchain_advanceClock',
       'devchain_getClock', 'devchain_getConfig',
     ];
     const random = (n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(Math.random() * 256))).toString('base64');
@@ -80,6 +82,15 @@ describe('JSON-RPC envelope', () => {
       }
     }
     expect((await t.rpc('getHealth')).result).toBe('ok');
+  });
+
+  it('reads integers beyond 2^53 exactly: echoes a u64 id and refuses a huge commitment as a param error', async () => {
+    const text = await (
+      await fetch(t.chain.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":18446744073709551615,"method":"getHealth"}' })
+    ).text();
+    expect(text).toBe('{"jsonrpc":"2.0","id":18446744073709551615,"result":"ok"}');
+    const huge = await post('{"jsonrpc":"2.0","id":1,"method":"getSlot","params":[{"commitment":99999999999999999999}]}');
+    expect(huge.body.error.code).toBe(-32602);
   });
 
   it('serves batches in order and skips notifications', async () => {

@@ -1,42 +1,10 @@
-/** JSON shapes of accounts and transactions, as agave's RPC renders them. */
+/** Transactions with their status meta, as agave's RPC renders them (getTransaction, getBlock). */
 import { SYSTEM_PROGRAM_ID } from './accounts.ts';
-import type { Account } from './accounts.ts';
 import { b58encode, toBase64 } from './encoding.ts';
-import { invalidParams } from './errors.ts';
+import { RpcCode, RpcError, invalidParams } from './errors.ts';
 import type { TransactionRecord } from './ledger.ts';
 import { isSigner, isWritable } from './transaction.ts';
 import type { CompiledInstruction, DecodedTransaction } from './transaction.ts';
-
-/** rentEpoch of rent-exempt accounts (u64::MAX). */
-const RENT_EPOCH = 18446744073709551615;
-
-export type AccountEncoding = 'base64' | 'base58' | 'jsonParsed';
-
-export function parseAccountEncoding(v: unknown, fallback: AccountEncoding): AccountEncoding {
-  if (v === undefined || v === null) return fallback;
-  if (v === 'base64' || v === 'base58' || v === 'jsonParsed') return v;
-  if (v === 'binary') return 'base58';
-  throw invalidParams(`unsupported account encoding ${JSON.stringify(v)} (devchain supports base64, base58, jsonParsed)`);
-}
-
-export function accountJson(
-  account: Account | null,
-  encoding: AccountEncoding,
-  dataSlice?: { offset: number; length: number },
-): Record<string, unknown> | null {
-  if (account === null || account.lamports === 0n) return null;
-  let data = account.data;
-  if (dataSlice) data = data.subarray(dataSlice.offset, dataSlice.offset + dataSlice.length);
-  if (encoding === 'base58' && data.length > 128) throw invalidParams('Encoded binary (base 58) data should be less than 128 bytes, please use Base64 encoding.');
-  return {
-    data: encoding === 'base58' ? [b58encode(data), 'base58'] : [toBase64(data), 'base64'],
-    executable: account.executable,
-    lamports: Number(account.lamports),
-    owner: account.owner,
-    rentEpoch: RENT_EPOCH,
-    space: account.data.length,
-  };
-}
 
 function instructionJson(ix: CompiledInstruction, stackHeight: number | null) {
   return { accounts: ix.accounts, data: b58encode(ix.data), programIdIndex: ix.programIdIndex, stackHeight };
@@ -50,7 +18,7 @@ function parsedInstructionJson(tx: DecodedTransaction, ix: CompiledInstruction, 
     const kind = v.getUint32(0, true);
     if (kind === 2 && ix.data.length >= 12 && ix.accounts.length >= 2) {
       return {
-        parsed: { info: { destination: key(1), lamports: Number(v.getBigUint64(4, true)), source: key(0) }, type: 'transfer' },
+        parsed: { info: { destination: key(1), lamports: v.getBigUint64(4, true), source: key(0) }, type: 'transfer' },
         program: 'system',
         programId,
         stackHeight,
@@ -60,11 +28,11 @@ function parsedInstructionJson(tx: DecodedTransaction, ix: CompiledInstruction, 
       return {
         parsed: {
           info: {
-            lamports: Number(v.getBigUint64(4, true)),
+            lamports: v.getBigUint64(4, true),
             newAccount: key(1),
             owner: b58encode(ix.data.subarray(20, 52)),
             source: key(0),
-            space: Number(v.getBigUint64(12, true)),
+            space: v.getBigUint64(12, true),
           },
           type: 'createAccount',
         },
@@ -78,7 +46,54 @@ function parsedInstructionJson(tx: DecodedTransaction, ix: CompiledInstruction, 
 }
 
 export type TxEncoding = 'json' | 'jsonParsed' | 'base64' | 'base58';
+const TX_ENCODINGS: readonly TxEncoding[] = ['json', 'jsonParsed', 'base64', 'base58'];
 
+export function parseTxEncoding(v: unknown): TxEncoding {
+  if (v === undefined || v === null) return 'json';
+  if (typeof v === 'string' && (TX_ENCODINGS as readonly string[]).includes(v)) return v as TxEncoding;
+  throw invalidParams(`unknown variant \`${String(v)}\`, expected one of ${TX_ENCODINGS.map((e) => `\`${e}\``).join(', ')}`);
+}
+
+/** maxSupportedTransactionVersion: absent (legacy clients) or a u8. */
+export function parseMaxVersion(v: unknown): number | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 255) throw invalidParams('maxSupportedTransactionVersion must be an integer from 0 to 255');
+  return v;
+}
+
+/** agave's rule: without maxSupportedTransactionVersion only legacy transactions can be returned. */
+export function checkVersion(r: TransactionRecord, maxVersion: number | null): void {
+  const v = r.tx.version;
+  if (v === 'legacy' || (maxVersion !== null && v <= maxVersion)) return;
+  throw new RpcError(
+    RpcCode.TransactionVersionNotSupported,
+    `Transaction version (${v}) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": ${v}`,
+  );
+}
+
+/** The accounts-only view of transactionDetails: "accounts" in getBlock. */
+export function transactionAccountsJson(r: TransactionRecord, includeVersion: boolean): Record<string, unknown> {
+  const tx = r.tx;
+  const out: Record<string, unknown> = {
+    meta: {
+      err: r.err,
+      fee: r.fee,
+      postBalances: r.postBalances,
+      postTokenBalances: [],
+      preBalances: r.preBalances,
+      preTokenBalances: [],
+      status: r.err === null ? { Ok: null } : { Err: r.err },
+    },
+    transaction: {
+      accountKeys: tx.accountKeys.map((pubkey, i) => ({ pubkey, signer: isSigner(tx, i), source: 'transaction', writable: isWritable(tx, i) })),
+      signatures: tx.signatureIds,
+    },
+  };
+  if (includeVersion) out.version = tx.version;
+  return out;
+}
+
+/** { meta, transaction, version? } — a transaction inside a block; getTransaction adds slot and blockTime. */
 export function transactionJson(r: TransactionRecord, encoding: TxEncoding, includeVersion: boolean): Record<string, unknown> {
   const tx = r.tx;
   const parsed = encoding === 'jsonParsed';
@@ -89,12 +104,12 @@ export function transactionJson(r: TransactionRecord, encoding: TxEncoding, incl
   const meta: Record<string, unknown> = {
     computeUnitsConsumed: r.unitsConsumed,
     err: r.err,
-    fee: Number(r.fee),
+    fee: r.fee,
     innerInstructions: inner,
     logMessages: r.logs,
-    postBalances: r.postBalances.map(Number),
+    postBalances: r.postBalances,
     postTokenBalances: [],
-    preBalances: r.preBalances.map(Number),
+    preBalances: r.preBalances,
     preTokenBalances: [],
     rewards: [],
     status: r.err === null ? { Ok: null } : { Err: r.err },
@@ -119,7 +134,7 @@ export function transactionJson(r: TransactionRecord, encoding: TxEncoding, incl
     if (tx.version !== 'legacy') message.addressTableLookups = [];
     transaction = { message, signatures: tx.signatureIds };
   }
-  const out: Record<string, unknown> = { blockTime: r.blockTime, meta, slot: r.slot, transaction };
+  const out: Record<string, unknown> = { meta, transaction };
   if (includeVersion) out.version = tx.version;
   return out;
 }
