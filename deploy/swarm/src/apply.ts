@@ -65,20 +65,18 @@ export async function upsertService(docker: Docker, spec: Spec): Promise<'create
     await docker.createService(spec);
     return 'created';
   }
-  const info = await svc.inspect();
   // Keep the count of forced updates (a rebalance's): a different one would replace every task again.
-  const forced = (info.Spec?.TaskTemplate as { ForceUpdate?: number } | undefined)?.ForceUpdate;
-  await svc.update({ version: info.Version.Index, ...spec, TaskTemplate: { ...spec.TaskTemplate, ForceUpdate: forced } });
+  await writeService(svc, (current) => ({ ...spec, TaskTemplate: { ...spec.TaskTemplate, ForceUpdate: (current.TaskTemplate as { ForceUpdate?: number } | undefined)?.ForceUpdate } }));
   return 'updated';
 }
 
 export async function setReplicas(docker: Docker, name: string, replicas: number): Promise<void> {
   const svc = await findService(docker, name);
   if (!svc) throw new Error(`no service ${name}`);
-  const info = await svc.inspect();
-  const spec = info.Spec as Spec;
-  if (!spec.Mode?.Replicated) throw new Error(`${name} is not a replicated service`);
-  await svc.update({ version: info.Version.Index, ...spec, Mode: { Replicated: { Replicas: replicas } } });
+  await writeService(svc, (spec) => {
+    if (!spec.Mode?.Replicated) throw new Error(`${name} is not a replicated service`);
+    return { ...spec, Mode: { Replicated: { Replicas: replicas } } };
+  });
 }
 
 export async function currentReplicas(docker: Docker, name: string): Promise<number | undefined> {
@@ -168,8 +166,7 @@ export async function rebalance(docker: Docker, names: string[], timeoutMs: numb
     await forceUpdate(docker, name, { Order: 'stop-first' });
     await waitConverged(docker, [name], timeoutMs, log);
     // The service's own update order back (an UpdateConfig change alone replaces no task).
-    const after = await svc.inspect();
-    await svc.update({ version: after.Version.Index, ...after.Spec, UpdateConfig: spec.UpdateConfig });
+    await writeService(svc, (after) => ({ ...after, UpdateConfig: spec.UpdateConfig }));
     spread.push(name);
   }
   return spread;
@@ -179,13 +176,24 @@ export async function rebalance(docker: Docker, names: string[], timeoutMs: numb
 async function forceUpdate(docker: Docker, name: string, updateConfig: Partial<Docker.UpdateConfig> = {}): Promise<void> {
   const svc = await findService(docker, name);
   if (!svc) return;
-  const info = await svc.inspect();
-  const spec = info.Spec as Spec;
-  const template = spec.TaskTemplate as Docker.TaskSpec & { ForceUpdate?: number };
-  await svc.update({
-    version: info.Version.Index,
-    ...spec,
-    TaskTemplate: { ...template, ForceUpdate: (template.ForceUpdate ?? 0) + 1 },
-    UpdateConfig: { ...spec.UpdateConfig, ...updateConfig },
+  await writeService(svc, (spec) => {
+    const template = spec.TaskTemplate as Docker.TaskSpec & { ForceUpdate?: number };
+    return { ...spec, TaskTemplate: { ...template, ForceUpdate: (template.ForceUpdate ?? 0) + 1 }, UpdateConfig: { ...spec.UpdateConfig, ...updateConfig } as Docker.UpdateConfig };
   });
+}
+
+/**
+ * Read the service, change it and write it at the version read. The swarm writes a service itself too (the
+ * status of a rolling update, a new service's endpoint): a write that comes out of sequence is read and made again.
+ */
+async function writeService(svc: Docker.Service, change: (current: Spec) => Spec): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const info = await svc.inspect();
+    try {
+      await svc.update({ version: info.Version.Index, ...change(info.Spec as Spec) });
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !/update out of sequence/.test((err as Error).message)) throw err;
+    }
+  }
 }
