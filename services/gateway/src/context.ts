@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
-import { request, type Contract, type Logger } from '@agenthost/shared';
+import type { KeyObject } from 'node:crypto';
+import { AssertionSigner, request, x25519PublicKey, type Contract, type Logger } from '@agenthost/shared';
 import type { z } from 'zod';
 import { TokenVerifier } from './auth/jwt.ts';
 import type { GatewayConfig } from './config.ts';
@@ -27,18 +28,25 @@ export interface GatewayContext {
   catalog: ApiCatalog;
   /** Instances and storage per user from the provisioner (briefly cached). */
   provisionerUsage: ProvisionerUsage;
-  /** Forward a call to a backend over NATS with the gateway's timeout and the request id. */
+  /** Forward a call to a backend over NATS with the gateway's timeout and the request id (and an assertion for a user's call). */
   call: Call;
+  /** Signs the assertion of each call that acts for a user (none with ASSERTIONS=off, for benchmarks). */
+  asserter: AssertionSigner | undefined;
+  /** keyvault's public key: provider keys are sealed to it before they reach the bus. */
+  keyvaultSealKey: KeyObject;
 }
 
 export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: NatsConnection; db: Kysely<GatewayDB> }): GatewayContext {
   const { config, log, nc, db } = deps;
-  const call: Call = (c, input, requestId) => request(nc, c, input, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, requestId });
+  const asserter = config.ASSERTIONS === 'on' ? new AssertionSigner(config.GATEWAY_ASSERTION_PRIVATE_KEY!) : undefined;
+  const call: Call = (c, input, requestId) => request(nc, c, input, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, requestId, asserter });
   const provisionerUsage = new ProvisionerUsage(call, log);
   provisionerUsage.start(nc);
   return {
     ...deps,
     call,
+    asserter,
+    keyvaultSealKey: x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
     tokens: new TokenVerifier(nc, {
       issuer: config.JWT_ISSUER,
       audience: config.JWT_AUDIENCE,

@@ -5,13 +5,24 @@ export interface Contract<I extends z.ZodType = z.ZodType, O extends z.ZodType =
   subject: string;
   input: I;
   output: O;
+  /**
+   * How the caller proves for whom it acts (nats/assertion.ts). 'required': only the gateway calls it, for the
+   * user_id of its input, with an assertion it signed. 'optional': a service may call it without one (then no
+   * user id is believed); with one, it must be valid. Absent: NATS permissions alone decide who may call.
+   */
+  assertion?: 'required' | 'optional';
 }
 
-export const contract = <I extends z.ZodType, O extends z.ZodType>(subject: string, input: I, output: O): Contract<I, O> => ({
-  subject,
-  input,
-  output,
-});
+export const contract = <I extends z.ZodType, O extends z.ZodType>(
+  subject: string,
+  input: I,
+  output: O,
+  opts: { assertion?: 'required' | 'optional' } = {},
+): Contract<I, O> => ({ subject, input, output, ...opts });
+
+/** A contract that acts for the user named by its input's user_id: the gateway's assertion is required. */
+export const userContract = <I extends z.ZodType, O extends z.ZodType>(subject: string, input: I, output: O): Contract<I, O> =>
+  contract(subject, input, output, { assertion: 'required' });
 
 export type In<C extends Contract> = z.input<C['input']>;
 export type Out<C extends Contract> = z.output<C['output']>;

@@ -149,12 +149,13 @@ export class Subscriptions {
   /**
    * The cached record: younger than the TTL → as is; older → re-read from the chain. If the chain
    * cannot be read then, the stale record is served (logged), because entitlement must not flap
-   * with the RPC; a forced refresh, by contrast, reports CHAIN_UNAVAILABLE.
+   * with the RPC; a forced refresh, by contrast, reports CHAIN_UNAVAILABLE. user_id: only a user id the
+   * gateway asserted (a service reading a wallet's public record names none), recorded for a wallet without one.
    */
-  async status(who: Who): Promise<View> {
+  async status(who: { wallet_address: string; user_id: string | undefined }): Promise<View> {
     const row = await this.load(who.wallet_address);
     if (!row) throw new AppError('SUBSCRIPTION_NOT_FOUND');
-    if (row.user_id === null) void this.adopt(who).catch(() => {});
+    if (row.user_id === null && who.user_id) void this.adopt({ wallet_address: who.wallet_address, user_id: who.user_id }).catch(() => {});
     if (this.now() - row.refreshed_at.getTime() < this.d.ttlMs) return this.view(row);
     try {
       const fresh = await this.sync(who.wallet_address, { reason: 'refreshed', userId: who.user_id });
