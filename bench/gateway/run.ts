@@ -212,6 +212,7 @@ try {
     connections: CONNECTIONS,
     rounds: ROUNDS,
     sliceMs: SLICE_MS,
+    pathCpuUs: cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!,
     log,
   });
   gatewayRequests += assertions.on.requests + assertions.off.requests;

@@ -43,6 +43,20 @@ describe('caller assertions', () => {
     expect(refusal(() => verifier.verify(tampered, subject, body)).message).toMatch(/bad signature/);
   });
 
+  it('reuses a read’s assertion for the same subject and body, which the backend accepts again; a write’s only once', () => {
+    const verifier = new AssertionVerifier([publicKey]);
+    const read = signer.sign('u-1', subject, body, true);
+    expect(signer.sign('u-1', subject, body, true)).toBe(read);
+    expect(signer.sign('u-1', subject, encode({ user_id: 'u-1', instance_id: 'i-2' }), true)).not.toBe(read);
+    expect(verifier.verify(read, subject, body, true).sub).toBe('u-1');
+    expect(verifier.verify(read, subject, body, true).sub).toBe('u-1');
+    expect(refusal(() => verifier.verify(read, 'keyvault.v1.keys.delete', body, true)).code).toBe('ASSERTION_MISMATCH');
+    const write = signer.sign('u-1', subject, body);
+    expect(signer.sign('u-1', subject, body)).not.toBe(write);
+    verifier.verify(write, subject, body);
+    expect(refusal(() => verifier.verify(write, subject, body)).message).toMatch(/replay/);
+  });
+
   it('accepts either key during a rotation', () => {
     const next = generateKeyPairSync('ed25519');
     const verifier = new AssertionVerifier([rawPublicKey(next.publicKey), publicKey]);

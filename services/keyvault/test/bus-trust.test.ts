@@ -66,13 +66,13 @@ describe('keyvault believes no user_id on its own', () => {
   it('refuses an expired assertion, and a real one replayed to another subject or a second time', async () => {
     const inst = await issue(operator, alice.user_id);
     const from = seen.length;
-    expect((await alice.api.get(`/keys/list?instance_id=${inst.instance_id}`)).status).toBe(200);
-    const captured = await waitFor('the list request on the bus', async () => seen.slice(from).find((m) => m.subject === kv.list.subject));
+    expect((await alice.api.del('/keys/delete', { instance_id: inst.instance_id, key_names: ['NONE_YET'] })).status).toBe(200);
+    const captured = await waitFor('the delete request on the bus', async () => seen.slice(from).find((m) => m.subject === kv.remove.subject));
     expect(captured.assertion).toMatch(/^v1\./);
     const body = decode(captured.data);
 
-    expect(await raw(kv.audit.subject, body, captured.assertion)).toMatchObject({ ok: false, error: { code: 'ASSERTION_MISMATCH', message: expect.stringMatching(/issued for keyvault.v1.keys.list/) } });
-    expect(await raw(kv.list.subject, body, captured.assertion)).toMatchObject({ ok: false, error: { code: 'ASSERTION_INVALID', message: expect.stringMatching(/replay/) } });
+    expect(await raw(kv.list.subject, body, captured.assertion)).toMatchObject({ ok: false, error: { code: 'ASSERTION_MISMATCH', message: expect.stringMatching(/issued for keyvault.v1.keys.delete/) } });
+    expect(await raw(kv.remove.subject, body, captured.assertion)).toMatchObject({ ok: false, error: { code: 'ASSERTION_INVALID', message: expect.stringMatching(/replay/) } });
 
     const late = new AssertionSigner(busKeys().assertionPem, { now: () => Date.now() - 120_000 });
     const fresh = { user_id: alice.user_id, instance_id: inst.instance_id, meta: {} };

@@ -38,7 +38,7 @@ export const register = userContract(
  * A wallet's subscription is public on the chain, so the provisioner may read it without an assertion; only an
  * asserted user_id is recorded as the wallet's user.
  */
-export const status = contract('billing.v1.subscription.status', who, subscription, { assertion: 'optional' });
+export const status = contract('billing.v1.subscription.status', who, subscription, { assertion: 'optional', read: true });
 
 /** Force a refresh from the chain. */
 export const refresh = userContract('billing.v1.subscription.refresh', who, subscription);

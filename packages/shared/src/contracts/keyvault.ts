@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { contract, userContract } from './contract.ts';
+import { contract, userContract, userRead } from './contract.ts';
 import { instanceId, isoTime, requestMeta, uuid } from './common.ts';
 
 /** Bounds of stored keys (also enforced in keyvault; the per-instance count is configuration there). */
@@ -91,7 +91,7 @@ export const remove = userContract(
 );
 
 /** Names (never values) of an instance's keys, for its owner. */
-export const list = userContract(
+export const list = userRead(
   'keyvault.v1.keys.list',
   owned,
   z.object({ instance_id: instanceId, keys: z.array(z.object({ key_name: keyName, created_at: isoTime, updated_at: isoTime })) }),
@@ -123,7 +123,7 @@ export const auditRecord = z.object({
 });
 
 /** Audit records of an instance, newest first, for its owner. */
-export const audit = userContract(
+export const audit = userRead(
   'keyvault.v1.audit.list',
   owned.extend({ limit: z.coerce.number().int().min(1).max(1000).default(100) }),
   z.object({ instance_id: instanceId, records: z.array(auditRecord) }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { event, userContract } from './contract.ts';
+import { event, userContract, userRead } from './contract.ts';
 import { instanceId, isoTime, tierName, uuid, walletAddress } from './common.ts';
 
 export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed']);
@@ -44,8 +44,8 @@ export const create = userContract(
   }),
 );
 
-export const get = userContract('provisioner.v1.instances.get', owned, instanceView);
-export const list = userContract('provisioner.v1.instances.list', z.object({ user_id: uuid }), z.object({ instances: z.array(instanceView) }));
+export const get = userRead('provisioner.v1.instances.get', owned, instanceView);
+export const list = userRead('provisioner.v1.instances.list', z.object({ user_id: uuid }), z.object({ instances: z.array(instanceView) }));
 /** restart/start recreate the container; tier (from the caller's subscription) re-applies the tier's resource limits. */
 const recreate = owned.extend({ tier: tierName.optional() });
 const transition = z.object({
@@ -59,14 +59,14 @@ export const restart = userContract('provisioner.v1.instances.restart', recreate
 export const stop = userContract('provisioner.v1.instances.stop', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
 export const start = userContract('provisioner.v1.instances.start', recreate, transition);
 export const remove = userContract('provisioner.v1.instances.delete', owned, z.object({ success: z.boolean(), instance_id: instanceId, deleted_at: isoTime }));
-export const logs = userContract(
+export const logs = userRead(
   'provisioner.v1.instances.logs',
   owned.extend({ tail: z.coerce.number().int().min(1).max(5000).default(200) }),
   z.object({ instance_id: instanceId, lines: z.array(z.string()) }),
 );
 
 /** Per-user usage that feeds /usage/metrics and /subscription/status. */
-export const usage = userContract(
+export const usage = userRead(
   'provisioner.v1.usage.get',
   z.object({ user_id: uuid }),
   z.object({ instances_active: z.number().int(), storage_used_mb: z.number() }),

@@ -47,6 +47,8 @@ export class AssertionSigner {
   private readonly key: KeyObject;
   readonly kid: string;
   private readonly now: () => number;
+  /** Reads' assertions by subject and body hash, reused while they have more than half their life left. */
+  private readonly recent = new Map<string, { token: string; until: number }>();
 
   /** pem: the gateway's Ed25519 private key (PKCS#8 PEM). */
   constructor(pem: string, opts: { now?: () => number } = {}) {
@@ -56,24 +58,46 @@ export class AssertionSigner {
     this.now = opts.now ?? Date.now;
   }
 
-  sign(sub: string, subject: string, body: Uint8Array, ttlSeconds = ASSERTION_TTL_SECONDS): string {
-    const iat = Math.floor(this.now() / 1000);
-    const claims: AssertionClaims = { kid: this.kid, sub, sbj: subject, bh: bodyHash(body), iat, exp: iat + ttlSeconds, jti: randomUUID() };
+  /**
+   * The assertion for one call. reusable (a read): the assertion made for the same subject and body within the
+   * last half of its lifetime is returned again, so a user's repeated reads cost one signature per ~15 s.
+   */
+  sign(sub: string, subject: string, body: Uint8Array, reusable = false): string {
+    const bh = bodyHash(body);
+    const now = this.now();
+    const key = reusable ? `${subject}\n${bh}` : '';
+    if (reusable) {
+      const hit = this.recent.get(key);
+      if (hit && hit.until > now) return hit.token;
+    }
+    const iat = Math.floor(now / 1000);
+    const claims: AssertionClaims = { kid: this.kid, sub, sbj: subject, bh, iat, exp: iat + ASSERTION_TTL_SECONDS, jti: randomUUID() };
     const part = b64url(Buffer.from(JSON.stringify(claims)));
-    return `v1.${part}.${b64url(sign(null, Buffer.from(part), this.key))}`;
+    const token = `v1.${part}.${b64url(sign(null, Buffer.from(part), this.key))}`;
+    if (reusable) {
+      if (this.recent.size >= 10_000) this.recent.clear();
+      this.recent.set(key, { token, until: now + (ASSERTION_TTL_SECONDS * 1000) / 2 });
+    }
+    return token;
   }
 }
 
 const invalid = (why: string) => new AppError('ASSERTION_INVALID', `Caller assertion refused: ${why}`);
 const mismatch = (why: string) => new AppError('ASSERTION_MISMATCH', `Caller assertion refused: ${why}`);
 
-/** A backend's side: verifies with the pinned public keys and remembers the ids it accepted until they expire. */
+/**
+ * A backend's side: verifies with the pinned public keys, remembers the ids of write assertions it accepted
+ * until they expire (a second use is a replay), and each read assertion's signature once (reused reads cost a
+ * hash, not a verification).
+ */
 export class AssertionVerifier {
   private readonly keys = new Map<string, KeyObject>();
   private readonly now: () => number;
-  // Two generations of accepted ids: an id lives at most TTL + skew, so it is remembered at least that long.
+  // Two generations: an assertion lives at most 2 × TTL + skew, so what a generation holds is kept at least that long.
   private seen = new Set<string>();
-  private previous = new Set<string>();
+  private previousSeen = new Set<string>();
+  private verified = new Map<string, AssertionClaims>();
+  private previousVerified = new Map<string, AssertionClaims>();
   private rotatedAt: number;
 
   /** publicKeys: base64 raw Ed25519 keys of the gateway (current and, during a rotation, the previous one). */
@@ -84,9 +108,31 @@ export class AssertionVerifier {
     this.rotatedAt = this.now();
   }
 
-  /** The verified user id, or an AppError: 401 ASSERTION_INVALID (missing, forged, expired, replayed), 403 ASSERTION_MISMATCH. */
-  verify(token: string | undefined, subject: string, body: Uint8Array): AssertionClaims {
+  /**
+   * The claims of a valid assertion for this subject and body, or an AppError: 401 ASSERTION_INVALID (missing,
+   * forged, expired, replayed), 403 ASSERTION_MISMATCH (another subject or body). reusable: a read, which may
+   * come more than once.
+   */
+  verify(token: string | undefined, subject: string, body: Uint8Array, reusable = false): AssertionClaims {
     if (!token) throw invalid('this subject acts for a user and needs an assertion signed by the gateway');
+    this.rotate();
+    const claims = this.verified.get(token) ?? this.previousVerified.get(token) ?? this.checkSignature(token);
+    const now = Math.floor(this.now() / 1000);
+    if (typeof claims.exp !== 'number' || typeof claims.iat !== 'number' || claims.exp <= now) throw invalid('expired');
+    if (claims.iat > now + CLOCK_SKEW_SECONDS || claims.exp - claims.iat > ASSERTION_TTL_SECONDS * 2) throw invalid('issued in the future or for too long');
+    if (claims.sbj !== subject) throw mismatch(`issued for ${String(claims.sbj).slice(0, 100)}, not ${subject}`);
+    if (claims.bh !== bodyHash(body)) throw mismatch('the message body is not the one it was issued for');
+    if (typeof claims.sub !== 'string' || typeof claims.jti !== 'string') throw invalid('malformed');
+    if (reusable) {
+      this.verified.set(token, claims);
+    } else {
+      if (this.seen.has(claims.jti) || this.previousSeen.has(claims.jti)) throw invalid('already used (a replay)');
+      this.seen.add(claims.jti);
+    }
+    return claims;
+  }
+
+  private checkSignature(token: string): AssertionClaims {
     const [version, part, sig] = token.split('.');
     if (version !== 'v1' || !part || !sig) throw invalid('malformed');
     let claims: AssertionClaims;
@@ -98,24 +144,16 @@ export class AssertionVerifier {
     const key = typeof claims?.kid === 'string' ? this.keys.get(claims.kid) : undefined;
     if (!key) throw invalid('signed by an unknown key');
     if (!verify(null, Buffer.from(part), key, Buffer.from(sig, 'base64url'))) throw invalid('bad signature');
-    const now = Math.floor(this.now() / 1000);
-    if (typeof claims.exp !== 'number' || typeof claims.iat !== 'number' || claims.exp <= now) throw invalid('expired');
-    if (claims.iat > now + CLOCK_SKEW_SECONDS || claims.exp - claims.iat > ASSERTION_TTL_SECONDS * 2) throw invalid('issued in the future or for too long');
-    if (claims.sbj !== subject) throw mismatch(`issued for ${String(claims.sbj).slice(0, 100)}, not ${subject}`);
-    if (claims.bh !== bodyHash(body)) throw mismatch('the message body is not the one it was issued for');
-    if (typeof claims.sub !== 'string' || typeof claims.jti !== 'string') throw invalid('malformed');
-    this.remember(claims.jti);
     return claims;
   }
 
-  private remember(jti: string): void {
+  private rotate(): void {
     const now = this.now();
-    if (now - this.rotatedAt > (ASSERTION_TTL_SECONDS * 2 + CLOCK_SKEW_SECONDS) * 1000) {
-      this.previous = this.seen;
-      this.seen = new Set();
-      this.rotatedAt = now;
-    }
-    if (this.seen.has(jti) || this.previous.has(jti)) throw invalid('already used (a replay)');
-    this.seen.add(jti);
+    if (now - this.rotatedAt <= (ASSERTION_TTL_SECONDS * 2 + CLOCK_SKEW_SECONDS) * 1000) return;
+    this.previousSeen = this.seen;
+    this.seen = new Set();
+    this.previousVerified = this.verified;
+    this.verified = new Map();
+    this.rotatedAt = now;
   }
 }

@@ -112,7 +112,7 @@ function checkAssertion(ep: Endpoint, msg: ServiceMsg, raw: unknown, assertions:
   if (assertions === 'unchecked') return typeof userId === 'string' ? userId : undefined;
   const token = msg.headers?.get(ASSERTION_HEADER) || undefined;
   if (!token && mode === 'optional') return undefined;
-  const claims = assertions.verify(token, msg.subject, msg.data);
+  const claims = assertions.verify(token, msg.subject, msg.data, ep.contract.read === true);
   if (userId !== claims.sub) throw new AppError('ASSERTION_MISMATCH', 'Caller assertion refused: it was issued for another user');
   return claims.sub;
 }

@@ -42,7 +42,7 @@ export async function request<C extends Contract>(
   const userId = (parsed.data as { user_id?: unknown }).user_id;
   if (c.assertion && opts.asserter && typeof userId === 'string') {
     h ??= natsHeaders();
-    h.set(ASSERTION_HEADER, opts.asserter.sign(userId, c.subject, body));
+    h.set(ASSERTION_HEADER, opts.asserter.sign(userId, c.subject, body, c.read === true));
   }
   let data: Uint8Array;
   try {
