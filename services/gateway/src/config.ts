@@ -39,6 +39,8 @@ export const gatewayConfig = baseConfig.extend({
   ENTITLEMENT_CACHE_TTL_MS: configInt(5000),
   /** A request whose subscription is not cached waits this long for a restarting billing-chain (no replica running) before its 503. */
   ENTITLEMENT_RESTART_WAIT_MS: configInt(5000),
+  /** Requests per minute per user (per replica) of signed-in callers without a subscription, and of registrations. */
+  UNCOUNTED_REQUESTS_PER_MINUTE: configInt(60),
   /** Largest block of quota a replica leases at once (usage counting costs one write per block, not per request). */
   USAGE_PREFETCH_MAX: configInt(5000),
   /** Proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For is believed; none by default. */

@@ -7,6 +7,7 @@ import { TokenVerifier } from './auth/jwt.ts';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
 import { coalesce } from './coalesce.ts';
+import { Allowance } from './quota/allowance.ts';
 import { Entitlements } from './entitlement.ts';
 import { ApiCatalog } from './openapi.ts';
 import { ProvisionerUsage } from './provisioner-usage.ts';
@@ -24,6 +25,8 @@ export interface GatewayContext {
   tokens: TokenVerifier;
   entitlements: Entitlements;
   usage: Usage;
+  /** Requests per minute of callers the tier does not count (no subscription; registrations). */
+  allowance: Allowance;
   /** Every route, for GET /api/openapi.json. */
   catalog: ApiCatalog;
   /** Instances and storage per user from the provisioner (briefly cached). */
@@ -57,6 +60,7 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     }),
     entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, restartWaitMs: config.ENTITLEMENT_RESTART_WAIT_MS, log }),
     usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS, leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000 }),
+    allowance: new Allowance(config.UNCOUNTED_REQUESTS_PER_MINUTE),
     catalog: new ApiCatalog(),
     provisionerUsage,
   };
