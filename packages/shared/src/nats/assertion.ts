@@ -6,7 +6,7 @@
 //   claims { kid, sub: user id, sbj: NATS subject, bh: base64url SHA-256 of the exact message body, iat, exp, jti }
 // Backends hold only the gateway's public keys (pinned from configuration) and take the user id from a
 // verified assertion alone: a bare user_id, a forged or expired assertion, one sent to another subject or
-// with another body, or one seen before, is refused.
+// with another body, or a write's seen before, is refused.
 import { createHash, createPrivateKey, createPublicKey, randomUUID, sign, verify, type KeyObject } from 'node:crypto';
 import { AppError } from '../errors.ts';
 
@@ -42,7 +42,7 @@ export function ed25519PublicKey(b64: string): KeyObject {
   return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
 }
 
-/** The gateway's side: one signature per forwarded request. */
+/** The gateway's side: one signature per forwarded write, one per user, subject and body every ~15 s for reads. */
 export class AssertionSigner {
   private readonly key: KeyObject;
   readonly kid: string;
