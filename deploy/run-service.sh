@@ -12,17 +12,22 @@ set +a
 unset TEST_DATABASE_URL
 case "$name" in
   devchain)
-    unset MASTER_KEY_ENCRYPTION AUTH_JWT_PRIVATE_KEY ;;
+    unset MASTER_KEY_ENCRYPTION AUTH_JWT_PRIVATE_KEY GATEWAY_ASSERTION_PRIVATE_KEY KEYVAULT_SEAL_PRIVATE_KEY ;;
   keyvault)
-    unset AUTH_JWT_PRIVATE_KEY
+    unset AUTH_JWT_PRIVATE_KEY GATEWAY_ASSERTION_PRIVATE_KEY
     MASTER_KEY_ENCRYPTION="${MASTER_KEY_ENCRYPTION:-$(cat "$AGENTHOST_STATE/secrets/master-key")}"
-    export MASTER_KEY_ENCRYPTION ;;
+    export MASTER_KEY_ENCRYPTION
+    [ -n "${KEYVAULT_SEAL_PRIVATE_KEY:-}" ] || export KEYVAULT_SEAL_PRIVATE_KEY_FILE="$AGENTHOST_STATE/secrets/keyvault-seal.pem" ;;
   auth)
-    unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS
+    unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS GATEWAY_ASSERTION_PRIVATE_KEY KEYVAULT_SEAL_PRIVATE_KEY
     # The signing key stays in its file (root only here; auth reads it at start), not in the environment.
     [ -n "${AUTH_JWT_PRIVATE_KEY:-}" ] || export AUTH_JWT_PRIVATE_KEY_FILE="$AGENTHOST_STATE/secrets/auth-jwt.pem" ;;
+  gateway)
+    unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS AUTH_JWT_PRIVATE_KEY KEYVAULT_SEAL_PRIVATE_KEY
+    # Its assertion key stays in its file, readable by the gateway's user only.
+    [ -n "${GATEWAY_ASSERTION_PRIVATE_KEY:-}" ] || export GATEWAY_ASSERTION_PRIVATE_KEY_FILE="$AGENTHOST_STATE/secrets/gateway-assertion.pem" ;;
   *)
-    unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS AUTH_JWT_PRIVATE_KEY ;;
+    unset MASTER_KEY_ENCRYPTION MASTER_KEYS_PREVIOUS AUTH_JWT_PRIVATE_KEY GATEWAY_ASSERTION_PRIVATE_KEY KEYVAULT_SEAL_PRIVATE_KEY ;;
 esac
 # With the local Postgres, each service connects as its own role, which owns its schema and nothing else.
 if [ "${PG_ROLES:-}" = local ]; then

@@ -17,6 +17,12 @@ bash "$DEPLOY_DIR/images/build.sh" all
 # Made once and kept; only keyvault is given the master key, only auth its signing key (deploy/run-service.sh).
 ensure_secret master-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
 ensure_secret auth-jwt.pem openssl genpkey -algorithm ed25519 >/dev/null
+# The gateway signs an assertion for each call it makes for a user (only the gateway has the private key; the
+# backends are given its public key); keyvault opens the provider keys the gateway seals to its public key.
+ensure_secret gateway-assertion.pem openssl genpkey -algorithm ed25519 >/dev/null
+ensure_secret keyvault-seal.pem openssl genpkey -algorithm x25519 >/dev/null
+# The last 32 bytes of a public key's DER form are the raw key: base64 of them is how public keys are configured.
+raw_public_key() { openssl pkey -in "$AGENTHOST_STATE/secrets/$1" -pubout -outform DER | tail -c 32 | base64; }
 
 # One system user per service (the provisioner runs as root), each able to read only its own secrets.
 getent group agenthost >/dev/null || groupadd --system agenthost
@@ -30,6 +36,8 @@ chmod 711 "$NATS_AUTH_DIR" "$NATS_AUTH_DIR/tls"
 chmod 644 "$NATS_AUTH_DIR/tls/ca.pem"
 chmod 711 "$AGENTHOST_STATE/secrets"
 chown "$(service_user auth)":root "$AGENTHOST_STATE/secrets/auth-jwt.pem" && chmod 400 "$AGENTHOST_STATE/secrets/auth-jwt.pem"
+chown "$(service_user gateway)":root "$AGENTHOST_STATE/secrets/gateway-assertion.pem" && chmod 400 "$AGENTHOST_STATE/secrets/gateway-assertion.pem"
+chown "$(service_user keyvault)":root "$AGENTHOST_STATE/secrets/keyvault-seal.pem" && chmod 400 "$AGENTHOST_STATE/secrets/keyvault-seal.pem"
 
 programs=()
 if [ -z "${SOLANA_RPC_URL:-}" ]; then
@@ -44,6 +52,8 @@ programs+=("${SERVICES[@]}" gateway)
 GATEWAY_PORT=$GATEWAY_PORT
 DEVCHAIN_PORT=$DEVCHAIN_PORT
 SOLANA_RPC_URL=$SOLANA_RPC_URL
+GATEWAY_ASSERTION_PUBLIC_KEYS=$(raw_public_key gateway-assertion.pem)
+KEYVAULT_SEAL_PUBLIC_KEY=$(raw_public_key keyvault-seal.pem)
 EOV
 )
 

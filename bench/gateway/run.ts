@@ -11,6 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { assertionCost } from './assertions.ts';
 import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
 import { cpuSeconds, spawnLogged, spawnReady, type BenchProcess } from './processes.ts';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
@@ -20,7 +21,7 @@ const repo = path.resolve(here, '../..');
 
 // The servers deploy/infra.sh started.
 loadInfraEnv();
-const { apiClient, createDatabase, newSigningKeyPem, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
+const { apiClient, busKeys, createDatabase, newSigningKeyPem, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
 const { startDevchain } = await import('../../packages/devchain/src/index.ts');
 // bench/ is not a workspace package: borrow the testkit's pg.
 interface PgClient {
@@ -73,6 +74,8 @@ const env: Record<string, string> = {
   TREASURY: devchain.config.treasury,
   BACKGROUND_JOBS: 'false',
   AUTH_JWT_PRIVATE_KEY: newSigningKeyPem(),
+  GATEWAY_ASSERTION_PUBLIC_KEYS: busKeys().assertionPublic,
+  KEYVAULT_SEAL_PUBLIC_KEY: busKeys().sealPublic,
   // A limited tier (so every request is counted) with room for the whole run.
   TIER_LIMITS_JSON: JSON.stringify({ pro: { requests_per_day: 1_000_000_000, requests_per_minute: 1_000_000_000 } }),
 };
@@ -86,13 +89,22 @@ procs.push(auth, billing);
 const gw = await spawnLogged(
   repo,
   'gateway',
-  { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' },
+  { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem },
   logDir,
   'gateway',
   // Diagnostics, e.g. BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc".
   (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean),
 );
 procs.push(gw);
+// The same gateway without assertions, for their cost in this run (bench/gateway/assertions.ts).
+const gwOff = await spawnLogged(
+  repo,
+  'gateway',
+  { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', ASSERTIONS: 'off' },
+  logDir,
+  'gateway-assertions-off',
+);
+procs.push(gwOff);
 const baseUrl = `${String(gw.ready.url)}/api`;
 const stack = {
   api: apiClient(baseUrl),
@@ -191,9 +203,23 @@ try {
   log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
   log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
 
-  // Stop the gateway: its database sessions end (so Postgres flushes their statistics) and it gives
-  // back its unused quota blocks (counted too).
-  await gw.stop();
+  const assertions = await assertionCost({
+    on: gateway,
+    off: { ...gateway, url: `${String(gwOff.ready.url)}/api/subscription/status` },
+    gatewayOn: gw,
+    gatewayOff: gwOff,
+    billingPid: billing.pid,
+    connections: CONNECTIONS,
+    rounds: ROUNDS,
+    sliceMs: SLICE_MS,
+    pathCpuUs: cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!,
+    log,
+  });
+  gatewayRequests += assertions.on.requests + assertions.off.requests;
+
+  // Stop the gateways: their database sessions end (so Postgres flushes their statistics) and they give
+  // back their unused quota blocks (counted too).
+  await Promise.all([gw.stop(), gwOff.stop()]);
   await new Promise((r) => setTimeout(r, 500));
   const writes = (await usageWrites(db.url)) - writesBefore;
   const writesPerRequest = writes / Math.max(1, gatewayRequests);
@@ -220,6 +246,7 @@ try {
       target_p99_added_ms: 2,
       pass: added.p99 <= 2,
     },
+    assertions,
     usage_counting: {
       gateway_requests: gatewayRequests,
       usage_counters_writes: writes,
@@ -232,7 +259,7 @@ try {
   };
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
   writeFileSync(path.join(repo, 'bench/results/gateway.json'), `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, writes_per_request: writesPerRequest, errors }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, errors }, null, 2)}\n`);
   log('wrote bench/results/gateway.json');
   if (errors > 0) exitCode = 1;
 } catch (err) {

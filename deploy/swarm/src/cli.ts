@@ -11,7 +11,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, findService, imageId, pinPostgres, pruneSecrets, rebalance, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
-import { ensureMaterial, NATS_NODES } from './material.ts';
+import { busPublicKeys, ensureMaterial, NATS_NODES } from './material.ts';
 import { caddyfile, NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
 
 const SCALABLE = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault'] as const;
@@ -74,7 +74,7 @@ async function up(args: string[]): Promise<void> {
     secrets,
     edgePort: Number(env.EDGE_PORT ?? 8080),
     devchainPort: Number(env.DEVCHAIN_PORT ?? 8899),
-    env: envFile(env.AGENTHOST_ENV_FILE ?? path.join(state, 'agenthost.env')),
+    env: { ...busPublicKeys(material.secrets), ...envFile(env.AGENTHOST_ENV_FILE ?? path.join(state, 'agenthost.env')) },
     postgres,
     ...(env.SWARM_SOLANA_RPC_URL ? { solanaRpcUrl: env.SWARM_SOLANA_RPC_URL } : {}),
     dockerGid: env.DOCKER_GID ?? dockerGid(),

@@ -1,7 +1,7 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ensureNatsTls, natsServerConfig, natsUsers, SERVICES } from '@agenthost/shared';
+import { ensureNatsTls, natsServerConfig, natsUsers, rawPublicKey, SERVICES } from '@agenthost/shared';
 
 /**
  * The secret material of a swarm deployment, made once on the manager in `dir` (root only) and kept, so
@@ -43,6 +43,9 @@ export function ensureMaterial(opts: MaterialOptions): Material {
   const secrets: Record<string, string> = {};
   secrets['master-key'] = kept(dir, 'master-key', () => randomBytes(32).toString('base64'));
   secrets['auth-jwt.pem'] = kept(dir, 'auth-jwt.pem', () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
+  // The gateway's assertion key and keyvault's seal key; their public halves are plain settings (busPublicKeys).
+  secrets['gateway-assertion.pem'] = kept(dir, 'gateway-assertion.pem', () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
+  secrets['keyvault-seal.pem'] = kept(dir, 'keyvault-seal.pem', () => generateKeyPairSync('x25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
 
   if (opts.databaseUrl) {
     for (const svc of Object.keys(SCHEMAS)) secrets[`database-url-${svc}`] = opts.databaseUrl;
@@ -88,4 +91,10 @@ export function ensureMaterial(opts: MaterialOptions): Material {
     });
   }
   return { secrets };
+}
+
+/** The public halves of the gateway's assertion key and keyvault's seal key, as the services are configured with them. */
+export function busPublicKeys(secrets: Record<string, string>): { GATEWAY_ASSERTION_PUBLIC_KEYS: string; KEYVAULT_SEAL_PUBLIC_KEY: string } {
+  const raw = (pem: string) => rawPublicKey(createPublicKey(createPrivateKey(pem)));
+  return { GATEWAY_ASSERTION_PUBLIC_KEYS: raw(secrets['gateway-assertion.pem']!), KEYVAULT_SEAL_PUBLIC_KEY: raw(secrets['keyvault-seal.pem']!) };
 }

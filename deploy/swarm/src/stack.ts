@@ -215,7 +215,12 @@ export function stackSpecs(o: StackOptions): Spec[] {
     });
   specs.push(backend('auth', { env: { AUTH_JWT_PRIVATE_KEY_FILE: `${SECRET_DIR}/auth-jwt.pem` }, secrets: [secret(o, 'auth-jwt.pem')] }));
   specs.push(backend('billing-chain', { env: { SOLANA_RPC_URL: rpc } }));
-  specs.push(backend('keyvault', { env: { MASTER_KEY_ENCRYPTION_FILE: `${SECRET_DIR}/master-key` }, secrets: [secret(o, 'master-key')] }));
+  specs.push(
+    backend('keyvault', {
+      env: { MASTER_KEY_ENCRYPTION_FILE: `${SECRET_DIR}/master-key`, KEYVAULT_SEAL_PRIVATE_KEY_FILE: `${SECRET_DIR}/keyvault-seal.pem` },
+      secrets: [secret(o, 'master-key'), secret(o, 'keyvault-seal.pem')],
+    }),
+  );
   specs.push(
     backend('provisioner', {
       env: {
@@ -239,8 +244,8 @@ export function stackSpecs(o: StackOptions): Spec[] {
     service(o, 'gateway', {
       image: o.images.gateway,
       replicas: o.replicas.gateway,
-      env: serviceEnv(o, 'gateway', { GATEWAY_PORT: '8080', TRUSTED_PROXIES: SUBNET }),
-      secrets: serviceSecrets(o, 'gateway'),
+      env: serviceEnv(o, 'gateway', { GATEWAY_PORT: '8080', TRUSTED_PROXIES: SUBNET, GATEWAY_ASSERTION_PRIVATE_KEY_FILE: `${SECRET_DIR}/gateway-assertion.pem` }),
+      secrets: serviceSecrets(o, 'gateway', [secret(o, 'gateway-assertion.pem')]),
       healthTest: ['CMD', '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:8080/api/health/live',{signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"],
       res: resources(128, 0.1, 512, 1),
     }),

@@ -17,7 +17,7 @@ export class ConfigError extends Error {
  * swarm secrets are mounted as files under /run/secrets). So the value is not in the process environment,
  * where child processes and /proc/<pid>/environ would see it.
  */
-export const FILE_SECRETS = ['DATABASE_URL', 'MASTER_KEY_ENCRYPTION', 'MASTER_KEYS_PREVIOUS'] as const;
+export const FILE_SECRETS = ['DATABASE_URL', 'MASTER_KEY_ENCRYPTION', 'MASTER_KEYS_PREVIOUS', 'GATEWAY_ASSERTION_PRIVATE_KEY', 'KEYVAULT_SEAL_PRIVATE_KEY'] as const;
 
 function withFileSecrets(env: Record<string, string | undefined>): { env: Record<string, string | undefined>; problems: string[] } {
   const out = { ...env };
@@ -79,6 +79,18 @@ export const baseConfig = z.object({
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   /** Replicas with the same name share a queue group; an id tells them apart in logs. */
   INSTANCE_NAME: z.string().default(''),
+  /**
+   * The gateway's Ed25519 public keys (base64 of the raw 32 bytes, comma-separated: the current one and, during
+   * a rotation, the previous one) that verify its assertions (nats/assertion.ts). A backend that serves
+   * requests acting for users refuses to start without them.
+   */
+  GATEWAY_ASSERTION_PUBLIC_KEYS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .refine((keys) => keys.every((k) => Buffer.from(k, 'base64').length === 32), 'must be comma-separated base64 Ed25519 public keys (32 bytes each)'),
+  /** For the gateway benchmark only (assertions on against off in one run): 'off' signs and checks none. */
+  ASSERTIONS: z.enum(['on', 'off']).default('on'),
 });
 
 export type BaseConfig = z.output<typeof baseConfig>;

@@ -16,9 +16,13 @@ export const ERROR_CODES = {
   INVALID_SIGNATURE: { status: 401, message: 'Signature is invalid' },
   NONCE_INVALID: { status: 401, message: 'Nonce is unknown, used or expired' },
   INSTANCE_UNAUTHORIZED: { status: 401, message: 'Instance credentials are invalid' },
+  /** Between services: a request acting for a user without a valid assertion signed by the gateway (missing, forged, expired, replayed). */
+  ASSERTION_INVALID: { status: 401, message: 'The caller assertion is missing or invalid' },
   // 402
   SUBSCRIPTION_REQUIRED: { status: 402, message: 'An active subscription is required' },
   // 403
+  /** Between services: a valid assertion, but for another subject, body or user. */
+  ASSERTION_MISMATCH: { status: 403, message: 'The caller assertion does not match the request' },
   DAILY_LIMIT_EXCEEDED: { status: 403, message: 'Daily request limit reached' },
   INSTANCE_LIMIT_EXCEEDED: { status: 403, message: 'Instance limit of the tier reached' },
   SUBSCRIPTION_CANCELLED: { status: 403, message: 'Subscription is cancelled; no new instances can be created' },

@@ -8,6 +8,8 @@ export * from './nats/codec.ts';
 export * from './nats/connect.ts';
 export * from './nats/endpoint.ts';
 export * from './nats/request.ts';
+export * from './nats/assertion.ts';
+export * from './seal.ts';
 export * from './nats/events.ts';
 export * from './nats/permissions.ts';
 export * from './nats/setup.ts';

@@ -7,6 +7,7 @@ import { serveHealth } from './health.ts';
 import { connect } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { connectNats, natsIdentity } from './nats/connect.ts';
+import { AssertionVerifier } from './nats/assertion.ts';
 import { endpoint, serve, type Endpoint } from './nats/endpoint.ts';
 
 export interface ServiceParts {
@@ -35,7 +36,10 @@ export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: Servi
   const nc = await connectNats(natsIdentity(config, def.name), config.INSTANCE_NAME || def.name, log);
   const parts = await def.build({ config: config as z.output<S>, log, nc, db });
   const ping = endpoint(pingFor(def.name), async () => ({ service: def.name, ok: true, version: def.version }));
-  const service = await serve(nc, { name: def.name, version: def.version, log }, [ping, ...parts.endpoints]);
+  const assertions =
+    config.ASSERTIONS === 'off' ? ('unchecked' as const) : config.GATEWAY_ASSERTION_PUBLIC_KEYS.length ? new AssertionVerifier(config.GATEWAY_ASSERTION_PUBLIC_KEYS) : undefined;
+  if (config.ASSERTIONS === 'off') log.warn({ event: 'assertions_off' }, 'ASSERTIONS=off: user ids on the bus are believed without the gateway signature (benchmarks only)');
+  const service = await serve(nc, { name: def.name, version: def.version, log, ...(assertions ? { assertions } : {}) }, [ping, ...parts.endpoints]);
   await parts.start?.();
   // The subscriptions are sent to the server asynchronously: one round trip makes sure it has them, so "ready"
   // means a request sent now is answered (not "no responders" from a service that logged ready a moment early).

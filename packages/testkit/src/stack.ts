@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DevchainOptions } from '@agenthost/devchain';
 import { createDatabase, type TestDatabase } from './db.ts';
-import { newSigningKeyPem } from './secrets.ts';
+import { busKeys, newSigningKeyPem } from './secrets.ts';
 import { apiClient, type ApiClient } from './http.ts';
 import { freePort, startNats, type NatsServer } from './nats.ts';
 import { spawnService, type ServiceProcess } from './service.ts';
@@ -56,18 +56,26 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // auth's signing key, as deploy gives it (a file would do as well; tests may set their own).
     AUTH_JWT_PRIVATE_KEY: newSigningKeyPem(),
     MASTER_KEY_ENCRYPTION: randomBytes(32).toString('base64'),
+    // The gateway signs an assertion for every call it makes for a user; keyvault opens what it seals.
+    GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem,
+    GATEWAY_ASSERTION_PUBLIC_KEYS: busKeys().assertionPublic,
+    KEYVAULT_SEAL_PRIVATE_KEY: busKeys().sealPem,
+    KEYVAULT_SEAL_PUBLIC_KEY: busKeys().sealPublic,
     ...(chain ? { SOLANA_RPC_URL: chain.url, SUBSCRIPTION_PROGRAM_ID: chain.programId, TREASURY: chain.treasury } : {}),
     ...opts.env,
   };
   // Each process gets only its own NATS identity, its own database role (env may still override them)
-  // and only its own secrets: the master key goes to keyvault alone, the signing key to auth alone.
+  // and only its own secrets: the master key and the seal key go to keyvault alone, the signing key to auth
+  // alone, the assertion key to the gateway alone.
   const envFor = (name: ServiceName | 'gateway', extra: Record<string, string> = {}) => {
-    const { MASTER_KEY_ENCRYPTION, AUTH_JWT_PRIVATE_KEY, ...shared } = env;
+    const { MASTER_KEY_ENCRYPTION, AUTH_JWT_PRIVATE_KEY, GATEWAY_ASSERTION_PRIVATE_KEY, KEYVAULT_SEAL_PRIVATE_KEY, ...shared } = env;
     return {
       ...nats.envFor(name),
       DATABASE_URL: db.urlFor(name),
       ...shared,
       ...(name === 'keyvault' && MASTER_KEY_ENCRYPTION ? { MASTER_KEY_ENCRYPTION } : {}),
+      ...(name === 'keyvault' && KEYVAULT_SEAL_PRIVATE_KEY ? { KEYVAULT_SEAL_PRIVATE_KEY } : {}),
+      ...(name === 'gateway' && GATEWAY_ASSERTION_PRIVATE_KEY ? { GATEWAY_ASSERTION_PRIVATE_KEY } : {}),
       ...(name === 'auth' && AUTH_JWT_PRIVATE_KEY ? { AUTH_JWT_PRIVATE_KEY } : {}),
       ...opts.serviceEnv?.[name],
       ...extra,

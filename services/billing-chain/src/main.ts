@@ -56,7 +56,8 @@ await runService<typeof billingConfig, BillingDB>({
     return {
       endpoints: [
         endpoint(contracts.billing.register, (input) => subs.register(input)),
-        endpoint(contracts.billing.status, (input) => subs.status(input)),
+        // Only an asserted user id is recorded: the provisioner reads the (public) record without one.
+        endpoint(contracts.billing.status, (input, { assertedUser }) => subs.status({ wallet_address: input.wallet_address, user_id: assertedUser })),
         endpoint(contracts.billing.refresh, (input) => subs.refresh(input)),
       ],
       async start() {

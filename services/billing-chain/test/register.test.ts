@@ -199,7 +199,11 @@ describe('when the chain is down', () => {
     await subscribe(stack, registered, { tier: 'pro', airdrop: 0 });
     const s = await funded();
     const tx = await chain.subscribe(s.wallet, 'pro');
+    // A wallet without an account on chain: its next refreshes are answered without reading the chain.
+    const none = await signIn(stack.api, newWallet());
+    expect((await none.api.post('/subscription/refresh')).status).toBe(404);
     await stack.chain!.close();
+    expect((await none.api.post('/subscription/refresh')).body).toEqual(refusal('SUBSCRIPTION_NOT_FOUND', 404));
 
     const started = performance.now();
     const r = await s.api.post('/subscription/register', { tx_signature: tx.signature, tier: 1 });

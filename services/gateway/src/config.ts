@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { baseConfig, configInt, tiersConfig } from '@agenthost/shared';
+import { AssertionSigner, baseConfig, configInt, tiersConfig } from '@agenthost/shared';
 
 export const gatewayConfig = baseConfig.extend({
   GATEWAY_HOST: z.string().default('0.0.0.0'),
@@ -26,6 +26,12 @@ export const gatewayConfig = baseConfig.extend({
       ctx.addIssue({ code: 'custom', message: 'must be a JSON array of Ed25519 public JWKs, each with a kid' });
       return z.NEVER;
     }),
+  /** The gateway's Ed25519 private key (PKCS#8 PEM; or _FILE) that signs an assertion for each request it forwards for a user. */
+  GATEWAY_ASSERTION_PRIVATE_KEY: z.string().optional(),
+  /** keyvault's X25519 public key (base64 of the raw 32 bytes): provider keys are sealed to it before they reach the bus. */
+  KEYVAULT_SEAL_PUBLIC_KEY: z
+    .string({ error: 'is required: keyvault\'s X25519 public key, base64 of 32 bytes' })
+    .refine((v) => Buffer.from(v.trim(), 'base64').length === 32, 'must be base64 of a 32-byte X25519 public key'),
   /** Timeout of a forwarded call; a backend that does not answer in time gives a 503. */
   NATS_REQUEST_TIMEOUT_MS: configInt(5000),
   TIER_LIMITS_JSON: tiersConfig,
@@ -33,6 +39,8 @@ export const gatewayConfig = baseConfig.extend({
   ENTITLEMENT_CACHE_TTL_MS: configInt(5000),
   /** A request whose subscription is not cached waits this long for a restarting billing-chain (no replica running) before its 503. */
   ENTITLEMENT_RESTART_WAIT_MS: configInt(5000),
+  /** Requests per minute per user (per replica) of signed-in callers without a subscription, and of registrations. */
+  UNCOUNTED_REQUESTS_PER_MINUTE: configInt(60),
   /** Largest block of quota a replica leases at once (usage counting costs one write per block, not per request). */
   USAGE_PREFETCH_MAX: configInt(5000),
   /** Proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For is believed; none by default. */
@@ -48,6 +56,14 @@ export const gatewayConfig = baseConfig.extend({
    * leased and did not serve. A replica stops serving from its blocks after 3/4 of it without a heartbeat.
    */
   USAGE_LEASE_TTL_SECONDS: configInt(10),
+}).superRefine((c, ctx) => {
+  if (c.ASSERTIONS === 'off') return;
+  try {
+    new AssertionSigner(c.GATEWAY_ASSERTION_PRIVATE_KEY ?? '');
+  } catch {
+    // Never quotes the value: it is a private key.
+    ctx.addIssue({ code: 'custom', path: ['GATEWAY_ASSERTION_PRIVATE_KEY'], message: 'is required: the Ed25519 private key (PKCS#8 PEM) that signs assertions for the backends' });
+  }
 });
 
 export type GatewayConfig = z.output<typeof gatewayConfig>;

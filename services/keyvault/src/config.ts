@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { baseConfig, configInt } from '@agenthost/shared';
+import { baseConfig, configInt, SealOpener } from '@agenthost/shared';
 import { decodeMasterKey, Keyring, KID_RE } from './domain/crypto.ts';
 
 // Messages never echo a key: only what is wrong with it.
@@ -46,6 +46,15 @@ export const keyvaultConfig = baseConfig
     INSTANCE_AUTH_WINDOW_SECONDS: configInt(300),
     /** Most keys one instance may hold. */
     MAX_KEYS_PER_INSTANCE: configInt(100),
+    /** keyvault's X25519 private key (PKCS#8 PEM; or _FILE): opens the provider keys the gateway seals to its public key. */
+    KEYVAULT_SEAL_PRIVATE_KEY: z.string({ error: 'is required: an X25519 private key (PKCS#8 PEM)' }).superRefine((v, ctx) => {
+      try {
+        new SealOpener(v);
+      } catch {
+        // Never quotes the value: it is a private key.
+        ctx.addIssue({ code: 'custom', message: 'must be an X25519 private key (PKCS#8 PEM)' });
+      }
+    }),
   })
   .superRefine((c, ctx) => {
     // Runs even when a field failed; the field's own check already reported a bad JSON.

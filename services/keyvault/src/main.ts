@@ -1,4 +1,4 @@
-import { consumeEvents, contracts, endpoint, runService, type Subscription } from '@agenthost/shared';
+import { consumeEvents, contracts, endpoint, runService, SealOpener, type Subscription } from '@agenthost/shared';
 import { keyringFrom, keyvaultConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { KeyvaultDB } from './db/schema.ts';
@@ -23,8 +23,9 @@ await runService<typeof keyvaultConfig, KeyvaultDB>({
       },
       log,
     );
-    const deps: VaultDeps = { db, keyring, limiter, log, maxKeysPerInstance: config.MAX_KEYS_PER_INSTANCE };
-    log.info({ event: 'keyring', current_key_id: keyring.currentId, key_ids: keyring.ids() }, 'master keyring loaded');
+    const opener = new SealOpener(config.KEYVAULT_SEAL_PRIVATE_KEY);
+    const deps: VaultDeps = { db, keyring, limiter, opener, log, maxKeysPerInstance: config.MAX_KEYS_PER_INSTANCE };
+    log.info({ event: 'keyring', current_key_id: keyring.currentId, key_ids: keyring.ids(), seal_public_key: opener.publicKey }, 'master keyring loaded');
     let consumer: Subscription | undefined;
     let pruner: NodeJS.Timeout | undefined;
     return {

@@ -3,7 +3,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { recordSecret, repoRoot, testLogDir } from '@agenthost/testkit';
+import { busKeys, recordSecret, repoRoot, testLogDir } from '@agenthost/testkit';
 
 /** Start keyvault with the given environment and collect its exit code and output (it must exit before connecting anywhere). */
 function startKeyvault(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
@@ -11,7 +11,8 @@ function startKeyvault(env: Record<string, string>): Promise<{ code: number | nu
     const child = spawn(process.execPath, [path.join(repoRoot, 'services/keyvault/src/main.ts')], {
       cwd: repoRoot,
       // Unreachable servers: a valid config would hang trying to connect, which the timeout would catch.
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NATS_URL: 'nats://127.0.0.1:1', ...env },
+      // A valid seal key, so each test's output is about the master keys only.
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NATS_URL: 'nats://127.0.0.1:1', KEYVAULT_SEAL_PRIVATE_KEY: busKeys().sealPem, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

@@ -4,7 +4,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { NatsConnection } from 'nats';
-import type { NatsServer } from '@agenthost/testkit';
+import { testAsserter, type NatsServer } from '@agenthost/testkit';
 import { request, serve, createLogger, endpoint, contracts, type Contract } from '@agenthost/shared';
 import type { z } from 'zod';
 import { firewallTag, removeFirewall } from '../src/docker/firewall.ts';
@@ -112,9 +112,11 @@ export interface Nats {
   close(): Promise<void>;
 }
 
+/** A client that calls the backends as the gateway does: each call for a user carries the gateway's assertion. */
 export async function natsClient(nats: NatsServer): Promise<Nats> {
   const nc = await nats.connect();
-  const call: Nats['call'] = (c, input, timeoutMs = 30_000) => request(nc, c, input, { timeoutMs });
+  const asserter = testAsserter();
+  const call: Nats['call'] = (c, input, timeoutMs = 30_000) => request(nc, c, input, { timeoutMs, asserter });
   return {
     nc,
     call,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { recordSecret, startStack, type Stack } from '@agenthost/testkit';
+import { recordSecret, sealedKeys, startStack, type Stack } from '@agenthost/testkit';
 import { STANDIN, cleanupDocker, docker, dockerTry, exists, gatewayEnv, natsClient, newUser, provisionerEnv, standinVariant, testNetwork, waitFor, type Nats } from './helpers.ts';
 
 const P = contracts.provisioner;
@@ -256,7 +256,7 @@ describe('instance lifecycle on the real Docker engine', () => {
           const { instance_id } = await n.call(P.create, { user_id, tier: 'enterprise', framework: 'openclaw' });
           const value = `sk-run-${run}-${instance_id}`;
           recordSecret(value);
-          await n.call(KV.store, { user_id, instance_id, keys: { RUN_KEY: value } });
+          await n.call(KV.store, { user_id, instance_id, sealed_keys: sealedKeys(instance_id, { RUN_KEY: value }) });
           expect((await n.call(KV.list, { user_id, instance_id })).keys.map((k) => k.key_name)).toEqual(['RUN_KEY']);
           await n.call(P.remove, { user_id, instance_id });
           const after = await n.fail(KV.list, { user_id, instance_id });
@@ -273,7 +273,7 @@ describe('instance lifecycle on the real Docker engine', () => {
     await running(user_id, instance_id);
     const value = `sk-after-crash-${instance_id}`;
     recordSecret(value);
-    await n.call(contracts.keyvault.store, { user_id, instance_id, keys: { CRASH_KEY: value } });
+    await n.call(contracts.keyvault.store, { user_id, instance_id, sealed_keys: sealedKeys(instance_id, { CRASH_KEY: value }) });
     const cname = `agenthost-${instance_id}`;
     const before = JSON.parse(await docker('inspect', cname))[0];
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { contract } from './contract.ts';
+import { contract, userContract } from './contract.ts';
 import { walletAddress, isoTime, uuid } from './common.ts';
 
 export const nonceCreate = contract(
@@ -31,7 +31,7 @@ export const accessClaims = z.object({ sub: uuid, wallet: walletAddress });
 export const revokedToken = z.object({ jti: z.string().min(1).max(200), exp: z.number().int() });
 
 /** POST /auth/logout: put the caller's token on the deny-list (kept until it expires). Idempotent. */
-export const revoke = contract('auth.v1.tokens.revoke', revokedToken.extend({ user_id: uuid }), z.object({ success: z.boolean() }));
+export const revoke = userContract('auth.v1.tokens.revoke', revokedToken.extend({ user_id: uuid }), z.object({ success: z.boolean() }));
 
 /** The deny-list as it stands (tokens not yet expired); gateways load it at start. */
 export const revokedList = contract('auth.v1.tokens.revoked', z.object({}), z.object({ tokens: z.array(revokedToken) }));

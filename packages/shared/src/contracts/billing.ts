@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { contract, event } from './contract.ts';
+import { contract, event, userContract } from './contract.ts';
 import { walletAddress, isoTime, tierName, uuid } from './common.ts';
 
 /** billing-chain's view of one wallet's subscription (its cache of the on-chain record). */
@@ -17,7 +17,7 @@ export type Subscription = z.infer<typeof subscription>;
 
 const who = z.object({ user_id: uuid, wallet_address: walletAddress });
 
-export const register = contract(
+export const register = userContract(
   'billing.v1.subscription.register',
   // Only types are checked here: billing-chain refuses a malformed signature (TX_SIGNATURE_MALFORMED)
   // or a tier other than 0/1/2 (INVALID_TIER) with their own codes.
@@ -33,11 +33,15 @@ export const register = contract(
   }),
 );
 
-/** The cached subscription (refreshed from the chain when older than the TTL). 404 SUBSCRIPTION_NOT_FOUND when none. */
-export const status = contract('billing.v1.subscription.status', who, subscription);
+/**
+ * The cached subscription (refreshed from the chain when older than the TTL). 404 SUBSCRIPTION_NOT_FOUND when none.
+ * A wallet's subscription is public on the chain, so the provisioner may read it without an assertion; only an
+ * asserted user_id is recorded as the wallet's user.
+ */
+export const status = contract('billing.v1.subscription.status', who, subscription, { assertion: 'optional', read: true });
 
 /** Force a refresh from the chain. */
-export const refresh = contract('billing.v1.subscription.refresh', who, subscription);
+export const refresh = userContract('billing.v1.subscription.refresh', who, subscription);
 
 export const subscriptionChanged = event(
   'events.subscription.changed',

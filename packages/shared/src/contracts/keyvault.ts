@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { contract } from './contract.ts';
+import { contract, userContract, userRead } from './contract.ts';
 import { instanceId, isoTime, requestMeta, uuid } from './common.ts';
 
 /** Bounds of stored keys (also enforced in keyvault; the per-instance count is configuration there). */
@@ -50,34 +50,48 @@ export const purgeInstance = contract(
   z.object({ keys_deleted: z.number().int() }),
 );
 
-/** Store several keys at once (a name that exists is replaced). 404 INSTANCE_NOT_FOUND unless the caller owns the instance. */
-export const store = contract(
+/** The keys of one /keys/store call, as the client sends them (the gateway checks them, keyvault again once opened). */
+export const storedKeys = z
+  .record(keyName, keyValue)
+  .refine((k) => Object.keys(k).length >= 1, 'must hold at least one key')
+  .refine((k) => Object.keys(k).length <= KEYS_PER_CALL_MAX, `at most ${KEYS_PER_CALL_MAX} keys per call`);
+
+/** The bodies of /keys/store and /keys/update as clients send them; the gateway seals the values before the bus. */
+export const storeBody = z.object({ instance_id: instanceId, keys: storedKeys });
+export const updateBody = z.object({ instance_id: instanceId, key_name: keyName, key_value: keyValue });
+
+/** A sealed box (packages/shared seal.ts) to keyvault's public key: never plaintext on the bus. */
+const sealedBox = z.string().min(1).max(2 * (KEY_VALUE_MAX_BYTES * KEYS_PER_CALL_MAX + 4096));
+
+/** What a sealed value is bound to: the subject and the instance (and, for update, the key name). */
+export const sealContext = (subject: string, instanceId: string, keyName = ''): string => `${subject}:${instanceId}:${keyName}`;
+
+/**
+ * Store several keys at once (a name that exists is replaced). sealed_keys: the JSON object of storedKeys,
+ * sealed to keyvault. 404 INSTANCE_NOT_FOUND unless the caller owns the instance.
+ */
+export const store = userContract(
   'keyvault.v1.keys.store',
-  owned.extend({
-    keys: z
-      .record(keyName, keyValue)
-      .refine((k) => Object.keys(k).length >= 1, 'must hold at least one key')
-      .refine((k) => Object.keys(k).length <= KEYS_PER_CALL_MAX, `at most ${KEYS_PER_CALL_MAX} keys per call`),
-  }),
+  owned.extend({ sealed_keys: sealedBox }),
   z.object({ success: z.boolean(), keys_stored: z.number().int(), instance_id: instanceId }),
 );
 
-/** Replace the value of an existing key (404 KEY_NOT_FOUND when it does not exist). The instance loads it at its next start. */
-export const update = contract(
+/** Replace the value of an existing key (404 KEY_NOT_FOUND when it does not exist); sealed_value is the new value sealed to keyvault. The instance loads it at its next start. */
+export const update = userContract(
   'keyvault.v1.keys.update',
-  owned.extend({ key_name: keyName, key_value: keyValue }),
+  owned.extend({ key_name: keyName, sealed_value: sealedBox }),
   z.object({ success: z.boolean(), instance_id: instanceId, key_name: keyName, restart_required: z.boolean() }),
 );
 
 /** Delete keys by name; names that do not exist are ignored (keys_deleted counts the ones removed). */
-export const remove = contract(
+export const remove = userContract(
   'keyvault.v1.keys.delete',
   owned.extend({ key_names: z.array(keyName).min(1).max(100) }),
   z.object({ success: z.boolean(), instance_id: instanceId, keys_deleted: z.number().int() }),
 );
 
 /** Names (never values) of an instance's keys, for its owner. */
-export const list = contract(
+export const list = userRead(
   'keyvault.v1.keys.list',
   owned,
   z.object({ instance_id: instanceId, keys: z.array(z.object({ key_name: keyName, created_at: isoTime, updated_at: isoTime })) }),
@@ -109,7 +123,7 @@ export const auditRecord = z.object({
 });
 
 /** Audit records of an instance, newest first, for its owner. */
-export const audit = contract(
+export const audit = userRead(
   'keyvault.v1.audit.list',
   owned.extend({ limit: z.coerce.number().int().min(1).max(1000).default(100) }),
   z.object({ instance_id: instanceId, records: z.array(auditRecord) }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { contract, event } from './contract.ts';
+import { event, userContract, userRead } from './contract.ts';
 import { instanceId, isoTime, tierName, uuid, walletAddress } from './common.ts';
 
 export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed']);
@@ -25,7 +25,7 @@ export type InstanceView = z.infer<typeof instanceView>;
 
 const owned = z.object({ user_id: uuid, instance_id: instanceId });
 
-export const create = contract(
+export const create = userContract(
   'provisioner.v1.instances.create',
   z.object({
     user_id: uuid,
@@ -44,8 +44,8 @@ export const create = contract(
   }),
 );
 
-export const get = contract('provisioner.v1.instances.get', owned, instanceView);
-export const list = contract('provisioner.v1.instances.list', z.object({ user_id: uuid }), z.object({ instances: z.array(instanceView) }));
+export const get = userRead('provisioner.v1.instances.get', owned, instanceView);
+export const list = userRead('provisioner.v1.instances.list', z.object({ user_id: uuid }), z.object({ instances: z.array(instanceView) }));
 /** restart/start recreate the container; tier (from the caller's subscription) re-applies the tier's resource limits. */
 const recreate = owned.extend({ tier: tierName.optional() });
 const transition = z.object({
@@ -55,18 +55,18 @@ const transition = z.object({
   /** Only when the old container (which carried the gateway token) was gone and a new token had to be minted. */
   access_token: z.string().optional(),
 });
-export const restart = contract('provisioner.v1.instances.restart', recreate, transition);
-export const stop = contract('provisioner.v1.instances.stop', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
-export const start = contract('provisioner.v1.instances.start', recreate, transition);
-export const remove = contract('provisioner.v1.instances.delete', owned, z.object({ success: z.boolean(), instance_id: instanceId, deleted_at: isoTime }));
-export const logs = contract(
+export const restart = userContract('provisioner.v1.instances.restart', recreate, transition);
+export const stop = userContract('provisioner.v1.instances.stop', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
+export const start = userContract('provisioner.v1.instances.start', recreate, transition);
+export const remove = userContract('provisioner.v1.instances.delete', owned, z.object({ success: z.boolean(), instance_id: instanceId, deleted_at: isoTime }));
+export const logs = userRead(
   'provisioner.v1.instances.logs',
   owned.extend({ tail: z.coerce.number().int().min(1).max(5000).default(200) }),
   z.object({ instance_id: instanceId, lines: z.array(z.string()) }),
 );
 
 /** Per-user usage that feeds /usage/metrics and /subscription/status. */
-export const usage = contract(
+export const usage = userRead(
   'provisioner.v1.usage.get',
   z.object({ user_id: uuid }),
   z.object({ instances_active: z.number().int(), storage_used_mb: z.number() }),

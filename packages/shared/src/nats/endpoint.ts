@@ -3,12 +3,15 @@ import type { z } from 'zod';
 import type { Contract } from '../contracts/contract.ts';
 import { AppError, toAppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { ASSERTION_HEADER, type AssertionVerifier } from './assertion.ts';
 import { decode, encode } from './codec.ts';
 import { zodToAppError } from '../validate.ts';
 
 export interface HandlerContext {
   requestId: string;
   log: Logger;
+  /** The user id of a verified gateway assertion (contracts with `assertion`); undefined when none came. */
+  assertedUser?: string;
 }
 
 export interface Endpoint {
@@ -27,6 +30,12 @@ export interface ServeOptions {
   version: string;
   description?: string;
   log: Logger;
+  /**
+   * Verifies the gateway's assertions on contracts that act for a user (nats/assertion.ts). Serving a contract
+   * that requires one without a verifier is refused at start. 'unchecked' is for benchmarks only: the user_id
+   * of the input is believed, as before assertions existed.
+   */
+  assertions?: AssertionVerifier | 'unchecked';
 }
 
 /**
@@ -35,6 +44,8 @@ export interface ServeOptions {
  * into an error reply; unknown errors are logged here and sent as a generic INTERNAL.
  */
 export async function serve(nc: NatsConnection, opts: ServeOptions, endpoints: Endpoint[]): Promise<Service> {
+  const missing = endpoints.find((ep) => ep.contract.assertion === 'required' && !opts.assertions);
+  if (missing) throw new Error(`${opts.name}: ${missing.contract.subject} acts for a user: set GATEWAY_ASSERTION_PUBLIC_KEYS (the gateway's public keys) to verify its assertions`);
   const service = await nc.services.add({ name: opts.name, version: opts.version, description: opts.description ?? opts.name, queue: 'q' });
   for (const ep of endpoints) {
     service.addEndpoint(ep.contract.subject.replaceAll('.', '_'), {
@@ -44,7 +55,7 @@ export async function serve(nc: NatsConnection, opts: ServeOptions, endpoints: E
           opts.log.error({ err }, 'service endpoint error');
           return;
         }
-        void handleMessage(ep, msg, opts.log);
+        void handleMessage(ep, msg, opts.log, opts.assertions);
       },
       metadata: { contract: ep.contract.subject },
     });
@@ -52,7 +63,7 @@ export async function serve(nc: NatsConnection, opts: ServeOptions, endpoints: E
   return service;
 }
 
-async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger): Promise<void> {
+async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger, assertions: ServeOptions['assertions']): Promise<void> {
   const requestId = msg.headers?.get('x-request-id') || '';
   // The child logger is made only when something is logged: most requests log nothing.
   let child: Logger | undefined;
@@ -65,11 +76,13 @@ async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger): Pr
     } catch {
       throw new AppError('INVALID_JSON');
     }
+    const assertedUser = checkAssertion(ep, msg, raw, assertions);
     const parsed = ep.contract.input.safeParse(raw);
     if (!parsed.success) throw zodToAppError(parsed.error);
     const result = ep.contract.output.parse(
       await ep.handle(parsed.data, {
         requestId,
+        assertedUser,
         get log() {
           return log();
         },
@@ -86,4 +99,20 @@ async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger): Pr
     h.set('Nats-Service-Error', appErr.code);
     msg.respond(encode({ ok: false, error: appErr.toWire() }), { headers: h });
   }
+}
+
+/**
+ * The user a request may act for: the `sub` of the gateway's assertion, which must also be the input's
+ * user_id (the body hash already binds it; this says so plainly). Undefined when the contract needs none.
+ */
+function checkAssertion(ep: Endpoint, msg: ServiceMsg, raw: unknown, assertions: ServeOptions['assertions']): string | undefined {
+  const mode = ep.contract.assertion;
+  if (!mode || !assertions) return undefined;
+  const userId = (raw as { user_id?: unknown } | undefined)?.user_id;
+  if (assertions === 'unchecked') return typeof userId === 'string' ? userId : undefined;
+  const token = msg.headers?.get(ASSERTION_HEADER) || undefined;
+  if (!token && mode === 'optional') return undefined;
+  const claims = assertions.verify(token, msg.subject, msg.data, ep.contract.read === true);
+  if (userId !== claims.sub) throw new AppError('ASSERTION_MISMATCH', 'Caller assertion refused: it was issued for another user');
+  return claims.sub;
 }

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Contract } from '../contracts/contract.ts';
 import { AppError } from '../errors.ts';
 import { zodToAppError } from '../validate.ts';
+import { ASSERTION_HEADER, type AssertionSigner } from './assertion.ts';
 import { busConnected } from './connect.ts';
 import { decode, encode, type Reply } from './codec.ts';
 import { NoReplyError, requestReply } from './replies.ts';
@@ -10,6 +11,8 @@ import { NoReplyError, requestReply } from './replies.ts';
 export interface RequestOptions {
   timeoutMs?: number;
   requestId?: string;
+  /** The gateway's signer: a contract that acts for a user gets an assertion for the user_id of its input. */
+  asserter?: AssertionSigner;
 }
 
 /**
@@ -35,9 +38,15 @@ export async function request<C extends Contract>(
     h = natsHeaders();
     h.set('x-request-id', opts.requestId);
   }
+  const body = encode(parsed.data);
+  const userId = (parsed.data as { user_id?: unknown }).user_id;
+  if (c.assertion && opts.asserter && typeof userId === 'string') {
+    h ??= natsHeaders();
+    h.set(ASSERTION_HEADER, opts.asserter.sign(userId, c.subject, body, c.read === true));
+  }
   let data: Uint8Array;
   try {
-    data = await requestReply(nc, c.subject, encode(parsed.data), opts.timeoutMs ?? 5000, h);
+    data = await requestReply(nc, c.subject, body, opts.timeoutMs ?? 5000, h);
   } catch (err) {
     throw unavailable(c.subject, err);
   }

@@ -23,6 +23,11 @@ export interface SubscriptionsDeps {
 
 /** How long a replica answers status from memory before looking at its database row again. */
 const MEMO_MS = 1000;
+/**
+ * How long a replica remembers that a wallet has no subscription account on chain: a refresh for it then costs
+ * no chain reads (three each otherwise). register always reads the chain, so a payment is seen at once.
+ */
+const NO_ACCOUNT_MS = 30_000;
 
 /**
  * The cache of on-chain subscriptions. Postgres holds the cached record (refreshed_at decides its
@@ -34,6 +39,8 @@ export class Subscriptions {
   private readonly memo = new Map<string, { row: Row | null; at: number }>();
   private readonly inflight = new Map<string, Promise<Row | null>>();
   private readonly loading = new Map<string, Promise<Row | null>>();
+  /** Wallets whose refresh found no account on chain, and when. */
+  private readonly noAccount = new Map<string, number>();
 
   constructor(deps: SubscriptionsDeps) {
     this.d = deps;
@@ -57,6 +64,7 @@ export class Subscriptions {
 
   forget(wallet: string): void {
     this.memo.delete(wallet);
+    this.noAccount.delete(wallet);
     this.loading.delete(wallet);
   }
 
@@ -93,6 +101,7 @@ export class Subscriptions {
 
   private remember(wallet: string, row: Row | null): void {
     this.loading.delete(wallet);
+    if (row) this.noAccount.delete(wallet);
     if (this.memo.size > 50_000) this.memo.clear();
     this.memo.set(wallet, { row, at: this.now() });
   }
@@ -149,12 +158,13 @@ export class Subscriptions {
   /**
    * The cached record: younger than the TTL → as is; older → re-read from the chain. If the chain
    * cannot be read then, the stale record is served (logged), because entitlement must not flap
-   * with the RPC; a forced refresh, by contrast, reports CHAIN_UNAVAILABLE.
+   * with the RPC; a forced refresh, by contrast, reports CHAIN_UNAVAILABLE. user_id: only a user id the
+   * gateway asserted (a service reading a wallet's public record names none), recorded for a wallet without one.
    */
-  async status(who: Who): Promise<View> {
+  async status(who: { wallet_address: string; user_id: string | undefined }): Promise<View> {
     const row = await this.load(who.wallet_address);
     if (!row) throw new AppError('SUBSCRIPTION_NOT_FOUND');
-    if (row.user_id === null) void this.adopt(who).catch(() => {});
+    if (row.user_id === null && who.user_id) void this.adopt({ wallet_address: who.wallet_address, user_id: who.user_id }).catch(() => {});
     if (this.now() - row.refreshed_at.getTime() < this.d.ttlMs) return this.view(row);
     try {
       const fresh = await this.sync(who.wallet_address, { reason: 'refreshed', userId: who.user_id });
@@ -168,8 +178,15 @@ export class Subscriptions {
 
   /** Re-read from the chain now. A subscription made without register is adopted here too. */
   async refresh(who: Who): Promise<View> {
-    const row = await this.sync(who.wallet_address, { reason: 'refreshed', userId: who.user_id });
-    if (!row) throw new AppError('SUBSCRIPTION_NOT_FOUND');
+    const wallet = who.wallet_address;
+    const checked = this.noAccount.get(wallet);
+    if (checked !== undefined && this.now() - checked < NO_ACCOUNT_MS) throw new AppError('SUBSCRIPTION_NOT_FOUND');
+    const row = await this.sync(wallet, { reason: 'refreshed', userId: who.user_id });
+    if (!row) {
+      if (this.noAccount.size >= 50_000) this.noAccount.clear();
+      this.noAccount.set(wallet, this.now());
+      throw new AppError('SUBSCRIPTION_NOT_FOUND');
+    }
     return this.view(row);
   }
 

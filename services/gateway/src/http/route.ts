@@ -70,8 +70,10 @@ export function route(router: Router, ctx: GatewayContext, method: Method, path:
           if (typeof left === 'number') setSubscriptionHeaders(res, subscription, left);
           throw err;
         }
-      } else if (entitled) {
-        await headersFor(ctx, res, claims.user_id, subscription);
+      } else {
+        // Not counted against a tier: the small allowance applies (quota/allowance.ts).
+        ctx.allowance.take(claims.user_id);
+        if (entitled) await headersFor(ctx, res, claims.user_id, subscription);
       }
     }
     if (!counted) return handler({ req, res, requestId, caller, meta });

@@ -26,7 +26,7 @@ const DOCKER_VERB_TIMEOUT_MS = 25_000;
  */
 export function instanceRoutes(ctx: GatewayContext, r: Router): void {
   const slow = <C extends Contract>(c: C, input: z.input<C['input']>, requestId: string): Promise<z.output<C['output']>> =>
-    request(ctx.nc, c, input, { timeoutMs: Math.max(ctx.config.NATS_REQUEST_TIMEOUT_MS, DOCKER_VERB_TIMEOUT_MS), requestId });
+    request(ctx.nc, c, input, { timeoutMs: Math.max(ctx.config.NATS_REQUEST_TIMEOUT_MS, DOCKER_VERB_TIMEOUT_MS), requestId, asserter: ctx.asserter });
   route(r, ctx, 'post', '/instance/create', 'subscriber', { summary: 'Create an instance (status provisioning; running once its agent is ready)', body: clientShape(P.create.input), response: P.create.output }, async ({ req, caller, requestId }) => {
     // Only the fields a client may set; the owner, tier and cancellation come from the token and the subscription.
     const b = jsonBody(req);

@@ -1,4 +1,4 @@
-import { contracts } from '@agenthost/shared';
+import { contracts, parseOr400, seal } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
 import type { ApiRequest, Router } from '../http/router.ts';
 import { jsonBody, route } from '../http/route.ts';
@@ -15,23 +15,22 @@ const header = (req: ApiRequest, name: string, max: number): string => {
 };
 
 /**
- * Bring-your-own keys (spec §4.11-4.14). Owner routes are subscriber routes; the user id always
+ * Bring-your-own keys (spec §4.11-4.14). Key values are sealed to keyvault's public key here, so they
+ * never cross the bus in plaintext; only keyvault opens them. Owner routes are subscriber routes; the user id always
  * comes from the token, never from the body. /keys/retrieve is the instance's: it authenticates with
  * X-Instance-ID / X-Instance-Secret in keyvault (which counts and rate limits failures) and is not
  * counted against the owner's quota.
  */
 export function keysRoutes(ctx: GatewayContext, r: Router): void {
-  route(r, ctx, 'post', '/keys/store', 'subscriber', { summary: 'Store provider keys for an instance (encrypted on receipt)', body: clientShape(kv.store.input), response: kv.store.output }, async ({ req, requestId, caller, meta }) => {
-    const b = jsonBody(req);
-    return ctx.call(kv.store, { user_id: caller.user_id, instance_id: b.instance_id as string, keys: b.keys as Record<string, string>, meta }, requestId);
+  route(r, ctx, 'post', '/keys/store', 'subscriber', { summary: 'Store provider keys for an instance (encrypted on receipt)', body: kv.storeBody, response: kv.store.output }, async ({ req, requestId, caller, meta }) => {
+    const b = parseOr400(kv.storeBody, jsonBody(req));
+    const sealed_keys = seal(JSON.stringify(b.keys), ctx.keyvaultSealKey, kv.sealContext(kv.store.subject, b.instance_id));
+    return ctx.call(kv.store, { user_id: caller.user_id, instance_id: b.instance_id, sealed_keys, meta }, requestId);
   });
-  route(r, ctx, 'put', '/keys/update', 'subscriber', { summary: 'Replace one key (restart the instance to load it)', body: clientShape(kv.update.input), response: kv.update.output }, async ({ req, requestId, caller, meta }) => {
-    const b = jsonBody(req);
-    return ctx.call(
-      kv.update,
-      { user_id: caller.user_id, instance_id: b.instance_id as string, key_name: b.key_name as string, key_value: b.key_value as string, meta },
-      requestId,
-    );
+  route(r, ctx, 'put', '/keys/update', 'subscriber', { summary: 'Replace one key (restart the instance to load it)', body: kv.updateBody, response: kv.update.output }, async ({ req, requestId, caller, meta }) => {
+    const b = parseOr400(kv.updateBody, jsonBody(req));
+    const sealed_value = seal(b.key_value, ctx.keyvaultSealKey, kv.sealContext(kv.update.subject, b.instance_id, b.key_name));
+    return ctx.call(kv.update, { user_id: caller.user_id, instance_id: b.instance_id, key_name: b.key_name, sealed_value, meta }, requestId);
   });
   route(r, ctx, 'delete', '/keys/delete', 'subscriber', { summary: 'Delete keys of an instance', body: clientShape(kv.remove.input), response: kv.remove.output }, async ({ req, requestId, caller, meta }) => {
     const b = jsonBody(req);

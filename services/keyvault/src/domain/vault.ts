@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { AppError, contracts, keyHint, type Logger } from '@agenthost/shared';
+import { AppError, contracts, keyHint, type Logger, type SealOpener } from '@agenthost/shared';
 import type { AuditAction, KeyvaultDB } from '../db/schema.ts';
 import { hashSecret, Keyring, newInstanceSecret, parseSealed, plaintextBytes, SealError, secretMatches, serializeSealed } from './crypto.ts';
 import type { AuthLimiter } from './limiter.ts';
+import { openKeyValue, openStoredKeys } from './sealed.ts';
 
 type Db = Kysely<KeyvaultDB> | Transaction<KeyvaultDB>;
 type RequestMeta = contracts.RequestMeta;
@@ -12,6 +13,8 @@ export interface VaultDeps {
   db: Kysely<KeyvaultDB>;
   keyring: Keyring;
   limiter: AuthLimiter;
+  /** Opens the provider keys the gateway sealed to keyvault's public key. */
+  opener: SealOpener;
   log: Logger;
   maxKeysPerInstance: number;
 }
@@ -83,8 +86,9 @@ export async function issueCredentials(deps: VaultDeps, input: { user_id: string
   return { instance_secret: secret, instance_key: instanceKey, key_id: keyId };
 }
 
-export async function storeKeys(deps: VaultDeps, input: { user_id: string; instance_id: string; keys: Record<string, string>; meta: RequestMeta }) {
-  const { user_id, instance_id, keys, meta } = input;
+export async function storeKeys(deps: VaultDeps, input: { user_id: string; instance_id: string; sealed_keys: string; meta: RequestMeta }) {
+  const { user_id, instance_id, meta } = input;
+  const keys = openStoredKeys(deps.opener, input);
   const names = Object.keys(keys);
   const existing = await deps.db.transaction().execute(async (trx) => {
     await ownedInstance(trx, user_id, instance_id, true);
@@ -117,8 +121,9 @@ export async function storeKeys(deps: VaultDeps, input: { user_id: string; insta
   return { success: true, keys_stored: names.length, instance_id };
 }
 
-export async function updateKey(deps: VaultDeps, input: { user_id: string; instance_id: string; key_name: string; key_value: string; meta: RequestMeta }) {
-  const { user_id, instance_id, key_name, key_value, meta } = input;
+export async function updateKey(deps: VaultDeps, input: { user_id: string; instance_id: string; key_name: string; sealed_value: string; meta: RequestMeta }) {
+  const { user_id, instance_id, key_name, meta } = input;
+  const key_value = openKeyValue(deps.opener, input);
   await deps.db.transaction().execute(async (trx) => {
     await ownedInstance(trx, user_id, instance_id, true);
     const res = await trx
