@@ -3,6 +3,8 @@
 //   node deploy/swarm/src/cli.ts scale gateway=3 keyvault=2  change replica counts, each service on its own
 //   node deploy/swarm/src/cli.ts status                      running/desired tasks per service
 //   node deploy/swarm/src/cli.ts rebalance                   spread services left on one node after a node was away
+//   node deploy/swarm/src/cli.ts drain <node>                move its instances (with their data), then drain it
+//   node deploy/swarm/src/cli.ts activate <node>             put it back in service and spread the services again
 //   node deploy/swarm/src/cli.ts down [--volumes]            remove the stack (and its volumes on this node)
 // Environment: DOCKER_HOST (a manager), AGENTHOST_STATE (secret material, default /var/lib/agenthost),
 // EDGE_PORT (8080), DEVCHAIN_PORT (8899; and the next port), SWARM_DATABASE_URL (an external database: no Postgres
@@ -12,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, findService, imageId, pinPostgres, pruneSecrets, rebalance, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
 import { busPublicKeys, ensureMaterial, NATS_NODES } from './material.ts';
+import { activateNode, drainNode } from './nodes.ts';
 import { caddyfile, NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
 
 const SCALABLE = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault'] as const;
@@ -158,11 +161,22 @@ async function down(args: string[]): Promise<void> {
   }
 }
 
+async function drain(args: string[]): Promise<void> {
+  if (args.length !== 1) throw new Error('usage: drain <node id or hostname>');
+  await drainNode(docker, args[0]!, Number(env.DRAIN_TIMEOUT_SECONDS ?? 1800) * 1000, say);
+}
+
+async function activate(args: string[]): Promise<void> {
+  if (args.length !== 1) throw new Error('usage: activate <node id or hostname>');
+  await activateNode(docker, args[0]!);
+  await spread();
+}
+
 const [cmd, ...rest] = process.argv.slice(2);
-const commands: Record<string, (a: string[]) => Promise<void>> = { up, scale, status, down, rebalance: spread };
+const commands: Record<string, (a: string[]) => Promise<void>> = { up, scale, status, down, rebalance: spread, drain, activate };
 const run = cmd ? commands[cmd] : undefined;
 if (!run) {
-  process.stderr.write('usage: cli.ts up|scale|status|rebalance|down (see the top of deploy/swarm/src/cli.ts)\n');
+  process.stderr.write('usage: cli.ts up|scale|status|rebalance|drain|activate|down (see the top of deploy/swarm/src/cli.ts)\n');
   process.exit(2);
 }
 try {

@@ -42,14 +42,13 @@ export async function deployStack(state: string, replicas: string[] = []): Promi
 }
 
 /** `cli.ts rebalance` as an operator runs it after a node came back: resolves once the moved services converged. */
-export async function rebalanceStack(): Promise<string> {
-  const r = await run(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), 'rebalance'], { timeout: 600_000, maxBuffer: 16 * 1024 * 1024 });
-  return r.stderr;
+export async function rebalanceStack(): Promise<void> {
+  await run(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), 'rebalance'], { timeout: 600_000, maxBuffer: 16 * 1024 * 1024 });
 }
 
-/** A node's availability, as an operator sets it (`docker node update --availability ...`). */
-export async function setAvailability(node: string, availability: 'active' | 'drain'): Promise<void> {
-  await run('docker', ['node', 'update', '--availability', availability, node], { timeout: 60_000 });
+/** `cli.ts drain <node>` or `cli.ts activate <node>` as an operator runs them; resolves when the command is done. */
+export async function nodeCommand(cmd: 'drain' | 'activate', node: string): Promise<void> {
+  await run(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), cmd, node], { timeout: 900_000, maxBuffer: 16 * 1024 * 1024 });
 }
 
 /** deploy/swarm/two-node.sh (up, load, stop-worker, start-worker). */

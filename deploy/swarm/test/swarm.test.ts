@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, leftovers, manager, MANAGER, rebalanceStack, removeStrayInstances, runningTasks, setAvailability, saveServiceLogs, scale, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
+import { apiUrl, deployStack, leftovers, manager, MANAGER, rebalanceStack, nodeCommand, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -139,7 +139,7 @@ describe('agenthost on a two-node swarm', () => {
     expect(ok).toBeGreaterThan(100);
   }, 600_000);
 
-  it('moves the instances of a drained node to the other with their data, keys and access token, and runs them again there', async () => {
+  it('drains a node: its instances move to the other with their data, keys and access token and run again there, then its platform tasks; back in service the platform spreads again', async () => {
     const session = await signIn(apiClient(apiUrl()));
     await subscribe({ chain: swarmChain }, session, { tier: 'pro' });
     const api = session.api;
@@ -173,13 +173,17 @@ describe('agenthost on a two-node swarm', () => {
         expect(stored.status, stored.text).toBe(200);
       }
 
-      await setAvailability(workerNode, 'drain');
+      // Resolves once no instance is left on the worker and the swarm drained it.
+      await nodeCommand('drain', workerNode);
+      expect((await manager.getNode(workerNode).inspect()).Spec.Availability).toBe('drain');
       for (const v of moving) {
         const id = v.instance_id as string;
+        // Moved already (the drain waited for that): running again once its agent is ready.
         const moved = await waitFor(`${id} running on the manager`, async () => {
           const now = await status(id);
-          return now.status === 'running' && new URL(now.url).hostname === MANAGER ? now : undefined;
-        }, 300_000, 1000);
+          return now.status === 'running' ? now : undefined;
+        }, 120_000, 500);
+        expect(new URL(moved.url).hostname).toBe(MANAGER);
         expect(moved.instance_id).toBe(id);
         // Same data (one boot more), the key stored before the move, the same access token.
         const state = (await agent(moved.url)).state;
@@ -195,12 +199,11 @@ describe('agenthost on a two-node swarm', () => {
       // The instances that were on the manager never stopped.
       for (const v of views.filter((x) => !moving.includes(x))) expect((await agent(v.url)).state).toMatchObject({ boots: 1 });
     } finally {
-      await setAvailability(workerNode, 'active');
       for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});
+      // Back in service: the platform spreads over both nodes again.
+      await nodeCommand('activate', workerNode);
     }
     for (const id of ids) expect(await leftovers(id)).toEqual([]);
-    // Back to work: the operator spreads the platform again over both nodes.
-    await rebalanceStack();
     for (const [svc, n] of Object.entries(SCALED)) if (n > 1) expect(new Set((await runningTasks(`agenthost-${svc}`)).map((t) => t.node)).size, svc).toBe(2);
   }, 900_000);
 

@@ -31,7 +31,7 @@ export const provisionerConfig = baseConfig
     SWARM_CPU_RESERVATION: z.coerce.number().min(0.01).max(1).default(0.25),
     /** swarm: the image of the one-shot job that removes an instance's volume on its node (the provisioner's own). */
     SWARM_JANITOR_IMAGE: z.string().default(''),
-    /** swarm: how long moving one instance's volume off a drained node may take before it is given up (and tried again). */
+    /** swarm: how long moving one instance's volume off a draining node may take before it is given up (and tried again). */
     SWARM_MOVE_TIMEOUT_SECONDS: configInt(600),
     /** Docker endpoint (unix:///var/run/docker.sock, tcp://host:2375). Empty: dockerode's default (DOCKER_HOST env or the local socket). */
     DOCKER_HOST: z.string().default(''),

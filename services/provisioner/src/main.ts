@@ -177,7 +177,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         }
         reconciler.start();
         // A node that goes away fails its instances (node_down) within seconds, and brings them back when it returns.
-        // A drained node's instances move, with their volume, to the node with the most room.
+        // A draining node's instances move, with their volume, to the node with the most room.
         if (runtime instanceof SwarmInstances) {
           const drainer = new Drainer({ db, engine, runtime, locks, instances, config, scope, log, serialize: placementLock });
           stopNodeWatch = runtime.watchNodes(() => {

@@ -9,16 +9,18 @@ import { NODE_DOWN } from '../domain/runtime.ts';
 import { singleFlight } from '../domain/single-flight.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { copyVolume } from './mover.ts';
-import { nodeAddr, pickNode } from './placement.ts';
+import { isDraining, nodeAddr, pickNode } from './placement.ts';
 import type { SwarmInstances } from './runtime.ts';
 import { volumeName } from './spec.ts';
 
+const MOVE_FAILED = 'Moving it off its draining node failed; it is tried again';
 /** Failures a move cures: the instance could not run only because of where it was. */
-const placementFailure = (r: InstanceRow) => r.status === 'failed' && (r.failure_reason === NODE_DOWN || (r.failure_reason ?? '').startsWith('No node can run it now'));
+const placementFailure = (r: InstanceRow) =>
+  r.status === 'failed' && (r.failure_reason === NODE_DOWN || r.failure_reason === MOVE_FAILED || (r.failure_reason ?? '').startsWith('No node can run it now'));
 
 /**
- * Moves the instances of a drained node (`docker node update --availability drain`) to the node with the most
- * room, one at a time, with their volume: same id, keys and access token; the URL names the new node. An
+ * Moves the instances of a node being drained (labelled agenthost.drain=true by `cli.ts drain`, which sets the
+ * swarm's own drain once they are gone) to the node with the most room, one at a time, with their volume: same id, keys and access token; the URL names the new node. An
  * instance that was running (or failed only for want of a node) runs again there; a stopped one stays stopped.
  * Each move holds the instance's lock, so a second provisioner replica skips it; a failed copy leaves the old
  * volume untouched and is tried again at the next pass.
@@ -53,7 +55,7 @@ export class Drainer {
     const { db, engine, locks } = this.d;
     const nodes = await engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })));
     let moved = 0;
-    for (const node of nodes.filter((n) => n.Spec?.Availability === 'drain' && n.Status?.State === 'ready')) {
+    for (const node of nodes.filter((n) => isDraining(n) && n.Status?.State === 'ready' && n.Spec?.Availability !== 'drain')) {
       const rows = await db.selectFrom('instances').selectAll().where('node_host', '=', nodeAddr(node)).where('deleting_at', 'is', null).where('step', '=', 'done').execute();
       for (const row of rows) {
         // One instance that cannot move now does not hold up the others.
@@ -64,7 +66,7 @@ export class Drainer {
             return this.move(fresh, node.ID!);
           })
           .catch((err) => {
-            this.d.log.warn({ instance_id: row.id, err: describe(err) }, 'could not move an instance off a drained node; will retry');
+            this.d.log.warn({ instance_id: row.id, err: describe(err) }, 'could not move an instance off a draining node; will retry');
             return false;
           });
         if (done) moved++;
@@ -78,7 +80,7 @@ export class Drainer {
     const target = await this.d.serialize(() => pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION));
     if (target.id === from) return false;
     const restart = row.status === 'running' || row.status === 'provisioning' || placementFailure(row);
-    log.info({ instance_id: row.id, from, to: target.id, restart }, 'moving an instance off a drained node');
+    log.info({ instance_id: row.id, from, to: target.id, restart }, 'moving an instance off a draining node');
     if (restart) {
       // Provisioning (step recreating) while it moves: readiness watchers of the old generation stand down, and
       // the reconciler leaves it (it repairs a recreating row only when its lock is free: after a crash).
@@ -91,8 +93,8 @@ export class Drainer {
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
     const copied = await copyVolume(engine, { instanceId: row.id, userId: row.user_id, scope, image, from, to: target.id, timeoutMs: config.SWARM_MOVE_TIMEOUT_SECONDS * 1000 });
     if (!copied) {
-      log.error({ instance_id: row.id, from, to: target.id }, 'the volume copy failed; the instance stays on its drained node and is tried again');
-      if (restart) await instances.markFailed(row.id, row.generation + 1, 'No node can run it now: its node is drained and moving its data failed; it is tried again');
+      log.error({ instance_id: row.id, from, to: target.id }, 'the volume copy failed; the instance stays on its draining node and is tried again');
+      if (restart) await instances.markFailed(row.id, row.generation + 1, MOVE_FAILED);
       return false;
     }
     const moved = await db.updateTable('instances').set({ node_host: target.addr, updated_at: new Date() }).where('id', '=', row.id).returningAll().executeTakeFirstOrThrow();

@@ -40,7 +40,7 @@ export async function pickNode(engine: DockerEngine, memoryMb: number, cpus: num
   for (const t of tasks) if (t.NodeID && !pinned.has(t.ServiceID ?? '')) add(t.NodeID, t.Spec?.Resources?.Reservations);
   const need = memoryMb * 1024 * 1024;
   const candidates = nodes
-    .filter((n) => n.Status?.State === 'ready' && n.Spec?.Availability === 'active')
+    .filter((n) => n.Status?.State === 'ready' && n.Spec?.Availability === 'active' && !isDraining(n))
     .map((n) => {
       const r = reserved.get(n.ID!) ?? { bytes: 0, nanoCpus: 0, tasks: 0 };
       const freeCpu = (n.Description?.Resources?.NanoCPUs ?? 0) - r.nanoCpus;
@@ -61,6 +61,14 @@ export async function nodeByAddr(engine: DockerEngine, addr: string): Promise<st
 }
 
 type SwarmNode = Awaited<ReturnType<DockerEngine['docker']['listNodes']>>[number];
+
+/**
+ * A node being emptied of instances (`deploy/swarm/src/cli.ts drain`): it takes no new instance and its
+ * instances move off it. It stays active meanwhile, since a drained node runs no task at all, not even the
+ * jobs that copy a volume off it.
+ */
+export const DRAIN_LABEL = 'agenthost.drain';
+export const isDraining = (n: SwarmNode): boolean => n.Spec?.Labels?.[DRAIN_LABEL] === 'true';
 
 /**
  * The address a node's instances are reached at. The operator's `agenthost.addr` node label wins (a node

@@ -7,7 +7,7 @@ import { demux } from '../docker/logs.ts';
 import { labels, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
 import { removeVolumeOnNode } from './janitor.ts';
-import { nodeByAddr, pickNode } from './placement.ts';
+import { isDraining, nodeByAddr, pickNode } from './placement.ts';
 import { credentialsSecretPrefix, instanceServiceSpec, networkName, pinnedNode, serviceName, volumeName } from './spec.ts';
 
 type Spec = { Name: string; Mode?: { Replicated?: { Replicas?: number } }; TaskTemplate: { ContainerSpec?: { Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number } };
@@ -251,9 +251,9 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   /**
-   * Calls `changed` whenever a node's state or availability changes (down, back, drained), checked every
-   * `everyMs`: the reconciler then fails the instances of a node that went away (node_down) and brings back
-   * those of a node that returned; the drainer moves those of a drained node.
+   * Calls `changed` whenever a node's state, availability or drain label changes, checked every `everyMs`: the
+   * reconciler then fails the instances of a node that went away (node_down) and brings back those of a node
+   * that returned; the drainer moves those of a draining node.
    */
   watchNodes(changed: () => void, everyMs = 2000): () => void {
     const { engine } = this.d;
@@ -270,7 +270,7 @@ export class SwarmInstances implements InstanceRuntime {
             else if (!this.readySince.has(n.ID!)) this.readySince.set(n.ID!, first ? 0 : Date.now());
           }
           first = false;
-          const now = nodes.map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}`).sort().join(',');
+          const now = nodes.map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}:${isDraining(n)}`).sort().join(',');
           if (last && now !== last) changed();
           last = now;
         })

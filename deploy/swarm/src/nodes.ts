@@ -1,0 +1,63 @@
+import type Docker from 'dockerode';
+
+/**
+ * Taking a node out of service and back. The provisioner moves the instances of a node labelled
+ * agenthost.drain=true (its DRAIN_LABEL) with their volumes while the node stays active: a node in the swarm's
+ * own drain runs no task at all, not even the jobs that copy a volume off it. Once none is left, the swarm's
+ * drain moves the platform's tasks.
+ */
+const DRAIN_LABEL = 'agenthost.drain';
+const INSTANCE_LABEL = 'agenthost.instance';
+
+type NodeSpec = { Labels?: Record<string, string>; Availability?: string; Role?: string; Name?: string };
+type NodeInfo = Awaited<ReturnType<Docker['listNodes']>>[number];
+
+async function findNode(docker: Docker, ref: string): Promise<NodeInfo> {
+  const nodes = await docker.listNodes();
+  const node = nodes.find((n) => n.ID === ref || n.Description?.Hostname === ref || n.ID?.startsWith(ref));
+  if (!node) throw new Error(`no node "${ref}" (docker node ls lists them)`);
+  return node;
+}
+
+async function updateNode(docker: Docker, id: string, change: (spec: NodeSpec) => NodeSpec): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const info = await docker.getNode(id).inspect();
+    try {
+      await docker.getNode(id).update({ version: info.Version.Index, ...change(info.Spec as NodeSpec) });
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !/update out of sequence/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+/** Instance services pinned to the node. */
+async function instancesOn(docker: Docker, nodeId: string): Promise<string[]> {
+  const services = await docker.listServices({ filters: JSON.stringify({ label: [INSTANCE_LABEL] }) });
+  return services.filter((s) => (s.Spec?.TaskTemplate?.Placement?.Constraints ?? []).some((c) => c.replace(/\s/g, '') === `node.id==${nodeId}`)).map((s) => s.Spec!.Name!);
+}
+
+export async function drainNode(docker: Docker, ref: string, timeoutMs: number, log: (s: string) => void): Promise<void> {
+  const node = await findNode(docker, ref);
+  await updateNode(docker, node.ID!, (spec) => ({ ...spec, Labels: { ...spec.Labels, [DRAIN_LABEL]: 'true' } }));
+  const end = Date.now() + timeoutMs;
+  let last = -1;
+  for (;;) {
+    const left = await instancesOn(docker, node.ID!);
+    if (!left.length) break;
+    if (left.length !== last) log(`${left.length} instance(s) still on ${ref}, moving`);
+    last = left.length;
+    if (Date.now() > end) throw new Error(`${left.length} instance(s) still on ${ref} after ${Math.round(timeoutMs / 1000)} s (see the provisioner's log); the node stays labelled draining`);
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+  log(`no instance left on ${ref}: the swarm drains its platform tasks`);
+  await updateNode(docker, node.ID!, (spec) => ({ ...spec, Availability: 'drain' }));
+}
+
+export async function activateNode(docker: Docker, ref: string): Promise<void> {
+  const node = await findNode(docker, ref);
+  await updateNode(docker, node.ID!, (spec) => {
+    const { [DRAIN_LABEL]: _, ...labels } = spec.Labels ?? {};
+    return { ...spec, Labels: labels, Availability: 'active' };
+  });
+}
