@@ -1,12 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
-import { request, type Contract, type Logger } from '@agenthost/shared';
+import { contracts, request, type Contract, type Logger } from '@agenthost/shared';
 import type { z } from 'zod';
 import { TokenVerifier } from './auth/jwt.ts';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
 import { coalesce } from './coalesce.ts';
 import { Entitlements } from './entitlement.ts';
+import { KeyReload } from './key-reload.ts';
 import { ApiCatalog } from './openapi.ts';
 import { ProvisionerUsage } from './provisioner-usage.ts';
 import { Usage } from './usage.ts';
@@ -27,6 +28,8 @@ export interface GatewayContext {
   catalog: ApiCatalog;
   /** Instances and storage per user from the provisioner (briefly cached). */
   provisionerUsage: ProvisionerUsage;
+  /** Hands key changes to running instances and waits for their reload. */
+  keyReload: KeyReload;
   /** Forward a call to a backend over NATS with the gateway's timeout and the request id. */
   call: Call;
 }
@@ -51,5 +54,6 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS, leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000 }),
     catalog: new ApiCatalog(),
     provisionerUsage,
+    keyReload: new KeyReload(nc, log, config.KEYS_APPLY_WAIT_MS, async (user_id, instance_id) => (await call(contracts.provisioner.get, { user_id, instance_id })).status === 'running'),
   };
 }
