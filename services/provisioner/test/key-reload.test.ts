@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts, decode } from '@agenthost/shared';
-import { recordSecret, signIn, startStack, type Session, type Stack } from '@agenthost/testkit';
+import { apiClient, recordSecret, signIn, startStack, type ApiClient, type Session, type Stack } from '@agenthost/testkit';
 import { activeSubscriptions } from '../../keyvault/test/helpers.ts';
 import { cleanupDocker, gatewayEnv, provisionerEnv, standinVariant, testNetwork, waitFor } from './helpers.ts';
 
@@ -16,6 +16,8 @@ let stack: Stack;
 let owner: Session;
 let billing: { stop(): Promise<void> };
 let nc: NatsConnection;
+/** The owner on the second gateway replica: the instance's watch is on the first. */
+let other: ApiClient;
 
 beforeAll(async () => {
   await cleanupDocker(network);
@@ -23,11 +25,13 @@ beforeAll(async () => {
   await standinVariant(VARIANT, { AGENTHOST_RELOAD_URL: 'http://127.0.0.1:18789/reload' });
   stack = await startStack({
     services: ['auth', 'keyvault', 'provisioner'],
+    gateways: 2,
     serviceEnv: { provisioner: provisionerEnv({ network, ports: [18510, 18519], extra: { DEFAULT_VERSION: VARIANT } }), gateway: gatewayEnv },
   });
   billing = await activeSubscriptions(stack.nats);
   nc = await stack.nats.connect();
   owner = await signIn(stack.api);
+  other = apiClient(`${String(stack.gateways[1]!.ready.url)}/api`, owner.token);
 }, 120_000);
 
 afterAll(async () => {
@@ -78,8 +82,9 @@ describe('key hot reload (stand-in agent)', () => {
     expect(stored.body).toEqual({ success: true, keys_stored: 1, instance_id: id, applied: true });
     expect(await agent(port, '/keys')).toMatchObject({ names: ['OPENAI_API_KEY'], sha256: { OPENAI_API_KEY: sha(first) } });
 
+    // Through the other replica: it reaches the watch over NATS, and the result comes back the same way.
     t = performance.now();
-    const updated = await owner.api.put('/keys/update', { instance_id: id, key_name: 'OPENAI_API_KEY', key_value: second });
+    const updated = await other.put('/keys/update', { instance_id: id, key_name: 'OPENAI_API_KEY', key_value: second });
     const updateMs = performance.now() - t;
     expect(updated.body).toEqual({ success: true, instance_id: id, key_name: 'OPENAI_API_KEY', restart_required: false, applied: true });
     expect((await agent(port, '/keys')).sha256).toEqual({ OPENAI_API_KEY: sha(second) });
