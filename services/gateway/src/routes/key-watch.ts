@@ -43,6 +43,7 @@ export function keyWatchRoutes(ctx: GatewayContext, r: Router): void {
       const send = (data: z.input<typeof watchEvent>) => res.write(`event: keys\ndata: ${JSON.stringify(data)}\n\n`);
       send({ keys: first.keys, change_id: null });
       const end = () => res.end();
+      // The replica keeps the instance's credentials for the watch's life, to read the keys again at a change.
       const release = ctx.keyReload.hold(
         creds.instance_id,
         async (changeId) => {
@@ -64,7 +65,8 @@ export function keyWatchRoutes(ctx: GatewayContext, r: Router): void {
     ctx,
     'post',
     '/keys/applied',
-    'instance',
+    // No credentials: the change_id is the proof (see above), and a wrong one only reaches a waiter that ignores it.
+    'public',
     { summary: 'The bootstrap reports whether it reloaded a key change (quoting the change_id its watch received)', body: K.appliedReport, response: z.object({ received: z.boolean() }) },
     async ({ req }) => {
       const parsed = K.appliedReport.safeParse(jsonBody(req));
