@@ -128,3 +128,20 @@ describe("key hot reload (bootstrap)", () => {
     for (const s of [INSTANCE_SECRET, "sk-first", "sk-second", "sk-third", "sk-ant"]) expect(stderr).not.toContain(s);
   }, 30_000);
 });
+
+describe("key server", () => {
+  it("answers only the agent's token, and marks names it does not hold NOT_FOUND", async () => {
+    const { startKeyServer, askKeyServer } = await import("../src/key-server.mjs");
+    const server = await startKeyServer({ getKeys: () => ({ A_KEY: "a-value" }) });
+    try {
+      expect(await askKeyServer({ socketPath: server.socketPath, token: server.token, ids: ["A_KEY", "B_KEY"] })).toEqual({
+        protocolVersion: 1,
+        values: { A_KEY: "a-value" },
+        errors: { B_KEY: { code: "NOT_FOUND" } },
+      });
+      await expect(askKeyServer({ socketPath: server.socketPath, token: "wrong", ids: "*" })).rejects.toThrow(/unauthorized/);
+    } finally {
+      server.close();
+    }
+  });
+});
