@@ -12,6 +12,7 @@ export type InstanceRunning = (userId: string, instanceId: string) => Promise<bo
 
 /** How long the replica holding a watch may take to hand a change to its bootstrap. */
 const DELIVER_TIMEOUT_MS = 3000;
+const RUNNING_LOOKUP_MS = 1000;
 /** No replica holds a watch of the instance: no bootstrap of it is connected. */
 const NOT_WATCHING = 'instance not running';
 
@@ -82,7 +83,7 @@ export class KeyReload {
     try {
       const delivered = await this.deliver(change.instance_id, changeId, deadline);
       result = delivered ?? (await answer.result);
-      if (delivered?.reason === NOT_WATCHING && (await this.running(change.user_id, change.instance_id).catch(() => undefined))) {
+      if (delivered?.reason === NOT_WATCHING && (await this.isRunning(change))) {
         // Running, but its bootstrap keeps no watch (hot reload off, or an agent image that cannot reload).
         result = { applied: false, reason: 'the instance does not reload keys while it runs; restart it to load them' };
       }
@@ -91,6 +92,17 @@ export class KeyReload {
     }
     this.emit(change, result);
     return result;
+  }
+
+  /** The provisioner's view, given at most RUNNING_LOOKUP_MS so that the answer stays fast. */
+  private async isRunning(change: Change): Promise<boolean | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), RUNNING_LOOKUP_MS)));
+    try {
+      return await Promise.race([this.running(change.user_id, change.instance_id).catch(() => undefined), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async deliver(instanceId: string, changeId: string, deadline: number): Promise<ApplyResult | undefined> {
