@@ -9,6 +9,10 @@
 //   gateway.controlUi.root = package dir  serve the Control UI from the read-only image instead
 //                                         of copying ~55 MB of "retained" assets into the volume
 //   logging.maxFileBytes = 16 MiB         the file log lives on the /tmp tmpfs (64 MiB)
+// With key hot reload (the bootstrap set AGENTHOST_KEYS_SOCKET), every start also makes sure the config defines
+// the platform's secret provider `secrets.providers.agenthost`, the one key of a user's config we own: an exec
+// provider that asks the bootstrap for the instance's keys. Users point any SecretRef at it, e.g.
+//   models.providers.openai.apiKey = { source: "exec", provider: "agenthost", id: "OPENAI_API_KEY" }
 import fs from "node:fs";
 import path from "node:path";
 
@@ -24,17 +28,58 @@ function log(level, msg, fields = {}) {
   }
 }
 
-function seedConfig() {
+const HOT_RELOAD = Boolean(process.env.AGENTHOST_KEYS_SOCKET);
+/** OpenClaw passes the resolver only these variables (passEnv); the keys themselves never are. */
+const KEYS_PROVIDER = Object.freeze({
+  source: "exec",
+  command: "/opt/agenthost/keys-resolver.mjs",
+  passEnv: ["AGENTHOST_KEYS_SOCKET", "AGENTHOST_KEYS_TOKEN"],
+  trustedDirs: ["/opt/agenthost"],
+  timeoutMs: 5000,
+});
+
+function configPathOf() {
   const home = process.env.OPENCLAW_HOME || process.env.HOME || "/data/home";
   const stateDir = process.env.OPENCLAW_STATE_DIR || path.join(home, ".openclaw");
-  const configPath = process.env.OPENCLAW_CONFIG_PATH || path.join(stateDir, "openclaw.json");
-  if (fs.existsSync(configPath)) return;
+  return process.env.OPENCLAW_CONFIG_PATH || path.join(stateDir, "openclaw.json");
+}
+
+/** Adds or refreshes secrets.providers.agenthost in an existing config; a config that is not plain JSON is left alone. */
+function ensureKeysProvider(configPath) {
+  let config;
+  try {
+    config = JSON.parse(fs.readFileSync(configPath, "utf8"));
+  } catch (err) {
+    log("warn", "config is not plain JSON; secrets.providers.agenthost not checked", { path: configPath, error: err?.code ?? "parse" });
+    return;
+  }
+  const current = config?.secrets?.providers?.agenthost;
+  if (JSON.stringify(current) === JSON.stringify(KEYS_PROVIDER)) return;
+  config.secrets = { ...config.secrets, providers: { ...config.secrets?.providers, agenthost: KEYS_PROVIDER } };
+  const tmp = `${configPath}.agenthost-${process.pid}`;
+  try {
+    fs.writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+    fs.renameSync(tmp, configPath);
+    log("info", "set secrets.providers.agenthost", { path: configPath });
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    log("warn", "could not set secrets.providers.agenthost", { path: configPath, error: err?.code ?? String(err) });
+  }
+}
+
+function seedConfig() {
+  const configPath = configPathOf();
+  if (fs.existsSync(configPath)) {
+    if (HOT_RELOAD) ensureKeysProvider(configPath);
+    return;
+  }
   const config = {
     gateway: {
       mode: "local",
       controlUi: { root: path.join(PACKAGE_DIR, "dist", "control-ui") },
     },
     logging: { maxFileBytes: 16 * 1024 * 1024 },
+    ...(HOT_RELOAD ? { secrets: { providers: { agenthost: KEYS_PROVIDER } } } : {}),
   };
   try {
     fs.mkdirSync(path.dirname(configPath), { recursive: true, mode: 0o700 });

@@ -6,6 +6,10 @@
 //   GET /env      200 {"names":[...],"sha256":{...}}        names of the environment variables the
 //                 agent received and the SHA-256 of each value (never the values): lets tests
 //                 check key injection end to end. Test-only image.
+//   GET /keys     200 {"names":[...],"sha256":{...},"reloads":n} the keys it resolved through the bootstrap's
+//                 key server (key hot reload, AGENTHOST_KEYS_SOCKET set): names and SHA-256 only
+//   POST /reload  resolves its keys again (runs /opt/agenthost/keys-resolver.mjs --all, as OpenClaw runs its
+//                 exec secret provider); 200 {"ok":true}, or 500 {"ok":false,"reason"} keeping the old keys
 //   GET /         200 {"agent":"standin",...,"state":{"born":"<id>","boots":N}}: state kept in the
 //                 instance volume (/data/standin-state.json), made at the first start and counted at each
 //                 one, so tests see an agent's data survive a restart or a move to another node.
@@ -15,6 +19,7 @@
 //   STANDIN_READY_DELAY_MS   readiness delay after listening (default 0)
 //   STANDIN_NEVER_READY=1    never become ready
 //   STANDIN_EXIT_AFTER_MS    exit with STANDIN_EXIT_CODE (default 1) after this many ms (crash tests)
+import { execFile } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -43,6 +48,29 @@ function bootState(file) {
     return null;
   }
 }
+// The keys resolved through the bootstrap, swapped whole on a successful reload (as OpenClaw's snapshot).
+let keys = {};
+let reloads = 0;
+
+function resolveKeys() {
+  return new Promise((resolve, reject) => {
+    execFile("/opt/agenthost/keys-resolver.mjs", ["--all"], { timeout: 5000, env: { AGENTHOST_KEYS_SOCKET: process.env.AGENTHOST_KEYS_SOCKET ?? "", AGENTHOST_KEYS_TOKEN: process.env.AGENTHOST_KEYS_TOKEN ?? "" } }, (err, stdout) => {
+      if (err) return reject(new Error("the resolver failed"));
+      try {
+        resolve(JSON.parse(stdout).values ?? {});
+      } catch {
+        reject(new Error("the resolver answered no JSON"));
+      }
+    });
+  });
+}
+
+async function reload() {
+  keys = await resolveKeys();
+  reloads++;
+}
+
+const sha = (v) => createHash("sha256").update(v ?? "").digest("hex");
 
 function intEnv(name, fallback) {
   const raw = process.env[name];
@@ -63,6 +91,12 @@ function send(res, status, body) {
 
 const server = http.createServer((req, res) => {
   const path = (req.url ?? "/").split("?")[0];
+  if (req.method === "POST" && path === "/reload") {
+    return void reload().then(
+      () => send(res, 200, { ok: true }),
+      (err) => send(res, 500, { ok: false, reason: err.message }),
+    );
+  }
   if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, { ok: false, error: "method not allowed" });
   switch (path) {
     case "/healthz":
@@ -76,6 +110,10 @@ const server = http.createServer((req, res) => {
       const sha256 = {};
       for (const name of names) sha256[name] = createHash("sha256").update(process.env[name] ?? "").digest("hex");
       return send(res, 200, { names, sha256 });
+    }
+    case "/keys": {
+      const names = Object.keys(keys).sort();
+      return send(res, 200, { names, sha256: Object.fromEntries(names.map((n) => [n, sha(keys[n])])), reloads });
     }
     case "/":
       return send(res, 200, {
@@ -92,6 +130,10 @@ const server = http.createServer((req, res) => {
   }
 });
 server.keepAliveTimeout = 5000;
+
+if (process.env.AGENTHOST_KEYS_SOCKET) {
+  reload().catch((err) => log("could not resolve keys at start", { error: err.message }));
+}
 
 server.listen(port, "0.0.0.0", () => {
   log("listening", { port, ready_delay_ms: readyDelayMs, never_ready: neverReady });

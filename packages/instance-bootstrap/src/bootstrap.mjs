@@ -19,6 +19,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { decodeInstanceKey, KEY_NAME_RE, openKey } from "./crypto.mjs";
+import { startKeyServer } from "./key-server.mjs";
+import { siblingUrl, watchKeys } from "./hot-reload.mjs";
 
 export {
   AAD_VERSION,
@@ -348,6 +350,11 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
   if (argv.length === 0) fail("no agent command given (usage: bootstrap.mjs <command> [args...])", {}, 2);
 
   let decrypted = {};
+  // Hot reload: the provisioner asks for it (AGENTHOST_KEYS_WATCH=1) and the image says how its agent reloads
+  // (AGENTHOST_RELOAD_URL). The bootstrap then stays beside the agent, keeps the instance credentials in memory
+  // and hands the keys out over a private socket, never in the agent's environment (see hot-reload.mjs).
+  const hotReload = env.AGENTHOST_KEYS_WATCH === "1" && Boolean(env.AGENTHOST_RELOAD_URL) && env.AGENTHOST_BOOTSTRAP_SKIP_KEYS !== "1";
+  let held;
   if (env.AGENTHOST_BOOTSTRAP_SKIP_KEYS === "1") {
     log("warn", "key retrieval skipped (AGENTHOST_BOOTSTRAP_SKIP_KEYS=1)");
   } else {
@@ -399,11 +406,19 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
       if (err instanceof FatalError) fail(err.message, err.fields);
       fail("key retrieval failed unexpectedly", { error: err?.name ?? "Error" });
     } finally {
-      instanceKey.fill(0);
+      if (hotReload) held = { secret: creds.secret, instanceKey };
+      else instanceKey.fill(0);
     }
   }
   for (const k of STRIPPED_ENV) delete process.env[k];
 
+  let watch;
+  if (hotReload) {
+    const state = { keys: decrypted };
+    const server = await startKeyServer({ getKeys: () => state.keys, log });
+    watch = { state, server, abort: new AbortController() };
+    decrypted = { AGENTHOST_KEYS_SOCKET: server.socketPath, AGENTHOST_KEYS_TOKEN: server.token };
+  }
   const agentEnv = buildAgentEnv(env, decrypted);
   if (agentEnv.HOME) {
     // HOME usually lives on the state volume, which may start empty.
@@ -419,8 +434,8 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
   if (!resolved) fail("agent command not found", { command }, 127);
 
   const requested = env.AGENTHOST_BOOTSTRAP_MODE;
-  const mode = requested === "spawn" || typeof process.execve !== "function" ? "spawn" : "exec";
-  log("info", "starting agent", { command, mode, keys: Object.keys(decrypted).length });
+  const mode = hotReload || requested === "spawn" || typeof process.execve !== "function" ? "spawn" : "exec";
+  log("info", "starting agent", { command, mode, keys: hotReload ? Object.keys(watch.state.keys).length : Object.keys(decrypted).length, hot_reload: hotReload });
 
   if (mode === "exec") {
     // Replace this process: no process keeps the instance secret/key in its environment
@@ -436,7 +451,23 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
 
   child = spawn(resolved, args, { argv0: command, env: agentEnv, stdio: "inherit" });
   child.on("error", (err) => fail("could not start the agent", { command, error: err?.code ?? String(err) }, 126));
+  if (watch) {
+    void watchKeys({
+      watchUrl: siblingUrl(env.AGENTHOST_KEYS_URL, "watch"),
+      appliedUrl: siblingUrl(env.AGENTHOST_KEYS_URL, "applied"),
+      reloadUrl: env.AGENTHOST_RELOAD_URL,
+      gatewayToken: env.OPENCLAW_GATEWAY_TOKEN,
+      instanceId,
+      instanceSecret: held.secret,
+      state: watch.state,
+      open: (sealed) => decryptKeys({ keys: sealed, instanceId, instanceKey: held.instanceKey, log }),
+      log,
+      signal: watch.abort.signal,
+    });
+  }
   child.on("exit", (code, signal) => {
+    watch?.abort.abort();
+    watch?.server.close();
     const exitCode = code ?? signalExitCode(signal);
     log(exitCode === 0 ? "info" : "warn", "agent exited", { code, signal, exit_code: exitCode });
     process.exit(exitCode);

@@ -56,6 +56,10 @@ export const gatewayConfig = baseConfig.extend({
    * leased and did not serve. A replica stops serving from its blocks after 3/4 of it without a heartbeat.
    */
   USAGE_LEASE_TTL_SECONDS: configInt(10),
+  /** How long a key change waits for the running instance to reload its keys before answering applied: false. */
+  KEYS_APPLY_WAIT_MS: configInt(5000),
+  /** A key watch (GET /keys/watch) is ended after this long; the bootstrap reconnects and authenticates again. */
+  KEYS_WATCH_MAX_SECONDS: configInt(600),
 }).superRefine((c, ctx) => {
   if (c.ASSERTIONS === 'off') return;
   try {

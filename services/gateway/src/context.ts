@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
 import type { KeyObject } from 'node:crypto';
-import { AssertionSigner, request, x25519PublicKey, type Contract, type Logger } from '@agenthost/shared';
+import { AssertionSigner, contracts, request, x25519PublicKey, type Contract, type Logger } from '@agenthost/shared';
 import type { z } from 'zod';
 import { TokenVerifier } from './auth/jwt.ts';
 import type { GatewayConfig } from './config.ts';
@@ -9,6 +9,7 @@ import type { GatewayDB } from './db/schema.ts';
 import { coalesce } from './coalesce.ts';
 import { Allowance } from './quota/allowance.ts';
 import { Entitlements } from './entitlement.ts';
+import { KeyReload } from './key-reload.ts';
 import { ApiCatalog } from './openapi.ts';
 import { ProvisionerUsage } from './provisioner-usage.ts';
 import { Usage } from './usage.ts';
@@ -31,6 +32,8 @@ export interface GatewayContext {
   catalog: ApiCatalog;
   /** Instances and storage per user from the provisioner (briefly cached). */
   provisionerUsage: ProvisionerUsage;
+  /** Hands key changes to running instances and waits for their reload. */
+  keyReload: KeyReload;
   /** Forward a call to a backend over NATS with the gateway's timeout and the request id (and an assertion for a user's call). */
   call: Call;
   /** Signs the assertion of each call that acts for a user (none with ASSERTIONS=off, for benchmarks). */
@@ -63,5 +66,6 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     allowance: new Allowance(config.UNCOUNTED_REQUESTS_PER_MINUTE),
     catalog: new ApiCatalog(),
     provisionerUsage,
+    keyReload: new KeyReload(nc, log, config.KEYS_APPLY_WAIT_MS, async (user_id, instance_id) => (await call(contracts.provisioner.get, { user_id, instance_id })).status === 'running'),
   };
 }

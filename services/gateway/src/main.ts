@@ -40,6 +40,8 @@ async function shutdown(signal: string): Promise<void> {
   const force = setTimeout(() => process.exit(1), 10_000);
   force.unref();
   server.close();
+  // Key watches never end by themselves: end them so their bootstraps reconnect to another replica.
+  ctx.keyReload.stop();
   server.closeIdleConnections();
   await new Promise((r) => server.once('close', r));
   ctx.entitlements.stop();

@@ -10,6 +10,8 @@ export interface RouteDoc {
   /** Query parameters, as an object schema. */
   query?: z.ZodObject;
   response?: z.ZodType;
+  /** The response's media type when it is not JSON (the schema then describes each event's data). */
+  responseType?: 'text/event-stream';
 }
 
 interface Entry extends RouteDoc {
@@ -37,7 +39,7 @@ const SECURITY: Record<Access, Array<Record<string, string[]>>> = {
   instance: [{ instanceId: [], instanceSecret: [] }],
 };
 
-const json = (schema: z.ZodType, io: 'input' | 'output') => ({ 'application/json': { schema: z.toJSONSchema(schema, { io, unrepresentable: 'any' }) } });
+const json = (schema: z.ZodType, io: 'input' | 'output', type = 'application/json') => ({ [type]: { schema: z.toJSONSchema(schema, { io, unrepresentable: 'any' }) } });
 
 /** Collects the routes as they are registered and renders the OpenAPI 3.1 document. */
 export class ApiCatalog {
@@ -76,7 +78,7 @@ export class ApiCatalog {
         ...(params.length ? { parameters: params } : {}),
         ...(e.body ? { requestBody: { required: true, content: json(e.body, 'input') } } : {}),
         responses: {
-          '200': { description: 'OK', headers, ...(e.response ? { content: json(e.response, 'output') } : {}) },
+          '200': { description: 'OK', headers, ...(e.response ? { content: json(e.response, 'output', e.responseType) } : {}) },
           default: { description: 'Error: see the error code table', headers, content: json(contracts.api.errorBody, 'output') },
         },
       };

@@ -22,6 +22,7 @@ describe('OpenAPI document', () => {
       'POST /instance/create', 'GET /instance/list', 'GET /instance/status/{instanceId}', 'POST /instance/restart/{instanceId}',
       'POST /instance/stop/{instanceId}', 'POST /instance/start/{instanceId}', 'DELETE /instance/delete/{instanceId}', 'GET /instance/logs/{instanceId}',
       'POST /keys/store', 'PUT /keys/update', 'DELETE /keys/delete', 'GET /keys/list', 'GET /keys/audit', 'GET /keys/retrieve',
+      'GET /keys/watch', 'POST /keys/applied',
     ]) {
       expect(ops, op).toContain(op);
     }
@@ -37,6 +38,14 @@ describe('OpenAPI document', () => {
     const store = doc.paths['/keys/store'].post.requestBody.content['application/json'].schema;
     expect(Object.keys(store.properties).sort()).toEqual(['instance_id', 'keys']);
     expect(doc.paths['/keys/retrieve'].get.security).toEqual([{ instanceId: [], instanceSecret: [] }]);
+    // Every key change says whether the running instance took it.
+    for (const [p, m] of [['/keys/store', 'post'], ['/keys/update', 'put'], ['/keys/delete', 'delete']] as const) {
+      const out = doc.paths[p][m].responses['200'].content['application/json'].schema;
+      expect(out.properties, p).toHaveProperty('applied');
+      expect(out.properties, p).toHaveProperty('reason');
+      expect(out.required, p).toContain('applied');
+    }
+    expect(doc.paths['/keys/watch'].get.responses['200'].content).toHaveProperty('text/event-stream');
     expect(doc.paths['/auth/nonce'].get.parameters).toEqual([expect.objectContaining({ name: 'wallet_address', in: 'query', required: true })]);
     expect(doc.paths['/instance/status/{instanceId}'].get.parameters[0]).toMatchObject({ name: 'instanceId', in: 'path', required: true });
   });

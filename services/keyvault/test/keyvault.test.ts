@@ -48,7 +48,7 @@ describe('storing keys and retrieving them from the instance', () => {
     const keys = { OPENAI_API_KEY: remember('sk-openai'), ANTHROPIC_API_KEY: remember('sk-ant') };
     const stored = await alice.api.post('/keys/store', { instance_id: inst.instance_id, keys });
     expect(stored.status).toBe(200);
-    expect(stored.body).toEqual({ success: true, keys_stored: 2, instance_id: inst.instance_id });
+    expect(stored.body).toEqual({ success: true, keys_stored: 2, instance_id: inst.instance_id, applied: false, reason: 'instance not running' });
 
     const got = await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
     expect(got.status).toBe(200);
@@ -74,7 +74,7 @@ describe('storing keys and retrieving them from the instance', () => {
 
     const upd = await alice.api.put('/keys/update', { instance_id: inst.instance_id, key_name: 'A_KEY', key_value: second });
     expect(upd.status).toBe(200);
-    expect(upd.body).toEqual({ success: true, instance_id: inst.instance_id, key_name: 'A_KEY', restart_required: true });
+    expect(upd.body).toEqual({ success: true, instance_id: inst.instance_id, key_name: 'A_KEY', restart_required: true, applied: false, reason: 'instance not running' });
     const got = await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
     expect(openKey({ instanceKey: inst.instance_key, instanceId: inst.instance_id, keyName: 'A_KEY', sealed: got.body.keys.A_KEY })).toBe(second);
 
@@ -84,7 +84,7 @@ describe('storing keys and retrieving them from the instance', () => {
 
     const del = await alice.api.del('/keys/delete', { instance_id: inst.instance_id, key_names: ['A_KEY', 'NOT_THERE'] });
     expect(del.status).toBe(200);
-    expect(del.body).toEqual({ success: true, instance_id: inst.instance_id, keys_deleted: 1 });
+    expect(del.body).toEqual({ success: true, instance_id: inst.instance_id, keys_deleted: 1, applied: false, reason: 'instance not running' });
     const after = await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
     expect(Object.keys(after.body.keys)).toEqual(['B_KEY']);
   });

@@ -21,7 +21,8 @@ beforeAll(async () => {
   stack = await startStack({
     services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
     devchain: true,
-    serviceEnv: { provisioner: { ...env, READY_TIMEOUT_SECONDS: '150' }, gateway: gatewayEnv },
+    // The keys-in-the-environment path (KEYS_HOT_RELOAD=off); hot reload has its own test (provisioner/test/key-reload.e2e.test.ts).
+    serviceEnv: { provisioner: { ...env, READY_TIMEOUT_SECONDS: '150', KEYS_HOT_RELOAD: 'off' }, gateway: gatewayEnv },
   });
   recordSecret(stack.env.MASTER_KEY_ENCRYPTION!);
   owner = await signIn(stack.api);
@@ -157,7 +158,14 @@ describe('bring-your-own keys in a real OpenClaw instance', () => {
 
     // Update, restart: the new value.
     const upd = await owner.api.put('/keys/update', { instance_id: id, key_name: 'OPENAI_API_KEY', key_value: second });
-    expect(upd.body).toEqual({ success: true, instance_id: id, key_name: 'OPENAI_API_KEY', restart_required: true });
+    expect(upd.body).toEqual({
+      success: true,
+      instance_id: id,
+      key_name: 'OPENAI_API_KEY',
+      restart_required: true,
+      applied: false,
+      reason: 'the instance does not reload keys while it runs; restart it to load them',
+    });
     await restart(id);
     const withSecond = await waitFor('agent with the updated key', async () => {
       const a = await agentEnvironment(id);
@@ -177,7 +185,7 @@ describe('bring-your-own keys in a real OpenClaw instance', () => {
 
     // Delete, restart: gone.
     const del = await owner.api.del('/keys/delete', { instance_id: id, key_names: ['OPENAI_API_KEY'] });
-    expect(del.body).toEqual({ success: true, instance_id: id, keys_deleted: 1 });
+    expect(del.body).toMatchObject({ success: true, instance_id: id, keys_deleted: 1, applied: false });
     await restart(id);
     const without = await waitFor('agent without the deleted key', async () => {
       const a = await agentEnvironment(id);

@@ -86,6 +86,11 @@ export const provisionerConfig = baseConfig
     TMPFS_SIZE_MB: configInt(64),
     /** Extra environment for every instance container (JSON object), e.g. agent tuning. Never secrets. */
     INSTANCE_EXTRA_ENV_JSON: jsonRecord('INSTANCE_EXTRA_ENV_JSON', z.string()).default({}),
+    /**
+     * on: instances keep a key watch open and reload changed keys without a restart (agents whose image says how,
+     * AGENTHOST_RELOAD_URL; others load keys at start only). off: keys reach an agent at its next start.
+     */
+    KEYS_HOT_RELOAD: z.enum(['on', 'off']).default('on'),
     TIER_LIMITS_JSON: tiersConfig,
     /** Test-only fault injection: comma-separated step names where an operation pauses (see domain/faults.ts). */
     FAULT_PAUSE_AT: z.string().default(''),

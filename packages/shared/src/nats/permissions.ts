@@ -16,7 +16,7 @@ export type ServiceIdentity = (typeof SERVICES)[number];
 export const inboxPrefixFor = (service: string): string => `_INBOX_${service.replaceAll('-', '_')}`;
 
 const subjects = (...cs: Array<{ subject: string }>) => cs.map((c) => c.subject);
-const { auth, billing, keyvault: kv, provisioner: p } = contracts;
+const { auth, billing, keys, keyvault: kv, provisioner: p } = contracts;
 
 /** Subjects of the NATS services framework ($SRV.PING/INFO/STATS), served by every backend. */
 const SRV = '$SRV.>';
@@ -60,10 +60,17 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       ...backends.map(pingSubject),
       // Replicas hand back each other's idle quota blocks.
       'gateway.usage.release',
+      // Key hot reload between replicas (the one that changed the keys, the one holding the instance's watch)
+      // and its outcome as an event.
+      `${keys.RELOAD_SUBJECT_PREFIX}.*`,
+      `${keys.APPLIED_SUBJECT_PREFIX}.*`,
+      keys.keysChanged.subject,
     ],
     subscribe: [
       `${inboxPrefixFor('gateway')}.>`,
       'gateway.usage.release',
+      `${keys.RELOAD_SUBJECT_PREFIX}.*`,
+      `${keys.APPLIED_SUBJECT_PREFIX}.*`,
       // Logouts, applied by every replica.
       auth.TOKEN_REVOKED_SUBJECT,
       // Cache invalidation only: what these events say is never taken as a grant.

@@ -3,6 +3,7 @@ import { Router } from '../http/router.ts';
 import { authRoutes } from './auth.ts';
 import { healthRoutes } from './health.ts';
 import { instanceRoutes } from './instances.ts';
+import { keyWatchRoutes } from './key-watch.ts';
 import { keysRoutes } from './keys.ts';
 import { subscriptionRoutes } from './subscription.ts';
 import { usageRoutes } from './usage.ts';
@@ -14,6 +15,7 @@ export function apiRoutes(ctx: GatewayContext): Router {
   authRoutes(ctx, r);
   instanceRoutes(ctx, r);
   keysRoutes(ctx, r);
+  keyWatchRoutes(ctx, r);
   subscriptionRoutes(ctx, r);
   usageRoutes(ctx, r);
   // Rendered once, after every route above has described itself.

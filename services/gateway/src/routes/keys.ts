@@ -3,38 +3,40 @@ import type { GatewayContext } from '../context.ts';
 import type { ApiRequest, Router } from '../http/router.ts';
 import { jsonBody, route } from '../http/route.ts';
 import { clientShape } from '../openapi.ts';
+import { instanceHeader as header } from './key-watch.ts';
 import type { z } from 'zod';
 
 const kv = contracts.keyvault;
+const applied = contracts.keys.applyResult.shape;
 
 const query = (req: ApiRequest, name: string): string | undefined => (typeof req.query[name] === 'string' ? (req.query[name] as string) : undefined);
-/** A header for keyvault; oversized values become '' (an authentication failure there, never a 400). */
-const header = (req: ApiRequest, name: string, max: number): string => {
-  const v = req.get(name) ?? '';
-  return v.length > max ? '' : v;
-};
 
 /**
  * Bring-your-own keys (spec §4.11-4.14). Key values are sealed to keyvault's public key here, so they
  * never cross the bus in plaintext; only keyvault opens them. Owner routes are subscriber routes; the user id always
  * comes from the token, never from the body. /keys/retrieve is the instance's: it authenticates with
  * X-Instance-ID / X-Instance-Secret in keyvault (which counts and rate limits failures) and is not
- * counted against the owner's quota.
+ * counted against the owner's quota. A change is handed to the running instance, which reloads its keys without a
+ * restart; the answer says whether it did (`applied`, with a `reason` when not), after at most KEYS_APPLY_WAIT_MS.
  */
 export function keysRoutes(ctx: GatewayContext, r: Router): void {
-  route(r, ctx, 'post', '/keys/store', 'subscriber', { summary: 'Store provider keys for an instance (encrypted on receipt)', body: kv.storeBody, response: kv.store.output }, async ({ req, requestId, caller, meta }) => {
+  route(r, ctx, 'post', '/keys/store', 'subscriber', { summary: 'Store provider keys for an instance (encrypted on receipt; the running instance reloads them)', body: kv.storeBody, response: kv.store.output.extend(applied) }, async ({ req, requestId, caller, meta }) => {
     const b = parseOr400(kv.storeBody, jsonBody(req));
     const sealed_keys = seal(JSON.stringify(b.keys), ctx.keyvaultSealKey, kv.sealContext(kv.store.subject, b.instance_id));
-    return ctx.call(kv.store, { user_id: caller.user_id, instance_id: b.instance_id, sealed_keys, meta }, requestId);
+    const out = await ctx.call(kv.store, { user_id: caller.user_id, instance_id: b.instance_id, sealed_keys, meta }, requestId);
+    return { ...out, ...(await ctx.keyReload.apply({ user_id: caller.user_id, instance_id: out.instance_id, action: 'stored', key_names: Object.keys(b.keys) })) };
   });
-  route(r, ctx, 'put', '/keys/update', 'subscriber', { summary: 'Replace one key (restart the instance to load it)', body: kv.updateBody, response: kv.update.output }, async ({ req, requestId, caller, meta }) => {
+  route(r, ctx, 'put', '/keys/update', 'subscriber', { summary: 'Replace one key (the running instance reloads it; restart_required when it could not)', body: kv.updateBody, response: kv.update.output.extend(applied) }, async ({ req, requestId, caller, meta }) => {
     const b = parseOr400(kv.updateBody, jsonBody(req));
     const sealed_value = seal(b.key_value, ctx.keyvaultSealKey, kv.sealContext(kv.update.subject, b.instance_id, b.key_name));
-    return ctx.call(kv.update, { user_id: caller.user_id, instance_id: b.instance_id, key_name: b.key_name, sealed_value, meta }, requestId);
+    const out = await ctx.call(kv.update, { user_id: caller.user_id, instance_id: b.instance_id, key_name: b.key_name, sealed_value, meta }, requestId);
+    const result = await ctx.keyReload.apply({ user_id: caller.user_id, instance_id: out.instance_id, action: 'updated', key_names: [out.key_name] });
+    return { ...out, restart_required: !result.applied, ...result };
   });
-  route(r, ctx, 'delete', '/keys/delete', 'subscriber', { summary: 'Delete keys of an instance', body: clientShape(kv.remove.input), response: kv.remove.output }, async ({ req, requestId, caller, meta }) => {
+  route(r, ctx, 'delete', '/keys/delete', 'subscriber', { summary: 'Delete keys of an instance (the running instance reloads its keys)', body: clientShape(kv.remove.input), response: kv.remove.output.extend(applied) }, async ({ req, requestId, caller, meta }) => {
     const b = jsonBody(req);
-    return ctx.call(kv.remove, { user_id: caller.user_id, instance_id: b.instance_id as string, key_names: b.key_names as string[], meta }, requestId);
+    const out = await ctx.call(kv.remove, { user_id: caller.user_id, instance_id: b.instance_id as string, key_names: b.key_names as string[], meta }, requestId);
+    return { ...out, ...(await ctx.keyReload.apply({ user_id: caller.user_id, instance_id: out.instance_id, action: 'deleted', key_names: b.key_names as string[] })) };
   });
   route(r, ctx, 'get', '/keys/list', 'subscriber', { summary: "Names (never values) of an instance's keys", query: clientShape(kv.list.input) as z.ZodObject, response: kv.list.output }, async ({ req, requestId, caller, meta }) =>
     ctx.call(kv.list, { user_id: caller.user_id, instance_id: query(req, 'instance_id') as string, meta }, requestId),

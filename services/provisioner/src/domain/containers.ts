@@ -47,6 +47,7 @@ export class InstanceContainers implements InstanceRuntime {
         AGENTHOST_INSTANCE_ID: row.id,
         AGENTHOST_CREDENTIALS: 'stdin',
         AGENTHOST_KEYS_URL: this.d.keysUrl(),
+        ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}),
         [TOKEN_ENV]: token,
       },
     });

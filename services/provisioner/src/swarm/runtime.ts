@@ -102,7 +102,7 @@ export class SwarmInstances implements InstanceRuntime {
       restartMaxRetries: config.RESTART_MAX_RETRIES,
       stopTimeoutSeconds: config.STOP_TIMEOUT_SECONDS,
       extraSecurity: this.d.extraSecurity,
-      env: { ...config.INSTANCE_EXTRA_ENV_JSON, AGENTHOST_INSTANCE_ID: row.id, AGENTHOST_KEYS_URL: this.d.keysUrl(node.addr), [TOKEN_ENV]: token },
+      env: { ...config.INSTANCE_EXTRA_ENV_JSON, AGENTHOST_INSTANCE_ID: row.id, AGENTHOST_KEYS_URL: this.d.keysUrl(node.addr), ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}), [TOKEN_ENV]: token },
     });
     const created = (await engine.run('service create', () => engine.docker.createService(spec))) as { id?: string; ID?: string };
     return { runtimeId: created.id ?? created.ID ?? spec.Name, host: node.addr };

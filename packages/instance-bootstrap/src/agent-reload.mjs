@@ -1,0 +1,92 @@
+// Tells the running agent to load its keys again. The image names how (AGENTHOST_RELOAD_URL):
+//   ws://127.0.0.1:<port>   OpenClaw's gateway: `secrets.reload` over its WebSocket RPC, as a local backend
+//                           client (client id gateway-client, mode backend) authenticated with the gateway
+//                           token, which OpenClaw grants operator.admin on a loopback connection without
+//                           device pairing. OpenClaw re-resolves every SecretRef and swaps its snapshot
+//                           atomically; a ref it cannot resolve keeps its last good value and counts a warning.
+//   http://127.0.0.1:...    POST; the agent answers {"ok":true} or {"ok":false,"reason"} (the stand-in agent).
+// Resolves {applied, reason?}; never throws.
+
+const PROTOCOL = 4;
+
+export async function reloadAgent({ url, gatewayToken, timeoutMs = 4000 }) {
+  const deadline = Date.now() + timeoutMs;
+  let last = "the agent did not answer";
+  // The agent may still be starting (or restarting its listener): try again until the deadline.
+  while (Date.now() < deadline) {
+    try {
+      return url.startsWith("ws") ? await openclawReload(url, gatewayToken, deadline) : await httpReload(url, deadline);
+    } catch (err) {
+      last = err?.message ?? String(err);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  return { applied: false, reason: `the agent could not be asked to reload (${last.slice(0, 120)})` };
+}
+
+async function httpReload(url, deadline) {
+  const res = await fetch(url, { method: "POST", signal: AbortSignal.timeout(Math.max(200, deadline - Date.now())) });
+  const body = await res.json().catch(() => ({}));
+  if (res.ok && body?.ok === true) return { applied: true };
+  return { applied: false, reason: String(body?.reason ?? `the agent answered HTTP ${res.status}`).slice(0, 200) };
+}
+
+/** One short-lived WebSocket: challenge → connect → secrets.reload. Throws when the agent is not reachable. */
+function openclawReload(url, gatewayToken, deadline) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    let settled = false;
+    const finish = (fn, value) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      try {
+        ws.close();
+      } catch {
+        // already closed
+      }
+      fn(value);
+    };
+    const timer = setTimeout(() => finish(reject, new Error("timed out")), Math.max(200, deadline - Date.now()));
+    ws.onerror = () => finish(reject, new Error("connection failed"));
+    ws.onclose = () => finish(reject, new Error("connection closed"));
+    ws.onmessage = (ev) => {
+      let m;
+      try {
+        m = JSON.parse(String(ev.data));
+      } catch {
+        return;
+      }
+      if (m.type === "event" && m.event === "connect.challenge") {
+        ws.send(
+          JSON.stringify({
+            type: "req",
+            id: "connect",
+            method: "connect",
+            params: {
+              minProtocol: PROTOCOL,
+              maxProtocol: PROTOCOL,
+              client: { id: "gateway-client", version: "1", platform: "linux", mode: "backend" },
+              role: "operator",
+              scopes: ["operator.admin"],
+              caps: [],
+              auth: { token: gatewayToken },
+            },
+          }),
+        );
+      } else if (m.type === "res" && m.id === "connect") {
+        // A gateway still starting its sidecars answers a retryable UNAVAILABLE: ask again.
+        if (!m.ok && m.error?.retryable) return finish(reject, new Error("the agent is starting"));
+        if (!m.ok) return finish(resolve, { applied: false, reason: `the agent refused the connection (${m.error?.code ?? "error"})` });
+        ws.send(JSON.stringify({ type: "req", id: "reload", method: "secrets.reload", params: {} }));
+      } else if (m.type === "res" && m.id === "reload") {
+        if (!m.ok) return finish(resolve, { applied: false, reason: `secrets.reload failed (${m.error?.code ?? "error"}); the agent keeps its previous keys` });
+        const warnings = Number(m.payload?.warningCount ?? 0);
+        if (warnings > 0) {
+          return finish(resolve, { applied: false, reason: `the agent could not resolve ${warnings} of its secrets and keeps their previous values` });
+        }
+        finish(resolve, { applied: true });
+      }
+    };
+  });
+}
