@@ -2,24 +2,35 @@ import { o, type DockerEngine } from '../docker/engine.ts';
 import { LABEL_MANAGED, LABEL_SCOPE } from '../docker/spec.ts';
 import { pinTo } from './spec.ts';
 
+/** On the containers of our one-shot jobs (copies, removals), so that a removal can find those left behind. */
+const JOB_LABEL = 'agenthost.job';
+
 /**
  * A volume lives on its node, and a manager's Engine API cannot remove it there. So a one-shot swarm job
  * on that node does it through the node's own engine: it asks to remove the volume until the instance's
- * container (going away with its service) no longer holds it. The job runs our own image, as root only
- * because the node's Docker socket is root's.
+ * container (going away with its service) no longer holds it. Containers of our own jobs that still hold it
+ * go first: the engine (20.10) leaves a job's container behind when the job's service is removed. The job
+ * runs our own image, as root only because the node's Docker socket is root's.
  */
 const SCRIPT = `
 const http = require('node:http');
 const name = process.argv[1];
-const del = () => new Promise((res) => {
-  const req = http.request({ socketPath: '/var/run/docker.sock', method: 'DELETE', path: '/volumes/' + encodeURIComponent(name) }, (r) => { r.resume(); r.on('end', () => res(r.statusCode)); });
-  req.on('error', () => res(0));
+const call = (method, path) => new Promise((res) => {
+  const req = http.request({ socketPath: '/var/run/docker.sock', method, path }, (r) => {
+    let body = '';
+    r.on('data', (c) => (body += c));
+    r.on('end', () => res({ status: r.statusCode, body }));
+  });
+  req.on('error', () => res({ status: 0, body: '' }));
   req.end();
 });
+const filters = encodeURIComponent(JSON.stringify({ volume: [name], label: ['${JOB_LABEL}=true'] }));
 (async () => {
   for (let i = 0; i < 120; i++) {
-    const s = await del();
-    if (s === 204 || s === 404) process.exit(0);
+    const jobs = await call('GET', '/containers/json?all=1&filters=' + filters);
+    for (const c of jobs.status === 200 ? JSON.parse(jobs.body) : []) await call('DELETE', '/containers/' + c.Id + '?force=1');
+    const { status } = await call('DELETE', '/volumes/' + encodeURIComponent(name));
+    if (status === 204 || status === 404) process.exit(0);
     await new Promise((r) => setTimeout(r, 500));
   }
   process.exit(1);
@@ -75,7 +86,7 @@ export async function startJob(engine: DockerEngine, job: Job): Promise<string> 
         Name: job.name,
         Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCOPE]: job.scope, 'agenthost.janitor': 'true' },
         TaskTemplate: {
-          ContainerSpec: job.container,
+          ContainerSpec: { ...job.container, Labels: { [JOB_LABEL]: 'true' } },
           Placement: { Constraints: [pinTo(job.node)] },
           RestartPolicy: { Condition: 'none' },
           Resources: { Limits: { MemoryBytes: 256 * 1024 * 1024 } },

@@ -28,10 +28,13 @@ const server = http.createServer((req, res) => {
   tar.on('close', (code) => {
     if (code !== 0) return res.destroy();
     res.addTrailers({ 'x-sha256': hash.digest('hex') });
-    res.end();
+    // One whole copy served: done (the job completes and lets the volume go).
+    res.end(() => process.exit(0));
   });
 });
 server.listen(${PORT});
+setTimeout(() => process.exit(1), Number(process.env.MOVE_TIMEOUT_MS));
+process.on('SIGTERM', () => process.exit(143));
 `;
 
 const RECEIVE = `
@@ -57,6 +60,7 @@ function attempt() {
   req.on('error', again);
 }
 attempt();
+process.on('SIGTERM', () => process.exit(143));
 `;
 
 export interface Move {
@@ -92,7 +96,7 @@ export async function copyVolume(engine: DockerEngine, m: Move): Promise<boolean
     Mounts: [volume(readOnly), { Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: 16 * 1024 * 1024 } }],
   });
   const networks = [networkName(m.instanceId)];
-  const sender = await startJob(engine, { name: source, scope: m.scope, node: m.from, networks, timeoutMs: m.timeoutMs, container: container(SEND, true, {}) });
+  const sender = await startJob(engine, { name: source, scope: m.scope, node: m.from, networks, timeoutMs: m.timeoutMs, container: container(SEND, true, { MOVE_TIMEOUT_MS: String(m.timeoutMs) }) });
   try {
     return await runJob(engine, {
       name: `agenthost-receive-${m.instanceId.slice(-20)}-${stamp}`,
