@@ -143,6 +143,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     engine.onRecovery(() => void reconciler.trigger());
     let subscriptionChanges: Subscription | undefined;
     let stopNodeWatch: (() => void) | undefined;
+    let drainTimer: NodeJS.Timeout | undefined;
 
     return {
       endpoints: [
@@ -185,6 +186,9 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
             void drainer.trigger();
           });
           void drainer.trigger();
+          // Also on the reconcile schedule: a node change seen by no replica, and jobs a dead replica left.
+          drainTimer = setInterval(() => void drainer.trigger(), config.RECONCILE_INTERVAL_SECONDS * 1000);
+          drainTimer.unref();
         }
         // Credentials by stdin, live stats, volume sizes and the volume quota need the instance's own engine:
         // the docker driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see README.)
@@ -217,6 +221,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         await subscriptionChanges?.stop();
         reconciler.stop();
         stopNodeWatch?.();
+        clearInterval(drainTimer);
         handoff.stop();
         readiness.stop();
         stats.stop();

@@ -7,7 +7,7 @@ import type { Instances } from '../domain/instances.ts';
 import type { OpLocks } from '../domain/locks.ts';
 import { NODE_DOWN } from '../domain/runtime.ts';
 import { singleFlight } from '../domain/single-flight.ts';
-import { removeVolumeOnNode } from './janitor.ts';
+import { removeVolumeOnNode, sweepJobs } from './janitor.ts';
 import { copyVolume } from './mover.ts';
 import { isDraining, nodeAddr, pickNode } from './placement.ts';
 import type { SwarmInstances } from './runtime.ts';
@@ -52,7 +52,9 @@ export class Drainer {
   );
 
   private async pass(): Promise<number> {
-    const { db, engine, locks } = this.d;
+    const { db, engine, locks, config, scope, log } = this.d;
+    const swept = await sweepJobs(engine, scope, (config.SWARM_MOVE_TIMEOUT_SECONDS + 120) * 1000);
+    if (swept) log.warn({ swept }, 'removed copy or removal jobs left by a provisioner that died mid-job');
     const nodes = await engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })));
     let moved = 0;
     for (const node of nodes.filter((n) => isDraining(n) && n.Status?.State === 'ready' && n.Spec?.Availability !== 'drain')) {

@@ -115,3 +115,11 @@ export async function waitJob(engine: DockerEngine, id: string, timeoutMs: numbe
 export async function removeJob(engine: DockerEngine, id: string): Promise<void> {
   await engine.run('job remove', (abortSignal) => engine.docker.getService(id).remove(o({ abortSignal }))).catch(() => {});
 }
+
+/** Remove our job services older than `olderThanMs` (a provisioner that died mid-job left them); returns how many. */
+export async function sweepJobs(engine: DockerEngine, scope: string, olderThanMs: number): Promise<number> {
+  const jobs = await engine.run('service list', (abortSignal) => engine.docker.listServices(o({ filters: { label: ['agenthost.janitor=true', `${LABEL_SCOPE}=${scope}`] }, abortSignal })));
+  const stale = jobs.filter((j) => Date.now() - Date.parse(j.CreatedAt ?? '') > olderThanMs);
+  for (const j of stale) await removeJob(engine, j.ID);
+  return stale.length;
+}
