@@ -29,7 +29,8 @@ export async function deployStack(state: string, replicas: string[] = []): Promi
   // The real OpenClaw image stays on the manager: these tests run the stand-in agent.
   await sh('deploy/swarm/two-node.sh', ['load'], { SKIP_IMAGES: 'openclaw' });
   const envFile = path.join(state, 'swarm-test.env');
-  writeFileSync(envFile, 'FRAMEWORK_IMAGES={"openclaw":"agenthost/standin"}\n');
+  // Instance ports of their own: the single-host suites, run beside this one, publish 18100-18649 on this machine.
+  writeFileSync(envFile, 'FRAMEWORK_IMAGES={"openclaw":"agenthost/standin"}\nPORT_RANGE_START=19000\nPORT_RANGE_END=19199\n');
   await run(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), 'up', ...replicas], {
     env: { ...process.env, AGENTHOST_STATE: state, EDGE_PORT: String(EDGE_PORT), DEVCHAIN_PORT: String(DEVCHAIN_PORT), AGENTHOST_ENV_FILE: envFile },
     timeout: 900_000,

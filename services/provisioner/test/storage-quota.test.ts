@@ -22,7 +22,7 @@ const events: { instance_id: string; status: string; failure_reason?: string }[]
 const provisioner = async (faultAt = '') => {
   const env = provisionerEnv({
     network,
-    ports: [18260, 18269],
+    ports: [18640, 18649],
     // 64 MB per user keeps the writes small; pro allows two instances to share it.
     tiers: { free: { ...small, storage_mb: 64 }, pro: { ...small, storage_mb: 64, instances: 2 }, enterprise: { ...small, storage_mb: 128 } },
     extra: { QUOTA_CHECK_INTERVAL_SECONDS: '1', QUOTA_GRACE_SECONDS: '0', FAULT_PAUSE_AT: faultAt },
@@ -150,7 +150,7 @@ describe('storage quota while an instance runs', () => {
   });
 
   it('refuses to start when loop devices or mkfs.ext4 cannot be used, saying how to fix it', async () => {
-    const env = provisionerEnv({ network, ports: [18260, 18269] });
+    const env = provisionerEnv({ network, ports: [18640, 18649] });
     // No losetup/mkfs.ext4 on this PATH: the same check as a machine without loop devices.
     const started = spawnService('provisioner', { env: { ...stack.envFor('provisioner'), ...env, PATH: '/nonexistent' }, label: 'provisioner-quota-noloop' });
     const err = (await started.then(() => new Error('started'), (e: Error) => e)).message;
