@@ -64,6 +64,8 @@ export async function scale(...counts: string[]): Promise<void> {
 
 /** Instance services left by an earlier, interrupted run on this machine (their rows fail on the next reconcile). */
 export async function removeStrayInstances(): Promise<void> {
+  // A new machine is no swarm manager yet (deployStack makes it one): nothing is left over then.
+  if ((await manager.info()).Swarm?.LocalNodeState !== 'active') return;
   for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.instance'] }) })) await manager.getService(s.ID).remove().catch(() => {});
 }
 

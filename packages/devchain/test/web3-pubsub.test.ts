@@ -27,6 +27,19 @@ function waitFor<T>(register: (cb: (v: T) => void) => number, accept: (v: T) => 
   return { done, id };
 }
 
+/**
+ * web3.js v1 returns a listener id before the server has the subscription, and a change made before then is
+ * never notified: wait until every subscription of the connection is acknowledged (its state, kept inside).
+ */
+async function subscribed(conn: typeof t.conn): Promise<void> {
+  const subs = () => Object.values((conn as unknown as { _subscriptionsByHash: Record<string, { state: string }> })._subscriptionsByHash);
+  for (let i = 0; i < 400; i++) {
+    if (subs().length && subs().every((x) => x.state === 'subscribed')) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('the subscription was never acknowledged');
+}
+
 describe('web3.js v1 subscriptions', () => {
   it('onProgramAccountChange sees a new subscription account, with a memcmp filter on its owner', async () => {
     const owner = await t.funded(1);
@@ -36,6 +49,7 @@ describe('web3.js v1 subscriptions', () => {
       () => true,
     );
     await watch.id;
+    await subscribed(t.conn);
     await sendAndConfirmTransaction(t.conn, new Transaction().add(subscribeInstruction({ programId, owner: owner.publicKey, treasury, tier: 1 })), [owner], { commitment: 'confirmed' });
     const change = await watch.done;
     expect(change.accountId.equals(pda)).toBe(true);
@@ -47,6 +61,7 @@ describe('web3.js v1 subscriptions', () => {
     const payer = await t.funded(1);
     const watch = waitFor<Logs>((cb) => t.conn.onLogs(payer.publicKey, cb, 'confirmed'), (l) => l.logs.some((m) => m.includes('hello logs')));
     await watch.id;
+    await subscribed(t.conn);
     const memo = new TransactionInstruction({ programId: new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr'), keys: [{ pubkey: payer.publicKey, isSigner: true, isWritable: false }], data: Buffer.from('hello logs') });
     const sig = await sendAndConfirmTransaction(t.conn, new Transaction().add(memo), [payer], { commitment: 'confirmed' });
     const logs = await watch.done;
