@@ -157,6 +157,8 @@ export async function rebalance(docker: Docker, names: string[], timeoutMs: numb
   for (const name of names) {
     const svc = await findService(docker, name);
     if (!svc) continue;
+    // Decide on a settled service: tasks still being moved (a node just drained or back) would mislead.
+    await waitConverged(docker, [name], timeoutMs, log);
     const info = await svc.inspect();
     const spec = info.Spec as Spec;
     if ((spec.Mode?.Replicated?.Replicas ?? 0) < 2 || spec.TaskTemplate?.Placement?.Constraints?.length) continue;

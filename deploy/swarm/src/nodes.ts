@@ -52,6 +52,15 @@ export async function drainNode(docker: Docker, ref: string, timeoutMs: number, 
   }
   log(`no instance left on ${ref}: the swarm drains its platform tasks`);
   await updateNode(docker, node.ID!, (spec) => ({ ...spec, Availability: 'drain' }));
+  // Done when no task is meant to run there any more and none still runs (the swarm moves them one by one).
+  for (;;) {
+    const tasks = await docker.listTasks({ filters: JSON.stringify({ node: [node.ID!] }) });
+    const left = tasks.filter((t) => t.DesiredState === 'running' || t.Status?.State === 'running');
+    if (!left.length) break;
+    if (Date.now() > end) throw new Error(`${left.length} task(s) still on ${ref} after ${Math.round(timeoutMs / 1000)} s`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  log(`${ref} is drained`);
 }
 
 export async function activateNode(docker: Docker, ref: string): Promise<void> {
