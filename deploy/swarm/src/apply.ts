@@ -165,8 +165,18 @@ export async function rebalance(docker: Docker, names: string[], timeoutMs: numb
     const tasks = await docker.listTasks({ filters: JSON.stringify({ service: [name], 'desired-state': ['running'] }) });
     if (new Set(tasks.map((t) => t.NodeID)).size > 1) continue;
     log(`spreading ${name} over the nodes`);
-    await forceUpdate(docker, name, { Order: 'stop-first' });
-    await waitConverged(docker, [name], timeoutMs, log);
+    const forced = await forceUpdate(docker, name, { Order: 'stop-first' });
+    // Until every task is a new one and runs: the update starts a moment after the write, so a service that
+    // merely looks converged may not have begun (and its update order must not be put back before it ends).
+    const replicas = spec.Mode?.Replicated?.Replicas ?? 0;
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const now = await docker.listTasks({ filters: JSON.stringify({ service: [name], 'desired-state': ['running'] }) });
+      const fresh = now.filter((t) => t.Status?.State === 'running' && (t.Spec as { ForceUpdate?: number } | undefined)?.ForceUpdate === forced);
+      if (fresh.length === replicas && now.length === replicas) break;
+      if (Date.now() > end) throw new Error(`${name} was not spread after ${Math.round(timeoutMs / 1000)} s`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
     // The service's own update order back (an UpdateConfig change alone replaces no task).
     await writeService(svc, (after) => ({ ...after, UpdateConfig: spec.UpdateConfig }));
     spread.push(name);
@@ -175,13 +185,17 @@ export async function rebalance(docker: Docker, names: string[], timeoutMs: numb
 }
 
 /** Replace every task of a service, one at a time (a forced update), with its update settings overridden if asked. */
-async function forceUpdate(docker: Docker, name: string, updateConfig: Partial<Docker.UpdateConfig> = {}): Promise<void> {
+/** Returns the new ForceUpdate count, which every replacement task carries in its spec. */
+async function forceUpdate(docker: Docker, name: string, updateConfig: Partial<Docker.UpdateConfig> = {}): Promise<number | undefined> {
   const svc = await findService(docker, name);
-  if (!svc) return;
+  if (!svc) return undefined;
+  let forced = 0;
   await writeService(svc, (spec) => {
     const template = spec.TaskTemplate as Docker.TaskSpec & { ForceUpdate?: number };
-    return { ...spec, TaskTemplate: { ...template, ForceUpdate: (template.ForceUpdate ?? 0) + 1 }, UpdateConfig: { ...spec.UpdateConfig, ...updateConfig } as Docker.UpdateConfig };
+    forced = (template.ForceUpdate ?? 0) + 1;
+    return { ...spec, TaskTemplate: { ...template, ForceUpdate: forced }, UpdateConfig: { ...spec.UpdateConfig, ...updateConfig } as Docker.UpdateConfig };
   });
+  return forced;
 }
 
 /**
