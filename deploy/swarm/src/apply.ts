@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
+import { writeAtVersion } from '@agenthost/shared';
 import { LABEL_STACK, NETWORK, STACK, SUBNET } from './stack.ts';
 
 /**
@@ -184,8 +185,10 @@ export async function rebalance(docker: Docker, names: string[], timeoutMs: numb
   return spread;
 }
 
-/** Replace every task of a service, one at a time (a forced update), with its update settings overridden if asked. */
-/** Returns the new ForceUpdate count, which every replacement task carries in its spec. */
+/**
+ * Replace every task of a service, one at a time (a forced update), with its update settings overridden if asked.
+ * Returns the new ForceUpdate count, which every replacement task carries in its spec.
+ */
 async function forceUpdate(docker: Docker, name: string, updateConfig: Partial<Docker.UpdateConfig> = {}): Promise<number | undefined> {
   const svc = await findService(docker, name);
   if (!svc) return undefined;
@@ -198,18 +201,14 @@ async function forceUpdate(docker: Docker, name: string, updateConfig: Partial<D
   return forced;
 }
 
-/**
- * Read the service, change it and write it at the version read. The swarm writes a service itself too (the
- * status of a rolling update, a new service's endpoint): a write that comes out of sequence is read and made again.
- */
+/** Read, change and write a service at the version read (the swarm writes its services too: writeAtVersion). */
 async function writeService(svc: Docker.Service, change: (current: Spec) => Spec): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    const info = await svc.inspect();
-    try {
-      await svc.update({ version: info.Version.Index, ...change(info.Spec as Spec) });
-      return;
-    } catch (err) {
-      if (attempt >= 5 || !/update out of sequence/.test((err as Error).message)) throw err;
-    }
-  }
+  await writeAtVersion(
+    async () => {
+      const info = await svc.inspect();
+      return { version: info.Version.Index, spec: info.Spec as Spec };
+    },
+    (version, spec) => svc.update({ version, ...spec }),
+    change,
+  );
 }

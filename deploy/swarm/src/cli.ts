@@ -12,6 +12,7 @@
 // AGENTHOST_ENV_FILE (settings for every service, KEY=VALUE lines), IMAGE_TAG (latest).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pinnedNode } from '@agenthost/shared';
 import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, findService, imageId, pinPostgres, pruneSecrets, rebalance, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
 import { busPublicKeys, ensureMaterial, NATS_NODES } from './material.ts';
 import { activateNode, drainNode } from './nodes.ts';
@@ -113,7 +114,7 @@ async function natsPlacement(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const [i, name] of NATS_NODES.entries()) {
     const svc = await findService(docker, `${STACK}-${name}`);
-    const kept = svc && ((await svc.inspect()).Spec?.TaskTemplate?.Placement?.Constraints as string[] | undefined)?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
+    const kept = svc && pinnedNode((await svc.inspect()).Spec?.TaskTemplate?.Placement?.Constraints);
     const node = kept ?? nodes[i % nodes.length]?.ID;
     if (node) out[name] = node;
   }

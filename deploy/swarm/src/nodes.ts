@@ -1,12 +1,11 @@
 import type Docker from 'dockerode';
+import { DRAIN_LABEL, pinnedNode, writeAtVersion } from '@agenthost/shared';
 
 /**
- * Taking a node out of service and back. The provisioner moves the instances of a node labelled
- * agenthost.drain=true (its DRAIN_LABEL) with their volumes while the node stays active: a node in the swarm's
- * own drain runs no task at all, not even the jobs that copy a volume off it. Once none is left, the swarm's
- * drain moves the platform's tasks.
+ * Taking a node out of service and back. The provisioner moves the instances of a node labelled DRAIN_LABEL
+ * with their volumes while the node stays active: a node in the swarm's own drain runs no task at all, not even
+ * the jobs that copy a volume off it. Once none is left, the swarm's drain moves the platform's tasks.
  */
-const DRAIN_LABEL = 'agenthost.drain';
 const INSTANCE_LABEL = 'agenthost.instance';
 
 type NodeSpec = { Labels?: Record<string, string>; Availability?: string; Role?: string; Name?: string };
@@ -20,21 +19,20 @@ async function findNode(docker: Docker, ref: string): Promise<NodeInfo> {
 }
 
 async function updateNode(docker: Docker, id: string, change: (spec: NodeSpec) => NodeSpec): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    const info = await docker.getNode(id).inspect();
-    try {
-      await docker.getNode(id).update({ version: info.Version.Index, ...change(info.Spec as NodeSpec) });
-      return;
-    } catch (err) {
-      if (attempt >= 5 || !/update out of sequence/.test((err as Error).message)) throw err;
-    }
-  }
+  await writeAtVersion(
+    async () => {
+      const info = await docker.getNode(id).inspect();
+      return { version: info.Version.Index as number, spec: info.Spec as NodeSpec };
+    },
+    (version, spec) => docker.getNode(id).update({ version, ...spec }),
+    change,
+  );
 }
 
 /** Instance services pinned to the node. */
 async function instancesOn(docker: Docker, nodeId: string): Promise<string[]> {
   const services = await docker.listServices({ filters: JSON.stringify({ label: [INSTANCE_LABEL] }) });
-  return services.filter((s) => (s.Spec?.TaskTemplate?.Placement?.Constraints ?? []).some((c) => c.replace(/\s/g, '') === `node.id==${nodeId}`)).map((s) => s.Spec!.Name!);
+  return services.filter((s) => pinnedNode(s.Spec?.TaskTemplate?.Placement?.Constraints) === nodeId).map((s) => s.Spec!.Name!);
 }
 
 export async function drainNode(docker: Docker, ref: string, timeoutMs: number, log: (s: string) => void): Promise<void> {

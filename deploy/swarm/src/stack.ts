@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { healthCheckCommand } from '@agenthost/shared';
+import { healthCheckCommand, pinTo } from '@agenthost/shared';
 import { NATS_CLIENT_URL, NATS_NODES, SCHEMAS, SECRET_DIR } from './material.ts';
 
 /**
@@ -165,7 +165,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
         res: resources(64, 0.05, 512, 1),
         // One server per name and store: the old task stops before the new one starts.
         order: 'stop-first',
-        constraints: o.natsNodes[node] ? [`node.id == ${o.natsNodes[node]}`] : [],
+        constraints: o.natsNodes[node] ? [pinTo(o.natsNodes[node])] : [],
       }),
     );
   }

@@ -1,9 +1,11 @@
 import { o, type DockerEngine } from '../docker/engine.ts';
 import { LABEL_MANAGED, LABEL_SCOPE } from '../docker/spec.ts';
-import { pinTo } from './spec.ts';
+import { pinTo } from '@agenthost/shared';
 
 /** On the containers of our one-shot jobs (copies, removals), so that a removal can find those left behind. */
 const JOB_LABEL = 'agenthost.job';
+/** On the job services themselves, so that those a dead provisioner left can be swept. */
+const JOB_SERVICE_LABEL = 'agenthost.janitor';
 
 /**
  * A volume lives on its node, and a manager's Engine API cannot remove it there. So a one-shot swarm job
@@ -84,7 +86,7 @@ export async function startJob(engine: DockerEngine, job: Job): Promise<string> 
     engine.docker.createService(
       o({
         Name: job.name,
-        Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCOPE]: job.scope, 'agenthost.janitor': 'true' },
+        Labels: { [LABEL_MANAGED]: 'true', [LABEL_SCOPE]: job.scope, [JOB_SERVICE_LABEL]: 'true' },
         TaskTemplate: {
           ContainerSpec: { ...job.container, Labels: { [JOB_LABEL]: 'true' } },
           Placement: { Constraints: [pinTo(job.node)] },
@@ -118,7 +120,7 @@ export async function removeJob(engine: DockerEngine, id: string): Promise<void>
 
 /** Remove our job services older than `olderThanMs` (a provisioner that died mid-job left them); returns how many. */
 export async function sweepJobs(engine: DockerEngine, scope: string, olderThanMs: number): Promise<number> {
-  const jobs = await engine.run('service list', (abortSignal) => engine.docker.listServices(o({ filters: { label: ['agenthost.janitor=true', `${LABEL_SCOPE}=${scope}`] }, abortSignal })));
+  const jobs = await engine.run('service list', (abortSignal) => engine.docker.listServices(o({ filters: { label: [`${JOB_SERVICE_LABEL}=true`, `${LABEL_SCOPE}=${scope}`] }, abortSignal })));
   const stale = jobs.filter((j) => Date.now() - Date.parse(j.CreatedAt ?? '') > olderThanMs);
   for (const j of stale) await removeJob(engine, j.ID);
   return stale.length;

@@ -1,7 +1,7 @@
 import { AppError } from '@agenthost/shared';
 import { o, type DockerEngine } from '../docker/engine.ts';
 import { LABEL_INSTANCE } from '../docker/spec.ts';
-import { pinnedNode } from './spec.ts';
+import { DRAIN_LABEL, pinnedNode } from '@agenthost/shared';
 
 export interface NodeChoice {
   id: string;
@@ -62,12 +62,7 @@ export async function nodeByAddr(engine: DockerEngine, addr: string): Promise<st
 
 type SwarmNode = Awaited<ReturnType<DockerEngine['docker']['listNodes']>>[number];
 
-/**
- * A node being emptied of instances (`deploy/swarm/src/cli.ts drain`): it takes no new instance and its
- * instances move off it. It stays active meanwhile, since a drained node runs no task at all, not even the
- * jobs that copy a volume off it.
- */
-export const DRAIN_LABEL = 'agenthost.drain';
+/** A node being emptied of instances (DRAIN_LABEL): it takes no new instance and its instances move off it. */
 export const isDraining = (n: SwarmNode): boolean => n.Spec?.Labels?.[DRAIN_LABEL] === 'true';
 
 /**

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import type { Logger } from '@agenthost/shared';
+import { pinnedNode, writeAtVersion, type Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
-import { describe, dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
+import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import { demux } from '../docker/logs.ts';
 import { labels, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { isDraining, nodeByAddr, pickNode } from './placement.ts';
-import { credentialsSecretPrefix, instanceServiceSpec, networkName, pinnedNode, serviceName, volumeName } from './spec.ts';
+import { credentialsSecretPrefix, instanceServiceSpec, networkName, serviceName, volumeName } from './spec.ts';
 
 type Spec = { Name: string; Mode?: { Replicated?: { Replicas?: number } }; TaskTemplate: { ContainerSpec?: { Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number } };
 
@@ -52,23 +52,13 @@ export class SwarmInstances implements InstanceRuntime {
     return info ? { version: info.Version.Index, spec: info.Spec as Spec } : undefined;
   }
 
-  /**
-   * Read, change and write the service (false: it is missing). The swarm bumps a new service's version itself
-   * (its allocator), so a write that comes out of sequence is read and tried again. `change` returning false:
-   * nothing to write.
-   */
-  private async updateService(id: string, change: (s: Spec) => boolean | void): Promise<boolean> {
-    for (let attempt = 1; ; attempt++) {
-      const current = await this.spec(id);
-      if (!current) return false;
-      if (change(current.spec) === false) return true;
-      try {
-        await this.d.engine.run('service update', () => this.service(id).update({ version: current.version, ...current.spec }));
-        return true;
-      } catch (err) {
-        if (attempt >= 5 || !/update out of sequence/.test(describe((err as { cause?: unknown }).cause ?? err))) throw err;
-      }
-    }
+  /** Read, change and write the service (false: it is missing); `change` returning false: nothing to write. */
+  private updateService(id: string, change: (s: Spec) => boolean | void): Promise<boolean> {
+    return writeAtVersion(
+      () => this.spec(id),
+      (version, spec) => this.d.engine.run('service update', () => this.service(id).update({ version, ...spec })),
+      (spec) => (change(spec) === false ? undefined : spec),
+    );
   }
 
   async create(row: InstanceRow, token: string): Promise<{ runtimeId: string; host: string }> {

@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { pinTo } from '@agenthost/shared';
 import { AGENT_PORT, AGENT_USER, heapMb, labels } from '../docker/spec.ts';
 
 /** The swarm objects of one instance, by name: its service, its network, its volume (on its node), its credentials. */
@@ -11,10 +12,6 @@ export const CREDENTIALS_FILE = '/run/secrets/agenthost-credentials';
 
 const MB = 1024 * 1024;
 
-/** The placement constraint that pins a service to one node, and the node it names (undefined: not pinned). */
-export const pinTo = (nodeId: string): string => `node.id == ${nodeId}`;
-export const pinnedNode = (constraints: string[] | undefined): string | undefined =>
-  constraints?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
 const S = 1_000_000_000;
 
 export interface SwarmInstanceInput {

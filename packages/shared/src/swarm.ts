@@ -1,0 +1,43 @@
+/**
+ * The Docker Swarm vocabulary the deployment (deploy/swarm) and the provisioner's swarm driver share: how a
+ * service is pinned to a node, the label that marks a node being drained, and how a swarm object is written.
+ */
+
+/** The placement constraint that pins a service to one node, and the node it names (undefined: not pinned). */
+export const pinTo = (nodeId: string): string => `node.id == ${nodeId}`;
+export const pinnedNode = (constraints: string[] | undefined): string | undefined =>
+  constraints?.map((c) => /^node\.id\s*==\s*(\S+)$/.exec(c)?.[1]).find(Boolean);
+
+/**
+ * A node being emptied of instances (`deploy/swarm/src/cli.ts drain`): it takes no new instance and the
+ * provisioner moves its instances off it. It stays active meanwhile, since a node in the swarm's own drain runs
+ * no task at all, not even the jobs that copy a volume off it.
+ */
+export const DRAIN_LABEL = 'agenthost.drain';
+
+/**
+ * Read a swarm object (service, node), change it and write it at the version read. The swarm writes its
+ * objects itself too (a rolling update's status, a new service's endpoint), so a write that comes out of
+ * sequence is read and made again. `change` returning undefined: nothing to write. Resolves false when the
+ * object is gone (`read` gave undefined).
+ */
+export async function writeAtVersion<S>(
+  read: () => Promise<{ version: number; spec: S } | undefined>,
+  write: (version: number, spec: S) => Promise<unknown>,
+  change: (current: S) => S | undefined,
+): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    const current = await read();
+    if (!current) return false;
+    const next = change(current.spec);
+    if (next === undefined) return true;
+    try {
+      await write(current.version, next);
+      return true;
+    } catch (err) {
+      // The provisioner's engine wrapper keeps the engine's own error as the cause.
+      const text = `${(err as Error).message} ${((err as { cause?: Error }).cause ?? {}).message ?? ''}`;
+      if (attempt >= 5 || !/update out of sequence/.test(text)) throw err;
+    }
+  }
+}
