@@ -105,7 +105,9 @@ export class InstanceContainers implements InstanceRuntime {
       const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
       const s = info.State;
       if (s.Running) return { state: 'running', startedAt: Date.parse(s.StartedAt) };
-      if (s.Restarting || s.Status === 'restarting') return { state: 'starting' };
+      // Between the restarts of a crashing agent the engine reports the last exit code: the readiness watcher names
+      // it if the agent is still crashing at its deadline (a slow engine may not finish the retries by then).
+      if (s.Restarting || s.Status === 'restarting') return { state: 'starting', ...(s.ExitCode ? { exitCode: s.ExitCode } : {}) };
       if (s.Status === 'created') return { state: 'created' };
       return { state: 'exited', exitCode: s.ExitCode };
     } catch (err) {

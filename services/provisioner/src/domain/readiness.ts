@@ -99,7 +99,7 @@ export class Readiness {
         return;
       }
       if (Date.now() >= w.deadline.getTime()) {
-        if (await this.fail(w, `The agent did not become ready within ${this.deps.readyTimeoutSeconds} s`)) {
+        if (await this.fail(w, await this.timeoutReason(w))) {
           await this.deps.stopContainer(w.id, w.generation).catch(() => {});
         }
         return;
@@ -114,7 +114,7 @@ export class Readiness {
             .inspect(w.id)
             .catch(() => undefined); // engine trouble: keep waiting; the deadline still applies
           if (s?.state === 'exited') {
-            await this.fail(w, s.error ?? `The agent exited with code ${s.exitCode} before it was ready`);
+            await this.fail(w, exitReason(s));
             return;
           }
           if (s?.state === 'node_down') {
@@ -130,6 +130,21 @@ export class Readiness {
       const elapsed = Date.now() - w.startedAt.getTime();
       await sleep(elapsed < 3_000 ? 50 : elapsed < 10_000 ? 100 : elapsed < 60_000 ? 250 : 1000);
     }
+  }
+
+  /**
+   * Why an instance is not ready at its deadline. An agent that crashes at boot is restarted by the runtime a few
+   * times; on a busy engine those restarts can outlast the deadline, and the crash is then the reason to report.
+   */
+  private async timeoutReason(w: Watch): Promise<string> {
+    const s = this.deps.engine.available
+      ? await this.deps
+          .runtime()
+          .inspect(w.id)
+          .catch(() => undefined)
+      : undefined;
+    if (s?.state === 'exited' || (s?.state === 'starting' && s.exitCode)) return exitReason(s);
+    return `The agent did not become ready within ${this.deps.readyTimeoutSeconds} s`;
   }
 
   private async fail(w: Watch, reason: string): Promise<boolean> {
@@ -153,6 +168,10 @@ export class Readiness {
   private announce(p: Parameters<ReadinessDeps['announce']>[0], generation: number): void {
     this.deps.announce(p, generation).catch((err: unknown) => this.deps.log.warn({ instance_id: p.instance_id, err: (err as Error).message }, 'could not publish events.instance.status'));
   }
+}
+
+function exitReason(s: { error?: string; exitCode?: number }): string {
+  return s.error ?? `The agent exited with code ${s.exitCode} before it was ready`;
 }
 
 /** GET url → true on 200. node:http rather than fetch: cheaper, and dozens of watchers probe at once. */

@@ -13,6 +13,7 @@ export const NODE_DOWN = 'node_down';
 export interface RuntimeState {
   /** starting: being started or restarted by the runtime (not a failure yet). node_down: its node is unreachable. */
   state: 'running' | 'starting' | 'exited' | 'created' | 'missing' | 'node_down';
+  /** exited: its exit code. starting: the code of its last exit, when the runtime is restarting it after a crash. */
   exitCode?: number;
   /** When the running workload started (ms since the epoch). */
   startedAt?: number;
