@@ -1,5 +1,7 @@
 export * from './paths.ts';
+export * from './ports.ts';
 export * from './nats.ts';
+export * from './containers.ts';
 export * from './db.ts';
 export * from './service.ts';
 export * from './http.ts';
