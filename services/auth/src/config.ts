@@ -17,6 +17,11 @@ export const authConfig = baseConfig.extend({
   /** A chain id the SIWS format allows (mainnet | testnet | devnet | localnet, optionally with the solana: prefix). */
   SIWS_CHAIN_ID: z.string().regex(/^(solana:)?(mainnet|testnet|devnet|localnet)$/, 'must be mainnet, testnet, devnet or localnet (optionally solana:…)').default('localnet'),
   SIWS_STATEMENT: z.string().default('Sign in to agenthost.'),
+  /**
+   * Domains (host[:port], comma-separated) a wallet-built sign-in message may name, e.g. the dashboard's and the
+   * API's; empty: SIWS_DOMAIN alone. A wallet sets the domain from the page that asks it to sign in.
+   */
+  SIWS_DOMAINS: z.string().default(''),
 }).refine((c) => c.AUTH_JWT_PRIVATE_KEY.trim() !== '' || c.AUTH_JWT_PRIVATE_KEY_FILE !== '', {
   message: 'AUTH_JWT_PRIVATE_KEY_FILE (or AUTH_JWT_PRIVATE_KEY) is required: the Ed25519 key that signs access tokens (deploy/start.sh makes one)',
   path: ['AUTH_JWT_PRIVATE_KEY_FILE'],

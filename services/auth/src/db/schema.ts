@@ -10,4 +10,5 @@ export interface AuthDB {
     used_at: Date | null;
   };
   revoked_tokens: { jti: string; user_id: string; expires_at: Date };
+  used_sign_ins: { signature_hash: string; expires_at: Date };
 }
