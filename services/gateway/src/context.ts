@@ -1,21 +1,16 @@
 import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
 import type { KeyObject } from 'node:crypto';
-import { AssertionSigner, contracts, request, x25519PublicKey, type Contract, type Logger } from '@agenthost/shared';
-import type { z } from 'zod';
-import { TokenVerifier } from './auth/jwt.ts';
+import { AssertionSigner, contracts, request, x25519PublicKey, type Logger } from '@agenthost/shared';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
-import { coalesce } from './coalesce.ts';
-import { Allowance } from './quota/allowance.ts';
-import { Entitlements } from './entitlement.ts';
-import { KeyReload } from './key-reload.ts';
-import { ApiCatalog } from './openapi.ts';
-import { ProvisionerUsage } from './provisioner-usage.ts';
-import { Usage } from './usage.ts';
-
-/** A call to a backend over NATS (the gateway's timeout and request id applied). */
-export type Call = <C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string) => Promise<z.output<C['output']>>;
+import { coalesce, type Call } from './domain/call.ts';
+import { Entitlements } from './domain/entitlement.ts';
+import { KeyReload } from './domain/key-reload.ts';
+import { ProvisionerUsage } from './domain/provisioner-usage.ts';
+import { Allowance } from './domain/quota/allowance.ts';
+import { Usage } from './domain/quota/policy.ts';
+import { TokenVerifier } from './domain/tokens.ts';
 
 /** The composition root: everything the routes need. Tests build it with overrides. */
 export interface GatewayContext {
@@ -28,8 +23,6 @@ export interface GatewayContext {
   usage: Usage;
   /** Requests per minute of callers the tier does not count (no subscription; registrations). */
   allowance: Allowance;
-  /** Every route, for GET /api/openapi.json. */
-  catalog: ApiCatalog;
   /** Instances and storage per user from the provisioner (briefly cached). */
   provisionerUsage: ProvisionerUsage;
   /** Hands key changes to running instances and waits for their reload. */
@@ -64,7 +57,6 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, restartWaitMs: config.ENTITLEMENT_RESTART_WAIT_MS, log }),
     usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS, leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000 }),
     allowance: new Allowance(config.UNCOUNTED_REQUESTS_PER_MINUTE),
-    catalog: new ApiCatalog(),
     provisionerUsage,
     keyReload: new KeyReload(nc, log, config.KEYS_APPLY_WAIT_MS, async (user_id, instance_id) => (await call(contracts.provisioner.get, { user_id, instance_id })).status === 'running'),
   };

@@ -1,6 +1,6 @@
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
 import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
-import type { Call } from './context.ts';
+import type { Call } from './call.ts';
 
 export type ProvisionerUsageView = { instances_active: number; storage_used_mb: number };
 
