@@ -29,6 +29,10 @@ export function buildApp(ctx: GatewayContext, routes: Route[] = apiRoutes(ctx)):
 }
 
 function requestContext(log: Logger) {
+  // The access line's fields are fixed and built here (never headers, bodies or the query string), so it skips the
+  // redaction pass every other line gets: with the wildcard paths that pass costs ~16 µs a line, about a tenth of
+  // the gateway's CPU per request (the line itself ~5 µs).
+  const access = log.child({}, { redact: [] });
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = performance.now();
     const given = req.headers['x-request-id'];
@@ -39,7 +43,7 @@ function requestContext(log: Logger) {
     const path = pathOf(req.url);
     res.once('close', () => {
       const ms = Math.round((performance.now() - started) * 10) / 10;
-      log.info({ request_id: requestId, method: req.method, path, status: res.statusCode, ms, ...(res.locals.userId ? { user_id: res.locals.userId } : {}) }, 'request');
+      access.info({ request_id: requestId, method: req.method, path, status: res.statusCode, ms, ...(res.locals.userId ? { user_id: res.locals.userId } : {}) }, 'request');
     });
     next();
   };
