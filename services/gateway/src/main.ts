@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect, connectNats, createLogger, loadConfig, natsIdentity } from '@agenthost/shared';
-import { buildApp } from './app.ts';
+import { buildApp } from './http/app.ts';
 import { answerClientError } from './http/client-error.ts';
 import { gatewayConfig } from './config.ts';
 import { buildContext } from './context.ts';

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { GatewayDB } from '../db/schema.ts';
+import type { GatewayDB } from '../../db/schema.ts';
 
 export interface Reclaimed {
   /** Replicas whose leases were taken back. */

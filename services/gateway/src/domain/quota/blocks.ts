@@ -1,11 +1,11 @@
 import type { NatsConnection } from 'nats';
 import { AppError, type Logger } from '@agenthost/shared';
-import type { LeaseLedger, LeasedWindow, WindowKind } from './leases.ts';
+import type { LeaseLedger, LeasedWindow, WindowKind } from './store.ts';
 import { askOthers } from './peers.ts';
 
 // The blocks of quota this replica holds, per (user, window): served from memory, leased for all the
 // requests waiting at once, refilled in the background at half a block, given back when idle or when
-// another replica runs dry. The SQL is in leases.ts, the policy (which windows, which errors) in usage.ts.
+// another replica runs dry. The SQL is in store.ts, the policy (which windows, which errors) in policy.ts.
 
 export const DAY_MS = 86_400_000;
 export const MINUTE_MS = 60_000;

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
 import { AppError, remaining, UNLIMITED, type Logger, type TierLimits, type TierTable } from '@agenthost/shared';
-import type { GatewayDB } from './db/schema.ts';
-import type { Subscription } from './entitlement.ts';
-import { LeaseLedger } from './quota/leases.ts';
-import { answerOthers } from './quota/peers.ts';
-import { Blocks, DAY_MS, keyOf, windowStart, type WindowState } from './quota/blocks.ts';
+import type { GatewayDB } from '../../db/schema.ts';
+import type { Subscription } from '../entitlement.ts';
+import { LeaseLedger } from './store.ts';
+import { answerOthers } from './peers.ts';
+import { Blocks, DAY_MS, keyOf, windowStart, type WindowState } from './blocks.ts';
 
 // Usage counting without a database write per request.
 //
@@ -21,19 +21,19 @@ import { Blocks, DAY_MS, keyOf, windowStart, type WindowState } from './quota/bl
 //  - concurrent requests on one replica share one write (the waiting requests are leased together);
 //  - block size adapts: it doubles while a replica keeps exhausting its blocks, is capped by
 //    USAGE_PREFETCH_MAX and by 1/8 of what is left, and resets when the replica goes idle.
-// A killed replica's blocks are not lost (quota/leases.ts): each replica's grants are written down per
+// A killed replica's blocks are not lost (store.ts): each replica's grants are written down per
 // window with how many requests it served, that count is written (group commit, in parallel with the
 // backend call) before each response leaves, and USAGE_LEASE_TTL_SECONDS after a replica's last
 // heartbeat any other replica gives back exactly granted - served. So the day's count equals the
 // requests admitted, killed replicas included (a request whose count was written but whose answer
 // was lost with the process is counted too: it was made).
 
-export type { WindowKind } from './quota/leases.ts';
-export { windowStart } from './quota/blocks.ts';
+export type { WindowKind } from './store.ts';
+export { windowStart } from './blocks.ts';
 
 /** What "unlimited" leases against, so enterprise requests are still counted (requests_today). */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
-export { RELEASE_SUBJECT } from './quota/peers.ts';
+export { RELEASE_SUBJECT } from './peers.ts';
 
 export interface UsageOptions {
   db: Kysely<GatewayDB>;

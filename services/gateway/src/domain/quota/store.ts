@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { AppError, type Logger } from '@agenthost/shared';
-import type { GatewayDB } from '../db/schema.ts';
+import type { GatewayDB } from '../../db/schema.ts';
 import { reclaimStale, releaseReplica } from './reclaim.ts';
 
-// The durable side of this replica's quota leases (usage.ts keeps the tokens in memory).
+// The durable side of this replica's quota leases (policy.ts and blocks.ts keep the tokens in memory).
 //
 // Every block leased is added to this replica's row in usage_leases in the same statement that takes it
 // from usage_counters, and every block given back is taken off it in the statement that returns it. The
@@ -18,7 +18,7 @@ import { reclaimStale, releaseReplica } from './reclaim.ts';
 
 export type WindowKind = 'day' | 'minute';
 
-/** One window this replica leases from; usage.ts's window state carries these fields. */
+/** One window this replica leases from; blocks.ts's window state carries these fields. */
 export interface LeasedWindow {
   userId: string;
   kind: WindowKind;
@@ -32,7 +32,7 @@ export interface LeasedWindow {
 export interface LeaseLedgerOptions {
   ttlMs: number;
   log?: Logger;
-  /** Window clock (ms), the one usage.ts uses; freshness always uses the real monotonic clock. */
+  /** Window clock (ms), the one policy.ts uses; freshness always uses the real monotonic clock. */
   now: () => number;
   /** This replica's leases were reclaimed (it was unreachable past the TTL): drop every token held. */
   onLost: () => void;

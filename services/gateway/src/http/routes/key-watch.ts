@@ -1,8 +1,8 @@
 import { contracts, zodToAppError } from '@agenthost/shared';
 import { z } from 'zod';
-import type { GatewayContext } from '../context.ts';
-import type { ApiRequest, Router } from '../http/router.ts';
-import { jsonBody, route } from '../http/route.ts';
+import type { Request } from 'express';
+import type { GatewayContext } from '../../context.ts';
+import { jsonBody, type Route } from '../route.ts';
 
 const kv = contracts.keyvault;
 const K = contracts.keys;
@@ -11,7 +11,7 @@ const K = contracts.keys;
 const HEARTBEAT_MS = 15_000;
 
 /** A header for keyvault; oversized values become '' (an authentication failure there, never a 400). */
-export const instanceHeader = (req: ApiRequest, name: string, max: number): string => {
+export const instanceHeader = (req: Request, name: string, max: number): string => {
   const v = req.get(name) ?? '';
   return v.length > max ? '' : v;
 };
@@ -27,15 +27,15 @@ const watchEvent = z.object({
  * anything it missed) and again at every change. POST /keys/applied carries the bootstrap's result of a change;
  * it needs no instance secret because only the instance's own watch ever saw the change_id it must quote.
  */
-export function keyWatchRoutes(ctx: GatewayContext, r: Router): void {
-  route(
-    r,
-    ctx,
-    'get',
-    '/keys/watch',
-    'instance',
-    { summary: "Server-sent events: the instance's sealed keys now and at every change (instance credentials)", response: watchEvent, responseType: 'text/event-stream' },
-    async ({ req, res, requestId, meta }) => {
+export const keyWatchRoutes = (ctx: GatewayContext): Route[] => [
+  {
+    method: 'get',
+    path: '/keys/watch',
+    access: 'instance',
+    summary: "Server-sent events: the instance's sealed keys now and at every change (instance credentials)",
+    response: watchEvent,
+    responseType: 'text/event-stream',
+    handler: async ({ req, res, requestId, meta }) => {
       const creds = { instance_id: instanceHeader(req, 'x-instance-id', 100), instance_secret: instanceHeader(req, 'x-instance-secret', 200), meta };
       // Authenticates the instance (401/429 as for /keys/retrieve) before the stream starts.
       const first = await ctx.call(kv.retrieve, creds, requestId);
@@ -59,20 +59,20 @@ export function keyWatchRoutes(ctx: GatewayContext, r: Router): void {
       clearTimeout(lifetime);
       release();
     },
-  );
-  route(
-    r,
-    ctx,
-    'post',
-    '/keys/applied',
+  },
+  {
+    method: 'post',
+    path: '/keys/applied',
     // No credentials: the change_id is the proof (see above), and a wrong one only reaches a waiter that ignores it.
-    'public',
-    { summary: 'The bootstrap reports whether it reloaded a key change (quoting the change_id its watch received)', body: K.appliedReport, response: z.object({ received: z.boolean() }) },
-    async ({ req }) => {
+    access: 'public',
+    summary: 'The bootstrap reports whether it reloaded a key change (quoting the change_id its watch received)',
+    body: K.appliedReport,
+    response: z.object({ received: z.boolean() }),
+    handler: ({ req }) => {
       const parsed = K.appliedReport.safeParse(jsonBody(req));
       if (!parsed.success) throw zodToAppError(parsed.error);
       ctx.keyReload.report(parsed.data);
       return { received: true };
     },
-  );
-}
+  },
+];

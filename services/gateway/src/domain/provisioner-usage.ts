@@ -1,6 +1,7 @@
+import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
 import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
-import type { Call } from './context.ts';
+import type { Call } from './call.ts';
 
 export type ProvisionerUsageView = { instances_active: number; storage_used_mb: number };
 
@@ -15,8 +16,8 @@ const ZERO: ProvisionerUsageView = { instances_active: 0, storage_used_mb: 0 };
 export class ProvisionerUsage {
   private readonly call: Call;
   private readonly log: Logger;
-  private readonly ttlMs: number;
-  private readonly cache = new Map<string, { v: ProvisionerUsageView; at: number }>();
+  /** Fresh for ttlMs; a stale answer is kept (bounded) to report while the provisioner cannot answer. */
+  private readonly cache: LRUCache<string, ProvisionerUsageView, string | undefined>;
   private unavailableUntil = 0;
   private lastWarning = 0;
   private subs: NatsSubscription[] = [];
@@ -24,7 +25,14 @@ export class ProvisionerUsage {
   constructor(call: Call, log: Logger, opts: { ttlMs?: number } = {}) {
     this.call = call;
     this.log = log;
-    this.ttlMs = opts.ttlMs ?? 2000;
+    this.cache = new LRUCache<string, ProvisionerUsageView, string | undefined>({
+      max: 50_000,
+      ttl: opts.ttlMs ?? 2000,
+      noDeleteOnStaleGet: true,
+      noDeleteOnFetchRejection: true,
+      // One question per user at a time, however many of their requests want the answer.
+      fetchMethod: (userId, _stale, { context }) => this.call(contracts.provisioner.usage, { user_id: userId }, context),
+    });
   }
 
   start(nc: NatsConnection): void {
@@ -53,22 +61,20 @@ export class ProvisionerUsage {
   }
 
   async get(userId: string, requestId?: string): Promise<ProvisionerUsageView> {
-    const now = Date.now();
-    const hit = this.cache.get(userId);
-    if (hit && now - hit.at < this.ttlMs) return hit.v;
-    if (now < this.unavailableUntil) return hit?.v ?? ZERO;
+    if (Date.now() < this.unavailableUntil) return this.lastKnown(userId);
     try {
-      const v = await this.call(contracts.provisioner.usage, { user_id: userId }, requestId);
-      if (this.cache.size > 50_000) this.cache.clear();
-      this.cache.set(userId, { v, at: Date.now() });
-      return v;
+      return (await this.cache.fetch(userId, { context: requestId })) ?? ZERO;
     } catch (err) {
       if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') this.unavailableUntil = Date.now() + 5000;
       if (Date.now() - this.lastWarning > 30_000) {
         this.lastWarning = Date.now();
         this.log.warn({ code: err instanceof AppError ? err.code : 'INTERNAL' }, 'provisioner usage unavailable: reporting the last known (or 0) instances and storage');
       }
-      return hit?.v ?? ZERO;
+      return this.lastKnown(userId);
     }
+  }
+
+  private lastKnown(userId: string): ProvisionerUsageView {
+    return this.cache.get(userId, { allowStale: true }) ?? ZERO;
   }
 }

@@ -1,6 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
 import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
-import type { Call } from './context.ts';
+import type { Call } from './call.ts';
 
 export type Subscription = contracts.billing.Subscription;
 
@@ -24,7 +26,13 @@ export interface EntitlementOptions {
 
 interface Entry {
   sub: Subscription | null;
+  /** When billing-chain gave this answer (ms): a stale entry is served on its failure only within staleGraceMs of it. */
   at: number;
+}
+
+interface Lookup {
+  user: { user_id: string; wallet_address: string };
+  requestId: string | undefined;
 }
 
 /**
@@ -32,21 +40,28 @@ interface Entry {
  * in memory for a short TTL so an authenticated request costs no round trip. Entries are replaced
  * by every events.subscription.changed (any replica of billing-chain publishes it; every gateway
  * replica listens with its own ephemeral subscription) and by register/refresh through this gateway.
- * A generation counter per wallet keeps a lookup that was in flight during a change from writing
- * the older answer back.
+ * lru-cache's fetch() gives one lookup per wallet at a time, and drops the answer of a lookup that was in
+ * flight while the entry was set or deleted (ignoreFetchAbort: the caller still gets it, the cache does not),
+ * so an older answer never overwrites a change.
  */
 export class Entitlements {
   private readonly call: Call;
   private readonly opts: EntitlementOptions;
-  private readonly cache = new Map<string, Entry>();
-  private readonly generation = new Map<string, number>();
-  private readonly inflight = new Map<string, Promise<Subscription | null>>();
+  private readonly cache: LRUCache<string, Entry, Lookup>;
   private sub: NatsSubscription | undefined;
   private lastStaleLog = 0;
 
   constructor(call: Call, opts: EntitlementOptions = { ttlMs: 5000 }) {
     this.call = call;
     this.opts = opts;
+    this.cache = new LRUCache<string, Entry, Lookup>({
+      max: 100_000,
+      ttl: Math.max(1, opts.ttlMs),
+      ignoreFetchAbort: true,
+      // A lookup that failed keeps the entry it was refreshing (the next request retries).
+      noDeleteOnFetchRejection: true,
+      fetchMethod: (_wallet, stale, { context }) => this.revalidate(context, stale),
+    });
   }
 
   private now(): number {
@@ -54,48 +69,31 @@ export class Entitlements {
   }
 
   async lookup(user: { user_id: string; wallet_address: string }, requestId?: string): Promise<Subscription | null> {
-    const wallet = user.wallet_address;
-    const hit = this.cache.get(wallet);
-    const age = hit ? this.now() - hit.at : Infinity;
-    if (hit && age < this.opts.ttlMs) return hit.sub;
-    const running = this.inflight.get(wallet);
-    // Just past the TTL: answer from the cache while one lookup refreshes it (no request waits).
-    if (hit && age < 2 * this.opts.ttlMs) {
-      if (!running) void this.revalidate(user, hit, requestId).catch(() => {});
-      return hit.sub;
-    }
-    if (running) return running;
-    return this.revalidate(user, hit, requestId);
+    // Just past the TTL (up to twice it): answer from the cache while one lookup refreshes it (no request waits).
+    const pastTtl = -this.cache.getRemainingTTL(user.wallet_address);
+    const allowStale = pastTtl >= 0 && pastTtl < this.opts.ttlMs;
+    const entry = await this.cache.fetch(user.wallet_address, { allowStale, context: { user, requestId } });
+    return entry!.sub;
   }
 
-  private revalidate(user: { user_id: string; wallet_address: string }, hit: Entry | undefined, requestId?: string): Promise<Subscription | null> {
-    const wallet = user.wallet_address;
-    const gen = this.generation.get(wallet) ?? 0;
-    const p = (async () => {
-      try {
-        const sub = await this.fetch(user, requestId, hit);
-        if ((this.generation.get(wallet) ?? 0) === gen) this.put(wallet, sub);
-        return sub;
-      } catch (err) {
-        const grace = this.opts.staleGraceMs ?? 60_000;
-        if (hit && err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE' && this.now() - hit.at < grace) {
-          if (this.now() - this.lastStaleLog > 10_000) {
-            this.lastStaleLog = this.now();
-            this.opts.log?.warn({ code: err.code }, 'billing-chain unavailable: using cached subscriptions past their TTL');
-          }
-          return hit.sub;
+  private async revalidate({ user, requestId }: Lookup, stale: Entry | undefined): Promise<Entry> {
+    try {
+      return { sub: await this.fetch(user, requestId, stale !== undefined), at: this.now() };
+    } catch (err) {
+      const grace = this.opts.staleGraceMs ?? 60_000;
+      if (stale && err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE' && this.now() - stale.at < grace) {
+        if (this.now() - this.lastStaleLog > 10_000) {
+          this.lastStaleLog = this.now();
+          this.opts.log?.warn({ code: err.code }, 'billing-chain unavailable: using cached subscriptions past their TTL');
         }
-        throw err;
-      } finally {
-        this.inflight.delete(wallet);
+        return stale;
       }
-    })();
-    this.inflight.set(wallet, p);
-    return p;
+      throw err;
+    }
   }
 
-  private async fetch(user: { user_id: string; wallet_address: string }, requestId?: string, hit?: Entry): Promise<Subscription | null> {
-    const until = this.now() + (hit ? 0 : (this.opts.restartWaitMs ?? 0));
+  private async fetch(user: { user_id: string; wallet_address: string }, requestId: string | undefined, cached: boolean): Promise<Subscription | null> {
+    const until = this.now() + (cached ? 0 : (this.opts.restartWaitMs ?? 0));
     for (;;) {
       try {
         return await this.call(contracts.billing.status, { user_id: user.user_id, wallet_address: user.wallet_address }, requestId);
@@ -103,26 +101,18 @@ export class Entitlements {
         if (err instanceof AppError && err.code === 'SUBSCRIPTION_NOT_FOUND') return null;
         const restarting = err instanceof AppError && err.details?.notRunning === true;
         if (!restarting || this.now() >= until) throw err;
-        await new Promise((r) => setTimeout(r, 250));
+        await sleep(250);
       }
     }
   }
 
-  private put(wallet: string, sub: Subscription | null): void {
-    if (this.cache.size >= 100_000) this.cache.delete(this.cache.keys().next().value!);
-    if (this.generation.size >= 200_000 && this.inflight.size === 0) this.generation.clear();
-    this.cache.set(wallet, { sub, at: this.now() });
-  }
-
   /** A fresher view than any in flight (a register/refresh answer from billing-chain). */
   set(wallet: string, sub: Subscription | null): void {
-    this.generation.set(wallet, (this.generation.get(wallet) ?? 0) + 1);
-    this.put(wallet, sub);
+    this.cache.set(wallet, { sub, at: this.now() });
   }
 
   /** Forget what is known of a wallet (a subscription event): its next request asks billing-chain. */
   invalidate(wallet: string): void {
-    this.generation.set(wallet, (this.generation.get(wallet) ?? 0) + 1);
     this.cache.delete(wallet);
   }
 
@@ -157,7 +147,6 @@ export class Entitlements {
   }
 
   clear(): void {
-    for (const w of this.cache.keys()) this.generation.set(w, (this.generation.get(w) ?? 0) + 1);
     this.cache.clear();
   }
 

@@ -1,6 +1,8 @@
 import type { Contract } from '@agenthost/shared';
 import type { z } from 'zod';
-import type { Call } from './context.ts';
+
+/** A call to a backend over NATS (the gateway's timeout and request id applied). */
+export type Call = <C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string) => Promise<z.output<C['output']>>;
 
 /**
  * Calls made while the event loop handles one batch of I/O are sent together at the end of it

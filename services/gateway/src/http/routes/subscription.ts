@@ -1,37 +1,39 @@
 import { AppError, contracts } from '@agenthost/shared';
-import type { GatewayContext } from '../context.ts';
-import type { Router } from '../http/router.ts';
-import type { Subscription } from '../entitlement.ts';
-import { headersFor, jsonBody, route, type Caller } from '../http/route.ts';
-import { coalesce } from '../coalesce.ts';
+import type { GatewayContext } from '../../context.ts';
+import { coalesce } from '../../domain/call.ts';
+import type { Subscription } from '../../domain/entitlement.ts';
+import { headersFor } from '../headers.ts';
 import { clientShape } from '../openapi.ts';
+import { jsonBody, type Caller, type Route } from '../route.ts';
 
 /** GET /subscription/status, POST /subscription/register, POST /subscription/refresh (spec §4.3–4.5). */
-export function subscriptionRoutes(ctx: GatewayContext, r: Router): void {
+export function subscriptionRoutes(ctx: GatewayContext): Route[] {
   const batched = coalesce(ctx.call);
-
-  route(r, ctx, 'get', '/subscription/status', 'user', { summary: 'The subscription with instance, request and storage usage (404 when none)', response: contracts.api.statusView }, async ({ res, caller, requestId }) => {
-    const sub = await batched(contracts.billing.status, who(caller), requestId);
-    // billing-chain's answer is at least as fresh as the gateway's copy: keep it, and let the headers agree with the body.
-    if (!sameView(sub, caller.subscription)) {
-      ctx.entitlements.set(caller.wallet_address, sub);
-      await headersFor(ctx, res, caller.user_id, sub);
-    }
-    return statusView(ctx, caller.user_id, sub, requestId);
-  });
-
-  route(
-    r,
-    ctx,
-    'post',
-    '/subscription/register',
-    'user',
-    {
-      summary: 'Register a confirmed subscribe transaction',
-      body: clientShape(contracts.billing.register.input),
-      response: contracts.billing.register.output,
+  const status: Route = {
+    method: 'get',
+    path: '/subscription/status',
+    access: 'user',
+    summary: 'The subscription with instance, request and storage usage (404 when none)',
+    response: contracts.api.statusView,
+    handler: async ({ res, caller, requestId }) => {
+      const sub = await batched(contracts.billing.status, who(caller), requestId);
+      // billing-chain's answer is at least as fresh as the gateway's copy: keep it, and let the headers agree with the body.
+      if (!sameView(sub, caller.subscription)) {
+        ctx.entitlements.set(caller.wallet_address, sub);
+        await headersFor(ctx, res, caller.user_id, sub);
+      }
+      return statusView(ctx, caller.user_id, sub, requestId);
     },
-    async ({ req, res, caller, requestId }) => {
+  };
+  const register: Route = {
+    method: 'post',
+    path: '/subscription/register',
+    access: 'user',
+    summary: 'Register a confirmed subscribe transaction',
+    body: clientShape(contracts.billing.register.input),
+    response: contracts.billing.register.output,
+    count: false,
+    handler: async ({ req, res, caller, requestId }) => {
       const body = jsonBody(req);
       if (typeof body.tx_signature !== 'string') throw new AppError('VALIDATION_FAILED', 'tx_signature: required, a base58 transaction signature', { details: { field: 'tx_signature' } });
       if (body.tier === undefined) throw new AppError('VALIDATION_FAILED', 'tier: required, 0 (free), 1 (pro) or 2 (enterprise)', { details: { field: 'tier' } });
@@ -44,23 +46,27 @@ export function subscriptionRoutes(ctx: GatewayContext, r: Router): void {
       await headersFor(ctx, res, caller.user_id, sub);
       return out;
     },
-    { count: false },
-  );
-
-  route(r, ctx, 'post', '/subscription/refresh', 'user', { summary: 'Re-read the subscription from the chain now', response: contracts.api.statusView }, async ({ res, caller, requestId }) => {
-    const sub = await ctx.call(contracts.billing.refresh, who(caller), requestId);
-    ctx.entitlements.set(caller.wallet_address, sub);
-    await headersFor(ctx, res, caller.user_id, sub);
-    return statusView(ctx, caller.user_id, sub, requestId);
-  });
-
+  };
+  const refresh: Route = {
+    method: 'post',
+    path: '/subscription/refresh',
+    access: 'user',
+    summary: 'Re-read the subscription from the chain now',
+    response: contracts.api.statusView,
+    handler: async ({ res, caller, requestId }) => {
+      const sub = await ctx.call(contracts.billing.refresh, who(caller), requestId);
+      ctx.entitlements.set(caller.wallet_address, sub);
+      await headersFor(ctx, res, caller.user_id, sub);
+      return statusView(ctx, caller.user_id, sub, requestId);
+    },
+  };
+  return [status, register, refresh];
 }
 
 const who = (c: Caller) => ({ user_id: c.user_id, wallet_address: c.wallet_address });
 
 const sameView = (a: Subscription, b: Subscription | null) =>
   !!b && a.tier === b.tier && a.is_active === b.is_active && a.expires_at === b.expires_at && a.cancelled === b.cancelled;
-
 
 /**
  * The status view of spec §2.1: billing-chain's cached subscription, instances and storage from the
