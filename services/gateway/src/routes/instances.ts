@@ -60,6 +60,50 @@ export function instanceRoutes(ctx: GatewayContext, r: Router): void {
   route(r, ctx, 'delete', '/instance/delete/:instanceId', 'subscriber', { summary: 'Delete the instance, its volume, logs and keys permanently', response: P.remove.output }, async ({ req, caller, requestId }) =>
     slow(P.remove, { user_id: caller.user_id, instance_id: String(req.params.instanceId) }, requestId),
   );
+  // Backups (docker driver). A backup or restore pauses or recreates the container: the slow timeout.
+  route(r, ctx, 'post', '/instance/backup/:instanceId', 'subscriber', { summary: "Back up the instance's data now (the agent is paused for the copy)", response: P.backup.output }, async ({ req, caller, requestId }) =>
+    slow(P.backup, { user_id: caller.user_id, instance_id: String(req.params.instanceId), tier: tierOf(caller) }, requestId),
+  );
+  route(r, ctx, 'get', '/instance/backups/:instanceId', 'subscriber', { summary: 'The backups of an instance, newest first (also of a deleted one)', response: P.backups.output }, async ({ req, caller, requestId }) =>
+    ctx.call(P.backups, { user_id: caller.user_id, instance_id: String(req.params.instanceId) }, requestId),
+  );
+  route(
+    r,
+    ctx,
+    'post',
+    '/instance/restore/:instanceId',
+    'subscriber',
+    { summary: "Replace the instance's data with a backup's and restart it; returns a new access token, once", body: z.object({ backup_id: P.backupId }), response: P.restore.output },
+    async ({ req, caller, requestId }) =>
+      slow(P.restore, { user_id: caller.user_id, instance_id: String(req.params.instanceId), backup_id: jsonBody(req).backup_id as string, tier: tierOf(caller) }, requestId),
+  );
+  route(
+    r,
+    ctx,
+    'post',
+    '/instance/clone/:instanceId',
+    'subscriber',
+    { summary: 'A new instance holding a backup of this instance (which may be deleted); counts like a create', body: clientShape(P.clone.input.omit({ instance_id: true })), response: P.clone.output },
+    async ({ req, caller, requestId }) => {
+      const b = jsonBody(req);
+      return slow(
+        P.clone,
+        {
+          user_id: caller.user_id,
+          wallet_address: caller.wallet_address,
+          tier: tierOf(caller),
+          subscription_cancelled: caller.subscription!.cancelled,
+          instance_id: String(req.params.instanceId),
+          backup_id: b.backup_id as string,
+          name: b.name as string | undefined,
+        },
+        requestId,
+      );
+    },
+  );
+  route(r, ctx, 'delete', '/instance/backup/:instanceId/:backupId', 'subscriber', { summary: 'Delete one backup of an instance', response: P.removeBackup.output }, async ({ req, caller, requestId }) =>
+    ctx.call(P.removeBackup, { user_id: caller.user_id, instance_id: String(req.params.instanceId), backup_id: String(req.params.backupId) }, requestId),
+  );
   route(r, ctx, 'get', '/instance/logs/:instanceId', 'subscriber', { summary: "The last lines of the agent's output", query: z.object({ tail: P.logs.input.shape.tail }), response: P.logs.output }, async ({ req, caller, requestId }) =>
     ctx.call(
       P.logs,
