@@ -64,34 +64,34 @@ export class Backups {
         await export_(row.id, async (tar) => {
           size = await sealArchive(this.file(ids.backup_id), this.key(ids), tar);
         });
-        const saved = await db
-          .insertInto('backups')
-          .values({ id: ids.backup_id, user_id: row.user_id, instance_id: row.id, kind, size_bytes: size, framework: row.framework, version: row.version })
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        log.info({ instance_id: row.id, backup_id: ids.backup_id, kind, size_bytes: size }, 'backup taken');
+        // The new row and the retention in one transaction: nobody ever sees more backups than the tier keeps.
+        const { saved, dropped } = await db.transaction().execute(async (tx) => {
+          const saved = await tx
+            .insertInto('backups')
+            .values({ id: ids.backup_id, user_id: row.user_id, instance_id: row.id, kind, size_bytes: size, framework: row.framework, version: row.version })
+            .returningAll()
+            .executeTakeFirstOrThrow();
+          const old = await tx
+            .selectFrom('backups')
+            .select('id')
+            .where('user_id', '=', row.user_id)
+            .where('instance_id', '=', row.id)
+            .orderBy('created_at', 'desc')
+            .orderBy('id')
+            .offset(limits.backups_kept)
+            .limit(1000)
+            .execute();
+          if (old.length) await tx.deleteFrom('backups').where('id', 'in', old.map((o) => o.id)).execute();
+          return { saved, dropped: old.map((o) => o.id) };
+        });
+        for (const id of dropped) await rm(this.file(id), { force: true });
+        log.info({ instance_id: row.id, backup_id: ids.backup_id, kind, size_bytes: size, dropped: dropped.length }, 'backup taken');
         return view(saved);
       },
       LOCK_WAIT_MS,
     );
-    await this.prune(input.user_id, input.instance_id, limits.backups_kept);
     await this.d.published({ ...taken, user_id: input.user_id }).catch((err) => log.warn({ backup_id: taken.backup_id, err: describe(err) }, 'backup event not published'));
     return taken;
-  }
-
-  /** The oldest backups of an instance beyond what its tier keeps go (row first, then file). */
-  private async prune(userId: string, instanceId: string, kept: number): Promise<void> {
-    const old = await this.d.db
-      .selectFrom('backups')
-      .select('id')
-      .where('user_id', '=', userId)
-      .where('instance_id', '=', instanceId)
-      .orderBy('created_at', 'desc')
-      .orderBy('id')
-      .offset(kept)
-      .limit(1000)
-      .execute();
-    for (const { id } of old) await this.drop(id);
   }
 
   // ------------------------------------------------------------------ read
