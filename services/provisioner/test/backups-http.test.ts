@@ -1,27 +1,22 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordSecret, signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
+import { backupStore, type BackupStore } from './backup-helpers.ts';
 import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
 
 const network = testNetwork('bkhttp');
-const BACKUP_KEY = randomBytes(32).toString('base64');
 
 let stack: Stack;
 let alice: Session;
 let bob: Session;
-let backupDir: string;
+let store: BackupStore;
 
 beforeAll(async () => {
   await cleanupDocker(network);
-  backupDir = await mkdtemp(join(tmpdir(), 'ah-backups-http-'));
-  recordSecret(BACKUP_KEY);
+  store = await backupStore(network);
   stack = await startStack({
     services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
     devchain: true,
-    serviceEnv: { provisioner: { ...provisionerEnv({ network, ports: [18885, 18894] }), BACKUP_KEY, BACKUP_DIR: backupDir }, gateway: gatewayEnv },
+    serviceEnv: { provisioner: { ...provisionerEnv({ network, ports: [18885, 18894] }), ...store.env }, gateway: gatewayEnv },
   });
   alice = await signIn(stack.api);
   await subscribe(stack, alice, { tier: 'pro' });
@@ -32,7 +27,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await cleanupDocker(network);
-  await rm(backupDir, { recursive: true, force: true });
+  await store?.remove();
 });
 
 const running = (s: Session, id: string) =>

@@ -1,118 +1,80 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFile, writeFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { recordSecret, startStack, type Stack } from '@agenthost/testkit';
-import { archiveKey, openArchive } from '../src/backups/archive.ts';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+import { recordSecret } from '@agenthost/testkit';
+import { backupSuite, tokenOf } from './backup-helpers.ts';
+import { docker, newUser, provisionerEnv } from './helpers.ts';
 
 const P = contracts.provisioner;
-const network = testNetwork('bkoc');
-const BACKUP_KEY = randomBytes(32).toString('base64');
 /** OpenClaw's workspace on the state volume (HOME=/data/home). */
 const WORKSPACE = '/data/home/.openclaw/workspace';
-
-let stack: Stack;
-let n: Nats;
-let backupDir: string;
-
-beforeAll(async () => {
-  await cleanupDocker(network);
-  backupDir = await mkdtemp(join(tmpdir(), 'ah-backups-oc-'));
-  recordSecret(BACKUP_KEY);
+const s = backupSuite('bkoc', (network) => {
   const env = provisionerEnv({ network, ports: [18870, 18879] });
   // The real image map and tier resources (OpenClaw needs more than the stand-in's test limits).
   delete env.FRAMEWORK_IMAGES;
   delete env.TIER_LIMITS_JSON;
-  stack = await startStack({
-    services: ['keyvault', 'provisioner'],
-    serviceEnv: { provisioner: { ...env, READY_TIMEOUT_SECONDS: '150', BACKUP_KEY, BACKUP_DIR: backupDir }, gateway: gatewayEnv },
-  });
-  n = await natsClient(stack.nats);
+  return { ...env, READY_TIMEOUT_SECONDS: '150' };
 });
-
-afterAll(async () => {
-  await n?.close();
-  await stack?.stop();
-  await cleanupDocker(network);
-  await rm(backupDir, { recursive: true, force: true });
-});
-
-const running = (user_id: string, instance_id: string) =>
-  waitFor(`${instance_id} running`, async () => {
-    const v = await n.call(P.get, { user_id, instance_id });
-    if (v.status === 'failed') throw new Error(`failed: ${v.failure_reason}`);
-    return v.status === 'running' ? v : undefined;
-  }, 150_000, 500);
 
 /** A file in the agent's workspace, as the agent itself would write and read it (its user, its volume). */
 const writeNote = (id: string, text: string) =>
   docker('exec', '-u', '10001:10001', `agenthost-${id}`, '/usr/local/bin/node', '-e', `const fs=require('fs');fs.mkdirSync('${WORKSPACE}',{recursive:true});fs.writeFileSync('${WORKSPACE}/NOTE.md',process.argv[1])`, text);
 const readNote = (id: string) => docker('exec', '-u', '10001:10001', `agenthost-${id}`, 'cat', `${WORKSPACE}/NOTE.md`);
-const tokenOf = async (id: string): Promise<string | undefined> =>
-  (JSON.parse(await docker('inspect', `agenthost-${id}`))[0].Config.Env as string[]).find((e) => e.startsWith('OPENCLAW_GATEWAY_TOKEN='))?.slice('OPENCLAW_GATEWAY_TOKEN='.length);
-const archive = (backup_id: string) => join(backupDir, network, `${backup_id}.bak`);
+const archive = (backup_id: string) => s.store.archive(backup_id);
 
 describe('backups of the real OpenClaw agent', () => {
   it('a workspace file survives backup → delete → restore into a new instance; a clone runs beside the original; tampered and foreign archives are refused', async () => {
     const user_id = newUser();
     const note = `remember ${randomBytes(8).toString('hex')}`;
-    const a = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    const a = await s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
     recordSecret(a.access_token!);
-    await running(user_id, a.instance_id);
+    await s.running(user_id, a.instance_id, 150_000);
     await writeNote(a.instance_id, note);
 
-    const b = await n.call(P.backup, { user_id, instance_id: a.instance_id, tier: 'pro' });
+    const b = await s.n.call(P.backup, { user_id, instance_id: a.instance_id, tier: 'pro' });
     expect(b.size_bytes).toBeGreaterThan(0);
     // Paused for the copy, never stopped: it still answers.
     expect((await fetch(`http://127.0.0.1:${a.port}/healthz`)).status).toBe(200);
     // The archive holds OpenClaw's state and the workspace, and no agenthost credential.
-    const plain = await bytes(await openArchive(archive(b.backup_id), archiveKey(Buffer.from(BACKUP_KEY, 'base64'), { user_id, instance_id: a.instance_id, backup_id: b.backup_id })));
+    const plain = await s.store.plaintext({ user_id, instance_id: a.instance_id, backup_id: b.backup_id });
     expect(plain.includes(Buffer.from('openclaw.json'))).toBe(true);
     expect(plain.includes(Buffer.from(note))).toBe(true);
     expect(plain.includes(Buffer.from(a.access_token!))).toBe(false);
 
     // A clone beside the original: its own port and token, the same workspace, both running.
-    const c = await n.call(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id });
+    const c = await s.n.call(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id });
     recordSecret(c.access_token);
-    await running(user_id, c.instance_id);
+    await s.running(user_id, c.instance_id, 150_000);
     expect(c.port).not.toBe(a.port);
     expect(c.access_token).not.toBe(a.access_token);
     expect(await tokenOf(c.instance_id)).toBe(c.access_token);
     expect(await tokenOf(a.instance_id)).toBe(a.access_token);
     expect(await readNote(c.instance_id)).toBe(note);
     for (const port of [a.port, c.port]) expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-    expect((await n.call(P.get, { user_id, instance_id: a.instance_id })).status).toBe('running');
-    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+    expect((await s.n.call(P.get, { user_id, instance_id: a.instance_id })).status).toBe('running');
+    await s.n.call(P.remove, { user_id, instance_id: c.instance_id });
 
     // The original deleted: its backup restores into a new instance with the note.
-    await n.call(P.remove, { user_id, instance_id: a.instance_id });
-    const d = await n.call(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id });
+    await s.n.call(P.remove, { user_id, instance_id: a.instance_id });
+    const d = await s.n.call(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id });
     recordSecret(d.access_token);
-    await running(user_id, d.instance_id);
+    await s.running(user_id, d.instance_id, 150_000);
     expect(await readNote(d.instance_id)).toBe(note);
 
     // Another user can neither restore nor clone it.
     const bob = newUser();
-    expect(await n.fail(P.clone, { user_id: bob, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id })).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
-    expect(await n.fail(P.restore, { user_id: bob, instance_id: d.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
+    expect(await s.n.fail(P.clone, { user_id: bob, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id })).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
+    expect(await s.n.fail(P.restore, { user_id: bob, instance_id: d.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
 
     // One bit changed in the archive: refused, and the running instance is untouched.
     const file = await readFile(archive(b.backup_id));
     file[file.length - 100]! ^= 0x80;
     await writeFile(archive(b.backup_id), file);
-    expect(await n.fail(P.restore, { user_id, instance_id: d.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_CORRUPT', status: 422 });
-    expect((await n.call(P.get, { user_id, instance_id: d.instance_id })).status).toBe('running');
+    expect(await s.n.fail(P.restore, { user_id, instance_id: d.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_CORRUPT', status: 422 });
+    expect((await s.n.call(P.get, { user_id, instance_id: d.instance_id })).status).toBe('running');
     expect(await readNote(d.instance_id)).toBe(note);
     expect(await tokenOf(d.instance_id)).toBe(d.access_token);
-    await n.call(P.remove, { user_id, instance_id: d.instance_id });
+    await s.n.call(P.remove, { user_id, instance_id: d.instance_id });
   }, 600_000);
 });
-
-async function bytes(s: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of s) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
