@@ -130,7 +130,7 @@ export class Backups {
     await verifyArchive(this.file(backup.id), this.key(idsOf(backup)));
     const made = await this.d.instances.create({ ...create, framework: backup.framework, version: backup.version });
     try {
-      const token = await this.d.locks.with(made.instance_id, async () => this.restoreLocked(await this.owned(input.user_id, made.instance_id), backup, input.tier), LOCK_WAIT_MS);
+      const token = await this.d.locks.with(made.instance_id, async () => this.restoreLocked(await this.owned(input.user_id, made.instance_id), backup, input.tier, true), LOCK_WAIT_MS);
       return { ...made, status: 'provisioning' as const, access_token: token, backup_id: backup.id, cloned_from: source };
     } catch (err) {
       // No half clone counts against the tier: the new instance goes again.
@@ -140,15 +140,16 @@ export class Backups {
   }
 
   /**
-   * Under the instance's lock: the archive is checked whole first (nothing changes for one that fails), then
-   * the workload and its volume go, a new volume is filled from the archive, and the container is recreated;
-   * it has no container left, so recreateLocked mints a new access token, returned here once.
+   * Under the instance's lock: the archive is checked whole first (nothing changes for one that fails; a clone
+   * checked it before its instance was made), then the workload and its volume go, a new volume is filled from the
+   * archive, and the container is recreated; it has no container left, so recreateLocked mints a new access
+   * token, returned here once.
    */
-  private async restoreLocked(row: InstanceRow, backup: BackupRow, tier: TierName | undefined): Promise<string> {
+  private async restoreLocked(row: InstanceRow, backup: BackupRow, tier: TierName | undefined, verified = false): Promise<string> {
     const { runtime, instances, log } = this.d;
     const key = this.key(idsOf(backup));
     const file = this.file(backup.id);
-    await verifyArchive(file, key);
+    if (!verified) await verifyArchive(file, key);
     try {
       await runtime.remove(row.id);
       await runtime.removeVolume(row.id, row.node_host);
