@@ -30,7 +30,7 @@ const s = backupSuite('bkoc', (network) => {
   // The real image map and tier resources (OpenClaw needs more than the stand-in's test limits).
   delete env.FRAMEWORK_IMAGES;
   delete env.TIER_LIMITS_JSON;
-  return { ...env, READY_TIMEOUT_SECONDS: '150', DEFAULT_VERSION: VERSION };
+  return { ...env, READY_TIMEOUT_SECONDS: '300', DEFAULT_VERSION: VERSION };
 });
 
 /** A file in the agent's workspace, as the agent itself would write and read it (its user, its volume). */
@@ -45,7 +45,7 @@ describe('backups of the real OpenClaw agent', () => {
     const note = `remember ${randomBytes(8).toString('hex')}`;
     const a = await s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
     recordSecret(a.access_token!);
-    await s.running(user_id, a.instance_id, 150_000);
+    await s.running(user_id, a.instance_id, 300_000);
     await writeNote(a.instance_id, note);
 
     const b = await s.n.call(P.backup, { user_id, instance_id: a.instance_id, tier: 'pro' });
@@ -61,7 +61,7 @@ describe('backups of the real OpenClaw agent', () => {
     // A clone beside the original: its own port and token, the same workspace, both running.
     const c = await s.n.call(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id });
     recordSecret(c.access_token);
-    await s.running(user_id, c.instance_id, 150_000);
+    await s.running(user_id, c.instance_id, 300_000);
     expect(c.port).not.toBe(a.port);
     expect(c.access_token).not.toBe(a.access_token);
     expect(await tokenOf(c.instance_id)).toBe(c.access_token);
@@ -75,7 +75,7 @@ describe('backups of the real OpenClaw agent', () => {
     await s.n.call(P.remove, { user_id, instance_id: a.instance_id });
     const d = await s.n.call(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id });
     recordSecret(d.access_token);
-    await s.running(user_id, d.instance_id, 150_000);
+    await s.running(user_id, d.instance_id, 300_000);
     expect(await readNote(d.instance_id)).toBe(note);
 
     // Restored into the running instance: the workspace goes back to the backup's, with a new token.
@@ -83,7 +83,7 @@ describe('backups of the real OpenClaw agent', () => {
     const r = await s.n.call(P.restore, { user_id, instance_id: d.instance_id, backup_id: b.backup_id, tier: 'pro' });
     recordSecret(r.access_token);
     expect(r.access_token).not.toBe(d.access_token);
-    await s.running(user_id, d.instance_id, 150_000);
+    await s.running(user_id, d.instance_id, 300_000);
     expect(await readNote(d.instance_id)).toBe(note);
     expect(await tokenOf(d.instance_id)).toBe(r.access_token);
 
@@ -101,5 +101,5 @@ describe('backups of the real OpenClaw agent', () => {
     expect(await readNote(d.instance_id)).toBe(note);
     expect(await tokenOf(d.instance_id)).toBe(r.access_token);
     await s.n.call(P.remove, { user_id, instance_id: d.instance_id });
-  }, 600_000);
+  }, 1_500_000);
 });
