@@ -38,8 +38,8 @@ export async function exportVolume(engine: DockerEngine, id: string, sink: (tar:
  * read-only root as the agent, so the engine writes the files exactly where and as the agent would find them.
  */
 export async function importVolume(engine: DockerEngine, i: { instanceId: string; userId: string; scope: string; image: string }, tar: NodeJS.ReadableStream): Promise<void> {
-  const name = `agenthost-restore-${i.instanceId}`;
-  const removeHelper = () => ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(name).remove(o({ force: true, abortSignal }))));
+  const name = helperName(i.instanceId);
+  const removeHelper = () => removeRestoreHelper(engine, i.instanceId);
   await removeHelper(); // one a crash left behind
   const body = {
     Image: i.image,
@@ -56,4 +56,11 @@ export async function importVolume(engine: DockerEngine, i: { instanceId: string
   } finally {
     await removeHelper();
   }
+}
+
+const helperName = (instanceId: string) => `agenthost-restore-${instanceId}`;
+
+/** The restore helper of an instance, if a crash left one: it holds the volume, which could not be removed while it is there. */
+export async function removeRestoreHelper(engine: DockerEngine, instanceId: string): Promise<void> {
+  await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(helperName(instanceId)).remove(o({ force: true, abortSignal }))));
 }

@@ -6,7 +6,7 @@ import type { CredentialHandoff } from '../docker/handoff.ts';
 import { demux } from '../docker/logs.ts';
 import { containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import type { QuotaVolumes } from '../docker/volumes.ts';
-import { exportVolume, importVolume } from '../docker/volume-archive.ts';
+import { exportVolume, importVolume, removeRestoreHelper } from '../docker/volume-archive.ts';
 import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from './runtime.ts';
 
 export type { Credentials } from './runtime.ts';
@@ -110,8 +110,9 @@ export class InstanceContainers implements InstanceRuntime {
     await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))));
   }
 
-  removeVolume(id: string): Promise<void> {
-    return this.d.volumes.remove(id);
+  async removeVolume(id: string): Promise<void> {
+    await removeRestoreHelper(this.d.engine, id);
+    await this.d.volumes.remove(id);
   }
 
   async inspect(id: string): Promise<RuntimeState> {
