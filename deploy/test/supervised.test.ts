@@ -78,6 +78,16 @@ describe('deploy/start.sh', () => {
     for (const p of ['gateway', 'keyvault', 'billing-chain', 'provisioner']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain('AUTH_JWT_PRIVATE_KEY');
   });
 
+  it('gives the backup key to the provisioner alone, as the path of a file only root reads', async () => {
+    const file = path.join(state, 'secrets', 'backup-key');
+    const key = readFileSync(file, 'utf8').trim();
+    expect(Buffer.from(key, 'base64')).toHaveLength(32);
+    expect(statSync(file).mode & 0o077).toBe(0);
+    expect(environ(await pidOf('provisioner'))).toContain(`BACKUP_KEY_FILE=${file}`);
+    for (const p of ['gateway', 'auth', 'billing-chain', 'keyvault', 'provisioner', 'devchain']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain(key);
+    for (const p of ['gateway', 'auth', 'billing-chain', 'keyvault', 'devchain']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain('BACKUP_KEY');
+  });
+
   it('gives each service only its own NATS identity and its own database role, never the admin', async () => {
     const schema: Record<string, string> = { gateway: 'gateway', auth: 'auth', 'billing-chain': 'billing', provisioner: 'provisioner', keyvault: 'keyvault' };
     for (const p of Object.keys(schema)) {

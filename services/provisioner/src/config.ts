@@ -92,6 +92,19 @@ export const provisionerConfig = baseConfig
      */
     KEYS_HOT_RELOAD: z.enum(['on', 'off']).default('on'),
     TIER_LIMITS_JSON: tiersConfig,
+    /**
+     * The backup master key (base64 of 32 bytes; deploy makes $AGENTHOST_STATE/secrets/backup-key and gives it to
+     * the provisioner alone, as BACKUP_KEY_FILE). Each archive is encrypted under a key derived from it for its
+     * owner, instance and backup. Unset: backups are refused (501 BACKUPS_UNSUPPORTED).
+     */
+    BACKUP_KEY: z
+      .string()
+      .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of 32 bytes')
+      .optional(),
+    /** Where backup archives are kept (put a separate filesystem here). Default: $AGENTHOST_STATE/backups. */
+    BACKUP_DIR: z.string().default(''),
+    /** Scheduled backups: each instance of a tier that keeps backups gets one when its last scheduled one is this old (daily). */
+    BACKUP_SCHEDULE_SECONDS: configInt(86_400),
     /** Test-only fault injection: comma-separated step names where an operation pauses (see domain/faults.ts). */
     FAULT_PAUSE_AT: z.string().default(''),
   })

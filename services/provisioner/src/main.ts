@@ -20,6 +20,8 @@ import { InstanceContainers } from './domain/containers.ts';
 import type { InstanceRuntime } from './domain/runtime.ts';
 import { SwarmInstances } from './swarm/runtime.ts';
 import { Drainer } from './swarm/drain.ts';
+import { Backups } from './backups/backups.ts';
+import { BackupScheduler } from './backups/scheduler.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -124,6 +126,19 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         deleted: (p) => publishEvent(nc, P.instanceDeleted, p, `instance-deleted-${p.instance_id}`),
       },
     });
+    const backupDir = config.BACKUP_DIR || join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', 'backups');
+    const backups = new Backups({
+      db,
+      runtime,
+      locks,
+      instances,
+      tiers: config.TIER_LIMITS_JSON,
+      log,
+      masterKey: config.BACKUP_KEY ? Buffer.from(config.BACKUP_KEY, 'base64') : undefined,
+      dir: join(backupDir, scope),
+      published: (e) => publishEvent(nc, P.instanceBackup, e, `instance-backup-${e.backup_id}`),
+    });
+    const backupScheduler = new BackupScheduler({ db, backups, locks, tiers: config.TIER_LIMITS_JSON, log, scope, intervalSeconds: config.BACKUP_SCHEDULE_SECONDS });
     const reconciler = new Reconciler({
       db,
       engine,
@@ -166,6 +181,11 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.remove, (input) => instances.remove(input)),
         endpoint(P.logs, (input) => instances.logs(input)),
         endpoint(P.usage, (input) => instances.usage(input)),
+        endpoint(P.backup, (input) => backups.create(input)),
+        endpoint(P.backups, (input) => backups.list(input)),
+        endpoint(P.restore, (input) => backups.restore(input)),
+        endpoint(P.clone, (input) => backups.clone(input)),
+        endpoint(P.removeBackup, (input) => backups.remove(input)),
       ],
       async start() {
         await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });
@@ -208,6 +228,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           stats.start();
           storage.start();
           if (config.VOLUME_QUOTA === 'enforce') quota.start();
+          if (config.BACKUP_KEY) backupScheduler.start();
         }
         // A durable consumer shared by every replica: a subscription that ended while we were down still
         // stops its instances when we are back. A throw (Docker down) redelivers the event later.
@@ -239,6 +260,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         stats.stop();
         storage.stop();
         quota.stop();
+        backupScheduler.stop();
         engine.stopMonitor();
         await locks.close().catch((err) => log.warn({ err: describe(err) }, 'closing lock pool'));
       },

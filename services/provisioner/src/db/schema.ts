@@ -48,9 +48,24 @@ export interface StatusEventsTable {
   at: Generated<Date>;
 }
 
+/** A backup archive (the file <BACKUP_DIR>/<scope>/<id>.bak); rows outlive their instance. */
+export interface BackupsTable {
+  id: string;
+  user_id: string;
+  instance_id: string;
+  kind: 'manual' | 'scheduled';
+  size_bytes: number;
+  /** What the instance ran, so a clone of a deleted instance runs the same agent. */
+  framework: string;
+  version: string;
+  created_at: Generated<Date>;
+}
+
 export interface ProvisionerDB {
   instances: InstancesTable;
+  backups: BackupsTable;
   status_events: StatusEventsTable;
 }
 
 export type InstanceRow = Selectable<InstancesTable>;
+export type BackupRow = Selectable<BackupsTable>;

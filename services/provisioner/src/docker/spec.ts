@@ -44,6 +44,15 @@ export const labels = (i: { instanceId: string; userId: string; scope: string })
   [LABEL_SCOPE]: i.scope,
 });
 
+/** The instance's state volume at /data (made with the first container that mounts it, labelled for the reconciler). */
+export const dataMount = (i: { instanceId: string; userId: string; scope: string }) => ({
+  Type: 'volume' as const,
+  Source: volumeName(i.instanceId),
+  Target: '/data',
+  ReadOnly: false,
+  VolumeOptions: { NoCopy: false, Labels: labels(i), DriverConfig: { Name: 'local', Options: {} } },
+});
+
 /**
  * The hardened container of one instance: non-root, no capabilities, no privilege escalation, read-only
  * root with a size-limited /tmp, one named volume for the agent's state, tier limits on memory (no
@@ -71,7 +80,7 @@ export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions 
       PortBindings: { [portKey]: [{ HostIp: i.publishHost, HostPort: String(i.port) }] },
       // The volume is created with the container (as `docker run -v` does), labelled so that the
       // reconciler can find it; an existing one (restart/start) is reused as it is.
-      Mounts: [{ Type: 'volume', Source: volumeName(i.instanceId), Target: '/data', ReadOnly: false, VolumeOptions: { NoCopy: false, Labels: labels(i), DriverConfig: { Name: 'local', Options: {} } } }],
+      Mounts: [dataMount(i)],
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${i.tmpfsMb}m,mode=1777` },
       CapDrop: ['ALL'],

@@ -221,11 +221,11 @@ export class Instances {
   async usage(input: { user_id: string }): Promise<{ instances_active: number; storage_used_mb: number }> {
     const r = await this.d.db
       .selectFrom('instances')
-      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.coalesce(eb.fn.sum<number>('storage_bytes'), sql<number>`0`).as('bytes')])
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.coalesce(eb.fn.sum<number>('storage_bytes'), sql<number>`0`).as('bytes'), sql<string>`(select coalesce(sum(size_bytes), 0) from backups b where b.user_id = ${input.user_id}::uuid)`.as('backup_bytes')])
       .where('user_id', '=', input.user_id)
       .where('deleting_at', 'is', null)
       .executeTakeFirstOrThrow();
-    return { instances_active: Number(r.n), storage_used_mb: Math.round((Number(r.bytes) / (1024 * 1024)) * 100) / 100 };
+    return { instances_active: Number(r.n), storage_used_mb: Math.round(((Number(r.bytes) + Number(r.backup_bytes)) / (1024 * 1024)) * 100) / 100 };
   }
 
   // ------------------------------------------------------------------ lifecycle

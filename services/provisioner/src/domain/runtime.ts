@@ -59,4 +59,11 @@ export interface InstanceRuntime {
    * then would collide with its own dying task.
    */
   nodeSettled?(row: Pick<InstanceRow, 'node_host'>): Promise<boolean>;
+  /**
+   * Backups (docker driver; absent on the swarm driver for now): hand `sink` a tar of the volume's files while
+   * the agent is paused (its SQLite state does not change mid-copy); it resumes when sink settles.
+   */
+  exportData?(id: string, sink: (tar: NodeJS.ReadableStream) => Promise<void>): Promise<void>;
+  /** Fill the instance's (new, empty) volume from a tar, before its workload is created. */
+  importData?(row: InstanceRow, tar: NodeJS.ReadableStream): Promise<void>;
 }

@@ -2,6 +2,7 @@ import type { GatewayContext } from '../../context.ts';
 import { openApiDocument } from '../openapi.ts';
 import type { Route } from '../route.ts';
 import { authRoutes } from './auth.ts';
+import { backupRoutes } from './backups.ts';
 import { healthRoutes } from './health.ts';
 import { instanceRoutes } from './instances.ts';
 import { keyWatchRoutes } from './key-watch.ts';
@@ -15,6 +16,7 @@ export function apiRoutes(ctx: GatewayContext): Route[] {
     ...healthRoutes(ctx),
     ...authRoutes(ctx),
     ...instanceRoutes(ctx),
+    ...backupRoutes(ctx),
     ...keysRoutes(ctx),
     ...keyWatchRoutes(ctx),
     ...subscriptionRoutes(ctx),

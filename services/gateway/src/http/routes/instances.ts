@@ -7,7 +7,7 @@ import { jsonBody, type Caller, type Route } from '../route.ts';
 const P = contracts.provisioner;
 
 // `subscriber` access guarantees an entitled subscription.
-const tierOf = (c: Caller) => c.subscription!.tier;
+export const tierOf = (c: Caller) => c.subscription!.tier;
 
 /**
  * Calls that change containers wait longer than the gateway's default backend timeout: under a burst a
@@ -22,10 +22,17 @@ const DOCKER_VERB_TIMEOUT_MS = 25_000;
  * Instances (spec §4.7–4.10 plus list/stop/start/logs). Every call is scoped to the caller: the
  * provisioner looks instances up by id AND owner, so another user's instance is 404 for every verb.
  */
-export function instanceRoutes(ctx: GatewayContext): Route[] {
-  const slow = <C extends Contract>(c: C, input: z.input<C['input']>, requestId: string): Promise<z.output<C['output']>> =>
+/** A call that changes containers, with the longer timeout. */
+export const slowCall =
+  (ctx: GatewayContext) =>
+  <C extends Contract>(c: C, input: z.input<C['input']>, requestId: string): Promise<z.output<C['output']>> =>
     request(ctx.nc, c, input, { timeoutMs: Math.max(ctx.config.NATS_REQUEST_TIMEOUT_MS, DOCKER_VERB_TIMEOUT_MS), requestId, asserter: ctx.asserter });
-  const id = (params: Record<string, string | string[]>) => String(params.instanceId);
+
+export const instanceId = (params: Record<string, string | string[]>) => String(params.instanceId);
+
+export function instanceRoutes(ctx: GatewayContext): Route[] {
+  const slow = slowCall(ctx);
+  const id = instanceId;
   return [
     {
       method: 'post',
