@@ -31,6 +31,8 @@ export interface AccessEntry {
   status: number;
   ms: number;
   user_id?: string | undefined;
+  /** The request's trace (when traced): the request id of this line finds its spans. */
+  trace_id?: string | undefined;
 }
 
 /**
@@ -48,7 +50,7 @@ export function createAccessLog(service: string, level = 'info'): (e: AccessEntr
     out.write(
       `${head}${new Date().toISOString()}${base}${JSON.stringify(e.request_id)},"method":${JSON.stringify(e.method)},"path":${JSON.stringify(e.path)},"status":${e.status},"ms":${e.ms}${
         e.user_id ? `,"user_id":${JSON.stringify(e.user_id)}` : ''
-      },"msg":"request"}\n`,
+      }${e.trace_id ? `,"trace_id":"${e.trace_id}"` : ''},"msg":"request"}\n`,
     );
   };
 }

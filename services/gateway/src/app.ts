@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError, createAccessLog, toAppError, type Logger } from '@agenthost/shared';
+import { AppError, context, createAccessLog, toAppError, type Logger } from '@agenthost/shared';
 import type { GatewayContext } from './context.ts';
 import { hasBody, readJson } from './http/body.ts';
+import { observeRequest, startHttpSpan } from './http/observe.ts';
 import { sendJson, setSubscriptionHeaders } from './http/route.ts';
 import { ApiRequest, trustedProxies, type Router } from './http/router.ts';
 import { apiRoutes } from './routes/index.ts';
@@ -29,9 +30,12 @@ export function buildApp(ctx: GatewayContext): (req: IncomingMessage, res: Serve
     const fullPath = q < 0 ? url : url.slice(0, q);
     const inApi = fullPath.length >= PREFIX.length && fullPath.slice(0, PREFIX.length).toLowerCase() === PREFIX && (fullPath.length === PREFIX.length || fullPath[PREFIX.length] === '/');
     const req = new ApiRequest(raw, inApi ? fullPath.slice(PREFIX.length) || '/' : fullPath, q < 0 ? '' : url.slice(q + 1), requestId, proxies);
-    void handle(ctx, router, req, res, inApi).then(() =>
-      access({ request_id: requestId, method: req.method, path: fullPath, status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10, user_id: req.userId }),
-    );
+    const http = startHttpSpan(req.method, requestId);
+    void context.with(http.ctx, () => handle(ctx, router, req, res, inApi)).then(() => {
+      const ms = performance.now() - started;
+      const traceId = observeRequest(http.span, req.route, req.method, res.statusCode, ms / 1000);
+      access({ request_id: requestId, method: req.method, path: fullPath, status: res.statusCode, ms: Math.round(ms * 10) / 10, user_id: req.userId, trace_id: traceId });
+    });
   };
 }
 
@@ -47,6 +51,7 @@ async function handle(ctx: GatewayContext, router: Router, req: ApiRequest, res:
     if (!match || 'allowed' in match) throw new AppError('NOT_FOUND', `No route for ${req.method} ${PREFIX}${req.path}`);
     if (hasBody(req.raw)) req.body = await readJson(req.raw, ctx.config.BODY_LIMIT_BYTES);
     req.params = match.params;
+    req.route = match.route;
     const body = await match.handler(req, res);
     if (!res.headersSent) sendJson(res, body ?? {});
   } catch (err) {

@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
 import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
 import type { Call } from './context.ts';
+import { observeEntitlement } from './metrics.ts';
 
 export type Subscription = contracts.billing.Subscription;
 
@@ -57,13 +58,18 @@ export class Entitlements {
     const wallet = user.wallet_address;
     const hit = this.cache.get(wallet);
     const age = hit ? this.now() - hit.at : Infinity;
-    if (hit && age < this.opts.ttlMs) return hit.sub;
+    if (hit && age < this.opts.ttlMs) {
+      observeEntitlement('hit');
+      return hit.sub;
+    }
     const running = this.inflight.get(wallet);
     // Just past the TTL: answer from the cache while one lookup refreshes it (no request waits).
     if (hit && age < 2 * this.opts.ttlMs) {
+      observeEntitlement('stale');
       if (!running) void this.revalidate(user, hit, requestId).catch(() => {});
       return hit.sub;
     }
+    observeEntitlement(running ? 'coalesced' : 'miss');
     if (running) return running;
     return this.revalidate(user, hit, requestId);
   }

@@ -19,6 +19,7 @@ import { InstanceContainers } from './domain/containers.ts';
 import type { InstanceRuntime } from './domain/runtime.ts';
 import { SwarmInstances } from './swarm/runtime.ts';
 import { Drainer } from './swarm/drain.ts';
+import { instancesByState } from './metrics.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -141,11 +142,13 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       announce: announceStatus,
     });
     engine.onRecovery(() => void reconciler.trigger());
+    instancesByState(db);
     let subscriptionChanges: Subscription | undefined;
     let stopNodeWatch: (() => void) | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
 
     return {
+      checks: { docker: () => engine.available },
       endpoints: [
         endpoint(P.create, (input) => instances.create(input)),
         endpoint(P.get, (input) => instances.get(input)),

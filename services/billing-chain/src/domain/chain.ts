@@ -14,7 +14,8 @@ import {
   renewInstruction,
   type DecodedInstruction,
 } from '@agenthost/subscription-program';
-import { AppError, type Logger } from '@agenthost/shared';
+import { AppError, inSpan, type Logger } from '@agenthost/shared';
+import { chainClock, observeRpc, rpcMethod } from '../metrics.ts';
 
 /** One top-level instruction of a transaction, with its account addresses resolved. */
 export interface TxInstruction {
@@ -78,6 +79,8 @@ export class ChainClient {
   private clockMode: 'devchain' | 'blocktime' | 'local' | undefined;
   /** chain time - local time, in ms, from the last clock reading. */
   private offsetMs = 0;
+  /** When the chain clock was last read (ms since epoch; 0: never). */
+  private clockReadAt = 0;
 
   constructor(opts: ChainOptions) {
     this.opts = opts;
@@ -88,8 +91,22 @@ export class ChainClient {
     this.connection = new Connection(opts.url, {
       commitment: opts.commitment,
       disableRetryOnRateLimit: true,
-      fetch: (input, init) => fetch(input as string, { ...(init as RequestInit), signal: AbortSignal.timeout(timeoutMs) }),
+      // Every JSON-RPC call of web3.js passes here: counted by method, and a span of the request it serves.
+      fetch: (input, init) => {
+        const method = rpcMethod((init as RequestInit | undefined)?.body);
+        const started = performance.now();
+        return inSpan(`solana ${method}`, { 'rpc.system': 'jsonrpc', 'rpc.method': method }, () =>
+          fetch(input as string, { ...(init as RequestInit), signal: AbortSignal.timeout(timeoutMs) }),
+        ).then(
+          (res) => (observeRpc(method, res.ok ? 'ok' : 'error', (performance.now() - started) / 1000), res),
+          (err: unknown) => {
+            observeRpc(method, 'failed', (performance.now() - started) / 1000);
+            throw err;
+          },
+        );
+      },
     });
+    chainClock(() => ({ offsetMs: this.offsetMs, readAt: this.clockReadAt }));
   }
 
   private async rpc<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -193,6 +210,7 @@ export class ChainClient {
         if (typeof ts === 'number') {
           this.clockMode = 'devchain';
           this.offsetMs = ts * 1000 - Date.now();
+          this.clockReadAt = Date.now();
           return ts * 1000;
         }
         this.clockMode = 'blocktime';
@@ -202,6 +220,7 @@ export class ChainClient {
         const t = await this.connection.getBlockTime(slot);
         if (typeof t === 'number') {
           this.offsetMs = t * 1000 - Date.now();
+          this.clockReadAt = Date.now();
           return t * 1000;
         }
         this.clockMode = 'local';

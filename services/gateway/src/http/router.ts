@@ -19,6 +19,8 @@ export class ApiRequest {
   params: Record<string, string> = NO_PARAMS;
   /** The parsed JSON body; undefined when the request had none. */
   body: unknown = undefined;
+  /** The matched route's pattern (/instances/:id), for the metrics; 'unmatched' when none matched. */
+  route = 'unmatched';
   /** The caller, once a token was verified (for the access log). */
   userId: string | undefined = undefined;
   private readonly search: string;
@@ -58,16 +60,17 @@ interface Route {
   /** Index → parameter name for the ":name" segments. */
   params: [number, string][];
   handler: RouteHandler;
+  path: string;
 }
 
-export type Match = { handler: RouteHandler; params: Record<string, string> } | { allowed: string[] } | undefined;
+export type Match = { handler: RouteHandler; params: Record<string, string>; route: string } | { allowed: string[] } | undefined;
 
 /**
  * Method + path patterns with ":name" segments. Paths match case-insensitively and with or without a
  * trailing slash, as they did under Express; parameters are percent-decoded.
  */
 export class Router {
-  private readonly exact = new Map<string, Map<string, RouteHandler>>();
+  private readonly exact = new Map<string, Map<string, { handler: RouteHandler; path: string }>>();
   private readonly patterns: { method: string; route: Route }[] = [];
 
   add(method: Method, path: string, handler: RouteHandler): void {
@@ -76,12 +79,12 @@ export class Router {
     const params = segments.flatMap((s, i) => (s.startsWith(':') ? [[i, s.slice(1)] as [number, string]] : []));
     if (params.length === 0) {
       const key = `/${segments.join('/')}`;
-      const byMethod = this.exact.get(key) ?? new Map<string, RouteHandler>();
+      const byMethod = this.exact.get(key) ?? new Map<string, { handler: RouteHandler; path: string }>();
       if (byMethod.has(m)) throw new Error(`duplicate route ${m} ${path}`);
-      byMethod.set(m, handler);
+      byMethod.set(m, { handler, path });
       this.exact.set(key, byMethod);
     } else {
-      this.patterns.push({ method: m, route: { segments, params, handler } });
+      this.patterns.push({ method: m, route: { segments, params, handler, path } });
     }
   }
 
@@ -92,8 +95,8 @@ export class Router {
     const key = `/${segments.join('/')}`.toLowerCase();
     const byMethod = this.exact.get(key);
     if (byMethod) {
-      const handler = byMethod.get(m);
-      return handler ? { handler, params: NO_PARAMS } : { allowed: [...byMethod.keys()] };
+      const found = byMethod.get(m);
+      return found ? { handler: found.handler, params: NO_PARAMS, route: found.path } : { allowed: [...byMethod.keys()] };
     }
     const allowed: string[] = [];
     for (const { method: rm, route } of this.patterns) {
@@ -104,7 +107,7 @@ export class Router {
       }
       const params: Record<string, string> = {};
       for (const [i, name] of route.params) params[name] = decodeParam(segments[i]!);
-      return { handler: route.handler, params };
+      return { handler: route.handler, params, route: route.path };
     }
     return allowed.length ? { allowed } : undefined;
   }

@@ -1,0 +1,62 @@
+import type { Server } from 'node:http';
+import { sql, type Kysely } from 'kysely';
+import type { NatsConnection } from 'nats';
+import type { BaseConfig } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import { busConnected } from '../nats/connect.ts';
+import { gauge, startProcessMetrics } from './metrics.ts';
+import { serveOperator, type Check } from './operator.ts';
+import { startTracing } from './tracing.ts';
+
+export * from './metrics.ts';
+export * from './tracing.ts';
+export { serveOperator, type Check } from './operator.ts';
+
+export interface Observability {
+  /** Close the operator ports and flush the spans still buffered. */
+  stop(): Promise<void>;
+}
+
+/** The readiness checks most services share: their Postgres answers a query, their NATS connection is up. */
+export function commonChecks(deps: { db?: Kysely<any> | undefined; nc: NatsConnection }): Record<string, Check> {
+  return {
+    ...(deps.db ? { postgres: async () => (await sql`select 1`.execute(deps.db!), true) } : {}),
+    nats: () => busConnected(deps.nc),
+  };
+}
+
+/**
+ * Metrics, traces and health of one process, from its config: process metrics always (cheap, and served
+ * only when METRICS_PORT is set), tracing when OTEL_EXPORTER_OTLP_ENDPOINT is set, the operator port
+ * (/metrics, /livez, /readyz) on METRICS_HOST:METRICS_PORT and the container health port on HEALTH_PORT.
+ */
+export async function startObservability(o: {
+  service: string;
+  config: BaseConfig;
+  log: Logger;
+  nc: NatsConnection;
+  live: () => boolean;
+  checks: Record<string, Check>;
+}): Promise<Observability> {
+  startProcessMetrics(o.service);
+  // Read when scraped: 1 while the process holds a NATS connection (the "NATS disconnected" alert).
+  gauge('agenthost_nats_connected', '1 while connected to a NATS server, 0 while reconnecting', [], function () {
+    this.set(busConnected(o.nc) ? 1 : 0);
+  });
+  const stopTracing = await startTracing({ service: o.service, endpoint: o.config.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: o.config.TRACE_SAMPLE_RATIO, flushMs: o.config.OTEL_BSP_SCHEDULE_DELAY });
+  const servers: Server[] = [];
+  if (o.config.METRICS_PORT) {
+    servers.push(await serveOperator({ port: o.config.METRICS_PORT, host: o.config.METRICS_HOST, live: o.live, checks: o.checks, metrics: true }));
+    o.log.info({ event: 'operator_port', metrics: `http://${o.config.METRICS_HOST}:${o.config.METRICS_PORT}/metrics` }, 'metrics and health on the operator port');
+  }
+  if (o.config.HEALTH_PORT && o.config.HEALTH_PORT !== o.config.METRICS_PORT) {
+    servers.push(await serveOperator({ port: o.config.HEALTH_PORT, host: '127.0.0.1', live: o.live, checks: o.checks, metrics: false }));
+  }
+  if (stopTracing) o.log.info({ event: 'tracing', sample_ratio: o.config.TRACE_SAMPLE_RATIO }, 'traces exported over OTLP');
+  return {
+    async stop() {
+      for (const s of servers) s.close();
+      await stopTracing?.().catch((err: unknown) => o.log.warn({ err }, 'flushing traces failed'));
+    },
+  };
+}
