@@ -33,6 +33,9 @@ beforeAll(async () => {
     AGENTHOST_NATS_PORT: String(await freePort()),
     DEVCHAIN_PORT: String(await freePort()),
     GATEWAY_PORT: String(gatewayPort),
+    // Operator ports and Prometheus on free ports, clear of a deployment running on this machine.
+    METRICS_PORT_BASE: String(await freePort()),
+    PROMETHEUS_PORT: String(await freePort()),
   };
   for (const k of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NATS_URL', 'NATS_AUTH_DIR', 'SOLANA_RPC_URL', 'MASTER_KEY_ENCRYPTION']) delete env[k];
   // Its instances (none are made here) and its reconciler stay out of the other suites' way.

@@ -87,6 +87,11 @@ export const baseConfig = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
   /** Share of new traces kept (a request with a sampled parent is always kept). */
   TRACE_SAMPLE_RATIO: z.coerce.number().min(0).max(1).default(0.1),
+  /** Certificate files (PEM, comma-separated) whose expiry is exported, besides NATS_CA_FILE (the "certificate expiring" alert). */
+  CERTIFICATE_FILES: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
   /** Milliseconds spans are batched before they are exported. */
   OTEL_BSP_SCHEDULE_DELAY: int(5000),
   /** Replicas with the same name share a queue group; an id tells them apart in logs. */

@@ -1,11 +1,14 @@
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { basename } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
 import type { BaseConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { busConnected } from '../nats/connect.ts';
 import { gauge, startProcessMetrics } from './metrics.ts';
-import { serveOperator, type Check } from './operator.ts';
+import { runCheck, serveOperator, type Check } from './operator.ts';
 import { startTracing } from './tracing.ts';
 
 export * from './metrics.ts';
@@ -43,6 +46,11 @@ export async function startObservability(o: {
   gauge('agenthost_nats_connected', '1 while connected to a NATS server, 0 while reconnecting', [], function () {
     this.set(busConnected(o.nc) ? 1 : 0);
   });
+  gauge('agenthost_ready', '1 while every readiness check passes (the /readyz answer)', [], async function () {
+    const results = await Promise.all(Object.values(o.checks).map(runCheck));
+    this.set(o.live() && results.every(Boolean) ? 1 : 0);
+  });
+  certificateExpiry([o.config.NATS_CA_FILE, ...o.config.CERTIFICATE_FILES].filter((f): f is string => !!f));
   const stopTracing = await startTracing({ service: o.service, endpoint: o.config.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: o.config.TRACE_SAMPLE_RATIO, flushMs: o.config.OTEL_BSP_SCHEDULE_DELAY });
   const servers: Server[] = [];
   if (o.config.METRICS_PORT) {
@@ -59,4 +67,22 @@ export async function startObservability(o: {
       await stopTracing?.().catch((err: unknown) => o.log.warn({ err }, 'flushing traces failed'));
     },
   };
+}
+
+/**
+ * When each certificate this process relies on expires (read from its file at every scrape, so a renewed
+ * file shows at once). Labelled by file name: the NATS CA by default, and CERTIFICATE_FILES (e.g. the NATS
+ * server's certificate, the edge's) where the operator lists them.
+ */
+function certificateExpiry(files: string[]): void {
+  if (files.length === 0) return;
+  gauge('agenthost_certificate_expiry_timestamp_seconds', 'When a certificate expires (Unix seconds), by file name', ['certificate'], function () {
+    for (const file of files) {
+      try {
+        this.labels(basename(file)).set(Date.parse(new X509Certificate(readFileSync(file)).validTo) / 1000);
+      } catch {
+        // Unreadable: no sample, rather than a misleading one; the service's own TLS use reports the real error.
+      }
+    }
+  });
 }

@@ -17,7 +17,7 @@ export interface OperatorOptions {
 
 const CHECK_TIMEOUT_MS = 2000;
 
-async function runCheck(check: Check): Promise<boolean> {
+export async function runCheck(check: Check): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
