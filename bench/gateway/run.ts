@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assertionCost } from './assertions.ts';
+import { observabilityCost, otlpSink } from './observability.ts';
 import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
 import { cpuSeconds, spawnLogged, spawnReady, type BenchProcess } from './processes.ts';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
@@ -21,7 +22,7 @@ const repo = path.resolve(here, '../..');
 
 // The servers deploy/infra.sh started.
 loadInfraEnv();
-const { apiClient, busKeys, createDatabase, newSigningKeyPem, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
+const { apiClient, busKeys, createDatabase, freePort, newSigningKeyPem, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
 const { startDevchain } = await import('../../packages/devchain/src/index.ts');
 // bench/ is not a workspace package: borrow the testkit's pg.
 interface PgClient {
@@ -105,6 +106,23 @@ const gwOff = await spawnLogged(
   'gateway-assertions-off',
 );
 procs.push(gwOff);
+// The same gateway with metrics served and traces exported (bench/gateway/observability.ts): at the default
+// sampling, and with every request traced.
+const sink = await otlpSink();
+const observed = async (label: string, extra: Record<string, string>) => {
+  const metricsPort = await freePort();
+  const p = await spawnLogged(
+    repo,
+    'gateway',
+    { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem, METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, ...extra },
+    logDir,
+    label,
+  );
+  procs.push(p);
+  return { p, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
+};
+const gwObserved = await observed('gateway-observed', {});
+const gwTraceAll = await observed('gateway-traced-all', { TRACE_SAMPLE_RATIO: '1' });
 const baseUrl = `${String(gw.ready.url)}/api`;
 const stack = {
   api: apiClient(baseUrl),
@@ -203,23 +221,31 @@ try {
   log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
   log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
 
+  const pathCpuUs = cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!;
+  const load = { billingPid: billing.pid, connections: CONNECTIONS, rounds: ROUNDS, sliceMs: SLICE_MS, pathCpuUs, log };
   const assertions = await assertionCost({
-    on: gateway,
-    off: { ...gateway, url: `${String(gwOff.ready.url)}/api/subscription/status` },
-    gatewayOn: gw,
-    gatewayOff: gwOff,
-    billingPid: billing.pid,
-    connections: CONNECTIONS,
-    rounds: ROUNDS,
-    sliceMs: SLICE_MS,
-    pathCpuUs: cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!,
-    log,
+    ...load,
+    on: { target: gateway, gateway: gw },
+    off: { target: { ...gateway, url: `${String(gwOff.ready.url)}/api/subscription/status` }, gateway: gwOff },
   });
   gatewayRequests += assertions.on.requests + assertions.off.requests;
 
+  const observe = async (g: { p: BenchProcess; metricsUrl: string }, sampleRatio: string) => {
+    const r = await observabilityCost({
+      ...load,
+      on: { target: { ...gateway, url: `${String(g.p.ready.url)}/api/subscription/status` }, gateway: g.p },
+      off: { target: gateway, gateway: gw },
+      metricsUrl: g.metricsUrl,
+      sampleRatio,
+    });
+    gatewayRequests += r.on.requests + r.off.requests;
+    return r;
+  };
+  const observability = { default_sampling: await observe(gwObserved, 'default (0.1)'), every_request_traced: await observe(gwTraceAll, '1') };
+
   // Stop the gateways: their database sessions end (so Postgres flushes their statistics) and they give
   // back their unused quota blocks (counted too).
-  await Promise.all([gw.stop(), gwOff.stop()]);
+  await Promise.all([gw.stop(), gwOff.stop(), gwObserved.p.stop(), gwTraceAll.p.stop()]);
   await new Promise((r) => setTimeout(r, 500));
   const writes = (await usageWrites(db.url)) - writesBefore;
   const writesPerRequest = writes / Math.max(1, gatewayRequests);
@@ -247,6 +273,7 @@ try {
       pass: added.p99 <= 2,
     },
     assertions,
+    observability,
     usage_counting: {
       gateway_requests: gatewayRequests,
       usage_counters_writes: writes,
@@ -259,7 +286,7 @@ try {
   };
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
   writeFileSync(path.join(repo, 'bench/results/gateway.json'), `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, errors }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, observability_cost_percent: observability.default_sampling.throughput_cost_percent_paired_median, errors }, null, 2)}\n`);
   log('wrote bench/results/gateway.json');
   if (errors > 0) exitCode = 1;
 } catch (err) {
@@ -267,6 +294,7 @@ try {
   exitCode = 1;
 } finally {
   bare.stop();
+  sink.close();
   await Promise.all(procs.map((p) => p.stop()));
   await devchain.close();
   await nats.stop();
