@@ -87,42 +87,31 @@ const [auth, billing] = await Promise.all([
   spawnLogged(repo, 'billing-chain', { ...env, ...nats.envFor('billing-chain'), DATABASE_URL: db.urlFor('billing-chain') }, logDir, 'billing-chain', (process.env.BENCH_BILLING_NODE_ARGS ?? '').split(' ').filter(Boolean)),
 ]);
 procs.push(auth, billing);
-const gw = await spawnLogged(
-  repo,
-  'gateway',
-  { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem },
-  logDir,
-  'gateway',
-  // Diagnostics, e.g. BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc".
-  (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean),
-);
-procs.push(gw);
-// The same gateway without assertions, for their cost in this run (bench/gateway/assertions.ts).
-const gwOff = await spawnLogged(
-  repo,
-  'gateway',
-  { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', ASSERTIONS: 'off' },
-  logDir,
-  'gateway-assertions-off',
-);
-procs.push(gwOff);
-// The same gateway with metrics served and traces exported (bench/gateway/observability.ts): at the default
-// sampling, and with every request traced.
-const sink = await otlpSink();
-const observed = async (label: string, extra: Record<string, string>) => {
-  const metricsPort = await freePort();
-  const p = await spawnLogged(
-    repo,
-    'gateway',
-    { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem, METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, ...extra },
-    logDir,
-    label,
-  );
+const args = (name: string) => (process.env[name] ?? '').split(' ').filter(Boolean);
+const spawnGateway = async (label: string, extra: Record<string, string>, execArgv: string[] = []) => {
+  const genv = { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem };
+  const p = await spawnLogged(repo, 'gateway', { ...genv, ...extra }, logDir, label, execArgv);
   procs.push(p);
+  return p;
+};
+// Diagnostics, e.g. BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc".
+const gw = await spawnGateway('gateway', {}, args('BENCH_GATEWAY_NODE_ARGS'));
+// The same gateway without assertions, for their cost in this run (bench/gateway/assertions.ts).
+const gwOff = await spawnGateway('gateway-assertions-off', { ASSERTIONS: 'off' });
+// The same gateway with metrics served and traces exported (bench/gateway/observability.ts), at the default
+// sampling and with every request traced, against a twin without either started with them: a gateway started
+// minutes later than another costs a third more CPU per request for a while (its code is less optimised yet),
+// so each side of a comparison must be as warm as the other. BENCH_OBSERVED_NODE_ARGS: diagnostics for these.
+const sink = await otlpSink();
+const twin = async (label: string, extra: Record<string, string>) => {
+  const metricsPort = await freePort();
+  const observed = { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url };
+  const p = await spawnGateway(label, { ...(label === 'gateway-plain' ? {} : observed), ...extra }, args('BENCH_OBSERVED_NODE_ARGS'));
   return { p, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
 };
-const gwObserved = await observed('gateway-observed', {});
-const gwTraceAll = await observed('gateway-traced-all', { TRACE_SAMPLE_RATIO: '1' });
+const gwPlain = await twin('gateway-plain', {});
+const gwObserved = await twin('gateway-observed', {});
+const gwTraceAll = await twin('gateway-traced-all', { TRACE_SAMPLE_RATIO: '1' });
 const baseUrl = `${String(gw.ready.url)}/api`;
 const stack = {
   api: apiClient(baseUrl),
@@ -234,7 +223,7 @@ try {
     const r = await observabilityCost({
       ...load,
       on: { target: { ...gateway, url: `${String(g.p.ready.url)}/api/subscription/status` }, gateway: g.p },
-      off: { target: gateway, gateway: gw },
+      off: { target: { ...gateway, url: `${String(gwPlain.p.ready.url)}/api/subscription/status` }, gateway: gwPlain.p },
       metricsUrl: g.metricsUrl,
       sampleRatio,
     });
@@ -245,7 +234,7 @@ try {
 
   // Stop the gateways: their database sessions end (so Postgres flushes their statistics) and they give
   // back their unused quota blocks (counted too).
-  await Promise.all([gw.stop(), gwOff.stop(), gwObserved.p.stop(), gwTraceAll.p.stop()]);
+  await Promise.all([gw.stop(), gwOff.stop(), gwPlain.p.stop(), gwObserved.p.stop(), gwTraceAll.p.stop()]);
   await new Promise((r) => setTimeout(r, 500));
   const writes = (await usageWrites(db.url)) - writesBefore;
   const writesPerRequest = writes / Math.max(1, gatewayRequests);

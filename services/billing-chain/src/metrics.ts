@@ -1,4 +1,4 @@
-import { children, counter, gauge, histogram } from '@agenthost/shared';
+import { children, counter, gauge, histogram, inSpan } from '@agenthost/shared';
 
 // billing-chain's view of the chain: JSON-RPC calls by method (Solana's fixed method names) and outcome, and
 // how far behind the chain's clock is. No wallet or signature labels.
@@ -7,6 +7,26 @@ const calls = counter('agenthost_chain_rpc_calls_total', 'Solana JSON-RPC calls,
 const seconds = histogram('agenthost_chain_rpc_duration_seconds', 'Time of a Solana JSON-RPC call, by method', ['method']);
 const callChild = children((method, outcome) => calls.labels(method!, outcome!));
 const secondsChild = children((method) => seconds.labels(method!));
+
+/**
+ * web3.js's fetch: every JSON-RPC call passes here, so each is counted by method and is a span of the request it
+ * serves; a call that takes longer than timeoutMs is aborted (an unreachable chain is a fast 503).
+ */
+export function observedFetch(timeoutMs: number): (input: unknown, init?: unknown) => Promise<Response> {
+  return (input, init) => {
+    const method = rpcMethod((init as RequestInit | undefined)?.body);
+    const started = performance.now();
+    return inSpan(`solana ${method}`, { 'rpc.system': 'jsonrpc', 'rpc.method': method }, () =>
+      fetch(input as string, { ...(init as RequestInit), signal: AbortSignal.timeout(timeoutMs) }),
+    ).then(
+      (res) => (observeRpc(method, res.ok ? 'ok' : 'error', (performance.now() - started) / 1000), res),
+      (err: unknown) => {
+        observeRpc(method, 'failed', (performance.now() - started) / 1000);
+        throw err;
+      },
+    );
+  };
+}
 
 /** The JSON-RPC method of a request body (one call, or the first of a batch); 'other' when unreadable. */
 export function rpcMethod(body: unknown): string {

@@ -8,7 +8,7 @@ import { busConnected } from './connect.ts';
 import { decode, encode, type Reply } from './codec.ts';
 import { NoReplyError, requestReply } from './replies.ts';
 import { observeSent } from '../observe/metrics.ts';
-import { context, endSpan, injectTrace, SpanKind, trace, tracer } from '../observe/tracing.ts';
+import { context, endSpan, injectTrace, SpanKind, trace, tracer, type Context } from '../observe/tracing.ts';
 
 export interface RequestOptions {
   timeoutMs?: number;
@@ -32,7 +32,8 @@ export async function request<C extends Contract>(
   const parent = context.active();
   const span = tracer.startSpan(`nats ${c.subject}`, { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': c.subject } }, parent);
   try {
-    const out = await context.with(trace.setSpan(parent, span), () => send(nc, c, input, opts));
+    // Nothing under send() makes spans: the span's context goes to the headers only, without making it active.
+    const out = await send(nc, c, input, opts, trace.setSpan(parent, span));
     observeSent(c.subject, 'OK', (performance.now() - started) / 1000);
     endSpan(span);
     return out;
@@ -43,7 +44,7 @@ export async function request<C extends Contract>(
   }
 }
 
-async function send<C extends Contract>(nc: NatsConnection, c: C, input: z.input<C['input']>, opts: RequestOptions): Promise<z.output<C['output']>> {
+async function send<C extends Contract>(nc: NatsConnection, c: C, input: z.input<C['input']>, opts: RequestOptions, traced: Context): Promise<z.output<C['output']>> {
   const parsed = c.input.safeParse(input);
   if (!parsed.success) throw zodToAppError(parsed.error);
   // A client whose server went away reconnects to another node of the cluster within a few hundred ms: the
@@ -63,7 +64,7 @@ async function send<C extends Contract>(nc: NatsConnection, c: C, input: z.input
     h ??= natsHeaders();
     h.set(ASSERTION_HEADER, opts.asserter.sign(userId, c.subject, body, c.read === true));
   }
-  h = injectTrace(context.active(), h, natsHeaders);
+  h = injectTrace(traced, h, natsHeaders);
   let data: Uint8Array;
   try {
     data = await requestReply(nc, c.subject, body, opts.timeoutMs ?? 5000, h);

@@ -14,8 +14,8 @@ import {
   renewInstruction,
   type DecodedInstruction,
 } from '@agenthost/subscription-program';
-import { AppError, inSpan, type Logger } from '@agenthost/shared';
-import { chainClock, observeRpc, rpcMethod } from '../metrics.ts';
+import { AppError, type Logger } from '@agenthost/shared';
+import { chainClock, observedFetch } from '../metrics.ts';
 
 /** One top-level instruction of a transaction, with its account addresses resolved. */
 export interface TxInstruction {
@@ -91,20 +91,7 @@ export class ChainClient {
     this.connection = new Connection(opts.url, {
       commitment: opts.commitment,
       disableRetryOnRateLimit: true,
-      // Every JSON-RPC call of web3.js passes here: counted by method, and a span of the request it serves.
-      fetch: (input, init) => {
-        const method = rpcMethod((init as RequestInit | undefined)?.body);
-        const started = performance.now();
-        return inSpan(`solana ${method}`, { 'rpc.system': 'jsonrpc', 'rpc.method': method }, () =>
-          fetch(input as string, { ...(init as RequestInit), signal: AbortSignal.timeout(timeoutMs) }),
-        ).then(
-          (res) => (observeRpc(method, res.ok ? 'ok' : 'error', (performance.now() - started) / 1000), res),
-          (err: unknown) => {
-            observeRpc(method, 'failed', (performance.now() - started) / 1000);
-            throw err;
-          },
-        );
-      },
+      fetch: observedFetch(timeoutMs),
     });
     chainClock(() => ({ offsetMs: this.offsetMs, readAt: this.clockReadAt }));
   }

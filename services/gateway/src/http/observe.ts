@@ -1,4 +1,4 @@
-import { children, context, counter, endSpan, histogram, ROOT_CONTEXT, SpanKind, trace, tracer, traceIdOf, type Context, type Span } from '@agenthost/shared';
+import { children, context, counter, endSpan, histogram, ROOT_CONTEXT, SpanKind, trace, tracer, type Context, type Span } from '@agenthost/shared';
 
 // The gateway's HTTP metrics and span, in one place so they follow the router wherever it goes.
 // Labels: the route pattern (/instances/:id, never the id itself), the method and the status code.
@@ -20,9 +20,10 @@ export function startHttpSpan(method: string, requestId: string): { span: Span; 
 export function observeRequest(span: Span, route: string, method: string, status: number, elapsedSeconds: number): string | undefined {
   requestChild(route, method, String(status)).inc();
   secondsChild(route, method).observe(elapsedSeconds);
+  const traceId = span.isRecording() ? span.spanContext().traceId : undefined;
   span.updateName(`${method} ${route}`);
   span.setAttribute('http.route', route);
   span.setAttribute('http.response.status_code', status);
   endSpan(span, status >= 500 ? { code: String(status) } : undefined);
-  return traceIdOf(trace.setSpan(ROOT_CONTEXT, span));
+  return traceId;
 }
