@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
 import { freePort, recordSecret, signIn, startOtlpReceiver, startPrometheus, startStack, subscribe, waitFor, type ReceivedSpan, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from './helpers.ts';
+import { cleanupDocker, gatewayEnv, provisionerEnv, standinVariant, testNetwork } from './helpers.ts';
 
 // What an operator sees of a running stack: Prometheus scraping every service, one trace per request across
 // the bus, health on the operator port, and $SRV.STATS that counts errors.
@@ -109,6 +109,26 @@ describe('observability', () => {
     // The gateway's access log line links the request id to the trace.
     const line = stack.gateways[0]!.lines().find((l) => l.includes(`"request_id":"${requestId}"`));
     expect(line).toContain(`"trace_id":"${root.traceId}"`);
+    await user.api.del(`/instance/delete/${c.body.instance_id}`);
+  });
+
+  it('a crash-looping instance shows in the restart and crash counters', async () => {
+    // The provisioner's own exposition: a sample of `name` whose labels include `label` (0 while there is none).
+    const sample = async (name: string, label = '') => {
+      const text = await (await get(ports.provisioner!, '/metrics')).text();
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label));
+      return Number(line?.split(' ').pop() ?? 0);
+    };
+    const restarts = () => sample('agenthost_instance_restarts_total');
+    const crashes = () => sample('agenthost_instance_exits_total', 'reason="crash"');
+    const before = { restarts: await restarts(), crashes: await crashes() };
+    await standinVariant('t-obs-crash', { STANDIN_EXIT_AFTER_MS: '1000', STANDIN_EXIT_CODE: '3' });
+    const c = await user.api.post('/instance/create', { framework: 'openclaw', version: 't-obs-crash' });
+    expect(c.status).toBe(200);
+    recordSecret(c.body.access_token);
+    await waitFor('the engine restarting the crashed agent, counted', async () =>
+      (await restarts()) > before.restarts && (await crashes()) > before.crashes,
+    60_000);
     await user.api.del(`/instance/delete/${c.body.instance_id}`);
   });
 
