@@ -1,5 +1,7 @@
 export * from './paths.ts';
+export * from './ports.ts';
 export * from './nats.ts';
+export * from './containers.ts';
 export * from './db.ts';
 export * from './service.ts';
 export * from './http.ts';
@@ -9,4 +11,5 @@ export * from './stack.ts';
 export * from './subscribe.ts';
 export * from './infra-env.ts';
 export * from './wait.ts';
+export * from './events.ts';
 export * from './observe.ts';

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, waitForPort } from './nats.ts';
+import { freePort, waitForPort } from './ports.ts';
 
 /** One span as the services exported it over OTLP/HTTP (JSON). */
 export interface ReceivedSpan {
