@@ -30,10 +30,10 @@ export function buildApp(ctx: GatewayContext): (req: IncomingMessage, res: Serve
     const fullPath = q < 0 ? url : url.slice(0, q);
     const inApi = fullPath.length >= PREFIX.length && fullPath.slice(0, PREFIX.length).toLowerCase() === PREFIX && (fullPath.length === PREFIX.length || fullPath[PREFIX.length] === '/');
     const req = new ApiRequest(raw, inApi ? fullPath.slice(PREFIX.length) || '/' : fullPath, q < 0 ? '' : url.slice(q + 1), requestId, proxies);
-    const http = startHttpSpan(req.method, requestId);
-    void context.with(http.ctx, () => handle(ctx, router, req, res, inApi)).then(() => {
+    const traced = startHttpSpan(req.method, requestId);
+    void (traced ? context.with(traced.ctx, () => handle(ctx, router, req, res, inApi)) : handle(ctx, router, req, res, inApi)).then(() => {
       const ms = performance.now() - started;
-      const traceId = observeRequest(http.span, req.route, req.method, res.statusCode, ms / 1000);
+      const traceId = observeRequest(traced?.span, req.route, req.method, res.statusCode, ms / 1000);
       access({ request_id: requestId, method: req.method, path: fullPath, status: res.statusCode, ms: Math.round(ms * 10) / 10, user_id: req.userId, trace_id: traceId });
     });
   };

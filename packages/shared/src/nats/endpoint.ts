@@ -57,10 +57,13 @@ export async function serve(nc: NatsConnection, opts: ServeOptions, endpoints: E
           opts.log.error({ err }, 'service endpoint error');
           return;
         }
-        const span = tracer.startSpan(ep.contract.subject, { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ep.contract.subject } }, extractTrace(msg.headers));
-        void context.with(trace.setSpan(context.active(), span), () => handleMessage(ep, msg, opts.log, opts.assertions)).then((outcome) => {
-          if (outcome.error) span.setAttribute('agenthost.error_code', outcome.error.code);
-          endSpan(span, outcome.error);
+        // A traced request continues its trace here; any other message costs no span.
+        const parent = extractTrace(msg.headers);
+        const span = parent && tracer.startSpan(ep.contract.subject, { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ep.contract.subject } }, parent);
+        const handled = span ? context.with(trace.setSpan(parent, span), () => handleMessage(ep, msg, opts.log, opts.assertions)) : handleMessage(ep, msg, opts.log, opts.assertions);
+        void handled.then((outcome) => {
+          if (span && outcome.error) span.setAttribute('agenthost.error_code', outcome.error.code);
+          if (span) endSpan(span, outcome.error);
           tally(outcome);
         });
       },

@@ -35,6 +35,8 @@ export function commonChecks(deps: { db?: Kysely<any> | undefined; nc: NatsConne
  */
 export async function startObservability(o: {
   service: string;
+  /** The gateway starts traces; backends continue them (observe/tracing.ts). */
+  traceRoots?: 'sampled' | 'none';
   config: BaseConfig;
   log: Logger;
   nc: NatsConnection;
@@ -51,7 +53,7 @@ export async function startObservability(o: {
     this.set(o.live() && results.every(Boolean) ? 1 : 0);
   });
   certificateExpiry([o.config.NATS_CA_FILE, ...o.config.CERTIFICATE_FILES].filter((f): f is string => !!f));
-  const stopTracing = await startTracing({ service: o.service, endpoint: o.config.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: o.config.TRACE_SAMPLE_RATIO, flushMs: o.config.OTEL_BSP_SCHEDULE_DELAY });
+  const stopTracing = await startTracing({ service: o.service, roots: o.traceRoots ?? 'none', endpoint: o.config.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: o.config.TRACE_SAMPLE_RATIO, flushMs: o.config.OTEL_BSP_SCHEDULE_DELAY });
   const servers: Server[] = [];
   if (o.config.METRICS_PORT) {
     servers.push(await serveOperator({ port: o.config.METRICS_PORT, host: o.config.METRICS_HOST, live: o.live, checks: o.checks, metrics: true }));

@@ -12,17 +12,31 @@ export const tracer = trace.getTracer('agenthost');
 
 export interface TracingOptions {
   service: string;
+  /**
+   * 'sampled': this process starts traces (the gateway, one per sampled API request: sampleRoot()). 'none': it
+   * only continues the traces that reach it (the backends); a message without a traceparent costs no span.
+   */
+  roots: 'sampled' | 'none';
   /** OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT); traces go to <endpoint>/v1/traces. */
   endpoint: string | undefined;
-  /** Share of new traces kept; a request that arrives with a sampled parent is always kept (parent-based). */
+  /** Share of API requests traced (roots: 'sampled'). */
   sampleRatio: number;
   /** How long spans are batched before they are sent (OTEL_BSP_SCHEDULE_DELAY). */
   flushMs: number;
 }
 
+let rootRatio = 0;
+
+/**
+ * Whether to trace this API request: decided once, at the gateway, before any span exists. An untraced request
+ * makes no span and sends no traceparent anywhere, so it costs nothing further in any process.
+ */
+export const sampleRoot = (): boolean => rootRatio > 0 && (rootRatio >= 1 || Math.random() < rootRatio);
+
 /** Start the SDK when an endpoint is configured; returns its shutdown (which flushes what is buffered). */
 export async function startTracing(opts: TracingOptions): Promise<(() => Promise<void>) | undefined> {
   if (!opts.endpoint) return undefined;
+  rootRatio = opts.roots === 'sampled' ? opts.sampleRatio : 0;
   // Loaded only when used: the SDK and its exporters take a while to import.
   const [{ NodeSDK }, { OTLPTraceExporter }, sdkTrace, { W3CTraceContextPropagator }] = await Promise.all([
     import('@opentelemetry/sdk-node'),
@@ -34,7 +48,8 @@ export async function startTracing(opts: TracingOptions): Promise<(() => Promise
   const sdk = new NodeSDK({
     serviceName: opts.service,
     spanProcessors: [new sdkTrace.BatchSpanProcessor({ exporter, scheduledDelayMillis: opts.flushMs })],
-    sampler: new sdkTrace.ParentBasedSampler({ root: new sdkTrace.TraceIdRatioBasedSampler(opts.sampleRatio) }),
+    // Roots are sampled by sampleRoot() before they are made; everything else follows its parent.
+    sampler: new sdkTrace.ParentBasedSampler({ root: opts.roots === 'sampled' ? new sdkTrace.AlwaysOnSampler() : new sdkTrace.AlwaysOffSampler() }),
     textMapPropagator: new W3CTraceContextPropagator(),
     instrumentations: [],
     metricReaders: [],
@@ -54,6 +69,12 @@ const getter = {
 /** Whether spans are recorded in this context: when not, no header is written. */
 const traced = (span: Span): boolean => span.spanContext().traceFlags !== 0 || span.isRecording();
 
+/** The recording span of a context: work outside a traced request makes no spans. */
+export function activeSpan(ctx: Context = context.active()): Span | undefined {
+  const span = trace.getSpan(ctx);
+  return span?.isRecording() ? span : undefined;
+}
+
 /** Put the context's traceparent into NATS headers (made when needed); returns the headers to send. */
 export function injectTrace(ctx: Context, h: MsgHdrs | undefined, make: () => MsgHdrs): MsgHdrs | undefined {
   const span = trace.getSpan(ctx);
@@ -63,8 +84,8 @@ export function injectTrace(ctx: Context, h: MsgHdrs | undefined, make: () => Ms
   return out;
 }
 
-/** The context a received NATS message carries (its traceparent), or the root context. */
-export const extractTrace = (h: MsgHdrs | undefined): Context => (h ? propagation.extract(ROOT_CONTEXT, h, getter) : ROOT_CONTEXT);
+/** The context a received NATS message carries (its traceparent), or undefined when it carries none. */
+export const extractTrace = (h: MsgHdrs | undefined): Context | undefined => (h?.get('traceparent') ? propagation.extract(ROOT_CONTEXT, h, getter) : undefined);
 
 /** The trace id to write beside a request id in the logs, when the request is traced. */
 export function traceIdOf(ctx: Context = context.active()): string | undefined {
@@ -81,6 +102,7 @@ export function endSpan(span: Span, err?: unknown): void {
 /** Run fn inside a child span of the active context (a Docker call, a chain RPC). */
 export async function inSpan<T>(name: string, attributes: Attributes, fn: () => Promise<T>, kind: SpanKind = SpanKind.CLIENT): Promise<T> {
   const parent = context.active();
+  if (!activeSpan(parent)) return fn();
   const span = tracer.startSpan(name, { kind, attributes }, parent);
   try {
     const out = await context.with(trace.setSpan(parent, span), fn);
@@ -98,8 +120,7 @@ export async function inSpan<T>(name: string, attributes: Attributes, fn: () => 
  */
 export function pastSpan(name: string, attributes: Attributes, seconds: number, err?: unknown): void {
   const parent = context.active();
-  const active = trace.getSpan(parent);
-  if (!active || !active.isRecording()) return;
+  if (!activeSpan(parent)) return;
   const end = Date.now();
   const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes, startTime: end - seconds * 1000 }, parent);
   if (err !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: (err as { code?: string }).code ?? 'error' });

@@ -1,4 +1,4 @@
-import { children, context, counter, endSpan, histogram, ROOT_CONTEXT, SpanKind, trace, tracer, type Context, type Span } from '@agenthost/shared';
+import { children, counter, endSpan, histogram, ROOT_CONTEXT, sampleRoot, SpanKind, trace, tracer, type Context, type Span } from '@agenthost/shared';
 
 // The gateway's HTTP metrics and span, in one place so they follow the router wherever it goes.
 // Labels: the route pattern (/instances/:id, never the id itself), the method and the status code.
@@ -8,18 +8,21 @@ const requestChild = children((route, method, status) => requests.labels(route!,
 const secondsChild = children((route, method) => seconds.labels(route!, method!));
 
 /**
- * The span of one API request, the root of its trace: a traceparent sent by the client is not followed, so a
- * caller cannot make every request of theirs sampled (or pose as part of another trace).
+ * The span of one API request, the root of its trace, when this request is sampled (undefined otherwise: an
+ * untraced request makes no span anywhere). A traceparent sent by the client is not followed, so a caller cannot
+ * make every request of theirs sampled (or pose as part of another trace).
  */
-export function startHttpSpan(method: string, requestId: string): { span: Span; ctx: Context } {
+export function startHttpSpan(method: string, requestId: string): { span: Span; ctx: Context } | undefined {
+  if (!sampleRoot()) return undefined;
   const span = tracer.startSpan(`HTTP ${method}`, { kind: SpanKind.SERVER, root: true, attributes: { 'http.request.method': method, 'agenthost.request_id': requestId } }, ROOT_CONTEXT);
-  return { span, ctx: trace.setSpan(context.active(), span) };
+  return { span, ctx: trace.setSpan(ROOT_CONTEXT, span) };
 }
 
 /** Count an answered request, end its span, and return the trace id for the access log (when traced). */
-export function observeRequest(span: Span, route: string, method: string, status: number, elapsedSeconds: number): string | undefined {
+export function observeRequest(span: Span | undefined, route: string, method: string, status: number, elapsedSeconds: number): string | undefined {
   requestChild(route, method, String(status)).inc();
   secondsChild(route, method).observe(elapsedSeconds);
+  if (!span) return undefined;
   const traceId = span.isRecording() ? span.spanContext().traceId : undefined;
   span.updateName(`${method} ${route}`);
   span.setAttribute('http.route', route);
