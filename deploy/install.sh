@@ -13,6 +13,8 @@ command -v curl >/dev/null || need_apt+=(curl)
 command -v openssl >/dev/null || need_apt+=(openssl)
 command -v supervisord >/dev/null || need_apt+=(supervisor)
 command -v psql >/dev/null || need_apt+=(postgresql-client)
+# Metrics: Prometheus scrapes every service's operator port (deploy/observability); promtool checks the rules.
+command -v prometheus >/dev/null && command -v promtool >/dev/null || need_apt+=(prometheus)
 # Size-limited instance volumes (VOLUME_QUOTA=enforce): loop devices, mount, ext4 tools.
 command -v losetup >/dev/null || need_apt+=(util-linux)
 command -v mount >/dev/null || need_apt+=(mount)

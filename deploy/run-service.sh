@@ -44,6 +44,8 @@ fi
 main="$REPO_DIR/services/$name/src/main.ts"
 if [ "$name" = devchain ]; then main="$REPO_DIR/packages/devchain/src/main.ts"; else
   export NATS_NKEY_SEED_FILE="$NATS_AUTH_DIR/$name.nk" NATS_CA_FILE="$NATS_AUTH_DIR/tls/ca.pem"
+  # Its operator port (deploy/observability's Prometheus scrapes it; start.sh wrote it into the targets).
+  export METRICS_PORT="$(metrics_port "$name")"
 fi
 # Everything above read root-only secrets; the service itself runs as its own unprivileged user, which can
 # read its own seed (and auth its own signing key) and nothing of the others'. The provisioner stays root:

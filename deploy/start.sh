@@ -48,6 +48,10 @@ if [ -z "${SOLANA_RPC_URL:-}" ]; then
   SOLANA_RPC_URL="http://127.0.0.1:$DEVCHAIN_PORT"
 fi
 programs+=("${SERVICES[@]}" gateway)
+if [ "$METRICS_PORT_BASE" != 0 ]; then
+  write_observability
+  [ "$PROMETHEUS_PORT" != 0 ] && programs+=(prometheus)
+fi
 
 # What this start decided, for deploy/run-service.sh (which supervisord runs for every (re)start).
 (umask 077; cat >"$RUN_DIR/services.env" <<EOV
@@ -79,4 +83,8 @@ for s in "${SERVICES[@]}" gateway; do
 done
 wait_for 90 curl -sf "http://127.0.0.1:$GATEWAY_PORT/api/health/ready" ||
   { supervisorctl_ status >&2; die "not every service became ready (logs: $LOG_DIR)"; }
+if [[ " ${programs[*]} " == *" prometheus "* ]]; then
+  say "starting prometheus on 127.0.0.1:$PROMETHEUS_PORT (metrics of every service, alert rules: deploy/observability)"
+  start_program prometheus
+fi
 say "agenthost is up: http://127.0.0.1:$GATEWAY_PORT/api  (logs: $LOG_DIR, status: supervisorctl -c $SUPERVISOR_CONF status, stop: bash deploy/stop.sh)"

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assertionCost } from './assertions.ts';
+import { observabilityCost, otlpSink } from './observability.ts';
 import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
 import { cpuSeconds, spawnLogged, spawnReady, startBare, type BenchProcess } from './processes.ts';
 import { usageWrites } from './usage-writes.ts';
@@ -22,7 +23,7 @@ const repo = path.resolve(here, '../..');
 
 // The servers deploy/infra.sh started.
 loadInfraEnv();
-const { apiClient, busKeys, createDatabase, newSigningKeyPem, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
+const { apiClient, busKeys, createDatabase, freePort, newSigningKeyPem, signIn, startNats, subscribe } = await import('../../packages/testkit/src/index.ts');
 const { startDevchain } = await import('../../packages/devchain/src/index.ts');
 
 const num = (name: string, def: number) => Number(process.env[name] ?? def);
@@ -62,25 +63,31 @@ const [auth, billing] = await Promise.all([
   spawnLogged(repo, 'billing-chain', { ...env, ...nats.envFor('billing-chain'), DATABASE_URL: db.urlFor('billing-chain') }, logDir, 'billing-chain', (process.env.BENCH_BILLING_NODE_ARGS ?? '').split(' ').filter(Boolean)),
 ]);
 procs.push(auth, billing);
-const gw = await spawnLogged(
-  repo,
-  'gateway',
-  { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem },
-  logDir,
-  'gateway',
-  // Diagnostics, e.g. BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc".
-  (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean),
-);
-procs.push(gw);
+const args = (name: string) => (process.env[name] ?? '').split(' ').filter(Boolean);
+const spawnGateway = async (label: string, extra: Record<string, string>, execArgv: string[] = []) => {
+  const genv = { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem };
+  const p = await spawnLogged(repo, 'gateway', { ...genv, ...extra }, logDir, label, execArgv);
+  procs.push(p);
+  return p;
+};
+// Diagnostics, e.g. BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc".
+const gw = await spawnGateway('gateway', {}, args('BENCH_GATEWAY_NODE_ARGS'));
 // The same gateway without assertions, for their cost in this run (bench/gateway/assertions.ts).
-const gwOff = await spawnLogged(
-  repo,
-  'gateway',
-  { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', ASSERTIONS: 'off' },
-  logDir,
-  'gateway-assertions-off',
-);
-procs.push(gwOff);
+const gwOff = await spawnGateway('gateway-assertions-off', { ASSERTIONS: 'off' });
+// The same gateway with metrics served and traces exported (bench/gateway/observability.ts), at the default
+// sampling and with every request traced, against a twin without either started with them: a gateway started
+// minutes later than another costs a third more CPU per request for a while (its code is less optimised yet),
+// so each side of a comparison must be as warm as the other. BENCH_OBSERVED_NODE_ARGS: diagnostics for these.
+const sink = await otlpSink();
+const twin = async (label: string, extra: Record<string, string>) => {
+  const metricsPort = await freePort();
+  const observed = { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url };
+  const p = await spawnGateway(label, { ...(label === 'gateway-plain' ? {} : observed), ...extra }, args('BENCH_OBSERVED_NODE_ARGS'));
+  return { p, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
+};
+const gwPlain = await twin('gateway-plain', {});
+const gwObserved = await twin('gateway-observed', {});
+const gwTraceAll = await twin('gateway-traced-all', { TRACE_SAMPLE_RATIO: '1' });
 // Before and after in the same run: BENCH_BASE_REPO=<another checkout> adds its gateway (same NATS, database and
 // billing-chain) to every throughput and half-load slice.
 const baseRepo = process.env.BENCH_BASE_REPO;
@@ -215,23 +222,31 @@ try {
   log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
   log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
 
+  const pathCpuUs = cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!;
+  const load = { billingPid: billing.pid, connections: CONNECTIONS, rounds: ROUNDS, sliceMs: SLICE_MS, pathCpuUs, log };
   const assertions = await assertionCost({
-    on: gateway,
-    off: { ...gateway, url: `${String(gwOff.ready.url)}/api/subscription/status` },
-    gatewayOn: gw,
-    gatewayOff: gwOff,
-    billingPid: billing.pid,
-    connections: CONNECTIONS,
-    rounds: ROUNDS,
-    sliceMs: SLICE_MS,
-    pathCpuUs: cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!,
-    log,
+    ...load,
+    on: { target: gateway, gateway: gw },
+    off: { target: { ...gateway, url: `${String(gwOff.ready.url)}/api/subscription/status` }, gateway: gwOff },
   });
   gatewayRequests += assertions.on.requests + assertions.off.requests;
 
+  const observe = async (g: { p: BenchProcess; metricsUrl: string }, sampleRatio: string) => {
+    const r = await observabilityCost({
+      ...load,
+      on: { target: { ...gateway, url: `${String(g.p.ready.url)}/api/subscription/status` }, gateway: g.p },
+      off: { target: { ...gateway, url: `${String(gwPlain.p.ready.url)}/api/subscription/status` }, gateway: gwPlain.p },
+      metricsUrl: g.metricsUrl,
+      sampleRatio,
+    });
+    gatewayRequests += r.on.requests + r.off.requests;
+    return r;
+  };
+  const observability = { default_sampling: await observe(gwObserved, 'default (0.1)'), every_request_traced: await observe(gwTraceAll, '1') };
+
   // Stop the gateways: their database sessions end (so Postgres flushes their statistics) and they give
   // back their unused quota blocks (counted too).
-  await Promise.all([gw.stop(), gwOff.stop()]);
+  await Promise.all([gw.stop(), gwOff.stop(), gwPlain.p.stop(), gwObserved.p.stop(), gwTraceAll.p.stop()]);
   await new Promise((r) => setTimeout(r, 500));
   const writes = (await usageWrites(db.url)) - writesBefore;
   const writesPerRequest = writes / Math.max(1, gatewayRequests);
@@ -263,6 +278,7 @@ try {
       pass: overFloor.p99 <= 1,
     },
     assertions,
+    observability,
     usage_counting: {
       gateway_requests: gatewayRequests,
       usage_counters_writes: writes,
@@ -275,7 +291,7 @@ try {
   };
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
   writeFileSync(path.join(repo, 'bench/results/gateway.json'), `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, errors }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, observability_cost_percent: observability.default_sampling.throughput_cost_percent_paired_median, errors }, null, 2)}\n`);
   log('wrote bench/results/gateway.json');
   if (errors > 0) exitCode = 1;
 } catch (err) {
@@ -284,6 +300,7 @@ try {
 } finally {
   bare.stop();
   for (const f of floorProcs) f.child.kill('SIGTERM');
+  sink.close();
   await Promise.all(procs.map((p) => p.stop()));
   await devchain.close();
   await nats.stop();

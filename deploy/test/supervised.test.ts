@@ -14,6 +14,7 @@ const run = promisify(execFile);
 const state = mkdtempSync(path.join(os.tmpdir(), 'agenthost-deploy-'));
 let env: NodeJS.ProcessEnv;
 let gatewayPort: number;
+let prometheusPort: number;
 const conf = path.join(state, 'supervisor', 'supervisord.conf');
 
 const supervisorctl = async (...args: string[]) => (await run('supervisorctl', ['-c', conf, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
@@ -33,6 +34,9 @@ beforeAll(async () => {
     AGENTHOST_NATS_PORT: String(await freePort()),
     DEVCHAIN_PORT: String(await freePort()),
     GATEWAY_PORT: String(gatewayPort),
+    // Operator ports and Prometheus on free ports, clear of a deployment running on this machine.
+    METRICS_PORT_BASE: String(await freePort()),
+    PROMETHEUS_PORT: String((prometheusPort = await freePort())),
   };
   for (const k of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NATS_URL', 'NATS_AUTH_DIR', 'SOLANA_RPC_URL', 'MASTER_KEY_ENCRYPTION']) delete env[k];
   // Its instances (none are made here) and its reconciler stay out of the other suites' way.
@@ -55,6 +59,20 @@ describe('deploy/start.sh', () => {
     const status = await supervisorctl('status');
     for (const p of ['auth', 'billing-chain', 'provisioner', 'keyvault', 'gateway', 'devchain']) expect(status).toMatch(new RegExp(`^${p}\\s+RUNNING`, 'm'));
   });
+
+  it('runs Prometheus, which scrapes the operator port of every service', async () => {
+    expect(await supervisorctl('status')).toMatch(/^prometheus\s+RUNNING/m);
+    await waitFor(
+      'every service up in Prometheus',
+      async () => {
+        const r = (await (await fetch(`http://127.0.0.1:${prometheusPort}/api/v1/query?query=up`)).json()) as { data: { result: { metric: { job: string }; value: [number, string] }[] } };
+        const up = r.data.result.filter((s) => s.value[1] === '1').map((s) => s.metric.job);
+        return up.length === 5 ? up : undefined;
+      },
+      90_000,
+      1000,
+    );
+  }, 120_000);
 
   it('starts a service killed with SIGKILL again by itself, and the API recovers', async () => {
     const before = { gateway: await pidOf('gateway'), keyvault: await pidOf('keyvault'), auth: await pidOf('auth') };

@@ -12,3 +12,4 @@ export * from './subscribe.ts';
 export * from './infra-env.ts';
 export * from './wait.ts';
 export * from './events.ts';
+export * from './observe.ts';

@@ -22,6 +22,7 @@ import { SwarmInstances } from './swarm/runtime.ts';
 import { Drainer } from './swarm/drain.ts';
 import { Backups } from './backups/backups.ts';
 import { BackupScheduler } from './backups/scheduler.ts';
+import { instancesByState } from './metrics.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -166,11 +167,13 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       graceSeconds: config.QUOTA_GRACE_SECONDS,
     });
     engine.onRecovery(() => void reconciler.trigger());
+    instancesByState(db);
     let subscriptionChanges: Subscription | undefined;
     let stopNodeWatch: (() => void) | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
 
     return {
+      checks: { docker: () => engine.available },
       endpoints: [
         endpoint(P.create, (input) => instances.create(input)),
         endpoint(P.get, (input) => instances.get(input)),

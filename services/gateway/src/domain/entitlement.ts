@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
 import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
 import type { Call } from './call.ts';
+import { observeEntitlement } from './metrics.ts';
 
 export type Subscription = contracts.billing.Subscription;
 
@@ -70,8 +71,10 @@ export class Entitlements {
 
   async lookup(user: { user_id: string; wallet_address: string }, requestId?: string): Promise<Subscription | null> {
     // Just past the TTL (up to twice it): answer from the cache while one lookup refreshes it (no request waits).
-    const pastTtl = -this.cache.getRemainingTTL(user.wallet_address);
+    const remaining = this.cache.getRemainingTTL(user.wallet_address);
+    const pastTtl = -remaining;
     const allowStale = pastTtl >= 0 && pastTtl < this.opts.ttlMs;
+    observeEntitlement(remaining > 0 ? 'hit' : remaining < 0 && allowStale ? 'stale' : 'miss');
     const entry = await this.cache.fetch(user.wallet_address, { allowStale, context: { user, requestId } });
     return entry!.sub;
   }

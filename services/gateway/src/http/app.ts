@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { AppError, toAppError, type Logger } from '@agenthost/shared';
+import { AppError, context, toAppError, type Logger } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
 import { setSubscriptionHeaders } from './headers.ts';
 import { mountRoutes } from './mount.ts';
+import { observeRequest, startHttpSpan } from './observe.ts';
 import { sendJson, type Route } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 
@@ -41,11 +42,20 @@ function requestContext(log: Logger) {
     res.setHeader('X-Request-ID', requestId);
     setSubscriptionHeaders(res, null, undefined);
     const path = pathOf(req.url);
+    const traced = startHttpSpan(req.method, requestId);
     res.once('close', () => {
-      const ms = Math.round((performance.now() - started) * 10) / 10;
-      access.info({ request_id: requestId, method: req.method, path, status: res.statusCode, ms, ...(res.locals.userId ? { user_id: res.locals.userId } : {}) }, 'request');
+      const elapsed = performance.now() - started;
+      const ms = Math.round(elapsed * 10) / 10;
+      // Requests no route matched share one label: a scan of random paths must not grow the metrics.
+      const traceId = observeRequest(traced?.span, (res.locals.route as string | undefined) ?? 'unmatched', req.method, res.statusCode, elapsed / 1000);
+      access.info(
+        { request_id: requestId, method: req.method, path, status: res.statusCode, ms, ...(res.locals.userId ? { user_id: res.locals.userId } : {}), ...(traceId ? { trace_id: traceId } : {}) },
+        'request',
+      );
     });
-    next();
+    // The rest of the request runs in its span's context: NATS requests, queries and Docker calls join its trace.
+    if (traced) context.with(traced.ctx, next);
+    else next();
   };
 }
 

@@ -15,7 +15,13 @@ export function mountRoutes(ctx: GatewayContext, routes: Route[]): express.Route
   const body = jsonBodies(ctx.config.BODY_LIMIT_BYTES);
   const allowed = new Map<string, string[]>();
   for (const route of routes) {
-    router[route.method](route.path, body, serve(ctx, route));
+    // The route's pattern (never its parameters' values) labels the request's metrics and span.
+    const pattern = route.path;
+    const named = (_req: Request, res: Response, next: () => void) => {
+      res.locals.route = pattern;
+      next();
+    };
+    router[route.method](route.path, named, body, serve(ctx, route));
     const methods = allowed.get(route.path) ?? [];
     allowed.set(route.path, [...methods, route.method.toUpperCase(), ...(route.method === 'get' ? ['HEAD'] : [])]);
   }

@@ -1,3 +1,4 @@
+import { observeContainerEvent } from '../metrics.ts';
 import type { Logger } from '@agenthost/shared';
 import { o, type DockerEngine } from './engine.ts';
 import { containerName, LABEL_INSTANCE, LABEL_SCOPE, LABEL_USER } from './spec.ts';
@@ -65,7 +66,7 @@ export class CredentialHandoff {
     if (this.stopped || this.stream) return;
     const { engine, log, scope } = this.d;
     try {
-      const stream = (await engine.docker.getEvents({ filters: { type: ['container'], event: ['start'], label: [`${LABEL_SCOPE}=${scope}`] } })) as NodeJS.ReadableStream;
+      const stream = (await engine.docker.getEvents({ filters: { type: ['container'], event: ['start', 'die', 'oom'], label: [`${LABEL_SCOPE}=${scope}`] } })) as NodeJS.ReadableStream;
       this.stream = stream;
       let buffered = '';
       stream.on('data', (chunk: Buffer) => {
@@ -74,7 +75,7 @@ export class CredentialHandoff {
         while ((nl = buffered.indexOf('\n')) >= 0) {
           const line = buffered.slice(0, nl);
           buffered = buffered.slice(nl + 1);
-          if (line.trim()) void this.onStart(line);
+          if (line.trim()) void this.onEvent(line);
         }
       });
       const ended = () => {
@@ -90,18 +91,24 @@ export class CredentialHandoff {
     }
   }
 
-  private async onStart(line: string): Promise<void> {
+  private async onEvent(line: string): Promise<void> {
     let attrs: Record<string, string> = {};
+    let action = '';
     try {
-      attrs = (JSON.parse(line) as { Actor?: { Attributes?: Record<string, string> } }).Actor?.Attributes ?? {};
+      const ev = JSON.parse(line) as { Action?: string; Actor?: { Attributes?: Record<string, string> } };
+      attrs = ev.Actor?.Attributes ?? {};
+      action = ev.Action ?? '';
     } catch {
       return;
     }
     const instanceId = attrs[LABEL_INSTANCE];
     const userId = attrs[LABEL_USER];
     if (!instanceId || !userId) return;
+    // Exits and OOM kills are only counted (the metrics); starts are ours or the engine's restarts.
+    if (action !== 'start') return observeContainerEvent(action, attrs.exitCode, false);
     const own = this.ownStarts.get(instanceId);
     for (const [id, at] of this.ownStarts) if (Date.now() - at > OWN_START_MS) this.ownStarts.delete(id);
+    observeContainerEvent('start', undefined, own === undefined);
     if (own !== undefined) {
       // Our own start's event: its credentials were given (or are being given) by the start itself.
       this.ownStarts.delete(instanceId);

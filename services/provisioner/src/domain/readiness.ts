@@ -1,3 +1,4 @@
+import { observeReady } from '../metrics.ts';
 import http from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
@@ -90,6 +91,7 @@ export class Readiness {
           .executeTakeFirst();
         if (r) {
           const seconds = (now.getTime() - w.startedAt.getTime()) / 1000;
+          observeReady(seconds);
           this.emaSeconds = this.emaSeconds === undefined ? seconds : this.emaSeconds * 0.8 + seconds * 0.2;
           this.deps.log.info({ instance_id: w.id, ready_ms: Math.round(seconds * 1000) }, 'instance is running');
         }

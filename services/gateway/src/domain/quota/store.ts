@@ -3,6 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import { AppError, type Logger } from '@agenthost/shared';
 import type { GatewayDB } from '../../db/schema.ts';
 import { reclaimStale, releaseReplica } from './reclaim.ts';
+import { observeLease } from '../metrics.ts';
 
 // The durable side of this replica's quota leases (policy.ts and blocks.ts keep the tokens in memory).
 //
@@ -108,6 +109,17 @@ export class LeaseLedger {
    * in one statement. undefined: the counter is exhausted.
    */
   async lease(w: LeasedWindow, want: number, limit: number): Promise<{ used: number; granted: number } | undefined> {
+    try {
+      const r = await this.take(w, want, limit);
+      observeLease(r ? 'granted' : 'exhausted', r?.granted);
+      return r;
+    } catch (err) {
+      observeLease('error');
+      throw err;
+    }
+  }
+
+  private async take(w: LeasedWindow, want: number, limit: number): Promise<{ used: number; granted: number } | undefined> {
     for (let attempt = 0; ; attempt++) {
       await this.ready();
       const replica = this.replicaId;
