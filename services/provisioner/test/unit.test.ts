@@ -17,7 +17,7 @@ const frame = (type: number, text: string) => {
 describe('container spec', () => {
   const spec = containerSpec({
     instanceId: 'inst-abc', userId: 'u1', scope: 's', image: 'agenthost/openclaw:1', network: 'net', publishHost: '127.0.0.1', port: 18001,
-    memoryMb: 2048, cpus: 1.5, pids: 512, tmpfsMb: 64, restartMaxRetries: 3, stopTimeoutSeconds: 5, env: { A: '1', NODE_OPTIONS: 'x' },
+    memoryMb: 2048, cpus: 1.5, pids: 512, tmpfsMb: 64, stopTimeoutSeconds: 5, env: { A: '1', NODE_OPTIONS: 'x' },
   });
 
   it('sizes the V8 heap under the memory limit (75 %)', () => {
@@ -31,7 +31,7 @@ describe('container spec', () => {
     expect(spec.User).toBe('10001:10001');
     expect(spec.HostConfig).toMatchObject({
       CapDrop: ['ALL'], ReadonlyRootfs: true, Privileged: false, PidsLimit: 512, Memory: 2048 * 2 ** 20, MemorySwap: 2048 * 2 ** 20, NanoCpus: 1.5e9,
-      SecurityOpt: ['no-new-privileges:true'], NetworkMode: 'net', PortBindings: { '18789/tcp': [{ HostIp: '127.0.0.1', HostPort: '18001' }] },
+      SecurityOpt: ['no-new-privileges:true'], Init: true, NetworkMode: 'net', PortBindings: { '18789/tcp': [{ HostIp: '127.0.0.1', HostPort: '18001' }] },
     });
     expect(spec.HostConfig!.Binds).toBeUndefined();
     expect(JSON.stringify(spec)).not.toContain('docker.sock');
