@@ -4,6 +4,7 @@ import type { KeyObject } from 'node:crypto';
 import { AssertionSigner, contracts, request, x25519PublicKey, type Contract, type Logger } from '@agenthost/shared';
 import type { z } from 'zod';
 import { TokenVerifier } from './auth/jwt.ts';
+import { SignInLimits } from './auth/sign-in-limits.ts';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
 import { coalesce } from './coalesce.ts';
@@ -28,6 +29,8 @@ export interface GatewayContext {
   usage: Usage;
   /** Requests per minute of callers the tier does not count (no subscription; registrations). */
   allowance: Allowance;
+  /** Nonces and logins per client address and per wallet, shared by every replica. */
+  signInLimits: SignInLimits;
   /** Every route, for GET /api/openapi.json. */
   catalog: ApiCatalog;
   /** Instances and storage per user from the provisioner (briefly cached). */
@@ -53,6 +56,7 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     call,
     asserter,
     keyvaultSealKey: x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
+    signInLimits: new SignInLimits(db, config),
     tokens: new TokenVerifier(nc, {
       issuer: config.JWT_ISSUER,
       audience: config.JWT_AUDIENCE,

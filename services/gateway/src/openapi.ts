@@ -12,6 +12,8 @@ export interface RouteDoc {
   response?: z.ZodType;
   /** The response's media type when it is not JSON (the schema then describes each event's data). */
   responseType?: 'text/event-stream';
+  /** The limit that answers 429 with Retry-After (the sign-in limits of the public endpoints). */
+  rateLimit?: string;
 }
 
 interface Entry extends RouteDoc {
@@ -79,6 +81,15 @@ export class ApiCatalog {
         ...(e.body ? { requestBody: { required: true, content: json(e.body, 'input') } } : {}),
         responses: {
           '200': { description: 'OK', headers, ...(e.response ? { content: json(e.response, 'output', e.responseType) } : {}) },
+          ...(e.rateLimit
+            ? {
+                '429': {
+                  description: `RATE_LIMITED: ${e.rateLimit}`,
+                  headers: { ...headers, 'Retry-After': { schema: { type: 'integer' }, description: 'seconds until the limit admits the client again' } },
+                  content: json(contracts.api.errorBody, 'output'),
+                },
+              }
+            : {}),
           default: { description: 'Error: see the error code table', headers, content: json(contracts.api.errorBody, 'output') },
         },
       };
