@@ -53,7 +53,9 @@ describe('instance lifecycle on the real Docker engine', () => {
     expect(info.Config.Labels).toMatchObject({ 'agenthost.instance': id, 'agenthost.user': user_id, 'agenthost.managed': 'true' });
     expect(info.HostConfig).toMatchObject({ CapDrop: ['ALL'], ReadonlyRootfs: true, PidsLimit: 64, Memory: 256 * 1024 * 1024, MemorySwap: 256 * 1024 * 1024, NanoCpus: 5e8 });
     expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges:true');
-    expect(info.HostConfig.RestartPolicy).toMatchObject({ Name: 'on-failure' });
+    // Crashes are restarted by the provisioner's self-healing (healing.test.ts), under an init as PID 1.
+    expect(info.HostConfig.RestartPolicy).toMatchObject({ Name: 'no' });
+    expect(info.HostConfig.Init).toBe(true);
     expect(info.HostConfig.LogConfig).toMatchObject({ Type: 'json-file', Config: { 'max-size': '10m' } });
     expect(info.HostConfig.PortBindings['18789/tcp']).toEqual([{ HostIp: '127.0.0.1', HostPort: String(created.port) }]);
     expect(info.HostConfig.Tmpfs['/tmp']).toContain('size=64m');
