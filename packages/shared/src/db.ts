@@ -11,6 +11,8 @@ export interface ConnectOptions {
   /** Static, ordered record of migrations (ISO-timestamp names). */
   migrations: Record<string, Migration>;
   poolSize?: number;
+  /** Read only (an operator's tool such as the doctor): the schema must exist and is not migrated. */
+  readOnly?: boolean;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -27,6 +29,7 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  if (opts.readOnly) return db;
   try {
     // Deploy creates the schema for the service's own role, which may not create schemas itself: only a
     // missing schema is created here (with a role that may, e.g. a single-role development database).
