@@ -70,7 +70,10 @@ export class SelfHealing {
     this.timers.clear();
   }
 
-  /** Whether a crash of this instance's agent is healed: it was running, or is coming back from a crash. */
+  /**
+   * Whether a crash of this instance's agent is healed: it was running, or is coming back from a crash (a stop or a
+   * failure the provisioner decides, e.g. the storage quota, ends the series: crash_streak 0).
+   */
   static heals(row: InstanceRow): boolean {
     if (row.deleting_at || row.step !== 'done') return false;
     return row.status === 'running' || ((row.status === 'provisioning' || row.status === 'failed') && row.crash_streak > 0);
@@ -86,7 +89,24 @@ export class SelfHealing {
       return false;
     }
     if (!SelfHealing.heals(row)) return false;
-    return this.crashed(row.id);
+    const s = await this.d.runtime.inspect(row.id);
+    if (s.state === 'exited') return this.crashed(row.id);
+    if (row.status === 'failed' && s.state === 'running' && !this.d.readiness.isWatching(row.id, row.generation)) {
+      // Restarted while it kept crashing, and its watcher died with its provisioner: watched again, so it turns
+      // running once ready (a provisioning one is resumed by the reconciler like any other).
+      const now = new Date();
+      this.d.readiness.watch({
+        id: row.id,
+        generation: row.generation,
+        port: row.port,
+        host: this.d.runtime.probeHost(row),
+        deadline: row.ready_deadline ? new Date(row.ready_deadline) : new Date(now.getTime() + this.d.policy.READY_TIMEOUT_SECONDS * 1000),
+        startedAt: row.started_at ? new Date(row.started_at) : now,
+        from: 'failed',
+        healed: true,
+      });
+    }
+    return false;
   }
 
   /** The agent of an instance died: record it and schedule its restart. True when it was a crash to heal. */

@@ -292,7 +292,7 @@ export class Instances {
     const now = new Date();
     await db
       .updateTable('instances')
-      .set({ status: failureReason ? 'failed' : 'stopped', step: 'done', failure_reason: failureReason ?? null, last_activity: now, updated_at: now })
+      .set({ status: failureReason ? 'failed' : 'stopped', step: 'done', failure_reason: failureReason ?? null, crash_streak: 0, last_activity: now, updated_at: now })
       .where('id', '=', row.id)
       .execute();
     this.d.stats.forget(row.id);
@@ -440,7 +440,7 @@ export class Instances {
     const now = new Date();
     await this.d.db
       .updateTable('instances')
-      .set({ status: 'failed', step: 'done', failure_reason: reason, last_activity: now, updated_at: now })
+      .set({ status: 'failed', step: 'done', failure_reason: reason, crash_streak: 0, last_activity: now, updated_at: now })
       .where('id', '=', id)
       .where('generation', '=', generation)
       .where('deleting_at', 'is', null)
