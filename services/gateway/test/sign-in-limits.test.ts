@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import bs58 from 'bs58';
 import pg from 'pg';
@@ -72,6 +73,9 @@ const expectLimited = (r: Reply) => {
   expect(Number(r.retryAfter)).toBeGreaterThan(0);
 };
 
+/** Resident memory of a process, in bytes. */
+const rss = async (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+
 const count = async (q: string, params: unknown[] = []) => Number((await db.query(q, params)).rows[0].n);
 
 describe('sign-in limits shared by every gateway replica', () => {
@@ -111,6 +115,7 @@ describe('sign-in limits shared by every gateway replica', () => {
     // A 10 s flood (the issue's load test ran 5 min; its 47,017 nonces in 15 s were all rows) from one address,
     // 16 requests in flight over both replicas, each for a fresh wallet.
     const before = await count('select count(*) as n from auth.nonces');
+    const rssBefore = await Promise.all(stack.gateways.map((g) => rss(g.pid()!)));
     const statuses = new Map<number, number>();
     const until = Date.now() + 10_000;
     let i = 0;
@@ -123,6 +128,9 @@ describe('sign-in limits shared by every gateway replica', () => {
       }),
     );
     expect(statuses.get(200)).toBe(PER_ADDRESS);
+    // Memory: a refused client costs a replica one remembered key, not one per request.
+    const rssAfter = await Promise.all(stack.gateways.map((g) => rss(g.pid()!)));
+    for (const [i, after] of rssAfter.entries()) expect(after - rssBefore[i]!, `gateway ${i} grew`).toBeLessThan(64 * 1024 * 1024);
     expect(statuses.get(429)).toBeGreaterThan(100);
     expect([...statuses.keys()].sort()).toEqual([200, 429]);
     expect(await count('select count(*) as n from auth.nonces')).toBeLessThanOrEqual(before + PER_ADDRESS);
