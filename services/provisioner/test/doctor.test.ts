@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
 import { startStack, type Stack } from '@agenthost/testkit';
@@ -15,6 +16,8 @@ const env = provisionerEnv({ network, ports: PORTS });
 
 let stack: Stack;
 let n: Nats;
+/** An instance of the first test, made an orphan by the second. */
+let second = '';
 
 beforeAll(async () => {
   await cleanupDocker(network);
@@ -57,6 +60,7 @@ describe('agenthost doctor', () => {
     const b = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
     await running(user_id, a.instance_id);
     await running(user_id, b.instance_id);
+    second = b.instance_id;
 
     const fresh = await doctor();
     expect(fresh.report.drift).toEqual([]);
@@ -76,16 +80,26 @@ describe('agenthost doctor', () => {
     expect((await doctor()).code).toBe(0);
   }, 180_000);
 
-  it('fails when a host firewall rule of the instance network is removed, and passes once the provisioner puts it back', async () => {
+  it('fails when a host firewall rule is removed or an instance has lost its row, and passes once the provisioner has repaired both', async () => {
     // Stopped first: its reconciler would put the rule back within seconds, before the doctor looks.
     const provisioner = stack.services.get('provisioner')!;
     await provisioner.stop();
     const rules = (await execOut('iptables', ['-S', 'INPUT'])).split('\n').filter((l) => l.includes(firewallTag(network)) && l.includes('--dport') && !l.includes('--dport 53'));
     expect(rules).toHaveLength(1); // the gateway port
     await execOut('iptables', ['-D', ...rules[0]!.replace(/"/g, '').split(/\s+/).slice(1)]);
+    const admin = new pg.Client({ connectionString: stack.db.url });
+    await admin.connect();
+    await admin.query('delete from provisioner.instances where id = $1', [second]).finally(() => admin.end());
     const broken = await doctor();
     expect(broken.code).toBe(1);
-    expect(broken.report.drift).toEqual([expect.objectContaining({ check: 'firewall', problem: expect.stringMatching(/missing from INPUT: .* --dport \d+ .* -j ACCEPT/), fix: expect.stringMatching(/restart the provisioner/) })]);
+    expect(broken.report.drift).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ check: 'firewall', problem: expect.stringMatching(/missing from INPUT: .* --dport \d+ .* -j ACCEPT/), fix: expect.stringMatching(/restart the provisioner/) }),
+        expect.objectContaining({ instance_id: second, check: 'orphan', problem: expect.stringMatching(/^container agenthost-inst-\w+ has no instance/) }),
+        expect.objectContaining({ instance_id: second, check: 'orphan', problem: expect.stringMatching(/^volume agenthost-inst-\w+ has no instance/) }),
+      ]),
+    );
+    expect(broken.report.drift.filter((f) => f.check !== 'firewall').every((f) => f.instance_id === second && f.check === 'orphan')).toBe(true);
 
     await provisioner.start();
     await waitFor('the doctor to pass again', async () => ((await doctor()).code === 0 ? true : undefined), 60_000, 1000);

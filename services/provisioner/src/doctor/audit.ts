@@ -1,4 +1,6 @@
+import { readdir } from 'node:fs/promises';
 import http from 'node:http';
+import { join } from 'node:path';
 import type Docker from 'dockerode';
 import type { Kysely } from 'kysely';
 import type { ProvisionerConfig } from '../config.ts';
@@ -40,6 +42,9 @@ export async function audit(d: { config: ProvisionerConfig; db: Kysely<Provision
   // Docker before the rows, as the reconciler does: a row always exists before its container.
   const containers = await docker.listContainers({ all: true, filters });
   const volumes = (await docker.listVolumes({ filters })).Volumes ?? [];
+  // Size-limited volume files (VOLUME_QUOTA=enforce) of this scope, where main.ts places them.
+  const volumeDir = join(config.VOLUME_DIR || join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', 'volumes'), scope);
+  const volumeFiles = await readdir(volumeDir).catch(() => [] as string[]);
   const rows = await db.selectFrom('instances').selectAll().execute();
   const byId = new Map(rows.map((r) => [r.id, r]));
 
@@ -50,6 +55,11 @@ export async function audit(d: { config: ProvisionerConfig; db: Kysely<Provision
   for (const v of volumes) {
     const id = v.Labels?.[LABEL_INSTANCE];
     if (id && !byId.has(id)) drift.push({ instance_id: id, check: 'orphan', problem: `volume ${v.Name} has no instance in the database`, fix: `docker volume rm ${v.Name} (the provisioner's reconciler also removes it)` });
+  }
+
+  for (const file of volumeFiles) {
+    const id = file.replace(/\.ext4(\.new)?$/, '');
+    if (id !== file && !byId.has(id)) drift.push({ instance_id: id, check: 'orphan', problem: `volume file ${join(volumeDir, file)} has no instance in the database`, fix: "the provisioner's reconciler removes it (with its mount and loop device) at its next pass; start the provisioner if it is not running" });
   }
 
   const images = new Map<string, Docker.ImageInspectInfo | undefined>();
