@@ -8,6 +8,10 @@ shift
 # `doctor` (bin/agenthost doctor) runs the provisioner's audit with the provisioner's settings and database role.
 tool=
 if [ "$name" = doctor ]; then tool=doctor; name=provisioner; fi
+if [ "$tool" = doctor ] && [ ! -f "$RUN_DIR/services.env" ]; then
+  echo "agenthost doctor: cannot audit: the system was never started on this machine (bash deploy/start.sh)" >&2
+  exit 2
+fi
 set -a
 source "$AGENTHOST_STATE/infra.env"
 [ -f "$AGENTHOST_STATE/agenthost.env" ] && source "$AGENTHOST_STATE/agenthost.env"
