@@ -140,6 +140,13 @@ describe('sign-in limits shared by every gateway replica', () => {
     await waitFor('expired nonces purged', async () => ((await count('select count(*) as n from auth.nonces where expires_at < now()')) === 0 ? true : undefined), 20_000, 250);
   }, 60_000);
 
+  it('documents the 429 and its Retry-After on both sign-in endpoints in the OpenAPI document', async () => {
+    const doc = (await send(0, '127.0.0.1', 'GET', '/openapi.json')).body as { paths: Record<string, Record<string, { responses: Record<string, { headers: Record<string, unknown> }> }>> };
+    for (const [path, method] of [['/auth/nonce', 'get'], ['/auth/login', 'post']] as const) {
+      expect(doc.paths[path]![method]!.responses['429']!.headers['Retry-After']).toBeDefined();
+    }
+  });
+
   it('keeps at most a few outstanding nonces per wallet: a new one replaces the oldest', async () => {
     const wallet = newWallet().address;
     const issued: string[] = [];
