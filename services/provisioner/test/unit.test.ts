@@ -3,6 +3,7 @@ import { parseConfig } from '@agenthost/shared';
 import { provisionerConfig } from '../src/config.ts';
 import { firewallRules, hostSubnets, PRIVATE_RANGES } from '../src/docker/firewall.ts';
 import { demux, lastLines } from '../src/docker/logs.ts';
+import { backoffMs, exitReason } from '../src/domain/healing.ts';
 import { bridgeNameFor } from '../src/docker/network.ts';
 import { containerSpec, heapMb } from '../src/docker/spec.ts';
 
@@ -107,5 +108,18 @@ describe('swarm node address', () => {
     expect(nodeAddr({ ID: 'v6', Status: { Addr: '::1' }, ManagerStatus: { Addr: '[fd00::1]:2377' } })).toBe('fd00::1');
     expect(nodeAddr({ ID: 'w', Status: { Addr: '10.99.0.2' } })).toBe('10.99.0.2');
     expect(nodeAddr({ ...manager, Spec: { Labels: { 'agenthost.addr': '203.0.113.7' } } })).toBe('203.0.113.7');
+  });
+});
+
+describe('self-healing policy', () => {
+  it('doubles the wait before each restart of a crash series, up to the cap', () => {
+    const policy = { RESTART_BACKOFF_INITIAL_MS: 1000, RESTART_BACKOFF_MAX_SECONDS: 30 };
+    expect([1, 2, 3, 4, 5, 6, 40].map((streak) => backoffMs(streak, policy))).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+  });
+
+  it('names why an agent stopped: out of memory, a signal, or its exit code', () => {
+    expect(exitReason({ exitCode: 137, oomKilled: true }, 256)).toBe('killed: out of memory (limit 256 MiB)');
+    expect(exitReason({ exitCode: 143 }, 256)).toBe('killed by SIGTERM (exit code 143)');
+    expect(exitReason({ exitCode: 3 }, 256)).toBe('exited with code 3');
   });
 });
