@@ -56,6 +56,11 @@ describe('deploy/start.sh', () => {
     for (const p of ['auth', 'billing-chain', 'provisioner', 'keyvault', 'gateway', 'devchain']) expect(status).toMatch(new RegExp(`^${p}\\s+RUNNING`, 'm'));
   });
 
+  it('audits the started system with `agenthost doctor`, as the provisioner sees it: no drift', async () => {
+    const { stdout } = await run('bash', [path.join(repoRoot, 'bin/agenthost'), 'doctor', '--json'], { env });
+    expect(JSON.parse(stdout)).toEqual({ scope: 'deploytest', ok: true, instances: 0, drift: [], notes: [] });
+  });
+
   it('starts a service killed with SIGKILL again by itself, and the API recovers', async () => {
     const before = { gateway: await pidOf('gateway'), keyvault: await pidOf('keyvault'), auth: await pidOf('auth') };
     for (const pid of Object.values(before)) process.kill(pid, 'SIGKILL');
