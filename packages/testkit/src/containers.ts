@@ -87,7 +87,8 @@ function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
-  } catch {
-    return false;
+  } catch (err) {
+    // EPERM: the process is there, run by another user (another engineer's run on a shared machine).
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
