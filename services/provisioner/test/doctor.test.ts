@@ -26,9 +26,12 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await n?.close();
-  await stack?.stop();
-  await cleanupDocker(network);
+  try {
+    await n?.close();
+    await stack?.stop();
+  } finally {
+    await cleanupDocker(network);
+  }
 });
 
 interface Run {

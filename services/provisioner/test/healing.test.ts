@@ -30,9 +30,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   sub?.unsubscribe();
-  await n?.close();
-  await stack?.stop();
-  await cleanupDocker(network);
+  try {
+    await n?.close();
+    await stack?.stop();
+  } finally {
+    await cleanupDocker(network);
+  }
 });
 
 const inspect = async (id: string) => JSON.parse(await docker('inspect', `agenthost-${id}`))[0] as { Id: string; State: { StartedAt: string; FinishedAt: string; Pid: number } };
