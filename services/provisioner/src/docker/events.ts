@@ -4,19 +4,19 @@ import { LABEL_SCOPE } from './spec.ts';
 
 /** One container event of this scope, as the engine reports it. */
 export interface ContainerEvent {
-  action: 'start' | 'die';
+  action: 'start' | 'die' | 'kill';
   /** The container's id. */
   id: string;
-  /** The container's labels (and, for die, exitCode). */
+  /** The container's labels (and, for die, exitCode; for kill, signal). */
   attrs: Record<string, string>;
 }
 
 type Listener = (e: ContainerEvent) => void;
 
 /**
- * The engine's start and die events of this scope's containers, on one stream (followed again after the engine
- * comes back). Starts the engine makes itself need fresh credentials (handoff.ts); deaths need a restart
- * (domain/healing.ts). An event missed while the stream is down is caught by the reconciler, which looks at
+ * The engine's start, kill and die events of this scope's containers, on one stream (followed again after the
+ * engine comes back). Starts the engine makes itself need fresh credentials (handoff.ts); deaths need a restart,
+ * unless a SIGTERM sent through the engine (`docker stop`) preceded them (domain/healing.ts). An event missed while the stream is down is caught by the reconciler, which looks at
  * every container on its schedule.
  */
 export class ContainerEvents {
@@ -48,7 +48,7 @@ export class ContainerEvents {
     if (this.stopped || this.stream) return;
     const { engine, log, scope } = this.d;
     try {
-      const filters = { type: ['container' as const], event: ['start', 'die'], label: [`${LABEL_SCOPE}=${scope}`] };
+      const filters = { type: ['container' as const], event: ['start', 'die', 'kill'], label: [`${LABEL_SCOPE}=${scope}`] };
       const stream = (await engine.docker.getEvents({ filters })) as NodeJS.ReadableStream;
       this.stream = stream;
       let buffered = '';
@@ -82,7 +82,7 @@ export class ContainerEvents {
       return;
     }
     const action = e.Action;
-    if (action !== 'start' && action !== 'die') return;
+    if (action !== 'start' && action !== 'die' && action !== 'kill') return;
     const event: ContainerEvent = { action, id: e.Actor?.ID ?? '', attrs: e.Actor?.Attributes ?? {} };
     for (const l of this.listeners) if (l.action === action) l.fn(event);
   }

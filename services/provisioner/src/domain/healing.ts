@@ -22,6 +22,11 @@ export interface HealingDeps {
   issueCredentials(userId: string, instanceId: string): Promise<Credentials>;
 }
 
+/** How long a SIGTERM through the engine marks the next death as a stop (docker stop's timeout is far shorter). */
+const STOP_MEMORY_MS = 120_000;
+
+export const STOPPED_OUTSIDE = 'The agent was stopped from outside agenthost (docker stop); start the instance again (POST /instance/start)';
+
 /** The wait before the restart that follows the streak-th crash in a row: doubling from the initial delay, capped. */
 export function backoffMs(streak: number, policy: Pick<Policy, 'RESTART_BACKOFF_INITIAL_MS' | 'RESTART_BACKOFF_MAX_SECONDS'>): number {
   return Math.min(policy.RESTART_BACKOFF_MAX_SECONDS * 1000, policy.RESTART_BACKOFF_INITIAL_MS * 2 ** Math.min(30, Math.max(0, streak - 1)));
@@ -46,11 +51,15 @@ export function exitReason(s: Pick<RuntimeState, 'exitCode' | 'oomKilled'>, memo
  * `backoff`, next_restart_at), so any replica's reconciler carries it out after a provisioner restart.
  *
  * An agent that exits before it was ever ready after a create, restart or start is not healed: that is a broken
- * image or configuration, failed at once by the readiness watcher (restarting it would only hide the cause).
+ * image or configuration, failed at once by the readiness watcher (restarting it would only hide the cause). Nor
+ * is one stopped through the engine with SIGTERM (`docker stop` by an operator): it turns failed, as a stop that
+ * Docker's own restart policy would not have undone either.
  */
 export class SelfHealing {
   private readonly d: HealingDeps;
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Containers sent SIGTERM through the engine, and when. */
+  private readonly terminated = new Map<string, number>();
   private stopped = false;
 
   constructor(deps: HealingDeps) {
@@ -58,10 +67,39 @@ export class SelfHealing {
   }
 
   listen(events: ContainerEvents): void {
+    // SIGTERM through the engine is a stop (`docker stop`, `docker kill --signal TERM`): an operator's, since the
+    // provisioner's own stops mark the row first. Remembered per container until its death is handled.
+    events.on('kill', (e) => {
+      if (['15', 'SIGTERM', 'TERM'].includes(e.attrs.signal ?? '')) this.terminated.set(e.id, Date.now());
+    });
     events.on('die', (e) => {
       const id = e.attrs[LABEL_INSTANCE];
-      if (id) void this.crashed(id, e.id).catch((err) => this.d.log.warn({ instance_id: id, err: describe(err) }, 'could not handle a crash; the reconciler will'));
+      const termAt = this.terminated.get(e.id);
+      this.terminated.delete(e.id);
+      for (const [c, at] of this.terminated) if (Date.now() - at > STOP_MEMORY_MS) this.terminated.delete(c);
+      if (!id) return;
+      const handled = termAt !== undefined && Date.now() - termAt < STOP_MEMORY_MS ? this.stoppedOutside(id, e.id) : this.crashed(id, e.id);
+      void handled.catch((err) => this.d.log.warn({ instance_id: id, err: describe(err) }, 'could not handle a crash; the reconciler will'));
     });
+  }
+
+  /** Stopped through the engine, not by us: failed with that reason, never restarted (its owner starts it). */
+  private async stoppedOutside(instanceId: string, containerId: string): Promise<boolean> {
+    const { db, locks } = this.d;
+    const done = await locks.with(instanceId, async () => {
+      const row = await db.selectFrom('instances').selectAll().where('id', '=', instanceId).executeTakeFirst();
+      if (!row || !SelfHealing.heals(row) || (row.container_id && containerId !== row.container_id)) return false;
+      const now = new Date();
+      const r = await db
+        .updateTable('instances')
+        .set({ status: 'failed', step: 'done', crash_streak: 0, failure_reason: STOPPED_OUTSIDE, last_activity: now, updated_at: now })
+        .where('id', '=', instanceId)
+        .where('generation', '=', row.generation)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) > 0;
+    });
+    if (done) this.d.log.warn({ instance_id: instanceId }, 'agent stopped from outside agenthost: not restarted');
+    return done;
   }
 
   stop(): void {
