@@ -34,6 +34,11 @@ if [ ! -x "$NODE_DIR/node" ]; then
 fi
 "$NODE_DIR/node" --version | grep -q '^v24\.' || die "Node 24 expected at $NODE_DIR"
 
+# Every instance runs with an init as PID 1 (HostConfig.Init): the engine's docker-init (Debian's docker.io ships it,
+# from tini; Docker's own packages too).
+command -v docker-init >/dev/null || [ -x /usr/libexec/docker/docker-init ] ||
+  die "the Docker engine here has no docker-init (instances run with --init): install Debian's docker.io"
+
 if ! command -v pnpm >/dev/null || ! pnpm --version | grep -q '^9\.'; then
   say "installing pnpm 9"
   npm install -g --silent pnpm@9 >/dev/null

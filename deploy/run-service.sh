@@ -3,7 +3,15 @@
 # deploy/start.sh recorded and the operator's agenthost.env, gives the process its own NATS identity, and
 # gives secrets only to the process that needs them (the master key only to keyvault).
 source "$(dirname "$0")/env.sh"
-name=${1:?usage: run-service.sh <service>}
+name=${1:?usage: run-service.sh <service> | doctor [--json]}
+shift
+# `doctor` (bin/agenthost doctor) runs the provisioner's audit with the provisioner's settings and database role.
+tool=
+if [ "$name" = doctor ]; then tool=doctor; name=provisioner; fi
+if [ "$tool" = doctor ] && [ ! -f "$RUN_DIR/services.env" ]; then
+  echo "agenthost doctor: cannot audit: the system was never started on this machine (bash deploy/start.sh)" >&2
+  exit 2
+fi
 set -a
 source "$AGENTHOST_STATE/infra.env"
 [ -f "$AGENTHOST_STATE/agenthost.env" ] && source "$AGENTHOST_STATE/agenthost.env"
@@ -41,6 +49,7 @@ if [ "${PG_ROLES:-}" = local ]; then
     DATABASE_URL="postgres://agenthost_$schema:$(cat "$AGENTHOST_STATE/secrets/pg-$schema")@${DATABASE_URL#*@}"
   done
 fi
+[ "$tool" = doctor ] && exec node "$REPO_DIR/services/provisioner/src/doctor/main.ts" "$@"
 main="$REPO_DIR/services/$name/src/main.ts"
 if [ "$name" = devchain ]; then main="$REPO_DIR/packages/devchain/src/main.ts"; else
   export NATS_NKEY_SEED_FILE="$NATS_AUTH_DIR/$name.nk" NATS_CA_FILE="$NATS_AUTH_DIR/tls/ca.pem"

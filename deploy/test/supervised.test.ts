@@ -74,6 +74,11 @@ describe('deploy/start.sh', () => {
     );
   }, 120_000);
 
+  it('audits the started system with `agenthost doctor`, as the provisioner sees it: no drift', async () => {
+    const { stdout } = await run('bash', [path.join(repoRoot, 'bin/agenthost'), 'doctor', '--json'], { env });
+    expect(JSON.parse(stdout)).toEqual({ scope: 'deploytest', ok: true, instances: 0, drift: [], notes: [] });
+  });
+
   it('starts a service killed with SIGKILL again by itself, and the API recovers', async () => {
     const before = { gateway: await pidOf('gateway'), keyvault: await pidOf('keyvault'), auth: await pidOf('auth') };
     for (const pid of Object.values(before)) process.kill(pid, 'SIGKILL');

@@ -12,6 +12,8 @@ export interface ConnectOptions {
   /** Static, ordered record of migrations (ISO-timestamp names). */
   migrations: Record<string, Migration>;
   poolSize?: number;
+  /** Read only (an operator's tool such as the doctor): the schema must exist and is not migrated. */
+  readOnly?: boolean;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -33,6 +35,7 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
     dialect: new PostgresDialect({ pool }),
     log: (e) => pastSpan(`pg ${verb(e.query.sql)}`, { 'db.system.name': 'postgresql', 'db.namespace': opts.schema, 'db.query.text': e.query.sql }, e.queryDurationMillis / 1000, e.level === 'error' ? e.error : undefined),
   });
+  if (opts.readOnly) return db;
   try {
     // Deploy creates the schema for the service's own role, which may not create schemas itself: only a
     // missing schema is created here (with a role that may, e.g. a single-role development database).

@@ -11,6 +11,10 @@ export const authConfig = baseConfig.extend({
   JWT_AUDIENCE: z.string().default('agenthost-api'),
   TOKEN_TTL_SECONDS: configInt(24 * 3600),
   NONCE_TTL_SECONDS: configInt(300),
+  /** Unused, unexpired nonces a wallet may hold: issuing one more drops its oldest (the gateway limits the rate). */
+  NONCES_OUTSTANDING_PER_WALLET: configInt(5),
+  /** Expired nonces (used or not) are deleted this often. */
+  NONCE_PURGE_INTERVAL_SECONDS: configInt(60),
   /** Sign-In With Solana fields of the message the wallet signs. */
   SIWS_DOMAIN: z.string().default('localhost:8080'),
   SIWS_URI: z.string().default('http://localhost:8080'),

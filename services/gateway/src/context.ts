@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
 import type { KeyObject } from 'node:crypto';
 import { AssertionSigner, contracts, request, x25519PublicKey, type Logger } from '@agenthost/shared';
+import { SignInLimits } from './domain/sign-in-limits.ts';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
 import { coalesce, type Call } from './domain/call.ts';
@@ -23,6 +24,8 @@ export interface GatewayContext {
   usage: Usage;
   /** Requests per minute of callers the tier does not count (no subscription; registrations). */
   allowance: Allowance;
+  /** Nonces and logins per client address and per wallet, shared by every replica. */
+  signInLimits: SignInLimits;
   /** Instances and storage per user from the provisioner (briefly cached). */
   provisionerUsage: ProvisionerUsage;
   /** Hands key changes to running instances and waits for their reload. */
@@ -49,6 +52,7 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     ...deps,
     call,
     asserter,
+    signInLimits: overrides.signInLimits ?? new SignInLimits(db, config),
     provisionerUsage,
     keyvaultSealKey: overrides.keyvaultSealKey ?? x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
     tokens:

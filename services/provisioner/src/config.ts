@@ -81,7 +81,16 @@ export const provisionerConfig = baseConfig
     QUOTA_CHECK_INTERVAL_SECONDS: configInt(5),
     /** An instance started less than this long ago is not stopped for storage, so its owner can start it and delete files. */
     QUOTA_GRACE_SECONDS: configInt(300),
-    RESTART_MAX_RETRIES: configInt(3),
+    /**
+     * Self-healing (docker driver): a crashed agent is started again after RESTART_BACKOFF_INITIAL_MS, doubling with
+     * each crash in a row up to RESTART_BACKOFF_MAX_SECONDS, forever. A crash counts as "in a row" when the agent
+     * ran less than RESTART_STABLE_SECONDS; the RESTART_FAILED_AFTER-th in a row turns the instance failed (it is
+     * still restarted, and turns running again once it is ready).
+     */
+    RESTART_BACKOFF_INITIAL_MS: configInt(1000),
+    RESTART_BACKOFF_MAX_SECONDS: configInt(300),
+    RESTART_STABLE_SECONDS: configInt(300),
+    RESTART_FAILED_AFTER: configInt(5),
     STOP_TIMEOUT_SECONDS: configInt(5),
     TMPFS_SIZE_MB: configInt(64),
     /** Extra environment for every instance container (JSON object), e.g. agent tuning. Never secrets. */

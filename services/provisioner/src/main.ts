@@ -4,8 +4,10 @@ import { provisionerConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { ProvisionerDB } from './db/schema.ts';
 import { describe, DockerEngine } from './docker/engine.ts';
+import { ContainerEvents } from './docker/events.ts';
 import { CredentialHandoff } from './docker/handoff.ts';
 import { faults } from './domain/faults.ts';
+import { SelfHealing } from './domain/healing.ts';
 import { Instances } from './domain/instances.ts';
 import { OpLocks } from './domain/locks.ts';
 import { NetworkGuard } from './domain/network-guard.ts';
@@ -22,7 +24,7 @@ import { SwarmInstances } from './swarm/runtime.ts';
 import { Drainer } from './swarm/drain.ts';
 import { Backups } from './backups/backups.ts';
 import { BackupScheduler } from './backups/scheduler.ts';
-import { instancesByState } from './metrics.ts';
+import { instancesByState, observeContainerEvent } from './metrics.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -51,14 +53,26 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         publishEvent(
           nc,
           P.instanceStatusChanged,
-          { instance_id: e.instance_id, user_id: e.user_id, status: e.status, at: e.at.toISOString(), generation: e.generation, seq: e.seq, ...(e.failure_reason ? { failure_reason: e.failure_reason } : {}) },
+          {
+            instance_id: e.instance_id,
+            user_id: e.user_id,
+            status: e.status,
+            at: e.at.toISOString(),
+            generation: e.generation,
+            seq: e.seq,
+            ...(e.failure_reason ? { failure_reason: e.failure_reason } : {}),
+            ...(e.restarts || e.exit_reason ? { restarts: e.restarts } : {}),
+            ...(e.exit_reason ? { exit_reason: e.exit_reason } : {}),
+            ...(e.next_restart_at ? { next_restart_at: new Date(e.next_restart_at).toISOString() } : {}),
+          },
           `instance-status-${e.instance_id}-${e.seq}`,
         ),
     });
     const pause = faults(config.FAULT_PAUSE_AT, log);
     const issueCredentials = (user_id: string, instance_id: string) =>
       request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS });
-    const handoff = new CredentialHandoff({ engine, log, scope, issue: issueCredentials });
+    const handoff = new CredentialHandoff({ engine, log, issue: issueCredentials });
+    const containerEvents = new ContainerEvents({ engine, log, scope });
     /** True when billing-chain says the wallet has no active, unexpired subscription (a throw redelivers the event). */
     const subscriptionEnded = async (wallet: string): Promise<boolean> => {
       const owner = await db.selectFrom('instances').select('user_id').where('wallet_address', '=', wallet).executeTakeFirst();
@@ -140,6 +154,9 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       published: (e) => publishEvent(nc, P.instanceBackup, e, `instance-backup-${e.backup_id}`),
     });
     const backupScheduler = new BackupScheduler({ db, backups, locks, tiers: config.TIER_LIMITS_JSON, log, scope, intervalSeconds: config.BACKUP_SCHEDULE_SECONDS });
+    const healing = swarm
+      ? undefined
+      : new SelfHealing({ db, runtime, locks, readiness, log, policy: config, issueCredentials });
     const reconciler = new Reconciler({
       db,
       engine,
@@ -148,7 +165,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       instances,
       readiness,
       // The instance bridge and its host firewall are the docker driver's; swarm instances have their own networks.
-      ...(swarm ? {} : { network }),
+      ...(swarm ? {} : { network, healing }),
       volumes,
       scope,
       log,
@@ -227,7 +244,11 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         // Credentials by stdin, live stats, volume sizes and the volume quota need the instance's own engine:
         // the docker driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see README.)
         if (!swarm) {
-          handoff.watch();
+          handoff.listen(containerEvents);
+          healing?.listen(containerEvents);
+          containerEvents.on('die', (e) => observeContainerEvent('die', e.attrs.exitCode));
+          containerEvents.on('oom', () => observeContainerEvent('oom'));
+          containerEvents.watch();
           stats.start();
           storage.start();
           if (config.VOLUME_QUOTA === 'enforce') quota.start();
@@ -257,7 +278,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         reconciler.stop();
         stopNodeWatch?.();
         clearInterval(drainTimer);
-        handoff.stop();
+        containerEvents.stop();
+        healing?.stop();
         readiness.stop();
         await statusRelay.stop();
         stats.stop();

@@ -7,16 +7,18 @@ import type { ProvisionerDB } from './db/schema.ts';
 const readySeconds = histogram('agenthost_instance_ready_seconds', 'Time from an instance container start to its agent answering readiness (create or restart → running)', [], [1, 2, 5, 10, 20, 30, 60, 120, 300]);
 export const observeReady = (seconds: number): void => readySeconds.observe(seconds);
 
-const restarts = counter('agenthost_instance_restarts_total', 'Instance containers the engine started again by itself (restart policy after an exit)');
-const exits = counter('agenthost_instance_exits_total', 'Instance containers that exited, by reason (crash: non-zero exit, oom: killed out of memory, stopped: exit 0 or stopped)', ['reason']);
+const restarts = counter('agenthost_instance_restarts_total', 'Crashed agents started again by the provisioner (self-healing, domain/healing.ts)');
+const exits = counter('agenthost_instance_exits_total', 'Instance containers that exited, by reason (crash: non-zero exit, stopped: exit 0, SIGKILL or SIGTERM)', ['reason']);
 const oomKills = counter('agenthost_instance_oom_kills_total', 'Instance containers killed by the kernel for exceeding their memory limit');
 const exitChild = children((reason) => exits.labels(reason!));
 
-/** A Docker event of one of our instance containers (docker/handoff.ts follows them). */
-export function observeContainerEvent(action: string, exitCode: string | undefined, engineRestart: boolean): void {
-  if (action === 'start' && engineRestart) restarts.inc();
-  else if (action === 'oom') oomKills.inc();
-  else if (action === 'die') exitChild(exitCode === '137' || exitCode === '0' || exitCode === '143' ? 'stopped' : 'crash').inc();
+/** A crashed agent started again. */
+export const observeRestart = (): void => restarts.inc();
+
+/** An engine event of one of our instance containers (docker/events.ts follows them). */
+export function observeContainerEvent(action: 'die' | 'oom', exitCode?: string): void {
+  if (action === 'oom') oomKills.inc();
+  else exitChild(exitCode === '137' || exitCode === '0' || exitCode === '143' ? 'stopped' : 'crash').inc();
 }
 
 const dockerErrors = counter('agenthost_docker_errors_total', 'Docker Engine API calls that failed, by operation and kind (unavailable: engine down or timed out; answered: the engine refused)', ['operation', 'kind']);

@@ -20,6 +20,13 @@ export const instanceView = z.object({
   memory_limit_mb: z.number().optional(),
   last_activity: isoTime.optional(),
   failure_reason: z.string().optional(),
+  /** Times the agent crashed and the provisioner started it again (self-healing). */
+  restarts: z.number().int().optional(),
+  /** Why the agent last stopped on its own (exit code, signal or out of memory), and when. */
+  last_exit_reason: z.string().optional(),
+  last_exit_at: isoTime.optional(),
+  /** After a crash: when the agent is started again (the delay doubles with each crash in a row). */
+  next_restart_at: isoTime.optional(),
 });
 export type InstanceView = z.infer<typeof instanceView>;
 
@@ -125,6 +132,10 @@ export const instanceStatusChanged = event(
     failure_reason: z.string().optional(),
     generation: z.number().int(),
     seq: z.number().int(),
+    /** A crash the self-healing restarts: its exit reason, the restarts so far and when the next is due. */
+    restarts: z.number().int().optional(),
+    exit_reason: z.string().optional(),
+    next_restart_at: isoTime.optional(),
   }),
 );
 export const instanceDeleted = event('events.instance.deleted', z.object({ instance_id: instanceId, user_id: uuid, deleted_at: isoTime }));

@@ -56,7 +56,18 @@ export async function createNonce(deps: SessionDeps, walletAddress: string) {
     expires_at: new Date(issuedAt.getTime() + deps.config.NONCE_TTL_SECONDS * 1000),
     used_at: null,
   };
-  await deps.db.insertInto('nonces').values(row).execute();
+  await deps.db.transaction().execute(async (tx) => {
+    await tx.insertInto('nonces').values(row).execute();
+    // A wallet keeps only its newest outstanding nonces: a flood for one wallet replaces rows, never adds them.
+    const keep = tx
+      .selectFrom('nonces')
+      .select('nonce')
+      .where('wallet_address', '=', walletAddress)
+      .where('used_at', 'is', null)
+      .orderBy('created_at', 'desc')
+      .limit(deps.config.NONCES_OUTSTANDING_PER_WALLET);
+    await tx.deleteFrom('nonces').where('wallet_address', '=', walletAddress).where('used_at', 'is', null).where('nonce', 'not in', keep).execute();
+  });
   // sign_in_input: the same fields for a wallet's solana:signIn, which builds (and shows) the message itself.
   return { nonce: row.nonce, message: messageFor(deps.config, row), expires_at: row.expires_at.toISOString(), sign_in_input: fieldsFor(deps.config, row) };
 }
@@ -148,8 +159,12 @@ export async function login(deps: SessionDeps, input: LoginInput) {
   return { token, wallet_address: wallet, user_id: user.id, expires_at: new Date(exp * 1000).toISOString() };
 }
 
-/** Used and expired nonces are kept a day (for forensics), then removed. */
-export async function pruneNonces(db: Kysely<AuthDB>): Promise<void> {
-  await db.deleteFrom('nonces').where('expires_at', '<', sql<Date>`now() - interval '1 day'`).execute();
+/**
+ * Expired nonces, used or not, are deleted (every NONCE_PURGE_INTERVAL_SECONDS): they can open nothing, and a flood of
+ * nonce requests must not leave rows behind for long. Logins are recorded by the users table and the logs.
+ */
+export async function pruneNonces(db: Kysely<AuthDB>): Promise<number> {
+  const r = await db.deleteFrom('nonces').where('expires_at', '<', sql<Date>`now()`).executeTakeFirst();
   await db.deleteFrom('used_sign_ins').where('expires_at', '<', sql<Date>`now()`).execute();
+  return Number(r.numDeletedRows);
 }

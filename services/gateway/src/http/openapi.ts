@@ -50,6 +50,15 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
       ...(e.body ? { requestBody: { required: true, content: json(e.body, 'input') } } : {}),
       responses: {
         '200': { description: 'OK', headers, ...(e.response ? { content: json(e.response, 'output', e.responseType) } : {}) },
+        ...(e.rateLimit
+          ? {
+              '429': {
+                description: `RATE_LIMITED: ${e.rateLimit}`,
+                headers: { ...headers, 'Retry-After': { schema: { type: 'integer' }, description: 'seconds until the limit admits the client again' } },
+                content: json(contracts.api.errorBody, 'output'),
+              },
+            }
+          : {}),
         default: { description: 'Error: see the error code table', headers, content: json(contracts.api.errorBody, 'output') },
       },
     };

@@ -45,6 +45,8 @@ export interface Route {
   response?: z.ZodType;
   /** The response's media type when it is not JSON (the schema then describes each event's data). */
   responseType?: 'text/event-stream';
+  /** The limit that answers 429 with Retry-After (the sign-in limits of the public endpoints). */
+  rateLimit?: string;
   /** false: not counted against the tier's limits. POST /subscription/register, so a user at the limit can still upgrade. */
   count?: false;
   /** Left out of the OpenAPI document (health checks and the document itself). */

@@ -28,7 +28,6 @@ export interface ContainerInput {
   cpus: number;
   pids: number;
   tmpfsMb: number;
-  restartMaxRetries: number;
   stopTimeoutSeconds: number;
   /** Environment: credentials, keys URL, gateway token, extra settings. */
   env: Record<string, string>;
@@ -90,7 +89,11 @@ export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions 
       Memory: memoryBytes,
       MemorySwap: memoryBytes,
       NanoCpus: Math.round(i.cpus * 1e9),
-      RestartPolicy: { Name: 'on-failure', MaximumRetryCount: i.restartMaxRetries },
+      // The provisioner restarts a crashed agent itself, with backoff and a record of each crash
+      // (domain/healing.ts): the engine's own policy would restart it unseen and give up after its retries.
+      RestartPolicy: { Name: 'no' },
+      // docker-init (tini) as PID 1: zombies are reaped and signals forwarded to the agent.
+      Init: true,
       LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
       IpcMode: 'private',
     },

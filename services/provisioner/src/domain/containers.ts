@@ -40,7 +40,6 @@ export class InstanceContainers implements InstanceRuntime {
       cpus: row.cpus,
       pids: row.pids,
       tmpfsMb: config.TMPFS_SIZE_MB,
-      restartMaxRetries: config.RESTART_MAX_RETRIES,
       stopTimeoutSeconds: config.STOP_TIMEOUT_SECONDS,
       env: {
         ...config.INSTANCE_EXTRA_ENV_JSON,
@@ -125,7 +124,8 @@ export class InstanceContainers implements InstanceRuntime {
       // it if the agent is still crashing at its deadline (a slow engine may not finish the retries by then).
       if (s.Restarting || s.Status === 'restarting') return { state: 'starting', ...(s.ExitCode ? { exitCode: s.ExitCode } : {}) };
       if (s.Status === 'created') return { state: 'created' };
-      return { state: 'exited', exitCode: s.ExitCode };
+      const finishedAt = Date.parse(s.FinishedAt);
+      return { state: 'exited', exitCode: s.ExitCode, oomKilled: s.OOMKilled, ...(Number.isFinite(finishedAt) ? { finishedAt } : {}) };
     } catch (err) {
       if (dockerStatus(err) === 404) return { state: 'missing' };
       throw err;

@@ -9,6 +9,8 @@ import type { Credentials, InstanceRuntime } from './runtime.ts';
 import { PORT_LOCK_CLASS, USER_LOCK_CLASS, type OpLocks } from './locks.ts';
 import type { Readiness } from './readiness.ts';
 import type { StatsSampler } from './stats.ts';
+import { crashView } from './healing.ts';
+import { settled, timer } from './steps.ts';
 
 type TierName = contracts.TierName;
 type View = contracts.provisioner.InstanceView;
@@ -290,7 +292,7 @@ export class Instances {
     const now = new Date();
     await db
       .updateTable('instances')
-      .set({ status: failureReason ? 'failed' : 'stopped', step: 'done', failure_reason: failureReason ?? null, last_activity: now, updated_at: now })
+      .set({ status: failureReason ? 'failed' : 'stopped', step: 'done', failure_reason: failureReason ?? null, crash_streak: 0, last_activity: now, updated_at: now })
       .where('id', '=', row.id)
       .execute();
     this.d.stats.forget(row.id);
@@ -347,6 +349,8 @@ export class Instances {
         step: 'recreating',
         generation: sql`generation + 1`,
         failure_reason: null,
+        crash_streak: 0, // a restart by the owner starts the backoff afresh
+        next_restart_at: null,
         updated_at: new Date(),
         ...(minted ? { access_token_hash: hashToken(minted) } : {}),
         ...(limits && tier ? { tier, memory_mb: limits.memory_mb, cpus: limits.cpus, pids: limits.pids } : {}),
@@ -436,7 +440,7 @@ export class Instances {
     const now = new Date();
     await this.d.db
       .updateTable('instances')
-      .set({ status: 'failed', step: 'done', failure_reason: reason, last_activity: now, updated_at: now })
+      .set({ status: 'failed', step: 'done', failure_reason: reason, crash_streak: 0, last_activity: now, updated_at: now })
       .where('id', '=', id)
       .where('generation', '=', generation)
       .where('deleting_at', 'is', null)
@@ -462,6 +466,7 @@ export class Instances {
       last_activity: row.last_activity.toISOString(),
       uptime_seconds: live && row.started_at ? Math.max(0, Math.floor((Date.now() - new Date(row.started_at).getTime()) / 1000)) : 0,
       ...(row.status === 'failed' && row.failure_reason ? { failure_reason: row.failure_reason } : {}),
+      ...crashView(row),
     };
   }
 
@@ -482,7 +487,8 @@ export class Instances {
           const live = await this.d.stats.current(row.id);
           if (live) Object.assign(v, live);
         }
-      } else if (row.status === 'running' && row.step === 'done' && (s.state === 'exited' || s.state === 'missing' || s.state === 'node_down')) {
+      } else if (row.status === 'running' && row.step === 'done' && ((s.state === 'exited' && this.containers.kind !== 'docker') || s.state === 'missing' || s.state === 'node_down')) {
+        // (An exited docker container is a crash for the self-healing to restart: healing.ts.)
         const reason = s.state === 'missing' ? 'The instance container is missing; restart the instance' : (s.error ?? `The agent exited with code ${s.exitCode}`);
         await this.markFailed(row.id, row.generation, reason);
         return { ...v, status: 'failed', uptime_seconds: 0, failure_reason: reason };
@@ -493,31 +499,6 @@ export class Instances {
     }
     return v;
   }
-}
-
-/**
- * Two independent steps at once; both settle before the first failure is thrown, so the undo that follows
- * never races a late write of the other.
- */
-async function settled<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
-  const [x, y] = await Promise.allSettled([a, b]);
-  if (x.status === 'rejected') throw x.reason;
-  if (y.status === 'rejected') throw y.reason;
-  return [x.value, y.value];
-}
-
-/** Milliseconds per phase of an operation, for the log. */
-function timer() {
-  let last = performance.now();
-  const laps: Record<string, number> = {};
-  return {
-    laps,
-    lap(name: string) {
-      const now = performance.now();
-      laps[name] = Math.round(now - last);
-      last = now;
-    },
-  };
 }
 
 const conflict = (verb: string, status: string) => new AppError('INSTANCE_STATE_CONFLICT', `Cannot ${verb} an instance that is ${status}`);

@@ -14,6 +14,10 @@ export interface Watch {
   host: string;
   deadline: Date;
   startedAt: Date;
+  /** The status it turns running from: failed for an agent restarted while it keeps crashing (healing.ts). */
+  from?: 'provisioning' | 'failed';
+  /** A restart after a crash: an exit is the healer's to handle (it restarts the agent again), not a failure. */
+  healed?: boolean;
 }
 
 export interface ReadinessDeps {
@@ -82,10 +86,10 @@ export class Readiness {
         const now = new Date();
         const r = await db
           .updateTable('instances')
-          .set({ status: 'running', last_activity: now, updated_at: now })
+          .set({ status: 'running', failure_reason: null, last_activity: now, updated_at: now })
           .where('id', '=', w.id)
           .where('generation', '=', w.generation)
-          .where('status', '=', 'provisioning')
+          .where('status', '=', w.from ?? 'provisioning')
           .where('deleting_at', 'is', null)
           .returning('user_id')
           .executeTakeFirst();
@@ -106,14 +110,14 @@ export class Readiness {
       if (Date.now() - lastCheck >= 2000) {
         lastCheck = Date.now();
         const row = await db.selectFrom('instances').select(['status', 'generation', 'deleting_at']).where('id', '=', w.id).executeTakeFirst();
-        if (!row || row.generation !== w.generation || row.status !== 'provisioning' || row.deleting_at) return;
+        if (!row || row.generation !== w.generation || row.status !== (w.from ?? 'provisioning') || row.deleting_at) return;
         if (engine.available) {
           const s = await this.deps
             .runtime()
             .inspect(w.id)
             .catch(() => undefined); // engine trouble: keep waiting; the deadline still applies
           if (s?.state === 'exited') {
-            await this.fail(w, exitReason(s));
+            if (!w.healed) await this.fail(w, exitReason(s));
             return;
           }
           if (s?.state === 'node_down') {
@@ -153,7 +157,7 @@ export class Readiness {
       .set({ status: 'failed', failure_reason: reason, last_activity: now, updated_at: now })
       .where('id', '=', w.id)
       .where('generation', '=', w.generation)
-      .where('status', '=', 'provisioning')
+      .where('status', '=', w.from ?? 'provisioning')
       .where('deleting_at', 'is', null)
       .returning('user_id')
       .executeTakeFirst();

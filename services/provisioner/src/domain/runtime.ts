@@ -19,6 +19,10 @@ export interface RuntimeState {
   startedAt?: number;
   /** Why the runtime gave up on it (swarm task error), when it says. */
   error?: string;
+  /** exited: the kernel's OOM killer ended it (the memory limit). */
+  oomKilled?: boolean;
+  /** exited: when (ms since the epoch). */
+  finishedAt?: number;
 }
 
 /** A workload of this scope that the runtime holds (container, volume or swarm service), by instance. */
