@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+// @noble/hashes rather than node:crypto: the dashboard builds these instructions in the browser.
+import { sha256 } from '@noble/hashes/sha2.js';
 
 function sha256Prefix8(text: string): Uint8Array {
-  return new Uint8Array(createHash('sha256').update(text, 'utf8').digest().subarray(0, 8));
+  return sha256(new TextEncoder().encode(text)).slice(0, 8);
 }
 
 /** Anchor account discriminator: first 8 bytes of sha256("account:Subscription"). */

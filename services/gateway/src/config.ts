@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AssertionSigner, baseConfig, configInt, tiersConfig } from '@agenthost/shared';
 
@@ -69,6 +70,30 @@ export const gatewayConfig = baseConfig.extend({
   KEYS_APPLY_WAIT_MS: configInt(5000),
   /** A key watch (GET /keys/watch) is ended after this long; the bootstrap reconnects and authenticates again. */
   KEYS_WATCH_MAX_SECONDS: configInt(600),
+  /** The dashboard's built files, served at / (none when the directory holds no index.html). */
+  DASHBOARD_DIR: z.string().default(fileURLToPath(new URL('../../../packages/dashboard/dist', import.meta.url))),
+  /** The Solana JSON-RPC URL as the user's browser reaches it (the page reads blockhashes and confirmations there). */
+  DASHBOARD_SOLANA_RPC_URL: z.string().url().default(process.env.SOLANA_RPC_URL || 'http://127.0.0.1:8899'),
+  /** The Wallet Standard chain the page asks wallets to sign for. */
+  DASHBOARD_SOLANA_CHAIN: z.enum(['solana:mainnet', 'solana:devnet', 'solana:testnet', 'solana:localnet']).default('solana:localnet'),
+  /** The subscription program and its treasury, for the page; when unset the page asks devchain. */
+  SUBSCRIPTION_PROGRAM_ID: z.string().optional(),
+  TREASURY: z.string().optional(),
+  /** Tier prices in lamports per 30 days, for the page ({"free":0,"pro":…}); when unset the page asks devchain. */
+  DASHBOARD_TIER_PRICES_LAMPORTS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (!v) return undefined;
+      try {
+        const p = JSON.parse(v) as Record<string, unknown>;
+        if (['free', 'pro', 'enterprise'].every((t) => Number.isSafeInteger(p[t]))) return p as { free: number; pro: number; enterprise: number };
+      } catch {
+        /* reported below */
+      }
+      ctx.addIssue({ code: 'custom', message: 'must be JSON {"free":n,"pro":n,"enterprise":n} in lamports' });
+      return z.NEVER;
+    }),
 }).superRefine((c, ctx) => {
   if (c.ASSERTIONS === 'off') return;
   try {

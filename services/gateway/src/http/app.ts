@@ -7,6 +7,7 @@ import { mountRoutes } from './mount.ts';
 import { observeRequest, startHttpSpan } from './observe.ts';
 import { sendJson, type Route } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
+import { staticFiles } from './static-files.ts';
 
 const SAFE_ID = /^[A-Za-z0-9._-]{8,100}$/;
 
@@ -24,6 +25,9 @@ export function buildApp(ctx: GatewayContext, routes: Route[] = apiRoutes(ctx)):
   app.set('trust proxy', ctx.config.TRUSTED_PROXIES.length ? ctx.config.TRUSTED_PROXIES : false);
   app.use(requestContext(ctx.log));
   app.use('/api', mountRoutes(ctx, routes));
+  // The dashboard's built files at / (static-files.ts): a path that is not one of them goes on to the 404.
+  const dashboard = staticFiles(ctx.config, ctx.log);
+  if (dashboard) app.use((req, res, next) => void (dashboard.serve(req, res, pathOf(req.url)) || next()));
   app.use(notFound);
   app.use(errorHandler(ctx.log));
   return app;

@@ -1,0 +1,119 @@
+import type { Instance } from '../api.ts';
+import type { View } from '../app.ts';
+import { confirmDialog, fill, h } from '../dom.ts';
+import { POLL_MS, showToken, statusBadge } from './instances.ts';
+import { keysSection } from './keys.ts';
+
+/** One instance: live status with CPU and memory, stop/start/restart/delete, the log tail, its keys and their audit. */
+export const instanceView: View = (app, main, id) => {
+  if (!id) return app.go('#/instances');
+  const heading = h('h1', {}, 'Instance');
+  const facts = h('dl', { class: 'facts', id: 'instance-facts' });
+  const actions = h('div', { class: 'row', role: 'group', 'aria-label': 'Instance actions' });
+  const token = h('section', { 'aria-live': 'polite' });
+  const logs = h('pre', { id: 'logs', tabindex: '0', 'aria-label': 'Log tail' });
+  const keys = h('section', { 'aria-labelledby': 'keys-title' });
+  fill(main,
+    h('p', {}, h('a', { href: '#/instances' }, '← All instances')),
+    heading, facts, actions, token,
+    h('section', { 'aria-labelledby': 'logs-title' },
+      h('div', { class: 'row' }, h('h2', { id: 'logs-title' }, 'Logs (last 100 lines)'), h('button', { type: 'button', onclick: () => void loadLogs() }, 'Refresh logs')),
+      logs),
+    keys,
+  );
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let current: Instance | undefined;
+  let busy = false;
+
+  async function poll(): Promise<void> {
+    try {
+      draw(await app.api.instance(id!));
+    } catch (err) {
+      app.fail(err);
+    }
+    if (!stopped) timer = setTimeout(() => void poll(), POLL_MS);
+  }
+
+  function draw(i: Instance): void {
+    const changed = current?.status !== i.status || busy;
+    current = i;
+    heading.textContent = i.name;
+    const mem = i.memory_usage_mb === undefined ? '—' : `${i.memory_usage_mb.toFixed(0)} MB of ${i.memory_limit_mb ?? '?'} MB`;
+    fill(facts,
+      h('dt', {}, 'Status'), h('dd', { id: 'instance-status' }, statusBadge(i), i.failure_reason ? ` ${i.failure_reason}` : ''),
+      h('dt', {}, 'Address'), h('dd', {}, h('a', { href: i.url, target: '_blank', rel: 'noopener' }, i.url)),
+      h('dt', {}, 'CPU'), h('dd', { id: 'instance-cpu' }, i.cpu_usage_percent === undefined ? '—' : `${i.cpu_usage_percent.toFixed(1)} %`),
+      h('dt', {}, 'Memory'), h('dd', { id: 'instance-memory' }, mem),
+      h('dt', {}, 'Up for'), h('dd', {}, i.uptime_seconds === undefined ? '—' : duration(i.uptime_seconds)),
+      h('dt', {}, 'Framework'), h('dd', {}, `${i.framework} ${i.version}`),
+    );
+    if (changed) drawActions(i);
+  }
+
+  function drawActions(i: Instance): void {
+    const focused = document.activeElement?.id;
+    const button = (action: 'stop' | 'start' | 'restart', label: string, enabled: boolean) =>
+      h('button', { type: 'button', id: `do-${action}`, disabled: !enabled || busy, onclick: () => void lifecycle(action, label) }, label);
+    fill(actions,
+      button('stop', 'Stop', i.status === 'running' || i.status === 'provisioning'),
+      button('start', 'Start', i.status === 'stopped' || i.status === 'failed'),
+      button('restart', 'Restart', i.status === 'running' || i.status === 'failed'),
+      h('button', { type: 'button', id: 'do-delete', class: 'danger', disabled: busy, onclick: () => void remove() }, 'Delete instance'),
+    );
+    if (focused) document.getElementById(focused)?.focus();
+  }
+
+  async function lifecycle(action: 'stop' | 'start' | 'restart', label: string): Promise<void> {
+    busy = true;
+    drawActions(current!);
+    app.say(`${label}: asked…`);
+    try {
+      const out = await app.api.lifecycle(action, id!);
+      app.say(`${label}: the instance is now ${out.status}.`);
+      if (out.access_token) showToken(app, token, { ...current!, access_token: out.access_token });
+    } catch (err) {
+      app.say('');
+      app.fail(err);
+    } finally {
+      busy = false;
+      draw(await app.api.instance(id!).catch(() => current!));
+    }
+  }
+
+  async function remove(): Promise<void> {
+    const name = current?.name ?? id!;
+    if (!(await confirmDialog(`Delete ${name}? Its container, data, logs and keys are removed for good.`, `Delete ${name}`))) return;
+    busy = true;
+    try {
+      await app.api.remove(id!);
+      app.go('#/instances');
+      app.say(`${name} was deleted.`);
+    } catch (err) {
+      app.fail(err);
+      busy = false;
+    }
+  }
+
+  async function loadLogs(): Promise<void> {
+    try {
+      const { lines } = await app.api.logs(id!, 100);
+      logs.textContent = lines.length ? lines.join('\n') : '(no output yet)';
+    } catch (err) {
+      app.fail(err);
+    }
+  }
+
+  void poll();
+  void loadLogs();
+  keysSection(app, keys, id);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+};
+
+function duration(s: number): string {
+  const d = Math.floor(s / 86400), hr = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+  return d ? `${d} d ${hr} h` : hr ? `${hr} h ${m} min` : m ? `${m} min` : `${Math.floor(s)} s`;
+}

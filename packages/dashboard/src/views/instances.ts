@@ -1,0 +1,119 @@
+import type { Instance } from '../api.ts';
+import type { App, View } from '../app.ts';
+import { fill, h, when } from '../dom.ts';
+
+/** How often the list and a create's progress are read again (an event stream may replace this later). */
+export const POLL_MS = 2000;
+
+/** The instances with live status (polled), and create with progress until running. */
+export const instancesView: View = (app, main) => {
+  const created = h('section', { id: 'created', 'aria-live': 'polite' });
+  const table = h('div', { class: 'table' });
+  const name = h('input', { id: 'new-name', name: 'name', maxlength: 63, pattern: '[A-Za-z0-9][A-Za-z0-9 ._-]*', placeholder: 'my-agent', autocomplete: 'off' });
+  const submit = h('button', { type: 'submit' }, 'Create instance');
+  const form = h('form', { class: 'row', 'aria-labelledby': 'create-title', onsubmit: (e: Event) => { e.preventDefault(); void onCreate(); } },
+    h('label', { for: 'new-name' }, 'Name (optional)'), name, submit);
+  fill(main, h('h1', {}, 'Instances'), h('h2', { id: 'create-title' }, 'New OpenClaw agent'), form, created, h('h2', {}, 'Your instances'), table);
+  let last = '';
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  async function refresh(): Promise<void> {
+    try {
+      const { instances } = await app.api.instances();
+      const key = JSON.stringify(instances.map((i) => [i.instance_id, i.status, i.name, i.failure_reason]));
+      if (key !== last) {
+        last = key;
+        draw(instances);
+      }
+    } catch (err) {
+      app.fail(err);
+    }
+    if (!stopped) timer = setTimeout(() => void refresh(), POLL_MS);
+  }
+
+  function draw(instances: Instance[]): void {
+    const focused = document.activeElement?.id;
+    if (!instances.length) fill(table, h('p', { id: 'no-instances' }, 'No instances yet. Create one above.'));
+    else fill(table, h('table', { id: 'instances' },
+      h('caption', { class: 'visually-hidden' }, 'Your instances and their status'),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col' }, 'Address'), h('th', { scope: 'col' }, 'Created'))),
+      h('tbody', {}, instances.map((i) => h('tr', { 'data-instance': i.instance_id },
+        h('th', { scope: 'row' }, h('a', { id: `link-${i.instance_id}`, href: `#/instance/${encodeURIComponent(i.instance_id)}` }, i.name)),
+        h('td', {}, statusBadge(i)),
+        h('td', {}, h('a', { href: i.url, target: '_blank', rel: 'noopener', 'aria-label': `Open ${i.name} in a new tab` }, i.url)),
+        h('td', {}, when(i.created_at)),
+      ))),
+    ));
+    if (focused) document.getElementById(focused)?.focus();
+  }
+
+  async function onCreate(): Promise<void> {
+    submit.disabled = true;
+    app.say('Creating the instance…');
+    try {
+      const inst = await app.api.create(name.value.trim() || undefined);
+      name.value = '';
+      showToken(app, created, inst);
+      last = '';
+      await follow(inst);
+    } catch (err) {
+      app.say('');
+      app.fail(err);
+    } finally {
+      submit.disabled = false;
+    }
+  }
+
+  /** Progress of one create until running or failed. */
+  async function follow(inst: Instance): Promise<void> {
+    const bar = h('progress', { id: 'create-progress', 'aria-label': `Starting ${inst.name}` });
+    const label = h('span', {}, `${inst.name}: provisioning…`);
+    created.append(h('p', { class: 'progress' }, bar, ' ', label));
+    for (;;) {
+      if (stopped) return;
+      const now = await app.api.instance(inst.instance_id);
+      if (now.status === 'running' || now.status === 'failed') {
+        bar.remove();
+        label.textContent = now.status === 'running' ? `${inst.name} is running.` : `${inst.name} failed to start: ${now.failure_reason ?? 'no reason given'}.`;
+        app.say(label.textContent);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, POLL_MS / 2));
+    }
+  }
+
+  void refresh();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+};
+
+export function statusBadge(i: Pick<Instance, 'status' | 'failure_reason'>): HTMLElement {
+  return h('span', { class: `badge ${i.status}`, ...(i.failure_reason ? { title: i.failure_reason } : {}) }, i.status);
+}
+
+/** The access token, shown this once (the API never returns it again), with copy and open. */
+export function showToken(app: App, where: HTMLElement, inst: { name: string; url: string; access_token?: string }): void {
+  if (!inst.access_token) return;
+  const token = inst.access_token;
+  const field = h('input', { id: 'access-token', readonly: true, value: token, 'aria-describedby': 'token-note', class: 'mono' });
+  const copy = h('button', { type: 'button', onclick: async () => {
+    try {
+      await navigator.clipboard.writeText(token);
+      copy.textContent = 'Copied';
+    } catch {
+      field.select();
+      app.say('Copying is not allowed here: the token is selected, press Ctrl+C (⌘C) to copy it.');
+    }
+  } }, 'Copy access token');
+  fill(where, h('div', { class: 'token', role: 'group', 'aria-labelledby': 'token-title' },
+    h('h3', { id: 'token-title' }, `Access token of ${inst.name}`),
+    h('p', { id: 'token-note' }, 'This is shown once. Copy it now: it opens the agent’s own interface and cannot be shown again.'),
+    h('label', { for: 'access-token' }, 'Access token'), field,
+    h('div', { class: 'row' }, copy,
+      h('a', { class: 'button', href: inst.url, target: '_blank', rel: 'noopener' }, `Open ${inst.name}`),
+      h('button', { type: 'button', onclick: () => where.replaceChildren() }, 'I have saved it, hide the token')),
+  ));
+}
