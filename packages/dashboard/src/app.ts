@@ -37,7 +37,7 @@ export function startApp(cfg: ChainConfig, views: Record<string, View>, root: HT
   let keepMessages = false;
 
   const app: App = {
-    api: apiClient({ token: () => app.session?.token, onUnauthorized: () => app.signOut('Your session has expired or was ended. Sign in again to continue where you were.') }),
+    api: apiClient({ token: () => app.session?.token, onUnauthorized: (err) => app.signOut(plain(err)) }),
     cfg,
     session: restore(),
     say(text, kind = 'info') {

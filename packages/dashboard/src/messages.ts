@@ -4,7 +4,7 @@ import { ApiError } from './api.ts';
 const PLAIN: Record<string, string> = {
   INVALID_SIGNATURE: 'The signature did not match the sign-in message. Try signing in again.',
   NONCE_INVALID: 'The sign-in request expired or was already used. Try signing in again.',
-  UNAUTHORIZED: 'Your session has ended. Sign in again to continue.',
+  UNAUTHORIZED: 'Your session has expired or was ended. Sign in again to continue where you were.',
   SUBSCRIPTION_REQUIRED: 'This needs an active subscription. Choose a plan on the Subscription page.',
   SUBSCRIPTION_NOT_FOUND: 'This wallet has no subscription yet.',
   SUBSCRIPTION_CANCELLED: 'Your subscription is cancelled: your instances keep running until it expires, but no new ones can be created. Renew to create more.',

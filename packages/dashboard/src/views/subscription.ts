@@ -36,7 +36,7 @@ export const subscriptionView: View = (app, main) => {
             h('dt', {}, 'Status'), h('dd', {}, !live ? 'Expired' : sub.cancelled ? 'Cancelled (active until it expires)' : 'Active'),
             h('dt', {}, live ? 'Expires' : 'Expired'), h('dd', {}, when(sub.expires_at)),
           ),
-      lamports === undefined ? null : h('p', {}, `Wallet balance: ${sol(lamports)}`),
+      lamports === undefined ? null : h('p', { id: 'wallet-balance' }, `Wallet balance: ${sol(lamports)}`),
       sub && live && !sub.cancelled ? h('button', { type: 'button', class: 'danger', onclick: () => void onCancel() }, 'Cancel subscription') : null,
     );
   }
@@ -53,7 +53,7 @@ export const subscriptionView: View = (app, main) => {
           h('h3', {}, title(t), current ? ' (your plan)' : ''),
           h('p', { class: 'price' }, `${sol(app.cfg.prices[t])} per 30 days`),
           h('ul', {},
-            h('li', {}, `${limitText(l.instances)} instances`),
+            h('li', {}, l.instances === 1 ? '1 instance' : `${limitText(l.instances)} instances`),
             h('li', {}, `${limitText(l.requests_per_day)} requests a day, ${limitText(l.requests_per_minute)} a minute`),
             h('li', {}, `${limitText(l.storage_mb)} MB storage`),
             h('li', {}, `${l.memory_mb} MB memory and ${l.cpus} CPU per instance`),

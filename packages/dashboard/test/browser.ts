@@ -1,0 +1,69 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import puppeteer, { type Browser, type Page, type SerializedAXNode } from 'puppeteer-core';
+import { waitFor } from '@agenthost/testkit';
+
+export const SCREENSHOTS = join(import.meta.dirname, '../../../docs/screenshots');
+
+/** Debian's chromium (deploy/install.sh installs it); as root it needs --no-sandbox. */
+export function launch(): Promise<Browser> {
+  return puppeteer.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+  });
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) as `${string}.png`, fullPage: true });
+}
+
+/** The visible text of the element matching `selector`, waited for until `expected` matches it. */
+export async function textOf(page: Page, selector: string, expected: RegExp, timeoutMs = 30_000): Promise<string> {
+  const read = (sel: string) => page.$eval(sel, (el) => (el as unknown as { innerText: string }).innerText).catch(() => '');
+  try {
+    return await waitFor(`${selector} to say ${expected}`, async () => {
+      const text = await read(selector);
+      return expected.test(text) ? text : undefined;
+    }, timeoutMs, 100);
+  } catch (err) {
+    // What the user saw instead: the page's messages and its main content.
+    const seen = { url: page.url(), alert: await read('#alert'), status: await read('#status'), main: (await read('main')).slice(0, 600) };
+    throw new Error(`${(err as Error).message}; the page showed ${JSON.stringify(seen)}`);
+  }
+}
+
+/** Click the button or link whose accessible name is `name` (as a keyboard or screen-reader user finds it). */
+export async function press(page: Page, name: string): Promise<void> {
+  const el = await page.waitForSelector(`::-p-aria(${JSON.stringify(name).slice(1, -1)})`, { timeout: 30_000 });
+  await el!.click();
+}
+
+const CONTROLS = new Set(['button', 'link', 'textbox', 'checkbox', 'radio', 'combobox', 'listbox', 'menuitem', 'slider', 'spinbutton', 'switch', 'tab', 'searchbox']);
+
+/** Every control in the accessibility tree that has no accessible name (must be none). */
+export async function unnamedControls(page: Page): Promise<string[]> {
+  const tree = await page.accessibility.snapshot({ interestingOnly: false });
+  const out: string[] = [];
+  const walk = (n: SerializedAXNode | null | undefined) => {
+    if (!n) return;
+    if (CONTROLS.has(n.role) && !(n.name ?? '').trim()) out.push(`${n.role} without a name`);
+    n.children?.forEach(walk);
+  };
+  walk(tree);
+  return out;
+}
+
+/** The names of the controls in the accessibility tree (to assert on what a screen reader offers). */
+export async function controlNames(page: Page): Promise<string[]> {
+  const tree = await page.accessibility.snapshot();
+  const out: string[] = [];
+  const walk = (n: SerializedAXNode | null | undefined) => {
+    if (!n) return;
+    if (CONTROLS.has(n.role)) out.push(`${n.role}: ${n.name}`);
+    n.children?.forEach(walk);
+  };
+  walk(tree);
+  return out;
+}

@@ -1,0 +1,183 @@
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'puppeteer-core';
+import { chainClient, recordSecret, startStack, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../../services/provisioner/test/helpers.ts';
+import { controlNames, launch, press, screenshot, textOf, unnamedControls } from './browser.ts';
+import { TestWallet } from './test-wallet.ts';
+
+const DIST = new URL('../dist/index.html', import.meta.url);
+const network = testNetwork('dashboard');
+// One instance on pro, so that the quota is reached by the second create of the walk.
+const tiers = { free: { memory_mb: 256, cpus: 0.5, pids: 64 }, pro: { instances: 1, memory_mb: 256, cpus: 0.5, pids: 64 }, enterprise: { memory_mb: 256, cpus: 0.5, pids: 64 } };
+
+let stack: Stack;
+let browser: Browser;
+let page: Page;
+let wallet: TestWallet;
+let origin: string;
+
+beforeAll(async () => {
+  if (!existsSync(DIST)) throw new Error('the dashboard is not built: pnpm --filter @agenthost/dashboard build (deploy/test.sh does it)');
+  await cleanupDocker(network);
+  stack = await startStack({
+    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
+    devchain: true,
+    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18900, 18949], tiers }), gateway: { ...gatewayEnv, TIER_LIMITS_JSON: JSON.stringify(tiers) } },
+  });
+  origin = stack.baseUrl.replace(/\/api$/, '');
+  wallet = new TestWallet(stack.chain!.url);
+  browser = await launch();
+  page = await browser.newPage();
+  await page.setViewport({ width: 1100, height: 800 });
+  await wallet.install(page);
+  // The page's own errors belong in the test's output (the page never logs a token).
+  page.on('pageerror', (err) => console.error('page error:', err));
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+  await cleanupDocker(network);
+});
+
+const session = () => page.evaluate(() => localStorage.getItem('agenthost.session'));
+
+describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain', () => {
+  it('serves the page with cache headers: the page is revalidated, its hashed assets kept a year', async () => {
+    const index = await fetch(`${origin}/`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get('cache-control')).toBe('no-cache');
+    expect(index.headers.get('content-security-policy')).toContain("default-src 'self'");
+    const html = await index.text();
+    const asset = /src="(\/assets\/[^"]+\.js)"/.exec(html)![1]!;
+    const js = await fetch(`${origin}${asset}`);
+    expect(js.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect((await fetch(`${origin}/`, { headers: { 'if-none-match': index.headers.get('etag')! } })).status).toBe(304);
+    expect((await fetch(`${origin}/nothing-here`)).status).toBe(404);
+  });
+
+  it('a declined signature leaves the user signed out, with a clear message; signing in then works', async () => {
+    await page.goto(`${origin}/`);
+    await textOf(page, 'main', /Sign in with Test Wallet/);
+    expect(await unnamedControls(page)).toEqual([]);
+    await screenshot(page, 'sign-in');
+
+    wallet.decline = true;
+    await press(page, 'Sign in with Test Wallet');
+    expect(await textOf(page, '#alert', /did not sign/)).toMatch(/Test Wallet did not sign .*You are not signed in/);
+    expect(await session()).toBeNull();
+    expect(await controlNames(page)).toContain('button: Sign in with Test Wallet');
+
+    await press(page, 'Sign in with Test Wallet');
+    // No subscription yet: the plans are shown first.
+    await textOf(page, '#plan-summary', /No subscription yet/);
+    expect(JSON.parse((await session())!)).toMatchObject({ wallet_address: wallet.address, wallet_name: 'Test Wallet' });
+    recordSecret(JSON.parse((await session())!).token);
+  });
+
+  it('subscribes to pro with a transaction the wallet signs and sends, and shows the expiry', async () => {
+    await chainClient(stack).airdrop(wallet.address, 2_000_000_000);
+    await page.reload();
+    await textOf(page, '#wallet-balance', /Wallet balance: 2 SOL/);
+    expect(await textOf(page, '#plans ~ ul', /0\.1 SOL per 30 days/)).toMatch(/Pro\s+0\.1 SOL per 30 days\s+1 instance\s/);
+    expect(await unnamedControls(page)).toEqual([]);
+    await screenshot(page, 'plans');
+
+    await press(page, 'Subscribe to Pro');
+    await textOf(page, '#status', /You are subscribed to Pro/, 60_000);
+    const summary = await textOf(page, '#plan-summary', /Active/);
+    expect(summary).toMatch(/Pro/);
+    expect(summary).toMatch(/Expires\s+\d+ \w+ \d{4}/);
+    expect((await chainClient(stack).subscription(wallet.address))?.tier).toBe(1);
+    await screenshot(page, 'subscription');
+  });
+
+  it('shows usage before any instance', async () => {
+    await page.goto(`${origin}/#/usage`);
+    expect(await textOf(page, '#usage-instances-text', /of/)).toBe('0 of 1');
+  });
+
+  let instanceId: string;
+
+  it('creates an instance with progress until running, and shows its access token once', async () => {
+    await page.goto(`${origin}/#/instances`);
+    await textOf(page, 'main', /No instances yet/);
+    await page.type('#new-name', 'dash-agent');
+    await press(page, 'Create instance');
+    await page.waitForSelector('#access-token', { timeout: 60_000 });
+    const token = await page.$eval('#access-token', (el) => (el as unknown as { value: string }).value);
+    recordSecret(token);
+    expect(token.length).toBeGreaterThan(10);
+    expect(await controlNames(page)).toEqual(expect.arrayContaining(['button: Copy access token', 'link: Open dash-agent', 'textbox: Access token']));
+    await textOf(page, '#created', /dash-agent is running\./, 120_000);
+    await textOf(page, '#instances tbody', /dash-agent\s+running/);
+    instanceId = await page.$eval('#instances tbody tr', (el) => el.getAttribute('data-instance')!);
+    expect(await unnamedControls(page)).toEqual([]);
+    await screenshot(page, 'instances');
+    await page.setViewport({ width: 390, height: 844 });
+    await screenshot(page, 'instances-phone');
+    await page.setViewport({ width: 1100, height: 800 });
+  });
+
+  it('says plainly that the quota is reached, and keeps the list as it was', async () => {
+    await press(page, 'I have saved it, hide the token');
+    await press(page, 'Create instance');
+    expect(await textOf(page, '#alert', /limit/)).toMatch(/instance limit is reached\. Delete an instance or upgrade/);
+    expect(await page.$$eval('#instances tbody tr', (rows) => rows.length)).toBe(1);
+    await textOf(page, '#instances tbody', /dash-agent\s+running/);
+    await screenshot(page, 'quota-reached');
+  });
+
+  it('adds a key by name to the instance and shows it in the audit log, never the value', async () => {
+    await press(page, 'dash-agent');
+    await textOf(page, '#instance-status', /running/);
+    await textOf(page, '#instance-memory', /MB of 256 MB/);
+    await page.type('#key-name', 'OPENAI_API_KEY');
+    await page.type('#key-value', 'sk-dashboard-test-value-1234');
+    await press(page, 'Save key');
+    await textOf(page, '#status', /OPENAI_API_KEY saved/);
+    await textOf(page, '#keys', /OPENAI_API_KEY/);
+    expect(await textOf(page, '#audit tbody', /OPENAI_API_KEY/)).toMatch(/OPENAI_API_KEY\s+stored\s+28 bytes/);
+    expect(await page.content()).not.toContain('sk-dashboard-test-value-1234');
+    expect(await unnamedControls(page)).toEqual([]);
+    expect(await controlNames(page)).toEqual(expect.arrayContaining(['button: Delete OPENAI_API_KEY', 'button: Replace the value of OPENAI_API_KEY', 'button: Delete instance']));
+    await screenshot(page, 'instance');
+  });
+
+  it('shows the usage changed by the instance and the calls made', async () => {
+    await page.goto(`${origin}/#/usage`);
+    expect(await textOf(page, '#usage-instances-text', /of/)).toBe('1 of 1');
+    const requests = await textOf(page, '#usage-requests-text', /of 10,000/);
+    expect(Number(requests.split(' ')[0]!.replace(/,/g, ''))).toBeGreaterThan(3);
+    expect(await unnamedControls(page)).toEqual([]);
+    await screenshot(page, 'usage');
+  });
+
+  it('an expired session sends the user to sign in with a message, and back to the same page after', async () => {
+    const { token } = JSON.parse((await session())!);
+    // The server ends the session (as at expiry, the next call is a 401); the page still holds the token.
+    expect((await stack.api.withToken(token).post('/auth/logout')).status).toBe(200);
+    await page.reload();
+    expect(await textOf(page, '#alert', /session/)).toMatch(/Your session has expired or was ended\. Sign in again/);
+    expect(await session()).toBeNull();
+    await screenshot(page, 'session-expired');
+    await press(page, 'Sign in with Test Wallet');
+    expect(await textOf(page, '#usage-instances-text', /of/)).toBe('1 of 1');
+    expect(page.url()).toMatch(/#\/usage$/);
+  });
+
+  it('deletes the instance after a confirmation', async () => {
+    await page.goto(`${origin}/#/instance/${instanceId}`);
+    await textOf(page, '#instance-status', /running/);
+    await press(page, 'Delete instance');
+    await page.waitForSelector('dialog[open]');
+    await press(page, 'Cancel');
+    await textOf(page, '#instance-status', /running/);
+    await press(page, 'Delete instance');
+    await press(page, 'Delete dash-agent');
+    await textOf(page, '#status', /dash-agent was deleted/, 60_000);
+    await textOf(page, 'main', /No instances yet/);
+    expect((await stack.api.withToken(JSON.parse((await session())!).token).get(`/instance/status/${instanceId}`)).status).toBe(404);
+  });
+});
