@@ -20,6 +20,10 @@ command -v losetup >/dev/null || need_apt+=(util-linux)
 command -v mount >/dev/null || need_apt+=(mount)
 command -v mkfs.ext4 >/dev/null || need_apt+=(e2fsprogs)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || command -v initdb >/dev/null || need_apt+=(postgresql-15)
+# The dashboard's browser tests drive Debian's Chromium (puppeteer-core cannot download a browser here); a font
+# so that its screenshots have text.
+command -v chromium >/dev/null || need_apt+=(chromium)
+[ -d /usr/share/fonts/truetype/dejavu ] || need_apt+=(fonts-dejavu-core)
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -47,3 +51,8 @@ fi
 say "pnpm install"
 cd "$REPO_DIR"
 pnpm install --frozen-lockfile --reporter=silent 2>/dev/null || pnpm install --reporter=silent
+
+# The dashboard is built here, at install time, so that start.sh serves it and test.sh's browser tests find it:
+# static files under packages/dashboard/dist, which the gateway serves at / (README, "Dashboard").
+say "building the dashboard"
+pnpm --filter @agenthost/dashboard run build >/dev/null

@@ -114,6 +114,8 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     await textOf(page, '#instances tbody', /dash-agent\s+running/);
     instanceId = await page.$eval('#instances tbody tr', (el) => el.getAttribute('data-instance')!);
     expect(await unnamedControls(page)).toEqual([]);
+    // The screenshots are committed: the token in them is masked.
+    await page.$eval('#access-token', (el) => ((el as unknown as { value: string }).value = '•'.repeat(43)));
     await screenshot(page, 'instances');
     await page.setViewport({ width: 390, height: 844 });
     await screenshot(page, 'instances-phone');
