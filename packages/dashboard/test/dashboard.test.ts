@@ -84,6 +84,13 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     expect(await unnamedControls(page)).toEqual([]);
     await screenshot(page, 'plans');
 
+    // Declined in the wallet: nothing is paid, the page still offers the plans.
+    wallet.decline = true;
+    await press(page, 'Subscribe to Pro');
+    expect(await textOf(page, '#alert', /transaction/)).toMatch(/Test Wallet did not sign or send the transaction .*Nothing was paid/);
+    await textOf(page, '#plan-summary', /No subscription yet/);
+    expect(await textOf(page, '#wallet-balance', /SOL/)).toBe('Wallet balance: 2 SOL');
+
     await press(page, 'Subscribe to Pro');
     await textOf(page, '#status', /You are subscribed to Pro/, 60_000);
     const summary = await textOf(page, '#plan-summary', /Active/);
@@ -147,6 +154,15 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     await screenshot(page, 'instance');
   });
 
+  it('stops and starts the instance, with the status following', async () => {
+    await press(page, 'Stop');
+    await textOf(page, '#instance-status', /stopped/, 60_000);
+    expect(await page.$eval('#do-stop', (el) => el.hasAttribute('disabled'))).toBe(true);
+    await press(page, 'Start');
+    await textOf(page, '#instance-status', /running/, 120_000);
+    expect(await textOf(page, '#audit tbody', /OPENAI_API_KEY/)).toMatch(/stored/);
+  });
+
   it('shows the usage changed by the instance and the calls made', async () => {
     await page.goto(`${origin}/#/usage`);
     expect(await textOf(page, '#usage-instances-text', /of/)).toBe('1 of 1');
@@ -181,5 +197,27 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     await textOf(page, '#status', /dash-agent was deleted/, 60_000);
     await textOf(page, 'main', /No instances yet/);
     expect((await stack.api.withToken(JSON.parse((await session())!).token).get(`/instance/status/${instanceId}`)).status).toBe(404);
+  });
+});
+
+describe('renew and cancel from the subscription page', () => {
+  it('renewing appends 30 days to the expiry; cancelling after a confirmation keeps it active until then', async () => {
+    await page.goto(`${origin}/#/subscription`);
+    const before = (await chainClient(stack).subscription(wallet.address))!.expiresAt;
+    await press(page, 'Renew Pro for 30 more days');
+    await textOf(page, '#status', /Pro renewed for 30 more days/, 60_000);
+    expect((await chainClient(stack).subscription(wallet.address))!.expiresAt).toBe(before + 30 * 86400);
+    await textOf(page, '#plan-summary', new RegExp(new Date((before + 30 * 86400) * 1000).getUTCFullYear().toString()));
+
+    await press(page, 'Cancel subscription');
+    await page.waitForSelector('dialog[open]');
+    expect(await unnamedControls(page)).toEqual([]);
+    await press(page, 'Cancel');
+    await textOf(page, '#plan-summary', /Active/);
+    await press(page, 'Cancel subscription');
+    await page.waitForSelector('dialog[open]');
+    await page.$eval('dialog[open] button.danger', (b) => (b as unknown as { click(): void }).click());
+    await textOf(page, '#status', /Your subscription is cancelled/, 60_000);
+    expect(await textOf(page, '#plan-summary', /Cancelled/)).toMatch(/Cancelled \(active until it expires\)/);
   });
 });
