@@ -67,3 +67,26 @@ export async function controlNames(page: Page): Promise<string[]> {
   walk(tree);
   return out;
 }
+
+/** Press Tab until the focused control's accessible name is `name` (a keyboard user's way to it). */
+export async function waitForFocus(page: Page, name: string, maxTabs = 30): Promise<void> {
+  for (let i = 0; i < maxTabs; i++) {
+    await page.keyboard.press('Tab');
+    const focused = await focusedName(page);
+    if (focused === name) return;
+  }
+  throw new Error(`${maxTabs} presses of Tab never reached a control named ${JSON.stringify(name)}`);
+}
+
+async function focusedName(page: Page): Promise<string | undefined> {
+  const find = (n: SerializedAXNode | null | undefined): SerializedAXNode | undefined => {
+    if (!n) return undefined;
+    if (n.focused) return n;
+    for (const c of n.children ?? []) {
+      const f = find(c);
+      if (f) return f;
+    }
+    return undefined;
+  };
+  return find(await page.accessibility.snapshot())?.name;
+}

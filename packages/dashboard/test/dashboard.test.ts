@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'puppeteer-core';
 import { chainClient, recordSecret, startStack, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../../services/provisioner/test/helpers.ts';
-import { controlNames, launch, press, screenshot, textOf, unnamedControls } from './browser.ts';
+import { controlNames, launch, press, screenshot, textOf, unnamedControls, waitForFocus } from './browser.ts';
 import { TestWallet } from './test-wallet.ts';
 
 const DIST = new URL('../dist/index.html', import.meta.url);
@@ -69,7 +69,9 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     expect(await session()).toBeNull();
     expect(await controlNames(page)).toContain('button: Sign in with Test Wallet');
 
-    await press(page, 'Sign in with Test Wallet');
+    // By keyboard alone: Tab to the wallet's button, Enter.
+    await waitForFocus(page, 'Sign in with Test Wallet');
+    await page.keyboard.press('Enter');
     // No subscription yet: the plans are shown first.
     await textOf(page, '#plan-summary', /No subscription yet/);
     expect(JSON.parse((await session())!)).toMatchObject({ wallet_address: wallet.address, wallet_name: 'Test Wallet' });
@@ -190,7 +192,9 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     await textOf(page, '#instance-status', /running/);
     await press(page, 'Delete instance');
     await page.waitForSelector('dialog[open]');
-    await press(page, 'Cancel');
+    // Escape closes the confirmation without deleting (the native dialog's keyboard behaviour).
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('dialog', { hidden: true });
     await textOf(page, '#instance-status', /running/);
     await press(page, 'Delete instance');
     await press(page, 'Delete dash-agent');

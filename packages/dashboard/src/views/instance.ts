@@ -1,7 +1,7 @@
 import type { Instance } from '../api.ts';
 import type { View } from '../app.ts';
 import { confirmDialog, fill, h } from '../dom.ts';
-import { POLL_MS, showToken, statusBadge } from './instances.ts';
+import { nextPoll, showToken, statusBadge } from './instances.ts';
 import { keysSection } from './keys.ts';
 
 /** One instance: live status with CPU and memory, stop/start/restart/delete, the log tail, its keys and their audit. */
@@ -32,7 +32,8 @@ export const instanceView: View = (app, main, id) => {
     } catch (err) {
       app.fail(err);
     }
-    if (!stopped) timer = setTimeout(() => void poll(), POLL_MS);
+    // CPU and memory are worth a read every 2 s while the page is looked at; the hidden tab reads nothing.
+    if (!stopped) timer = nextPoll(true, () => { if (!stopped) void poll(); });
   }
 
   function draw(i: Instance): void {

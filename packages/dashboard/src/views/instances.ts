@@ -2,8 +2,22 @@ import type { Instance } from '../api.ts';
 import type { App, View } from '../app.ts';
 import { fill, h, when } from '../dom.ts';
 
-/** How often the list and a create's progress are read again (an event stream may replace this later). */
+/**
+ * How often the list and an instance are read again (an event stream may replace this later). Every read counts
+ * against the plan's daily requests (1,000 on free), so the page reads often only while something is changing,
+ * and not at all while the tab is hidden.
+ */
 export const POLL_MS = 2000;
+export const IDLE_POLL_MS = 20_000;
+const settling = (i: Pick<Instance, 'status'>) => i.status === 'provisioning';
+
+/** The delay before the next read: short while an instance is changing, long otherwise, and none while hidden. */
+export function nextPoll(changing: boolean, read: () => void): ReturnType<typeof setTimeout> {
+  return setTimeout(function tick() {
+    if (document.hidden) document.addEventListener('visibilitychange', read, { once: true });
+    else read();
+  }, changing ? POLL_MS : IDLE_POLL_MS);
+}
 
 /** The instances with live status (polled), and create with progress until running. */
 export const instancesView: View = (app, main) => {
@@ -19,8 +33,10 @@ export const instancesView: View = (app, main) => {
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   async function refresh(): Promise<void> {
+    let changing = false;
     try {
       const { instances } = await app.api.instances();
+      changing = instances.some(settling);
       const key = JSON.stringify(instances.map((i) => [i.instance_id, i.status, i.name, i.failure_reason]));
       if (key !== last) {
         last = key;
@@ -29,7 +45,7 @@ export const instancesView: View = (app, main) => {
     } catch (err) {
       app.fail(err);
     }
-    if (!stopped) timer = setTimeout(() => void refresh(), POLL_MS);
+    if (!stopped) timer = nextPoll(changing, () => { if (!stopped) void refresh(); });
   }
 
   function draw(instances: Instance[]): void {
@@ -57,6 +73,9 @@ export const instancesView: View = (app, main) => {
       showToken(app, created, inst);
       last = '';
       await follow(inst);
+      // The list may be on its long wait: read it now and restart the loop from here.
+      clearTimeout(timer);
+      void refresh();
     } catch (err) {
       app.say('');
       app.fail(err);
