@@ -185,6 +185,16 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     await press(page, 'Sign in with Test Wallet');
     expect(await textOf(page, '#usage-instances-text', /of/)).toBe('1 of 1');
     expect(page.url()).toMatch(/#\/usage$/);
+
+    // A session past its expiry is not used at all: the page says so before any call.
+    await page.evaluate(() => {
+      const s = JSON.parse(localStorage.getItem('agenthost.session')!);
+      localStorage.setItem('agenthost.session', JSON.stringify({ ...s, expires_at: new Date(Date.now() - 1000).toISOString() }));
+    });
+    await page.reload();
+    expect(await textOf(page, '#alert', /session/)).toBe('Your session has expired. Sign in again to continue where you were.');
+    await press(page, 'Sign in with Test Wallet');
+    expect(await textOf(page, '#usage-instances-text', /of/)).toBe('1 of 1');
   });
 
   it('deletes the instance after a confirmation', async () => {
@@ -223,5 +233,33 @@ describe('renew and cancel from the subscription page', () => {
     await page.$eval('dialog[open] button.danger', (b) => (b as unknown as { click(): void }).click());
     await textOf(page, '#status', /Your subscription is cancelled/, 60_000);
     expect(await textOf(page, '#plan-summary', /Cancelled/)).toMatch(/Cancelled \(active until it expires\)/);
+  });
+});
+
+describe('a wallet without solana:signIn, and signing out', () => {
+  it('signs in by signing the nonce message itself (solana:signMessage)', async () => {
+    const plain = new TestWallet(stack.chain!.url, { name: 'Message Wallet', signIn: false });
+    // A context of its own: the first page's session in localStorage is not this one's.
+    const context = await browser.createBrowserContext();
+    const second = await context.newPage();
+    try {
+      await plain.install(second);
+      await second.goto(`${origin}/`);
+      await press(second, 'Sign in with Message Wallet');
+      await textOf(second, '#plan-summary', /No subscription yet/);
+      expect(plain.signed).toBe(1);
+      expect(JSON.parse((await second.evaluate(() => localStorage.getItem('agenthost.session')))!)).toMatchObject({ wallet_address: plain.address });
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('signs out: the token is revoked on the server and the page asks to sign in', async () => {
+    const { token } = JSON.parse((await session())!);
+    await press(page, 'Sign out');
+    await textOf(page, '#status', /You are signed out/);
+    expect(await session()).toBeNull();
+    expect((await stack.api.withToken(token).get('/auth/me')).status).toBe(401);
+    await textOf(page, 'main', /Sign in with Test Wallet/);
   });
 });

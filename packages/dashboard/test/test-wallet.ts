@@ -16,9 +16,12 @@ export class TestWallet {
   signed = 0;
 
   private readonly rpcUrl: string;
+  /** The wallet's name on the page; `signIn: false` makes a wallet without solana:signIn (sign-in by signMessage). */
+  readonly options: { name: string; signIn: boolean };
 
-  constructor(rpcUrl: string) {
+  constructor(rpcUrl: string, options: { name?: string; signIn?: boolean } = {}) {
     this.rpcUrl = rpcUrl;
+    this.options = { name: options.name ?? 'Test Wallet', signIn: options.signIn ?? true };
     recordSecret(bs58.encode(this.keypair.secretKey));
   }
 
@@ -42,12 +45,12 @@ export class TestWallet {
       const signature = await new Connection(this.rpcUrl, 'confirmed').sendRawTransaction(tx.serialize(), { preflightCommitment: 'confirmed' });
       return Array.from(bs58.decode(signature));
     });
-    await page.evaluateOnNewDocument(registerInPage, this.address, Array.from(this.keypair.publicKey.toBytes()));
+    await page.evaluateOnNewDocument(registerInPage, this.address, Array.from(this.keypair.publicKey.toBytes()), this.options);
   }
 }
 
 /** Runs in the page before its scripts: the Wallet Standard registration protocol, by hand. */
-function registerInPage(address: string, publicKey: number[]): void {
+function registerInPage(address: string, publicKey: number[], options: { name: string; signIn: boolean }): void {
   type Bytes = number[];
   // Typed by hand: this file is compiled for Node (no DOM library), but this function runs in the page.
   const w = globalThis as unknown as {
@@ -57,7 +60,7 @@ function registerInPage(address: string, publicKey: number[]): void {
     addEventListener(type: string, listener: (e: Event) => void): void;
   };
   const chains = ['solana:localnet'];
-  const account = { address, publicKey: new Uint8Array(publicKey), chains, features: ['solana:signIn', 'solana:signMessage', 'solana:signAndSendTransaction'], label: 'Test account' };
+  const account = { address, publicKey: new Uint8Array(publicKey), chains, features: [...(options.signIn ? ['solana:signIn'] : []), 'solana:signMessage', 'solana:signAndSendTransaction'], label: 'Test account' };
   let connected = false;
   const sign = async (message: Uint8Array) => new Uint8Array(await w.__testWalletSign(Array.from(message)));
   // The Sign-In With Solana text as wallets build it from the input's fields (the ABNF of EIP-4361).
@@ -65,7 +68,7 @@ function registerInPage(address: string, publicKey: number[]): void {
     [`${i.domain} wants you to sign in with your Solana account:`, i.address ?? address, '', i.statement, '', `URI: ${i.uri}`, `Version: ${i.version}`, `Chain ID: ${i.chainId}`, `Nonce: ${i.nonce}`, `Issued At: ${i.issuedAt}`, `Expiration Time: ${i.expirationTime}`].join('\n');
   const wallet = {
     version: '1.0.0',
-    name: 'Test Wallet',
+    name: options.name,
     icon: 'data:image/svg+xml;base64,' + btoa('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 8 8"><rect width="8" height="8" fill="#3451b2"/></svg>'),
     chains,
     get accounts() {
@@ -75,14 +78,18 @@ function registerInPage(address: string, publicKey: number[]): void {
       'standard:connect': { version: '1.0.0', connect: async () => ((connected = true), { accounts: [account] }) },
       'standard:disconnect': { version: '1.0.0', disconnect: async () => void (connected = false) },
       'standard:events': { version: '1.0.0', on: () => () => {} },
-      'solana:signIn': {
-        version: '1.0.0',
-        signIn: async (...inputs: Record<string, string | undefined>[]) =>
-          Promise.all(inputs.map(async (input) => {
-            const signedMessage = new TextEncoder().encode(siws(input));
-            return { account, signedMessage, signature: await sign(signedMessage), signatureType: 'ed25519' };
-          })),
-      },
+      ...(options.signIn
+        ? {
+            'solana:signIn': {
+              version: '1.0.0',
+              signIn: async (...inputs: Record<string, string | undefined>[]) =>
+                Promise.all(inputs.map(async (input) => {
+                  const signedMessage = new TextEncoder().encode(siws(input));
+                  return { account, signedMessage, signature: await sign(signedMessage), signatureType: 'ed25519' };
+                })),
+            },
+          }
+        : {}),
       'solana:signMessage': {
         version: '1.0.0',
         signMessage: async (...inputs: { message: Uint8Array }[]) => Promise.all(inputs.map(async ({ message }) => ({ signedMessage: message, signature: await sign(message) }))),
