@@ -154,6 +154,24 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     expect(await unnamedControls(page)).toEqual([]);
     expect(await controlNames(page)).toEqual(expect.arrayContaining(['button: Delete OPENAI_API_KEY', 'button: Replace the value of OPENAI_API_KEY', 'button: Delete instance']));
     await screenshot(page, 'instance');
+
+    // Replace its value, then delete it: each is one more line of the audit log.
+    await press(page, 'Replace the value of OPENAI_API_KEY');
+    await page.type('#key-value', 'sk-dashboard-second-value');
+    await press(page, 'Save key');
+    await textOf(page, '#status', /OPENAI_API_KEY replaced/);
+    await textOf(page, '#audit tbody', /OPENAI_API_KEY\s+updated\s+25 bytes/);
+    await press(page, 'Delete OPENAI_API_KEY');
+    await page.waitForSelector('dialog[open]');
+    await page.click('dialog[open] button.danger');
+    await textOf(page, '#status', /OPENAI_API_KEY deleted/);
+    await textOf(page, '#keys-title ~ div', /No keys yet/);
+    await textOf(page, '#audit tbody', /OPENAI_API_KEY\s+deleted/);
+  });
+
+  it('shows the CPU, memory and the tail of the agent’s log', async () => {
+    expect(await textOf(page, '#instance-cpu', /%/)).toMatch(/^\d+\.\d %$/);
+    await textOf(page, '#logs', /ready/);
   });
 
   it('stops and starts the instance, with the status following', async () => {
