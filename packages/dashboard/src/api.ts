@@ -11,11 +11,28 @@ export interface Session {
   user_id: string;
   expires_at: string;
 }
+/** The fields of the SIWS message as a wallet's solana:signIn takes them. */
+export interface SignInInput {
+  domain: string;
+  address: string;
+  statement: string;
+  uri: string;
+  version: string;
+  chainId: string;
+  nonce: string;
+  issuedAt: string;
+  expirationTime: string;
+}
 export interface Nonce {
   nonce: string;
   message: string;
   expires_at: string;
+  sign_in_input: SignInInput;
 }
+/** Our message signed as written, or solana:signIn's output (the bytes in base64). */
+export type Login =
+  | { wallet_address: string; signature_base58: string; nonce: string }
+  | { account: { address: string }; signedMessage: string; signature: string };
 export interface SubscriptionStatus {
   wallet_address: string;
   tier: TierName;
@@ -114,7 +131,7 @@ export function apiClient(o: ApiOptions) {
   const q = encodeURIComponent;
   return {
     nonce: (wallet: string) => call<Nonce>('GET', `/auth/nonce?wallet_address=${q(wallet)}`),
-    login: (b: { wallet_address: string; signature_base58: string; nonce: string }) => call<Session>('POST', '/auth/login', b),
+    login: (b: Login) => call<Session>('POST', '/auth/login', b),
     logout: () => call<{ success: boolean }>('POST', '/auth/logout'),
     subscription: () => call<SubscriptionStatus>('GET', '/subscription/status'),
     register: (tx_signature: string, tier: 0 | 1 | 2) => call<{ success: boolean; tx_verified: boolean }>('POST', '/subscription/register', { tx_signature, tier }),

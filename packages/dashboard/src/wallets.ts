@@ -1,24 +1,13 @@
 import { getWallets } from '@wallet-standard/app';
 import type { Wallet, WalletAccount } from '@wallet-standard/base';
 import bs58 from 'bs58';
-import type { Api, Session } from './api.ts';
+import type { Api, Login, Session, SignInInput } from './api.ts';
 
 /**
  * Wallet Standard discovery: any wallet that registers itself on the page (Phantom, Solflare, Backpack, a
  * test wallet) appears. The Solana feature shapes are written out here rather than taken from
  * @solana/wallet-standard-features, to keep the bundle to what the page calls.
  */
-interface SignInInput {
-  domain?: string;
-  address?: string;
-  statement?: string;
-  uri?: string;
-  version?: string;
-  chainId?: string;
-  nonce?: string;
-  issuedAt?: string;
-  expirationTime?: string;
-}
 type SignIn = { signIn(...inputs: SignInInput[]): Promise<{ account: WalletAccount; signedMessage: Uint8Array; signature: Uint8Array }[]> };
 type SignMessage = { signMessage(...inputs: { account: WalletAccount; message: Uint8Array }[]): Promise<{ signedMessage: Uint8Array; signature: Uint8Array }[]> };
 type Connect = { connect(input?: { silent?: boolean }): Promise<{ accounts: readonly WalletAccount[] }> };
@@ -52,29 +41,12 @@ export async function accountOf(wallet: Wallet, address?: string): Promise<Walle
   return account;
 }
 
-/** The fields of the server's Sign-In With Solana message, so that a wallet's solana:signIn builds the same text. */
-export function signInFields(message: string): SignInInput {
-  const lines = message.split('\n');
-  const field = (label: string) => lines.find((l) => l.startsWith(`${label}: `))?.slice(label.length + 2);
-  return {
-    domain: lines[0]!.replace(/ wants you to sign in with your Solana account:$/, ''),
-    address: lines[1],
-    statement: lines[3],
-    uri: field('URI'),
-    version: field('Version'),
-    chainId: field('Chain ID'),
-    nonce: field('Nonce'),
-    issuedAt: field('Issued At'),
-    expirationTime: field('Expiration Time'),
-  };
-}
-
 /** A wallet refused or failed to sign: said as such, whatever the wallet's own wording. */
 export class WalletDeclined extends Error {}
 
 /**
- * connect → nonce → solana:signIn where the wallet has it (checked to have signed exactly the server's message),
- * else solana:signMessage on the nonce's message → login.
+ * connect → nonce → solana:signIn with the nonce's sign_in_input where the wallet has it (the wallet builds and
+ * shows the message; auth checks its fields), else solana:signMessage on the nonce's message → login.
  */
 export async function signInWithWallet(api: Api, wallet: Wallet): Promise<Session> {
   let account: WalletAccount;
@@ -84,21 +56,22 @@ export async function signInWithWallet(api: Api, wallet: Wallet): Promise<Sessio
     throw new WalletDeclined(`${wallet.name} did not connect (${(err as Error).message}). You are not signed in.`);
   }
   const n = await api.nonce(account.address);
-  const expected = new TextEncoder().encode(n.message);
-  let signature: Uint8Array | undefined;
+  let login: Login | undefined;
   try {
     const siws = feature<SignIn>(wallet, 'solana:signIn');
-    if (siws) {
-      const [out] = await siws.signIn(signInFields(n.message));
-      if (out && out.account.address === account.address && sameBytes(out.signedMessage, expected)) signature = out.signature;
-    }
     const sm = feature<SignMessage>(wallet, 'solana:signMessage');
-    if (!signature && sm) signature = (await sm.signMessage({ account, message: expected }))[0]?.signature;
+    if (siws) {
+      const [out] = await siws.signIn(n.sign_in_input);
+      if (out) login = { account: { address: out.account.address }, signedMessage: base64(out.signedMessage), signature: base64(out.signature) };
+    } else if (sm) {
+      const [out] = await sm.signMessage({ account, message: new TextEncoder().encode(n.message) });
+      if (out) login = { wallet_address: account.address, signature_base58: bs58.encode(out.signature), nonce: n.nonce };
+    }
   } catch (err) {
     throw new WalletDeclined(`${wallet.name} did not sign (${(err as Error).message}). You are not signed in.`);
   }
-  if (!signature) throw new WalletDeclined(`${wallet.name} signed a different sign-in message from the one agenthost issued, and cannot sign a plain message. You are not signed in.`);
-  return api.login({ wallet_address: account.address, signature_base58: bs58.encode(signature), nonce: n.nonce });
+  if (!login) throw new WalletDeclined(`${wallet.name} returned no signature. You are not signed in.`);
+  return api.login(login);
 }
 
-const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
+const base64 = (bytes: Uint8Array): string => btoa(String.fromCharCode(...bytes));
