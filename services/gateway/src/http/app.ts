@@ -13,6 +13,7 @@ const SAFE_ID = /^[A-Za-z0-9._-]{8,100}$/;
 
 /**
  * The gateway's Express app: request id and default subscription headers → the API's routes under /api (mount.ts) →
+ * the dashboard's built files (static-files.ts) →
  * 404 → the error body of spec §7. One access-log line per request through the service's pino logger (never
  * headers, bodies or the query string).
  */
