@@ -95,7 +95,9 @@ export const instancesView: View = (app, main) => {
       if (now.status === 'running' || now.status === 'failed') {
         bar.remove();
         label.textContent = now.status === 'running' ? `${inst.name} is running.` : `${inst.name} failed to start: ${now.failure_reason ?? 'no reason given'}.`;
-        app.say(label.textContent);
+        // The progress line (a live region) says it; a failure is also an alert.
+        app.say('');
+        if (now.status === 'failed') app.say(label.textContent, 'error');
         return;
       }
       await new Promise((r) => setTimeout(r, POLL_MS / 2));
