@@ -127,6 +127,8 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     await page.$eval('#access-token', (el) => ((el as unknown as { value: string }).value = '•'.repeat(43)));
     await screenshot(page, 'instances');
     await page.setViewport({ width: 390, height: 844 });
+    // At phone width nothing pushes the page sideways (a wide table scrolls inside its own box).
+    expect(await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await screenshot(page, 'instances-phone');
     await page.setViewport({ width: 1100, height: 800 });
   });
