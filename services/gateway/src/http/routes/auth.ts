@@ -14,7 +14,7 @@ export const authRoutes = (ctx: GatewayContext): Route[] => [
     response: A.nonceCreate.output,
     rateLimit: 'nonces per client address (NONCES_PER_ADDRESS) and per wallet (NONCES_PER_WALLET) in SIGN_IN_WINDOW_SECONDS',
     handler: async ({ req, requestId }) => {
-      await ctx.signInLimits.consume('nonce', req.ip, req.query.wallet_address);
+      await ctx.signInLimits.consume('nonce', req.ip ?? '', req.query.wallet_address);
       return ctx.call(A.nonceCreate, { wallet_address: String(req.query.wallet_address ?? '') }, requestId);
     },
   },
@@ -30,7 +30,7 @@ export const authRoutes = (ctx: GatewayContext): Route[] => [
     handler: async ({ req, requestId }) => {
       const b = jsonBody(req);
       const account = b.account as { address?: unknown } | undefined;
-      await ctx.signInLimits.consume('login', req.ip, b.wallet_address ?? account?.address);
+      await ctx.signInLimits.consume('login', req.ip ?? '', b.wallet_address ?? account?.address);
       return ctx.call(A.login, b as never, requestId);
     },
   },
