@@ -1,5 +1,5 @@
 import type { Wallet, WalletAccount } from '@wallet-standard/base';
-import { apiClient, type Api, type Session } from './api.ts';
+import { ApiError, apiClient, type Api, type Session } from './api.ts';
 import type { ChainConfig } from './chain.ts';
 import { fill, h } from './dom.ts';
 import { plain } from './messages.ts';
@@ -17,8 +17,8 @@ export interface App {
   go(route: string): void;
   /** The signed-in wallet and its account, for transactions. */
   signer(): Promise<{ wallet: Wallet; account: WalletAccount }>;
-  /** Keep the session and show `route` (default: where the user was). */
-  signedIn(s: Session, walletName: string, route?: string): void;
+  /** Keep the session and show where the user was, or the plans when the wallet has no subscription yet. */
+  signedIn(s: Session, walletName: string): Promise<void>;
   signOut(message?: string): void;
 }
 
@@ -58,12 +58,13 @@ export function startApp(cfg: ChainConfig, views: Record<string, View>, root: HT
       if (!wallet) throw new Error(`The wallet ${s.wallet_name} is not available on this page. Open or unlock it and try again.`);
       return { wallet, account: await accountOf(wallet, s.wallet_address) };
     },
-    signedIn(s, walletName, route) {
+    async signedIn(s, walletName) {
       app.session = { ...s, wallet_name: walletName };
       localStorage.setItem(STORE, JSON.stringify(app.session));
       app.say('');
       alert.hidden = true;
-      if (route && location.hash !== route) app.go(route);
+      const subscribed = await app.api.subscription().then(() => true, (err) => !(err instanceof ApiError && err.code === 'SUBSCRIPTION_NOT_FOUND'));
+      if (!subscribed && location.hash !== '#/subscription') app.go('#/subscription');
       else render();
     },
     signOut(message) {

@@ -27,10 +27,7 @@ export const signInView: View = (app, main) => {
           button.setAttribute('aria-busy', 'true');
           app.say(`Waiting for ${w.name}: approve the connection and the sign-in message…`);
           try {
-            const session = await signInWithWallet(app.api, w);
-            // A wallet without a subscription starts at the plans; anyone else where they were.
-            const subscribed = await fetch('/api/subscription/status', { headers: { authorization: `Bearer ${session.token}` } }).then((r) => r.ok, () => true);
-            app.signedIn(session, w.name, subscribed ? undefined : '#/subscription');
+            await app.signedIn(await signInWithWallet(app.api, w), w.name);
           } catch (err) {
             app.say('');
             app.say(err instanceof WalletDeclined ? err.message : `Sign-in failed. ${plain(err)}`, 'error');
