@@ -9,3 +9,4 @@ export * from './stack.ts';
 export * from './subscribe.ts';
 export * from './infra-env.ts';
 export * from './wait.ts';
+export * from './edge.ts';

@@ -6,7 +6,8 @@ import type { ProvisionerDB } from './db/schema.ts';
 import { describe, DockerEngine } from './docker/engine.ts';
 import { CredentialHandoff } from './docker/handoff.ts';
 import { faults } from './domain/faults.ts';
-import { Instances } from './domain/instances.ts';
+import { Instances, type InstanceEvents } from './domain/instances.ts';
+import { listRoutes } from './domain/routes.ts';
 import { OpLocks } from './domain/locks.ts';
 import { NetworkGuard } from './domain/network-guard.ts';
 import { Readiness, type ReadinessDeps } from './domain/readiness.ts';
@@ -38,7 +39,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     // One directory per scope: the reconciler removes the files without a row, and only its own.
     const volumes = new QuotaVolumes({ engine, log, scope, dir: join(volumeDir, scope), enabled: config.VOLUME_QUOTA === 'enforce' });
     const storage = new StorageSampler({ db, engine, scope, log, intervalSeconds: config.STORAGE_SAMPLE_INTERVAL_SECONDS, capped: (id) => volumes.has(id) });
-    const announceStatus = (p: Parameters<ReadinessDeps['announce']>[0], generation: number) =>
+    const announceStatus = (p: Parameters<ReadinessDeps['announce']>[0] | Parameters<InstanceEvents['status']>[0], generation: number) =>
       publishEvent(nc, P.instanceStatusChanged, p, `instance-status-${p.instance_id}-${generation}-${p.status}`);
     const pause = faults(config.FAULT_PAUSE_AT, log);
     const issueCredentials = (user_id: string, instance_id: string) =>
@@ -111,6 +112,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       events: {
         created: (p) => publishEvent(nc, P.instanceCreated, p, `instance-created-${p.instance_id}`),
         deleted: (p) => publishEvent(nc, P.instanceDeleted, p, `instance-deleted-${p.instance_id}`),
+        status: announceStatus,
       },
     });
     const reconciler = new Reconciler({
@@ -156,6 +158,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.remove, (input) => instances.remove(input)),
         endpoint(P.logs, (input) => instances.logs(input)),
         endpoint(P.usage, (input) => instances.usage(input)),
+        endpoint(P.routes, (input) => listRoutes({ db, runtime }, input)),
       ],
       async start() {
         await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });
