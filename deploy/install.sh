@@ -18,6 +18,10 @@ command -v losetup >/dev/null || need_apt+=(util-linux)
 command -v mount >/dev/null || need_apt+=(mount)
 command -v mkfs.ext4 >/dev/null || need_apt+=(e2fsprogs)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || command -v initdb >/dev/null || need_apt+=(postgresql-15)
+# The public HTTPS edge (Debian's Caddy 2.6); its service is never enabled: deploy/start.sh runs it.
+command -v caddy >/dev/null || need_apt+=(caddy)
+# The browser tests (deploy/test.sh sets AGENTHOST_TEST_TOOLS=1): Debian's Chromium, driven by puppeteer-core.
+[ "${AGENTHOST_TEST_TOOLS:-0}" = 1 ] && ! command -v chromium >/dev/null && need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -4,7 +4,7 @@
 # devchain and service processes), then scans every log line of the run for the secrets the tests used.
 source "$(dirname "$0")/env.sh"
 
-bash "$DEPLOY_DIR/install.sh"
+AGENTHOST_TEST_TOOLS=1 bash "$DEPLOY_DIR/install.sh"
 bash "$DEPLOY_DIR/infra.sh"
 set -a; source "$AGENTHOST_STATE/infra.env"; set +a
 bash "$DEPLOY_DIR/images/build.sh" all
