@@ -58,8 +58,10 @@ function instanceRoutes(s: EdgeSettings): Json {
                     handler: 'reverse_proxy',
                     upstreams: [{ dial: '{http.reverse_proxy.header.X-Agenthost-Upstream}' }],
                     transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s` },
-                    // The agent sees the https origin the browser used (OpenClaw checks the Origin of its WebSocket).
-                    headers: { request: { set: { 'X-Forwarded-Proto': ['https'] }, delete: [UPSTREAM_HEADER] } },
+                    // No forwarded-client headers: an agent that does not trust its proxy refuses such traffic (OpenClaw
+                    // does), and trusting the bridge's address would trust everything else on this host too. The
+                    // agent checks the browser's Origin against the instance's public address instead.
+                    headers: { request: { delete: [UPSTREAM_HEADER, 'X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host'] } },
                     // Streamed answers (server-sent events) are passed on as they come.
                     flush_interval: -1,
                   },

@@ -7,6 +7,7 @@ import { demux } from '../docker/logs.ts';
 import { containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import type { QuotaVolumes } from '../docker/volumes.ts';
 import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from './runtime.ts';
+import { instanceUrl } from './routes.ts';
 
 export type { Credentials } from './runtime.ts';
 
@@ -45,6 +46,8 @@ export class InstanceContainers implements InstanceRuntime {
       env: {
         ...config.INSTANCE_EXTRA_ENV_JSON,
         AGENTHOST_INSTANCE_ID: row.id,
+        // Its public address: the agent allows its browser UI from there (OpenClaw's allowed origins).
+        AGENTHOST_PUBLIC_URL: instanceUrl(config.INSTANCE_URL_TEMPLATE, row),
         AGENTHOST_CREDENTIALS: 'stdin',
         AGENTHOST_KEYS_URL: this.d.keysUrl(),
         ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}),

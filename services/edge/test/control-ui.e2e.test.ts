@@ -1,0 +1,113 @@
+import { execFile } from 'node:child_process';
+import { createHash, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+
+// A real browser (Debian's chromium) opens the Control UI of real OpenClaw instances at their https URLs.
+// Ports of this suite: instances 18710-18714, the edge 18742 (HTTPS) and 18743 (HTTP).
+const HTTPS = 18742;
+const exec = promisify(execFile);
+const network = testNetwork('edge-ui');
+
+let stack: Stack;
+let edge: Edge;
+let owner: Session;
+let browser: Browser;
+const instances: Array<{ id: string; url: string; token: string }> = [];
+
+/** base64 SHA-256 of a certificate's public key, as Chromium's --ignore-certificate-errors-spki-list takes it. */
+const spki = (file: string) => createHash('sha256').update(new X509Certificate(readFileSync(file)).publicKey.export({ type: 'spki', format: 'der' })).digest('base64');
+
+const api = (method: string, path: string, body?: unknown) =>
+  edge.request(`${edge.origin}/api${path}`, {
+    method,
+    headers: { authorization: `Bearer ${owner.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+
+/** A page in its own browser profile that records every WebSocket frame the Control UI receives. */
+async function openControlUi(url: string, token: string): Promise<{ page: Page; frames: string[] }> {
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  const frames: string[] = [];
+  const cdp = await page.createCDPSession();
+  await cdp.send('Network.enable');
+  cdp.on('Network.webSocketFrameReceived', (e: { response: { payloadData: string } }) => frames.push(e.response.payloadData));
+  // The fragment never reaches a server or a log (OpenClaw's documented hand-off of the gateway token).
+  await page.goto(`${url}/#token=${encodeURIComponent(token)}`, { waitUntil: 'domcontentloaded' });
+  return { page, frames };
+}
+
+const seen = (frames: string[], re: RegExp) => frames.some((f) => re.test(f));
+
+beforeAll(async () => {
+  await cleanupDocker(network);
+  const env = provisionerEnv({ network, ports: [18710, 18714], extra: { INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`, READY_TIMEOUT_SECONDS: '240' } });
+  // The real OpenClaw image and the tiers' real resources.
+  delete env.FRAMEWORK_IMAGES;
+  delete env.TIER_LIMITS_JSON;
+  stack = await startStack({ services: ['auth', 'billing-chain', 'keyvault', 'provisioner'], devchain: true, serviceEnv: { provisioner: env, gateway: gatewayEnv } });
+  edge = await startEdge(stack, { httpsPort: HTTPS, httpPort: 18743 });
+  owner = await signIn(stack.api);
+  await subscribe(stack, owner, { tier: 'pro' });
+  for (const name of ['ui-a', 'ui-b']) {
+    const c = await api('POST', '/instance/create', { framework: 'openclaw', name });
+    expect(c.status, c.text).toBe(200);
+    instances.push({ id: c.json.instance_id as string, url: c.json.url as string, token: c.json.access_token as string });
+  }
+  for (const i of instances) {
+    await waitFor(`${i.id} running`, async () => {
+      const s = (await api('GET', `/instance/status/${i.id}`)).json;
+      if (s.status === 'failed') throw new Error(`failed: ${String(s.failure_reason)}`);
+      return s.status === 'running';
+    }, 240_000, 1000);
+  }
+  const ca = edge.caFile.replace(/root\.crt$/, '');
+  browser = await puppeteer.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    // Trust exactly the edge's local CA (its root and intermediate keys); every other certificate error stands.
+    args: ['--no-sandbox', `--ignore-certificate-errors-spki-list=${[spki(`${ca}root.crt`), spki(`${ca}intermediate.crt`)].join(',')}`],
+  });
+}, 420_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await edge?.stop();
+  await stack?.stop();
+  await cleanupDocker(network);
+});
+
+describe('the OpenClaw Control UI through the edge, in Chromium', () => {
+  it('loads over HTTPS, authenticates with the instance token and connects over the WebSocket', async () => {
+    const a = instances[0]!;
+    const { page, frames } = await openControlUi(a.url, a.token);
+    expect(page.url().startsWith(`https://${a.id}.agenthost.localhost:${HTTPS}/`)).toBe(true);
+    // The token is accepted; a browser it has never seen must then be paired by the instance's operator once.
+    await waitFor('the gateway to answer the UI', async () => seen(frames, /hello-ok|pairing required|PAIRING_REQUIRED/i), 90_000, 500);
+    expect(seen(frames, /token_mismatch|TOKEN_MISMATCH/)).toBe(false);
+    if (!seen(frames, /hello-ok/)) {
+      const cli = ['exec', `agenthost-${a.id}`, '/usr/local/bin/node', '/opt/openclaw/node_modules/openclaw/openclaw.mjs', 'devices'];
+      const listed = JSON.parse((await exec('docker', [...cli, 'list', '--json'], { timeout: 60_000 })).stdout) as { pending?: Array<{ requestId: string }> };
+      const request = listed.pending?.[0]?.requestId;
+      expect(request, JSON.stringify(listed)).toBeTruthy();
+      await exec('docker', [...cli, 'approve', request!, '--json'], { timeout: 60_000 });
+    }
+    // The UI retries by itself and is connected (the gateway's hello over the proxied WebSocket).
+    await waitFor('the UI connected', async () => seen(frames, /hello-ok/), 90_000, 500);
+    await page.screenshot({ path: '.test-logs/control-ui-connected.png' });
+    await page.browserContext().close();
+  }, 240_000);
+
+  it("does not open instance B with instance A's token", async () => {
+    const [a, b] = instances as [(typeof instances)[0], (typeof instances)[0]];
+    const { page, frames } = await openControlUi(b.url, a.token);
+    await waitFor('the gateway to refuse the token', async () => seen(frames, /token_mismatch|TOKEN_MISMATCH|unauthorized/i), 90_000, 500);
+    expect(seen(frames, /hello-ok/)).toBe(false);
+    await page.browserContext().close();
+  }, 120_000);
+});
