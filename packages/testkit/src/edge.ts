@@ -42,8 +42,8 @@ export interface Edge {
   hostOf(instanceId: string): string;
   /** One HTTPS request to the edge (host names under .localhost are sent to 127.0.0.1, as browsers and curl do). */
   request(url: string, init?: { method?: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<EdgeResponse>;
-  /** A WebSocket through the edge: resolves with the first text messages it receives after sending `send`. */
-  websocket(url: string, send: string[], headers?: Record<string, string>): Promise<string[]>;
+  /** A WebSocket through the edge, open once the upgrade is answered. */
+  websocket(url: string, headers?: Record<string, string>): Promise<EdgeWebSocket>;
   keeper: ServiceProcess;
   /** Stop / start Caddy itself (the route keeper keeps running). */
   stopCaddy(): Promise<void>;
@@ -138,7 +138,7 @@ export async function startEdge(stack: Stack, opts: EdgeOptions): Promise<Edge> 
         req.end(init.body);
       });
     },
-    websocket: (url, send, headers = {}) => websocket(target(url), ca(), send, headers),
+    websocket: (url, headers = {}) => websocket(target(url), ca(), headers),
     async stop() {
       await keeper.stop();
       await stopCaddy();
@@ -147,12 +147,20 @@ export async function startEdge(stack: Stack, opts: EdgeOptions): Promise<Edge> 
   };
 }
 
-/** A bare WebSocket client over TLS (RFC 6455), enough to see an upgrade and an echo through the edge. */
-function websocket(t: { u: URL; port: number; servername: string }, ca: string, send: string[], headers: Record<string, string>): Promise<string[]> {
+export interface EdgeWebSocket {
+  send(text: string): void;
+  /** The next text message (in order of arrival). */
+  receive(): Promise<string>;
+  close(): void;
+}
+
+/** A bare WebSocket client over TLS (RFC 6455), enough to see an upgrade and messages through the edge. */
+function websocket(t: { u: URL; port: number; servername: string }, ca: string, headers: Record<string, string>): Promise<EdgeWebSocket> {
   return new Promise((resolve, reject) => {
     const socket = tls.connect({ host: '127.0.0.1', port: t.port, servername: t.servername, ca, ALPNProtocols: ['http/1.1'] });
-    const received: string[] = [];
-    const timer = setTimeout(() => (socket.destroy(), reject(new Error(`WebSocket ${t.u.href}: got ${JSON.stringify(received)} before the timeout`))), 15_000);
+    const queue: string[] = [];
+    const waiting: Array<(m: string) => void> = [];
+    const timer = setTimeout(() => (socket.destroy(), reject(new Error(`WebSocket ${t.u.href}: no upgrade within 15 s`))), 15_000);
     const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
     socket.once('secureConnect', () =>
       socket.write(
@@ -161,21 +169,31 @@ function websocket(t: { u: URL; port: number; servername: string }, ca: string, 
     );
     let buf = Buffer.alloc(0);
     let upgraded = false;
-    const want = send.length + 1; // the greeting, then one echo per message
+    const ws: EdgeWebSocket = {
+      send: (text) => void socket.write(maskedFrame(text)),
+      receive: () =>
+        new Promise((res, rej) => {
+          const m = queue.shift();
+          if (m !== undefined) return res(m);
+          const wait = setTimeout(() => rej(new Error(`WebSocket ${t.u.href}: no message within 15 s`)), 15_000);
+          waiting.push((msg) => (clearTimeout(wait), res(msg)));
+        }),
+      close: () => void socket.end(),
+    };
     socket.on('data', (chunk: Buffer) => {
       buf = Buffer.concat([buf, chunk]);
       if (!upgraded) {
         const end = buf.indexOf('\r\n\r\n');
         if (end < 0) return;
         const head = buf.subarray(0, end).toString();
+        clearTimeout(timer);
         if (!head.startsWith('HTTP/1.1 101')) {
-          clearTimeout(timer);
           socket.destroy();
           return reject(new Error(`no upgrade: ${head.split('\r\n')[0]}`));
         }
         upgraded = true;
         buf = buf.subarray(end + 4);
-        for (const m of send) socket.write(maskedFrame(m));
+        resolve(ws);
       }
       while (buf.length >= 2) {
         let len = buf[1]! & 0x7f;
@@ -186,13 +204,11 @@ function websocket(t: { u: URL; port: number; servername: string }, ca: string, 
           off = 4;
         }
         if (buf.length < off + len) return;
-        received.push(buf.subarray(off, off + len).toString());
+        const msg = buf.subarray(off, off + len).toString();
         buf = buf.subarray(off + len);
-      }
-      if (received.length >= want) {
-        clearTimeout(timer);
-        socket.end();
-        resolve(received);
+        const w = waiting.shift();
+        if (w) w(msg);
+        else queue.push(msg);
       }
     });
     socket.on('error', (err) => (clearTimeout(timer), reject(err)));

@@ -142,13 +142,19 @@ describe('instances at their https URL', () => {
     expect(gone.status).toBe(404);
   });
 
-  it('carries a WebSocket to the instance', async () => {
+  it('carries a WebSocket to the instance, which stays open while other instances come and go', async () => {
     const { id, url } = await createRunning('edge-ws');
-    const wsUrl = `${url}/ws`;
     await waitFor('the route of the running instance', async () => (await edge.request(`${url}/`)).status === 200);
-    const messages = await edge.websocket(wsUrl, ['ping through the edge']);
-    expect(JSON.parse(messages[0]!)).toEqual({ hello: id });
-    expect(messages[1]).toBe('ping through the edge');
+    const ws = await edge.websocket(`${url}/ws`);
+    expect(JSON.parse(await ws.receive())).toEqual({ hello: id });
+    ws.send('ping through the edge');
+    expect(await ws.receive()).toBe('ping through the edge');
+    // Another instance is created, runs and is deleted meanwhile: routes change, this connection does not.
+    const other = await createRunning('edge-ws-other');
+    expect((await api('DELETE', `/instance/delete/${other.id}`)).status).toBe(200);
+    ws.send('still here');
+    expect(await ws.receive()).toBe('still here');
+    ws.close();
     await api('DELETE', `/instance/delete/${id}`);
   });
 
