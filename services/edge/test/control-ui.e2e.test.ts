@@ -82,32 +82,43 @@ afterAll(async () => {
   await cleanupDocker(network);
 });
 
+/** The instance's own OpenClaw CLI (as its operator would run it on the host). */
+const openclaw = async (id: string, ...args: string[]) =>
+  (await exec('docker', ['exec', `agenthost-${id}`, '/usr/local/bin/node', '/opt/openclaw/node_modules/openclaw/openclaw.mjs', ...args], { timeout: 60_000 })).stdout;
+/** What the instance's gateway logged about WebSocket connections from this origin. */
+const wsLog = async (id: string, host: string) =>
+  (await exec('docker', ['logs', `agenthost-${id}`], { timeout: 30_000, maxBuffer: 32 * 1024 * 1024 })).stdout
+    .split('\n')
+    .filter((l) => l.includes('[ws]') && l.includes(`origin=https://${host}`));
+
 describe('the OpenClaw Control UI through the edge, in Chromium', () => {
   it('loads over HTTPS, authenticates with the instance token and connects over the WebSocket', async () => {
     const a = instances[0]!;
+    const first = await openControlUi(a.url, a.token);
+    expect(first.page.url().startsWith(`https://${a.id}.agenthost.localhost:${HTTPS}/`)).toBe(true);
+    // The token is accepted; a browser the instance has never seen is then paired once by its operator (OpenClaw's
+    // rule for every non-loopback browser): its request is pending on the instance.
+    const requestId = await waitFor('the pairing request of this browser', async () => {
+      const listed = JSON.parse(await openclaw(a.id, 'devices', 'list', '--json')) as { pending?: Array<{ requestId: string }> };
+      return listed.pending?.[0]?.requestId;
+    }, 90_000, 1000);
+    expect(await wsLog(a.id, edge.hostOf(a.id) + `:${HTTPS}`)).not.toEqual(expect.arrayContaining([expect.stringMatching(/token_mismatch|token mismatch/)]));
+    await openclaw(a.id, 'devices', 'approve', requestId, '--json');
+    // Opened again with the token: the paired browser is connected (the gateway's hello over the proxied WebSocket).
+    await first.page.browserContext().close();
     const { page, frames } = await openControlUi(a.url, a.token);
-    expect(page.url().startsWith(`https://${a.id}.agenthost.localhost:${HTTPS}/`)).toBe(true);
-    // The token is accepted; a browser it has never seen must then be paired by the instance's operator once.
-    await waitFor('the gateway to answer the UI', async () => seen(frames, /hello-ok|pairing required|PAIRING_REQUIRED/i), 90_000, 500);
-    expect(seen(frames, /token_mismatch|TOKEN_MISMATCH/)).toBe(false);
-    if (!seen(frames, /hello-ok/)) {
-      const cli = ['exec', `agenthost-${a.id}`, '/usr/local/bin/node', '/opt/openclaw/node_modules/openclaw/openclaw.mjs', 'devices'];
-      const listed = JSON.parse((await exec('docker', [...cli, 'list', '--json'], { timeout: 60_000 })).stdout) as { pending?: Array<{ requestId: string }> };
-      const request = listed.pending?.[0]?.requestId;
-      expect(request, JSON.stringify(listed)).toBeTruthy();
-      await exec('docker', [...cli, 'approve', request!, '--json'], { timeout: 60_000 });
-    }
-    // The UI retries by itself and is connected (the gateway's hello over the proxied WebSocket).
     await waitFor('the UI connected', async () => seen(frames, /hello-ok/), 90_000, 500);
     await page.screenshot({ path: '.test-logs/control-ui-connected.png' });
     await page.browserContext().close();
-  }, 240_000);
+  }, 300_000);
 
   it("does not open instance B with instance A's token", async () => {
     const [a, b] = instances as [(typeof instances)[0], (typeof instances)[0]];
     const { page, frames } = await openControlUi(b.url, a.token);
-    await waitFor('the gateway to refuse the token', async () => seen(frames, /token_mismatch|TOKEN_MISMATCH|unauthorized/i), 90_000, 500);
+    const refused = await waitFor('instance B to refuse the token', async () => (await wsLog(b.id, `${edge.hostOf(b.id)}:${HTTPS}`)).find((l) => /unauthorized|token.mismatch/i.test(l)), 90_000, 1000);
+    expect(refused).toMatch(/unauthorized|mismatch/i);
     expect(seen(frames, /hello-ok/)).toBe(false);
+    expect(JSON.parse(await openclaw(b.id, 'devices', 'list', '--json'))).not.toMatchObject({ pending: [expect.anything()] });
     await page.browserContext().close();
   }, 120_000);
 });
