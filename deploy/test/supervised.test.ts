@@ -15,6 +15,7 @@ const state = mkdtempSync(path.join(os.tmpdir(), 'agenthost-deploy-'));
 let env: NodeJS.ProcessEnv;
 let gatewayPort: number;
 const conf = path.join(state, 'supervisor', 'supervisord.conf');
+const EDGE_HTTPS = 18746;
 
 const supervisorctl = async (...args: string[]) => (await run('supervisorctl', ['-c', conf, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
 const pidOf = async (program: string) => Number(await supervisorctl('pid', program));
@@ -33,6 +34,9 @@ beforeAll(async () => {
     AGENTHOST_NATS_PORT: String(await freePort()),
     DEVCHAIN_PORT: String(await freePort()),
     GATEWAY_PORT: String(gatewayPort),
+    // The edge's ports in this suite (the edge suites own 18740-18749).
+    EDGE_HTTPS_PORT: String(EDGE_HTTPS),
+    EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
   };
   for (const k of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NATS_URL', 'NATS_AUTH_DIR', 'SOLANA_RPC_URL', 'MASTER_KEY_ENCRYPTION']) delete env[k];
   // Its instances (none are made here) and its reconciler stay out of the other suites' way.
@@ -53,7 +57,19 @@ describe('deploy/start.sh', () => {
   it('runs every service under supervisord and answers ready', async () => {
     expect(await ready()).toBe(true);
     const status = await supervisorctl('status');
-    for (const p of ['auth', 'billing-chain', 'provisioner', 'keyvault', 'gateway', 'devchain']) expect(status).toMatch(new RegExp(`^${p}\\s+RUNNING`, 'm'));
+    for (const p of ['auth', 'billing-chain', 'provisioner', 'keyvault', 'gateway', 'devchain', 'edge', 'caddy']) expect(status).toMatch(new RegExp(`^${p}\\s+RUNNING`, 'm'));
+  });
+
+  it('serves the API through the HTTPS edge, trusted with the local CA it made, and redirects HTTP to it', async () => {
+    const ca = path.join(state, 'edge', 'data', 'pki', 'authorities', 'local', 'root.crt');
+    const origin = `https://agenthost.localhost:${EDGE_HTTPS}`;
+    const { stdout } = await run('curl', ['-s', '--cacert', ca, '-w', ' %{http_code}', `${origin}/api/health/ready`]);
+    expect(stdout).toMatch(/ 200$/);
+    const redirect = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{redirect_url}', `http://agenthost.localhost:${EDGE_HTTPS + 1}/api/health/ready`]);
+    expect(redirect.stdout).toBe(`308 ${origin}/api/health/ready`);
+    // Caddy runs as the edge's user, not root.
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${await pidOf('caddy')}/status`, 'utf8'))![1]);
+    expect((await run('id', ['-un', String(uid)])).stdout.trim()).toBe('agenthost-edge');
   });
 
   it('starts a service killed with SIGKILL again by itself, and the API recovers', async () => {
