@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 import { loadInfraEnv } from './packages/testkit/src/infra-env.ts';
 
-// deploy/infra.sh writes the URLs of the servers it started; tests use them unless already set.
+// deploy/infra.sh writes the URLs of the servers it started (the Docker engine's, and the Postgres that
+// deploy/start.sh's own stack uses). The tests' Postgres and NATS are containers (packages/testkit/src/containers.ts).
 loadInfraEnv();
 
 export default defineConfig({
@@ -9,6 +10,7 @@ export default defineConfig({
     include: ['packages/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'deploy/test/**/*.test.ts', 'deploy/swarm/test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    globalSetup: ['packages/testkit/src/global-setup.ts'],
     pool: 'forks',
     maxWorkers: Number(process.env.TEST_WORKERS ?? 2),
     reporters: ['default'],

@@ -8,6 +8,8 @@ bash "$DEPLOY_DIR/install.sh"
 bash "$DEPLOY_DIR/infra.sh"
 set -a; source "$AGENTHOST_STATE/infra.env"; set +a
 bash "$DEPLOY_DIR/images/build.sh" standin
+# The suites' NATS (testkit) runs as a container of this image.
+bash "$DEPLOY_DIR/images/build.sh" infra
 cd "$REPO_DIR"
 for b in "${@:-gateway instances swarm}"; do
   for name in $b; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts Postgres, NATS (JetStream) and the Docker engine when they are not already running, and
-# writes their URLs to $AGENTHOST_STATE/infra.env. Servers given by DATABASE_URL, NATS_URL or
+# writes their URLs to $AGENTHOST_STATE/infra.env (`infra.sh docker`: only the Docker engine). Servers given by DATABASE_URL, NATS_URL or
 # DOCKER_HOST are used as they are.
 source "$(dirname "$0")/env.sh"
 source "$DEPLOY_DIR/pg-roles.sh"
@@ -95,6 +95,13 @@ start_docker() {
   remember_pid dockerd $!
   wait_for 60 docker info || die "dockerd did not start (see $LOG_DIR/dockerd.log)"
 }
+
+# `infra.sh docker`: the engine alone (the tests bring their own Postgres and NATS as containers).
+if [ "${1:-}" = docker ]; then
+  [ -n "${DOCKER_HOST:-}" ] || start_docker
+  say "Docker engine ready"
+  exit 0
+fi
 
 if [ -n "${DATABASE_URL:-}" ]; then TEST_DATABASE_URL="${TEST_DATABASE_URL:-$DATABASE_URL}"; else start_postgres; fi
 [ -n "${NATS_URL:-}" ] || start_nats

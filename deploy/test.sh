@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, starts Postgres, NATS and the Docker engine, builds the
-# instance images, typechecks, runs the vitest suites (each suite starts its own nats-server, database,
-# devchain and service processes), then scans every log line of the run for the secrets the tests used.
+# Runs every test: installs what is missing, starts the Docker engine, builds the instance images and the
+# Postgres and NATS images, typechecks, runs the vitest suites (one Postgres container for the run, a database
+# in it and a NATS container per suite, through testcontainers; each suite starts its own devchain and service
+# processes), then scans every log line of the run for the secrets the tests used.
 source "$(dirname "$0")/env.sh"
 
 AGENTHOST_TEST_TOOLS=1 bash "$DEPLOY_DIR/install.sh"
-bash "$DEPLOY_DIR/infra.sh"
-set -a; source "$AGENTHOST_STATE/infra.env"; set +a
+bash "$DEPLOY_DIR/infra.sh" docker
 bash "$DEPLOY_DIR/images/build.sh" all
+bash "$DEPLOY_DIR/images/build.sh" infra
 
 cd "$REPO_DIR"
 rm -rf .test-logs && mkdir -p .test-logs

@@ -128,7 +128,8 @@ async function provisionerRound(nc: Nc): Promise<{ ms: number[]; createMs: numbe
   const sub = nc.subscribe('events.instance.status', {
     callback: (_err: unknown, m: { data: Uint8Array }) => {
       const e = JSON.parse(new TextDecoder().decode(m.data)) as { instance_id: string; status: string };
-      done.set(e.instance_id, e.status === 'running' ? performance.now() : -1);
+      // Every change is published (provisioning first); only the end of provisioning counts here.
+      if (e.status === 'running' || e.status === 'failed') done.set(e.instance_id, e.status === 'running' ? performance.now() : -1);
     },
   });
   await Promise.all(

@@ -6,8 +6,9 @@
 #   standin  agenthost/standin:<tag>       runtime + a tiny zero-dependency HTTP agent (tests)
 #   openclaw agenthost/openclaw:<version>  runtime + OpenClaw from npm
 #
-# Usage: deploy/images/build.sh [base|runtime|standin|openclaw|all|platform]   (default: all)
-#   platform: the images of the swarm deployment (deploy/images/platform.sh); not part of all
+# Usage: deploy/images/build.sh [base|runtime|standin|openclaw|all|infra|platform]   (default: all)
+#   infra: agenthost/postgres:15 and agenthost/nats:2.9 (the swarm's, and the tests' containers)
+#   platform: the images of the swarm deployment (deploy/images/platform.sh), infra included; not part of all
 #
 # Idempotent: an image is rebuilt only when its inputs changed (label agenthost.inputs) or
 # FORCE=1 is set. Downloads are cached under ${AGENTHOST_CACHE:-/var/cache/agenthost}/images.
@@ -330,7 +331,7 @@ source "$HERE/platform.sh"
 target="${1:-all}"
 T0=$(now)
 case "$target" in
-  base|runtime|standin|openclaw|platform) once "$target" ;;
+  base|runtime|standin|openclaw|infra|platform) once "$target" ;;
   all) once base; once runtime; once standin; once openclaw ;;
   -h|--help|help) usage; exit 0 ;;
   *) usage >&2; die "unknown target '$target'" ;;

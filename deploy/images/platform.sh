@@ -73,11 +73,18 @@ build_debian_image() {
   log "$name: built in $(elapsed "$t0")"
 }
 
+# Postgres and NATS: the swarm runs them, and the tests start them as containers (testcontainers).
+build_infra() {
+  check_common
+  once base
+  build_debian_image postgres 15 "$REPO/deploy/pg-roles.sh"
+  build_debian_image nats 2.9
+}
+
 build_platform() {
   check_common
   once base
   build_services
-  build_debian_image postgres 15 "$REPO/deploy/pg-roles.sh"
-  build_debian_image nats 2.9
+  once infra
   build_debian_image edge 2.6
 }

@@ -8,7 +8,7 @@ import tls from 'node:tls';
 import { parseConfig } from '@agenthost/shared';
 import { baseConfig } from '../../../services/edge/src/caddy-config.ts';
 import { edgeSettings } from '../../../services/edge/src/settings.ts';
-import { waitForPort } from './nats.ts';
+import { waitForPort } from './ports.ts';
 import { testLogDir } from './paths.ts';
 import { spawnService, type ServiceProcess } from './service.ts';
 import type { Stack } from './stack.ts';

@@ -1,5 +1,7 @@
 export * from './paths.ts';
+export * from './ports.ts';
 export * from './nats.ts';
+export * from './containers.ts';
 export * from './db.ts';
 export * from './service.ts';
 export * from './http.ts';
@@ -10,3 +12,4 @@ export * from './subscribe.ts';
 export * from './infra-env.ts';
 export * from './wait.ts';
 export * from './edge.ts';
+export * from './events.ts';

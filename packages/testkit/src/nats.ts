@@ -1,36 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { connect, type ConnectionOptions, type NatsConnection } from 'nats';
+import type { StartedTestContainer } from 'testcontainers';
 import { ensureNatsTls, natsOptions, OPERATOR, writeNatsAuth } from '@agenthost/shared';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1');
-      s.once('connect', () => (s.destroy(), resolve(true)));
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
-}
+import { containerPid, startNatsContainer, stopContainer } from './containers.ts';
+import { freePort, waitForPort } from './ports.ts';
 
 export interface NatsServer {
   url: string;
@@ -60,18 +35,19 @@ export async function startNats(): Promise<NatsServer> {
   const auth = writeNatsAuth(path.join(storeDir, 'auth'), { host: '127.0.0.1', port, storeDir: path.join(storeDir, 'js'), tls });
   const url = `nats://127.0.0.1:${port}`;
   const options = (who: string = OPERATOR) => natsOptions({ url, seedFile: auth.seeds[who]!, caFile: tls.ca, ...(who === OPERATOR ? {} : { service: who }) });
-  let proc: ChildProcess | undefined;
+  let container: StartedTestContainer | undefined;
+  let pid: number | undefined;
+  const tlsDir = path.dirname(tls.ca);
   const launch = async () => {
-    proc = spawn('nats-server', ['-c', auth.configFile], { stdio: 'ignore' });
+    container = await startNatsContainer(auth.configFile, [storeDir, tlsDir]);
+    pid = await containerPid(container);
     await waitForPort(port);
   };
   const halt = async () => {
-    const p = proc;
-    if (!p || p.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      p.once('exit', () => resolve());
-      p.kill('SIGTERM');
-    });
+    const c = container;
+    container = undefined;
+    pid = undefined;
+    if (c) await stopContainer(c);
   };
   await launch();
   return {
@@ -80,7 +56,7 @@ export async function startNats(): Promise<NatsServer> {
     envFor: (service) => ({ NATS_URL: url, NATS_NKEY_SEED_FILE: auth.seeds[service]!, NATS_CA_FILE: tls.ca }),
     options,
     connect: (who) => connect(options(who)),
-    pid: () => proc?.pid,
+    pid: () => pid,
     restart: launch,
     /** Stop the server but keep its store, so restart() brings JetStream back with its data. */
     pause: halt,

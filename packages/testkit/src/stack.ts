@@ -3,7 +3,8 @@ import type { DevchainOptions } from '@agenthost/devchain';
 import { createDatabase, type TestDatabase } from './db.ts';
 import { busKeys, newSigningKeyPem } from './secrets.ts';
 import { apiClient, type ApiClient } from './http.ts';
-import { freePort, startNats, type NatsServer } from './nats.ts';
+import { startNats, type NatsServer } from './nats.ts';
+import { freePort } from './ports.ts';
 import { spawnService, type ServiceProcess } from './service.ts';
 import type { StackChain } from './subscribe.ts';
 

@@ -6,11 +6,12 @@ import type { ProvisionerDB } from './db/schema.ts';
 import { describe, DockerEngine } from './docker/engine.ts';
 import { CredentialHandoff } from './docker/handoff.ts';
 import { faults } from './domain/faults.ts';
-import { Instances, type InstanceEvents } from './domain/instances.ts';
+import { Instances } from './domain/instances.ts';
 import { listRoutes } from './domain/routes.ts';
 import { OpLocks } from './domain/locks.ts';
 import { NetworkGuard } from './domain/network-guard.ts';
-import { Readiness, type ReadinessDeps } from './domain/readiness.ts';
+import { Readiness } from './domain/readiness.ts';
+import { StatusRelay } from './domain/status-relay.ts';
 import { Reconciler } from './domain/reconciler.ts';
 import { StatsSampler } from './domain/stats.ts';
 import { StorageSampler } from './domain/storage.ts';
@@ -39,8 +40,19 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     // One directory per scope: the reconciler removes the files without a row, and only its own.
     const volumes = new QuotaVolumes({ engine, log, scope, dir: join(volumeDir, scope), enabled: config.VOLUME_QUOTA === 'enforce' });
     const storage = new StorageSampler({ db, engine, scope, log, intervalSeconds: config.STORAGE_SAMPLE_INTERVAL_SECONDS, capped: (id) => volumes.has(id) });
-    const announceStatus = (p: Parameters<ReadinessDeps['announce']>[0] | Parameters<InstanceEvents['status']>[0], generation: number) =>
-      publishEvent(nc, P.instanceStatusChanged, p, `instance-status-${p.instance_id}-${generation}-${p.status}`);
+    const statusRelay = new StatusRelay({
+      db,
+      databaseUrl: config.DATABASE_URL,
+      schema: SCHEMA,
+      log,
+      publish: (e) =>
+        publishEvent(
+          nc,
+          P.instanceStatusChanged,
+          { instance_id: e.instance_id, user_id: e.user_id, status: e.status, at: e.at.toISOString(), generation: e.generation, seq: e.seq, ...(e.failure_reason ? { failure_reason: e.failure_reason } : {}) },
+          `instance-status-${e.instance_id}-${e.seq}`,
+        ),
+    });
     const pause = faults(config.FAULT_PAUSE_AT, log);
     const issueCredentials = (user_id: string, instance_id: string) =>
       request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS });
@@ -76,7 +88,6 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
             await instances.stopContainer(id).catch(() => {});
           }
         }).then(() => {}),
-      announce: announceStatus,
     });
     // Placement runs one at a time across every provisioner replica (a database lock).
     const placementLock = <T>(fn: () => Promise<T>): Promise<T> => locks.with(`swarm-placement:${scope}`, fn, config.DOCKER_TIMEOUT_MS);
@@ -112,7 +123,6 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       events: {
         created: (p) => publishEvent(nc, P.instanceCreated, p, `instance-created-${p.instance_id}`),
         deleted: (p) => publishEvent(nc, P.instanceDeleted, p, `instance-deleted-${p.instance_id}`),
-        status: announceStatus,
       },
     });
     const reconciler = new Reconciler({
@@ -140,7 +150,6 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       log,
       intervalSeconds: config.QUOTA_CHECK_INTERVAL_SECONDS,
       graceSeconds: config.QUOTA_GRACE_SECONDS,
-      announce: announceStatus,
     });
     engine.onRecovery(() => void reconciler.trigger());
     let subscriptionChanges: Subscription | undefined;
@@ -162,6 +171,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       ],
       async start() {
         await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });
+        statusRelay.start();
         if (!swarm) await volumes.check(); // enforce without loop devices: refuse to start (off: a warning)
         engine.startMonitor();
         if (await engine.ping()) {
@@ -227,6 +237,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         clearInterval(drainTimer);
         handoff.stop();
         readiness.stop();
+        await statusRelay.stop();
         stats.stop();
         storage.stop();
         quota.stop();

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { spawnService, startStack, type ServiceProcess, type Stack } from '@agenthost/testkit';
+import { eventHistory, spawnService, startStack, type ServiceProcess, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
 
 const P = contracts.provisioner;
@@ -109,6 +109,25 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
     expect(ev.json()).toMatchObject({ instance_id: c.instance_id, user_id });
     await r.stop();
     await pending;
+  });
+
+  it('publishes a status change made while NATS was down, though the provisioner that saw it was killed', async () => {
+    const user_id = newUser();
+    const p = await provisioner();
+    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running', 30_000);
+    await stack.nats.pause();
+    // The agent goes away with the bus down: the reconciler fails the instance, and its event cannot be published yet.
+    await docker('stop', '-t', '1', `agenthost-${c.instance_id}`);
+    await waitFor('failed in its row', async () => (await db.query<{ status: string }>('select status from provisioner.instances where id = $1', [c.instance_id])).rows[0]?.status === 'failed', 30_000);
+    await p.kill();
+    await stack.nats.restart();
+    const q = await provisioner();
+    const statuses = async () => (await eventHistory<{ instance_id: string; status: string }>(n.nc, 'events.instance.status')).filter((e) => e.instance_id === c.instance_id).map((e) => e.status);
+    await waitFor('failed on the stream', async () => (await statuses()).includes('failed'), 30_000);
+    expect(await statuses()).toEqual(['provisioning', 'running', 'failed']);
+    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+    await q.stop();
   });
 
   it('settles a restart that was killed before the old container was replaced', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { recordSecret, sealedKeys, startStack, type Stack } from '@agenthost/testkit';
+import { eventHistory, recordSecret, sealedKeys, startStack, type Stack } from '@agenthost/testkit';
 import { STANDIN, cleanupDocker, docker, dockerTry, exists, gatewayEnv, natsClient, newUser, provisionerEnv, standinVariant, testNetwork, waitFor, type Nats } from './helpers.ts';
 
 const P = contracts.provisioner;
@@ -132,24 +132,34 @@ describe('instance lifecycle on the real Docker engine', () => {
     await n.call(P.remove, { user_id, instance_id: again.instance_id });
   });
 
-  it('publishes events.instance.created, .status (running) and .deleted on JetStream', async () => {
+  it('publishes every status change of an instance on JetStream, in order, between .created and .deleted', async () => {
     const user_id = newUser();
     const jsm = await n.nc.jetstreamManager();
     const last = async (subject: string) => {
       const m = await jsm.streams.getMessage('EVENTS', { last_by_subj: subject }).catch(() => undefined);
       return m && { subject: m.subject, data: m.json<Record<string, unknown>>() };
     };
+    const history = async () =>
+      (await eventHistory<{ instance_id: string; status: string; generation: number; seq: number }>(n.nc, 'events.instance.status')).filter((e) => e.instance_id === created.instance_id);
+    const running = async () => waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: created.instance_id })).status === 'running', 30_000);
     const created = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
-    await waitFor('events.instance.status', async () => (await last('events.instance.status'))?.data.instance_id === created.instance_id, 30_000);
-    const running = await n.call(P.get, { user_id, instance_id: created.instance_id });
-    expect(running.status).toBe('running');
+    await running();
+    await n.call(P.stop, { user_id, instance_id: created.instance_id });
+    await n.call(P.start, { user_id, instance_id: created.instance_id });
+    await running();
+    await n.call(P.restart, { user_id, instance_id: created.instance_id });
+    await running();
+    await waitFor('seven status events', async () => (await history()).length >= 7, 10_000);
+    const seen = await history();
+    expect(seen.map((e) => e.status)).toEqual(['provisioning', 'running', 'stopped', 'provisioning', 'running', 'provisioning', 'running']);
+    expect(seen[0]).toEqual({ instance_id: created.instance_id, user_id, status: 'provisioning', at: expect.any(String), generation: expect.any(Number), seq: expect.any(Number) });
+    // In order, and a start or restart is a new generation of the instance.
+    expect(seen.map((e) => e.seq)).toEqual([...seen.map((e) => e.seq)].sort((a, b) => a - b));
+    expect(seen[3]!.generation).toBeGreaterThan(seen[1]!.generation);
+    expect(seen[5]!.generation).toBeGreaterThan(seen[3]!.generation);
     await n.call(P.remove, { user_id, instance_id: created.instance_id });
-    const seen = [await last('events.instance.created'), await last('events.instance.status'), await last('events.instance.deleted')];
-    expect(seen).toEqual([
-      { subject: 'events.instance.created', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) },
-      { subject: 'events.instance.status', data: { instance_id: created.instance_id, user_id, status: 'running', at: expect.any(String) } },
-      { subject: 'events.instance.deleted', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) },
-    ]);
+    expect(await last('events.instance.created')).toEqual({ subject: 'events.instance.created', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) });
+    expect(await last('events.instance.deleted')).toEqual({ subject: 'events.instance.deleted', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) });
   });
 
   it("answers 404 for another user's instance on every verb", async () => {

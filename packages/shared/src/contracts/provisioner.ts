@@ -74,12 +74,21 @@ export const usage = userRead(
 
 export const instanceCreated = event('events.instance.created', z.object({ instance_id: instanceId, user_id: uuid, created_at: isoTime }));
 /**
- * An instance changed status: running (its agent answered /readyz) or failed (with the reason) when it leaves
- * provisioning; stopped when it is stopped; provisioning when a restart or start recreates its container.
+ * Every change of an instance's status, in order per instance: provisioning (created, started, restarted, moved),
+ * running (its agent answered /readyz), stopped, failed (with the reason; a new reason is a new event). `seq`
+ * orders the events of one deployment; `generation` tells which start of the instance an event belongs to.
  */
 export const instanceStatusChanged = event(
   'events.instance.status',
-  z.object({ instance_id: instanceId, user_id: uuid, status: instanceStatus, at: isoTime, failure_reason: z.string().optional() }),
+  z.object({
+    instance_id: instanceId,
+    user_id: uuid,
+    status: instanceStatus,
+    at: isoTime,
+    failure_reason: z.string().optional(),
+    generation: z.number().int(),
+    seq: z.number().int(),
+  }),
 );
 export const instanceDeleted = event('events.instance.deleted', z.object({ instance_id: instanceId, user_id: uuid, deleted_at: isoTime }));
 

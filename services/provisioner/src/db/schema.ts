@@ -37,8 +37,20 @@ export interface InstancesTable {
   node_host: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/** The outbox of status changes (written by a trigger on instances; emptied by the status relay). */
+export interface StatusEventsTable {
+  seq: Generated<number>;
+  instance_id: string;
+  user_id: string;
+  status: InstanceStatus;
+  failure_reason: string | null;
+  generation: number;
+  at: Generated<Date>;
+}
+
 export interface ProvisionerDB {
   instances: InstancesTable;
+  status_events: StatusEventsTable;
 }
 
 export type InstanceRow = Selectable<InstancesTable>;

@@ -17,8 +17,6 @@ type View = contracts.provisioner.InstanceView;
 export interface InstanceEvents {
   created(p: { instance_id: string; user_id: string; created_at: string }): Promise<void>;
   deleted(p: { instance_id: string; user_id: string; deleted_at: string }): Promise<void>;
-  /** events.instance.status of a stop or a recreate (readiness announces running and failed): the edge follows them. */
-  status(p: { instance_id: string; user_id: string; status: 'stopped' | 'provisioning'; at: string }, generation: number): Promise<void>;
 }
 
 export interface InstancesDeps {
@@ -249,7 +247,6 @@ export class Instances {
       const row = await this.owned(input.user_id, input.instance_id);
       if (row.status === 'stopped') throw conflict('stop', row.status);
       await this.stopLocked(row);
-      this.announce(row, 'stopped', row.generation + 1);
       return { success: true, instance_id: row.id, status: 'stopped' as const };
     });
   }
@@ -275,7 +272,6 @@ export class Instances {
         const row = await this.d.db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
         if (!row || row.deleting_at || !(live as readonly string[]).includes(row.status)) return;
         await this.stopLocked(row);
-        this.announce(row, 'stopped', row.generation + 1);
         stopped++;
       });
     }
@@ -360,7 +356,6 @@ export class Instances {
       .returningAll()
       .executeTakeFirstOrThrow();
     this.d.stats.forget(row.id);
-    this.announce(row, 'provisioning', updated.generation);
     try {
       await this.d.pause('recreating');
       await this.containers.remove(row.id);
@@ -415,13 +410,6 @@ export class Instances {
   }
 
   // ------------------------------------------------------------------ helpers
-
-  /** After the row is stored; a lost event is caught up by the edge's periodic re-read of the route table. */
-  private announce(row: Pick<InstanceRow, 'id' | 'user_id'>, status: 'stopped' | 'provisioning', generation: number): void {
-    this.d.events
-      .status({ instance_id: row.id, user_id: row.user_id, status, at: new Date().toISOString() }, generation)
-      .catch((err: unknown) => this.d.log.warn({ instance_id: row.id, err: describe(err) }, 'could not publish events.instance.status'));
-  }
 
   private async owned(userId: string, instanceId: string, includeDeleting = false): Promise<InstanceRow> {
     let q = this.d.db.selectFrom('instances').selectAll().where('id', '=', instanceId).where('user_id', '=', userId);

@@ -24,7 +24,6 @@ export interface QuotaDeps {
   intervalSeconds: number;
   /** An instance (re)started less than this long ago is not stopped, so its owner can start it to delete files. */
   graceSeconds: number;
-  announce: (p: { instance_id: string; user_id: string; status: 'failed'; at: string; failure_reason: string }, generation: number) => Promise<void>;
 }
 
 /**
@@ -118,8 +117,6 @@ export class QuotaGuard {
       if (!fresh || fresh.deleting_at || fresh.generation !== row.generation || fresh.step !== 'done') return;
       await instances.stopLocked(fresh, reason);
       log.warn({ event: 'storage_quota_exceeded', instance_id: row.id, user_id: row.user_id, reason }, 'instance stopped: storage quota exceeded');
-      const announced = { instance_id: row.id, user_id: row.user_id, status: 'failed' as const, at: new Date().toISOString(), failure_reason: reason };
-      await this.d.announce(announced, fresh.generation + 1).catch((err: unknown) => log.warn({ instance_id: row.id, err: describe(err) }, 'could not publish events.instance.status'));
     });
   }
 }

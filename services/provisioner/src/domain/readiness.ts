@@ -25,8 +25,6 @@ export interface ReadinessDeps {
   defaultEstimateSeconds: number;
   /** Stop a container that never became ready (under the instance's operation lock). */
   stopContainer: (id: string, generation: number) => Promise<void>;
-  /** Announce the transition (events.instance.status), after it is stored. */
-  announce: (p: { instance_id: string; user_id: string; status: 'running' | 'failed'; at: string; failure_reason?: string }, generation: number) => Promise<void>;
 }
 
 /**
@@ -94,7 +92,6 @@ export class Readiness {
           const seconds = (now.getTime() - w.startedAt.getTime()) / 1000;
           this.emaSeconds = this.emaSeconds === undefined ? seconds : this.emaSeconds * 0.8 + seconds * 0.2;
           this.deps.log.info({ instance_id: w.id, ready_ms: Math.round(seconds * 1000) }, 'instance is running');
-          this.announce({ instance_id: w.id, user_id: r.user_id, status: 'running', at: now.toISOString() }, w.generation);
         }
         return;
       }
@@ -160,13 +157,7 @@ export class Readiness {
       .executeTakeFirst();
     if (!r) return false;
     this.deps.log.warn({ instance_id: w.id, reason }, 'instance failed');
-    this.announce({ instance_id: w.id, user_id: r.user_id, status: 'failed', at: now.toISOString(), failure_reason: reason }, w.generation);
     return true;
-  }
-
-  /** The event is a notification: the row is the truth, so a failed publish is logged, not retried. */
-  private announce(p: Parameters<ReadinessDeps['announce']>[0], generation: number): void {
-    this.deps.announce(p, generation).catch((err: unknown) => this.deps.log.warn({ instance_id: p.instance_id, err: (err as Error).message }, 'could not publish events.instance.status'));
   }
 }
 

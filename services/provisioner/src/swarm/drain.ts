@@ -78,9 +78,9 @@ export class Drainer {
   }
 
   private async move(row: InstanceRow, from: string): Promise<boolean> {
-    const { db, engine, runtime, instances, config, scope, log } = this.d;
+    const { db, engine, runtime, config, log } = this.d;
+    // pickNode never picks a draining node, so the target is never the node it leaves.
     const target = await this.d.serialize(() => pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION));
-    if (target.id === from) return false;
     const restart = row.status === 'running' || row.status === 'provisioning' || placementFailure(row);
     log.info({ instance_id: row.id, from, to: target.id, restart }, 'moving an instance off a draining node');
     if (restart) {
@@ -88,17 +88,38 @@ export class Drainer {
       // the reconciler leaves it (it repairs a recreating row only when its lock is free: after a crash).
       await db.updateTable('instances').set({ status: 'provisioning', step: 'recreating', failure_reason: null, generation: sql`generation + 1`, updated_at: new Date() }).where('id', '=', row.id).execute();
     }
+    // Read before the stop, as the service that holds it is changed from here on.
     const token = await runtime.token(row.id);
+    let copied: boolean;
+    try {
+      copied = await this.copy(row, from, target.id);
+    } catch (err) {
+      // An engine fault mid-move is a failed copy too: the instance is marked so that the next pass (which
+      // cures MOVE_FAILED) starts it on its new node instead of leaving it stopped and provisioning.
+      if (restart) await this.d.instances.markFailed(row.id, row.generation + 1, MOVE_FAILED).catch(() => {});
+      throw err;
+    }
+    if (!copied) {
+      log.error({ instance_id: row.id, from, to: target.id }, 'the volume copy failed; the instance stays on its draining node and is tried again');
+      if (restart) await this.d.instances.markFailed(row.id, row.generation + 1, MOVE_FAILED);
+      return false;
+    }
+    return this.land(row, from, target, restart, token);
+  }
+
+  /** Stops the instance and copies its volume to the target node; false when the copy itself failed. */
+  private async copy(row: InstanceRow, from: string, to: string): Promise<boolean> {
+    const { engine, runtime, config, scope } = this.d;
     await runtime.stop(row.id);
     // The copy runs on the instance's own network (made again if a crash lost it).
     await runtime.ensureNetwork(row);
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
-    const copied = await copyVolume(engine, { instanceId: row.id, userId: row.user_id, scope, image, from, to: target.id, timeoutMs: config.SWARM_MOVE_TIMEOUT_SECONDS * 1000 });
-    if (!copied) {
-      log.error({ instance_id: row.id, from, to: target.id }, 'the volume copy failed; the instance stays on its draining node and is tried again');
-      if (restart) await instances.markFailed(row.id, row.generation + 1, MOVE_FAILED);
-      return false;
-    }
+    return copyVolume(engine, { instanceId: row.id, userId: row.user_id, scope, image, from, to, timeoutMs: config.SWARM_MOVE_TIMEOUT_SECONDS * 1000 });
+  }
+
+  /** The copy is on the new node: the row follows, the instance starts there (or stays stopped), the old volume goes. */
+  private async land(row: InstanceRow, from: string, target: { id: string; addr: string }, restart: boolean, token: string | undefined): Promise<boolean> {
+    const { db, engine, runtime, instances, config, scope, log } = this.d;
     const moved = await db.updateTable('instances').set({ node_host: target.addr, updated_at: new Date() }).where('id', '=', row.id).returningAll().executeTakeFirstOrThrow();
     if (restart) {
       await instances.recreateLocked(moved);

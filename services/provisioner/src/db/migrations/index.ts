@@ -4,6 +4,7 @@ import * as lease from './2026-11-22T00-00-01-lease-function.ts';
 import * as wallet from './2026-11-22T05-00-00-wallet.ts';
 import * as leaseAsync from './2026-11-22T06-00-00-lease-async-commit.ts';
 import * as nodeHost from './2026-11-23T12-00-00-node-host.ts';
+import * as statusOutbox from './2026-11-23T18-00-00-status-outbox.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-init': init,
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T05-00-00-wallet': wallet,
   '2026-11-22T06-00-00-lease-async-commit': leaseAsync,
   '2026-11-23T12-00-00-node-host': nodeHost,
+  '2026-11-23T18-00-00-status-outbox': statusOutbox,
 };
