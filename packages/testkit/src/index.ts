@@ -13,3 +13,4 @@ export * from './infra-env.ts';
 export * from './wait.ts';
 export * from './edge.ts';
 export * from './events.ts';
+export * from './images.ts';

@@ -1,12 +1,10 @@
 import { execFile } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repoRoot, signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
+import { checkoutVariant, signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
 
 // A real browser (Debian's chromium) opens the Control UI of real OpenClaw instances at their https URLs.
@@ -46,28 +44,10 @@ async function openControlUi(url: string, token: string): Promise<{ page: Page; 
 
 const seen = (frames: string[], re: RegExp) => frames.some((f) => re.test(f));
 
-/**
- * The OpenClaw image with this checkout's launcher on top (the agenthost/openclaw tags are shared by every checkout
- * that builds images on this machine); returns its tag.
- */
-async function openclawOfThisCheckout(): Promise<string> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'agenthost-oc-'));
-  try {
-    copyFileSync(path.join(repoRoot, 'deploy/images/openclaw/launch.mjs'), path.join(dir, 'launch.mjs'));
-    writeFileSync(
-      path.join(dir, 'Dockerfile'),
-      'FROM agenthost/openclaw:latest\nUSER 0:0\nCOPY launch.mjs /opt/agenthost/openclaw/launch.mjs\nRUN chmod 0644 /opt/agenthost/openclaw/launch.mjs\nUSER 10001:10001\nLABEL agenthost.test=variant\n',
-    );
-    await exec('docker', ['build', '-q', '-t', 'agenthost/openclaw:edge-ui', dir], { env: { ...process.env, DOCKER_BUILDKIT: '0' }, timeout: 300_000 });
-    return 'edge-ui';
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 beforeAll(async () => {
   await cleanupDocker(network);
-  const version = await openclawOfThisCheckout();
+  // This checkout's launcher (it allows the instance's public origin).
+  const version = await checkoutVariant('agenthost/openclaw', 'edge-ui', [{ from: 'deploy/images/openclaw/launch.mjs', to: '/opt/agenthost/openclaw/launch.mjs' }]);
   const env = provisionerEnv({ network, ports: [18710, 18714], extra: { INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`, READY_TIMEOUT_SECONDS: '240', DEFAULT_VERSION: version } });
   // The real OpenClaw image and the tiers' real resources.
   delete env.FRAMEWORK_IMAGES;

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
+import { checkoutVariant, signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
 
 // Ports of this suite: instances 18700-18709, the edge 18740 (HTTPS) and 18741 (HTTP).
@@ -23,8 +23,15 @@ const api = (method: string, path: string, body?: unknown, token = owner.token) 
   });
 
 const statusOf = async (id: string) => (await api('GET', `/instance/status/${id}`)).json.status;
+/** A create through the edge; a 503 (a loaded engine on this shared machine) is retried, as a client would. */
+const create = (name: string) =>
+  waitFor(`create ${name}`, async () => {
+    const c = await api('POST', '/instance/create', { framework: 'openclaw', name });
+    if (c.status === 503) return undefined;
+    return c;
+  }, 60_000, 1000);
 const createRunning = async (name: string) => {
-  const c = await api('POST', '/instance/create', { framework: 'openclaw', name });
+  const c = await create(name);
   expect(c.status, c.text).toBe(200);
   const id = c.json.instance_id as string;
   await waitFor(`${id} running`, async () => (await statusOf(id)) === 'running', 60_000, 250);
@@ -33,11 +40,13 @@ const createRunning = async (name: string) => {
 
 beforeAll(async () => {
   await cleanupDocker(network);
+  // This checkout's stand-in agent (it has the WebSocket echo).
+  const version = await checkoutVariant('agenthost/standin', 'edge', [{ from: 'deploy/images/standin/agent.mjs', to: '/opt/agenthost/standin/agent.mjs' }]);
   stack = await startStack({
     services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
     devchain: true,
     serviceEnv: {
-      provisioner: provisionerEnv({ network, ports: [18700, 18709], extra: { INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}` } }),
+      provisioner: provisionerEnv({ network, ports: [18700, 18709], extra: { INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`, DEFAULT_VERSION: version } }),
       gateway: gatewayEnv,
     },
   });
@@ -104,7 +113,7 @@ describe('the API through the HTTPS edge', () => {
 
 describe('instances at their https URL', () => {
   it('answers once running, and a clear error at once when stopped or deleted', async () => {
-    const c = await api('POST', '/instance/create', { framework: 'openclaw', name: 'edge-lifecycle' });
+    const c = await create('edge-lifecycle');
     expect(c.status, c.text).toBe(200);
     const id = c.json.instance_id as string;
     expect(c.json.url).toBe(`https://${id}.agenthost.localhost:${HTTPS}`);
@@ -162,7 +171,10 @@ describe('instances at their https URL', () => {
     await edge.keeper.stop();
     await edge.stopCaddy();
     // Created through the gateway directly: the edge is down.
-    const c = await owner.api.post('/instance/create', { framework: 'openclaw', name: 'edge-while-down' });
+    const c = await waitFor('create while the edge is down', async () => {
+      const r = await owner.api.post('/instance/create', { framework: 'openclaw', name: 'edge-while-down' });
+      return r.status !== 503 && r;
+    }, 60_000, 1000);
     expect(c.status, c.text).toBe(200);
     const id = c.body.instance_id as string;
     await waitFor('running', async () => (await owner.api.get(`/instance/status/${id}`)).body.status === 'running', 60_000, 250);
