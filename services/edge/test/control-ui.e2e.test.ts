@@ -29,6 +29,23 @@ const api = (method: string, path: string, body?: unknown) =>
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
 
+/**
+ * Open the Control UI with the token in the fragment. Chromium aborts a navigation when the host's interfaces
+ * change (ERR_NETWORK_CHANGED: other suites make and remove Docker networks): tried again. Errors never carry the URL
+ * (it holds the token).
+ */
+async function openWithToken(page: Page, url: string, token: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(`${url}/#token=${encodeURIComponent(token)}`, { waitUntil: 'domcontentloaded' });
+      return;
+    } catch (err) {
+      const reason = /net::[A-Z_]+/.exec((err as Error).message)?.[0] ?? 'navigation failed';
+      if (reason !== 'net::ERR_NETWORK_CHANGED' || attempt === 5) throw new Error(`opening ${url}: ${reason}`);
+    }
+  }
+}
+
 /** A page in its own browser profile that records every WebSocket frame the Control UI receives. */
 async function openControlUi(url: string, token: string): Promise<{ page: Page; frames: string[] }> {
   const context = await browser.createBrowserContext();
@@ -38,7 +55,7 @@ async function openControlUi(url: string, token: string): Promise<{ page: Page; 
   await cdp.send('Network.enable');
   cdp.on('Network.webSocketFrameReceived', (e: { response: { payloadData: string } }) => frames.push(e.response.payloadData));
   // The fragment never reaches a server or a log (OpenClaw's documented hand-off of the gateway token).
-  await page.goto(`${url}/#token=${encodeURIComponent(token)}`, { waitUntil: 'domcontentloaded' });
+  await openWithToken(page, url, token);
   return { page, frames };
 }
 
@@ -109,9 +126,8 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
     // Opened again with the token in the same browser (its device identity is kept in this profile): connected,
     // the gateway's hello over the proxied WebSocket.
     const { page, frames } = first;
-    await page.goto(`${a.url}/#token=${encodeURIComponent(a.token)}`, { waitUntil: 'domcontentloaded' });
+    await openWithToken(page, a.url, a.token);
     await waitFor('the UI connected', async () => seen(frames, /hello-ok/), 90_000, 500);
-    await page.screenshot({ path: '.test-logs/control-ui-connected.png' });
     await page.browserContext().close();
   }, 300_000);
 
