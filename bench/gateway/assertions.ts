@@ -1,7 +1,7 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { AssertionSigner, AssertionVerifier, encode, rawPublicKey } from '../../packages/shared/src/index.ts';
-import { closedLoop, merge, report, type RunResult, type Target } from './load.ts';
-import { cpuSeconds, type BenchProcess } from './processes.ts';
+import { alternate, type Comparison } from './ab.ts';
+import { report } from './load.ts';
 
 // The cost of the caller assertions (packages/shared/src/nats/assertion.ts), in the same run: the benchmarked
 // gateway signs one per forwarded call and billing-chain verifies it; a second gateway started with
@@ -22,40 +22,12 @@ export interface AssertionCost {
   pass: boolean;
 }
 
-export async function assertionCost(o: {
-  on: Target;
-  off: Target;
-  gatewayOn: BenchProcess;
-  gatewayOff: BenchProcess;
-  billingPid: number;
-  connections: number;
-  rounds: number;
-  sliceMs: number;
-  /** CPU µs one request costs gateway + billing-chain + nats-server (measured by the main benchmark). */
-  pathCpuUs: number;
-  log: (msg: string) => void;
-}): Promise<AssertionCost> {
+export async function assertionCost(o: Comparison): Promise<AssertionCost> {
   o.log(`assertions on against off: ${o.rounds} alternating slices of ${o.sliceMs / 1000}s each`);
-  await closedLoop(o.off, o.connections, o.sliceMs); // warm the second gateway
-  const parts = { on: [] as RunResult[], off: [] as RunResult[] };
-  const cpu = { on: { gateway: 0, 'billing-chain': 0 }, off: { gateway: 0, 'billing-chain': 0 } };
-  for (let i = 0; i < o.rounds; i++) {
-    // Alternate which goes first, so a trend in background load does not favour one side.
-    for (const side of i % 2 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
-      const gw = side === 'on' ? o.gatewayOn : o.gatewayOff;
-      const g0 = cpuSeconds(gw.pid);
-      const b0 = cpuSeconds(o.billingPid);
-      parts[side].push(await closedLoop(side === 'on' ? o.on : o.off, o.connections, o.sliceMs));
-      cpu[side].gateway += cpuSeconds(gw.pid) - g0;
-      cpu[side]['billing-chain'] += cpuSeconds(o.billingPid) - b0;
-    }
-  }
-  const on = merge(parts.on);
-  const off = merge(parts.off);
-  const perRequest = (m: Record<string, number>, n: number) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / Math.max(1, n)) * 1_000_000)]));
-  const cost = Math.round((1 - on.rps / off.rps) * 1000) / 10;
-  const pairs = parts.on.map((p, i) => 1 - p.rps / parts.off[i]!.rps).sort((a, b) => a - b);
-  const pairedMedian = Math.round(pairs[Math.floor(pairs.length / 2)]! * 1000) / 10;
+  const ab = await alternate(o);
+  const { on, off } = ab;
+  const cost = ab.costPercent;
+  const pairedMedian = ab.costPercentPairedMedian;
   const micro = signAndVerifyMicros();
   const pathCpu = o.pathCpuUs;
   const pct = (us: number) => Math.round((us / pathCpu) * 1000) / 10;
@@ -66,7 +38,7 @@ export async function assertionCost(o: {
     throughput_cost_percent: cost,
     throughput_cost_percent_paired_median: pairedMedian,
     in_process: inProcess,
-    cpu_us_per_request: { on: perRequest(cpu.on, on.requests), off: perRequest(cpu.off, off.requests) },
+    cpu_us_per_request: ab.cpuUsPerRequest,
     target_percent: 5,
     // The in-process figure decides: on this shared 2-core machine, two identical gateways differ by ±12 % in throughput.
     pass: inProcess.read_percent <= 5,

@@ -68,3 +68,9 @@ export function spawnReady(args: string[], env: NodeJS.ProcessEnv = process.env)
     child.once('exit', (c) => reject(new Error(`${args.join(' ')} exited with ${c}`)));
   });
 }
+
+/** The bare node:http JSON server (bare-server.ts), the baseline of the gateway benchmark. */
+export async function startBare(): Promise<{ url: string; pid: number; stop: () => void }> {
+  const { ready, child } = await spawnReady([path.join(path.dirname(new URL(import.meta.url).pathname), 'bare-server.ts')]);
+  return { url: `http://127.0.0.1:${String(ready.port)}/api/subscription/status`, pid: child.pid ?? 0, stop: () => child.kill('SIGTERM') };
+}

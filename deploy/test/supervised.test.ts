@@ -14,6 +14,7 @@ const run = promisify(execFile);
 const state = mkdtempSync(path.join(os.tmpdir(), 'agenthost-deploy-'));
 let env: NodeJS.ProcessEnv;
 let gatewayPort: number;
+let prometheusPort: number;
 const conf = path.join(state, 'supervisor', 'supervisord.conf');
 const EDGE_HTTPS = 18746;
 
@@ -37,6 +38,9 @@ beforeAll(async () => {
     // The edge's ports in this suite (the edge suites own 18740-18749).
     EDGE_HTTPS_PORT: String(EDGE_HTTPS),
     EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
+    // Operator ports and Prometheus on free ports, clear of a deployment running on this machine.
+    METRICS_PORT_BASE: String(await freePort()),
+    PROMETHEUS_PORT: String((prometheusPort = await freePort())),
   };
   for (const k of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NATS_URL', 'NATS_AUTH_DIR', 'SOLANA_RPC_URL', 'MASTER_KEY_ENCRYPTION']) delete env[k];
   // Its instances (none are made here) and its reconciler stay out of the other suites' way.
@@ -72,6 +76,25 @@ describe('deploy/start.sh', () => {
     expect((await run('id', ['-un', String(uid)])).stdout.trim()).toBe('agenthost-edge');
   });
 
+  it('runs Prometheus, which scrapes the operator port of every service', async () => {
+    expect(await supervisorctl('status')).toMatch(/^prometheus\s+RUNNING/m);
+    await waitFor(
+      'every service up in Prometheus',
+      async () => {
+        const r = (await (await fetch(`http://127.0.0.1:${prometheusPort}/api/v1/query?query=up`)).json()) as { data: { result: { metric: { job: string }; value: [number, string] }[] } };
+        const up = r.data.result.filter((s) => s.value[1] === '1').map((s) => s.metric.job);
+        return up.length === 5 ? up : undefined;
+      },
+      90_000,
+      1000,
+    );
+  }, 120_000);
+
+  it('audits the started system with `agenthost doctor`, as the provisioner sees it: no drift', async () => {
+    const { stdout } = await run('bash', [path.join(repoRoot, 'bin/agenthost'), 'doctor', '--json'], { env });
+    expect(JSON.parse(stdout)).toEqual({ scope: 'deploytest', ok: true, instances: 0, drift: [], notes: [] });
+  });
+
   it('starts a service killed with SIGKILL again by itself, and the API recovers', async () => {
     const before = { gateway: await pidOf('gateway'), keyvault: await pidOf('keyvault'), auth: await pidOf('auth') };
     for (const pid of Object.values(before)) process.kill(pid, 'SIGKILL');
@@ -92,6 +115,16 @@ describe('deploy/start.sh', () => {
     // auth's signing key stays in its file, which only auth is pointed at.
     expect(environ(await pidOf('auth'))).toContain(`AUTH_JWT_PRIVATE_KEY_FILE=${path.join(state, 'secrets', 'auth-jwt.pem')}`);
     for (const p of ['gateway', 'keyvault', 'billing-chain', 'provisioner']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain('AUTH_JWT_PRIVATE_KEY');
+  });
+
+  it('gives the backup key to the provisioner alone, as the path of a file only root reads', async () => {
+    const file = path.join(state, 'secrets', 'backup-key');
+    const key = readFileSync(file, 'utf8').trim();
+    expect(Buffer.from(key, 'base64')).toHaveLength(32);
+    expect(statSync(file).mode & 0o077).toBe(0);
+    expect(environ(await pidOf('provisioner'))).toContain(`BACKUP_KEY_FILE=${file}`);
+    for (const p of ['gateway', 'auth', 'billing-chain', 'keyvault', 'provisioner', 'devchain']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain(key);
+    for (const p of ['gateway', 'auth', 'billing-chain', 'keyvault', 'devchain']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain('BACKUP_KEY');
   });
 
   it('gives each service only its own NATS identity and its own database role, never the admin', async () => {

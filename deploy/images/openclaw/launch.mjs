@@ -14,6 +14,7 @@
 // provider that asks the bootstrap for the instance's keys. Users point any SecretRef at it, e.g.
 //   models.providers.openai.apiKey = { source: "exec", provider: "agenthost", id: "OPENAI_API_KEY" }
 import fs from "node:fs";
+import { hostname } from "node:os";
 import path from "node:path";
 
 const PACKAGE_DIR = "/opt/openclaw/node_modules/openclaw";
@@ -108,7 +109,37 @@ function seedConfig() {
   }
 }
 
+/**
+ * A state volume is only ever mounted by its one instance container. A gateway-owner lease in OpenClaw's state
+ * database held by another host is therefore stale: it came with a backup restored here (taken while the agent ran,
+ * so its lease was held) or a volume moved from another node. OpenClaw reclaims a dead owner's lease only on the
+ * same host and otherwise waits the lease out (5 minutes, failing each start meanwhile), so it is dropped here.
+ */
+function dropForeignGatewayLease() {
+  const stateDir = process.env.OPENCLAW_STATE_DIR || path.join(process.env.OPENCLAW_HOME || process.env.HOME || "/data/home", ".openclaw");
+  const file = path.join(stateDir, "state", "openclaw.sqlite");
+  if (!fs.existsSync(file)) return;
+  let db;
+  try {
+    const { DatabaseSync } = process.getBuiltinModule("node:sqlite");
+    db = new DatabaseSync(file);
+    const dropped = db
+      .prepare("DELETE FROM state_leases WHERE scope = 'gateway-owner' AND coalesce(json_extract(payload_json, '$.owner.host'), '') <> ?")
+      .run(hostname()).changes;
+    if (dropped) log("info", "dropped the gateway lease of another host (restored or moved state)", { path: file });
+  } catch (err) {
+    log("warn", "could not check the gateway lease", { path: file, error: err?.code ?? String(err?.message ?? err) });
+  } finally {
+    try {
+      db?.close();
+    } catch {
+      // ignore
+    }
+  }
+}
+
 seedConfig();
+dropForeignGatewayLease();
 const argv = [process.execPath, ENTRY, ...process.argv.slice(2)];
 if (typeof process.execve === "function") {
   process.execve(process.execPath, argv, process.env);

@@ -12,6 +12,9 @@ const USAGE = `agenthost — command line for the agenthost API
   agenthost deposit <SOL>            prepay renewals into the subscription account
   agenthost cancel                   cancel (access continues until expiry)
   agenthost call <METHOD> <PATH> [JSON]   any API call with the saved token
+  agenthost doctor [--json]          operator, as root on the host (bin/agenthost): audit every instance container,
+                                     the instance network and its firewall against what the provisioner intended;
+                                     exit 1 on drift, naming the instance and the fix
 
 Environment: AGENTHOST_API_URL (default http://127.0.0.1:8080/api), SOLANA_RPC_URL (default http://127.0.0.1:8899),
 SUBSCRIPTION_PROGRAM_ID and TREASURY_ADDRESS (read from devchain when unset), AGENTHOST_HOME (default ~/.agenthost).`;

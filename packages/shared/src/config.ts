@@ -17,7 +17,7 @@ export class ConfigError extends Error {
  * swarm secrets are mounted as files under /run/secrets). So the value is not in the process environment,
  * where child processes and /proc/<pid>/environ would see it.
  */
-export const FILE_SECRETS = ['DATABASE_URL', 'MASTER_KEY_ENCRYPTION', 'MASTER_KEYS_PREVIOUS', 'GATEWAY_ASSERTION_PRIVATE_KEY', 'KEYVAULT_SEAL_PRIVATE_KEY'] as const;
+export const FILE_SECRETS = ['DATABASE_URL', 'MASTER_KEY_ENCRYPTION', 'MASTER_KEYS_PREVIOUS', 'GATEWAY_ASSERTION_PRIVATE_KEY', 'KEYVAULT_SEAL_PRIVATE_KEY', 'BACKUP_KEY'] as const;
 
 function withFileSecrets(env: Record<string, string | undefined>): { env: Record<string, string | undefined>; problems: string[] } {
   const out = { ...env };
@@ -77,6 +77,23 @@ export const baseConfig = z.object({
    * (connected to NATS, started), 503 otherwise. 0: off (supervisord watches the process instead).
    */
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  /**
+   * The operator port: GET /metrics (Prometheus), /livez and /readyz (observe/operator.ts). 0: off. Bound to
+   * METRICS_HOST, loopback by default: the public edge never serves it; open it to the scraper's network only.
+   */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Traces go to <endpoint>/v1/traces over OTLP/HTTP when set; unset, tracing is off (observe/tracing.ts). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  /** Share of new traces kept (a request with a sampled parent is always kept). */
+  TRACE_SAMPLE_RATIO: z.coerce.number().min(0).max(1).default(0.1),
+  /** Certificate files (PEM, comma-separated) whose expiry is exported, besides NATS_CA_FILE (the "certificate expiring" alert). */
+  CERTIFICATE_FILES: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+  /** Milliseconds spans are batched before they are exported. */
+  OTEL_BSP_SCHEDULE_DELAY: int(5000),
   /** Replicas with the same name share a queue group; an id tells them apart in logs. */
   INSTANCE_NAME: z.string().default(''),
   /**

@@ -1,5 +1,6 @@
 import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
+import { pastSpan } from './observe/tracing.ts';
 
 // int8 (bigint) columns come back as JS numbers: our counters and byte sizes stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
@@ -11,6 +12,8 @@ export interface ConnectOptions {
   /** Static, ordered record of migrations (ISO-timestamp names). */
   migrations: Record<string, Migration>;
   poolSize?: number;
+  /** Read only (an operator's tool such as the doctor): the schema must exist and is not migrated. */
+  readOnly?: boolean;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -26,7 +29,13 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  // Each query becomes a span of the request it serves (kysely reports it once it finished, in the caller's
+  // async context). Its text has placeholders, never the values.
+  const db = new Kysely<DB>({
+    dialect: new PostgresDialect({ pool }),
+    log: (e) => pastSpan(`pg ${verb(e.query.sql)}`, { 'db.system.name': 'postgresql', 'db.namespace': opts.schema, 'db.query.text': e.query.sql }, e.queryDurationMillis / 1000, e.level === 'error' ? e.error : undefined),
+  });
+  if (opts.readOnly) return db;
   try {
     // Deploy creates the schema for the service's own role, which may not create schemas itself: only a
     // missing schema is created here (with a role that may, e.g. a single-role development database).
@@ -48,6 +57,9 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
   }
   return db;
 }
+
+/** The statement's first word (select, insert, with...): the span's name. */
+const verb = (text: string): string => (/^\s*(\w+)/.exec(text)?.[1] ?? 'query').toLowerCase();
 
 /** True for Postgres unique-violation errors (used to turn races into clear 409s or retries). */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {

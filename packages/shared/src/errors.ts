@@ -33,14 +33,18 @@ export const ERROR_CODES = {
   SUBSCRIPTION_NOT_FOUND: { status: 404, message: 'No subscription found' },
   TRANSACTION_NOT_FOUND: { status: 404, message: 'Transaction not found or not yet confirmed' },
   KEY_NOT_FOUND: { status: 404, message: 'Key not found' },
+  BACKUP_NOT_FOUND: { status: 404, message: 'Backup not found' },
   // 409
   CONFLICT: { status: 409, message: 'Request conflicts with the current state' },
   INSTANCE_STATE_CONFLICT: { status: 409, message: 'Instance is not in a state that allows this action' },
   PORTS_EXHAUSTED: { status: 409, message: 'No port is free in the configured instance port range' },
+  /** A backup whose archive fails its authentication (altered, damaged, or not this user's and instance's): nothing was restored. */
+  BACKUP_CORRUPT: { status: 422, message: 'The backup archive failed its integrity check; nothing was restored' },
   // 429
   RATE_LIMITED: { status: 429, message: 'Too many requests' },
   // 5xx
   INTERNAL: { status: 500, message: 'Internal server error' },
+  BACKUPS_UNSUPPORTED: { status: 501, message: 'Backups are not available on this deployment (no BACKUP_KEY, or the swarm driver)' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'A backend service is unavailable' },
   CHAIN_UNAVAILABLE: { status: 503, message: 'The blockchain RPC is unavailable' },
   DOCKER_UNAVAILABLE: { status: 503, message: 'The container engine is unavailable' },

@@ -15,6 +15,7 @@ export * from './nats/permissions.ts';
 export * from './nats/setup.ts';
 export * from './service.ts';
 export * from './health.ts';
+export * from './observe/index.ts';
 export * from './swarm.ts';
 export * as contracts from './contracts/index.ts';
 export type { Contract, EventContract, In, Out } from './contracts/contract.ts';

@@ -24,35 +24,6 @@ export function createLogger(service: string, level = 'info'): Logger {
   );
 }
 
-export interface AccessEntry {
-  request_id: string;
-  method: string;
-  path: string;
-  status: number;
-  ms: number;
-  user_id?: string | undefined;
-}
-
-/**
- * A writer of the one-line-per-request access log, in the same JSON shape as every other line
- * ({"level":"info","time":…,"service":…,"pid":…,…,"msg":"request"}) and to the same stream. Its fields are
- * fixed and built by the caller (never headers, bodies or query), so it is written directly: going through
- * pino's generic object serialisation made a sixth of the gateway's per-request garbage.
- */
-export function createAccessLog(service: string, level = 'info'): (e: AccessEntry) => void {
-  if (!pino.levels.values[level] || pino.levels.values[level]! > pino.levels.values.info!) return () => {};
-  const head = `{"level":"info","time":"`;
-  const base = `","service":${JSON.stringify(service)},"pid":${process.pid},"request_id":`;
-  const out = stdout();
-  return (e) => {
-    out.write(
-      `${head}${new Date().toISOString()}${base}${JSON.stringify(e.request_id)},"method":${JSON.stringify(e.method)},"path":${JSON.stringify(e.path)},"status":${e.status},"ms":${e.ms}${
-        e.user_id ? `,"user_id":${JSON.stringify(e.user_id)}` : ''
-      },"msg":"request"}\n`,
-    );
-  };
-}
-
 let destination: ReturnType<typeof pino.destination> | undefined;
 
 /**

@@ -3,7 +3,7 @@ import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { loadConfig, type BaseConfig } from './config.ts';
 import { pingFor } from './contracts/ping.ts';
-import { serveHealth } from './health.ts';
+import { commonChecks, startObservability, type Check } from './observe/index.ts';
 import { connect } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { connectNats, natsIdentity } from './nats/connect.ts';
@@ -16,6 +16,8 @@ export interface ServiceParts {
   start?: () => Promise<void>;
   /** Called on SIGTERM/SIGINT before NATS drains and the pool closes. */
   stop?: () => Promise<void>;
+  /** Readiness checks beyond Postgres and NATS (the provisioner's Docker engine), for /readyz. */
+  checks?: Record<string, Check>;
 }
 
 export interface ServiceDefinition<S extends z.ZodType<BaseConfig>, DB> {
@@ -45,7 +47,14 @@ export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: Servi
   // means a request sent now is answered (not "no responders" from a service that logged ready a moment early).
   await nc.flush();
   let stopping = false;
-  const health = config.HEALTH_PORT ? await serveHealth(config.HEALTH_PORT, () => !stopping && !nc.isClosed()) : undefined;
+  const observe = await startObservability({
+    service: def.name,
+    config,
+    log,
+    nc,
+    live: () => !stopping && !nc.isClosed(),
+    checks: { ...commonChecks({ db: def.db ? db : undefined, nc }), ...parts.checks },
+  });
   log.info({ event: 'ready' }, `${def.name} ready`);
 
   const shutdown = async (signal: string) => {
@@ -55,11 +64,11 @@ export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: Servi
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
     try {
-      health?.close();
       await service.stop();
       await parts.stop?.();
       await nc.drain();
       await db?.destroy();
+      await observe.stop();
     } catch (err) {
       log.error({ err }, 'error while stopping');
     }

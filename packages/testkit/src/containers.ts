@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
 import { freePort } from './ports.ts';
@@ -12,7 +13,19 @@ process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
 
 export const POSTGRES_IMAGE = 'agenthost/postgres:15';
 export const NATS_IMAGE = 'agenthost/nats:2.9';
-const OWNER = 'agenthost.test.pid';
+/**
+ * The test process that made a container, as `<pid namespace>:<pid>`: a pid means something only in its own
+ * namespace, and on a shared machine other runs may live in other ones (where that pid is unknown, so a run
+ * there took our live containers for orphans). A run removes only the orphans of its own namespace.
+ */
+const OWNER = 'agenthost.test.owner';
+const PID_NS = (() => {
+  try {
+    return readlinkSync('/proc/self/ns/pid').replace(/\D/g, '');
+  } catch {
+    return 'host';
+  }
+})();
 
 const run = promisify(execFile);
 
@@ -22,7 +35,7 @@ const run = promisify(execFile);
  * test stop a server and start a new container on the same port and data.
  */
 function hostContainer(image: string): GenericContainer {
-  return new GenericContainer(image).withNetworkMode('host').withLabels({ [OWNER]: String(process.pid) }).withStartupTimeout(120_000);
+  return new GenericContainer(image).withNetworkMode('host').withLabels({ [OWNER]: `${PID_NS}:${process.pid}` }).withStartupTimeout(120_000);
 }
 
 export interface PostgresContainer {
@@ -77,7 +90,10 @@ export async function removeOrphanContainers(): Promise<number> {
     .split('\n')
     .filter(Boolean)
     .map((l) => l.split(' '))
-    .filter(([, pid]) => !alive(Number(pid)))
+    .filter(([, owner]) => {
+      const [ns, pid] = (owner ?? '').split(':');
+      return ns === PID_NS && !alive(Number(pid));
+    })
     .map(([id]) => id!);
   if (dead.length) await run('docker', ['rm', '-f', '-v', ...dead]);
   return dead.length;
@@ -87,7 +103,8 @@ function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
-  } catch {
-    return false;
+  } catch (err) {
+    // EPERM: the process is there, run by another user (another engineer's run on a shared machine).
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

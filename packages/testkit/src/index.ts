@@ -14,3 +14,4 @@ export * from './wait.ts';
 export * from './edge.ts';
 export * from './events.ts';
 export * from './images.ts';
+export * from './observe.ts';

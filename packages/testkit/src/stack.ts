@@ -63,6 +63,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     KEYVAULT_SEAL_PRIVATE_KEY: busKeys().sealPem,
     KEYVAULT_SEAL_PUBLIC_KEY: busKeys().sealPublic,
     ...(chain ? { SOLANA_RPC_URL: chain.url, SUBSCRIPTION_PROGRAM_ID: chain.programId, TREASURY: chain.treasury } : {}),
+    // Suites sign in many users from one address (127.0.0.1); the sign-in limits have their own suite
+    // (services/gateway/test/sign-in-limits.test.ts), which sets small ones.
+    NONCES_PER_ADDRESS: '100000',
+    LOGINS_PER_ADDRESS: '100000',
+    NONCES_PER_WALLET: '100000',
+    LOGINS_PER_WALLET: '100000',
     ...opts.env,
   };
   // Each process gets only its own NATS identity, its own database role (env may still override them)

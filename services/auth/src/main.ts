@@ -27,7 +27,7 @@ await runService<typeof authConfig, AuthDB>({
         pruner = setInterval(() => {
           void pruneNonces(db).catch((err) => log.warn({ err }, 'nonce pruning failed'));
           void pruneRevoked(db).catch((err) => log.warn({ err }, 'revoked token pruning failed'));
-        }, 10 * 60_000);
+        }, config.NONCE_PURGE_INTERVAL_SECONDS * 1000);
         pruner.unref();
       },
       async stop() {

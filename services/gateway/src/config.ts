@@ -41,6 +41,15 @@ export const gatewayConfig = baseConfig.extend({
   ENTITLEMENT_RESTART_WAIT_MS: configInt(5000),
   /** Requests per minute per user (per replica) of signed-in callers without a subscription, and of registrations. */
   UNCOUNTED_REQUESTS_PER_MINUTE: configInt(60),
+  /**
+   * Sign-in limits, counted in Postgres and so shared by every replica: nonces and logins per client address
+   * and per wallet in each SIGN_IN_WINDOW_SECONDS, then 429 RATE_LIMITED with Retry-After.
+   */
+  NONCES_PER_ADDRESS: configInt(30),
+  NONCES_PER_WALLET: configInt(10),
+  LOGINS_PER_ADDRESS: configInt(30),
+  LOGINS_PER_WALLET: configInt(10),
+  SIGN_IN_WINDOW_SECONDS: configInt(60),
   /** Largest block of quota a replica leases at once (usage counting costs one write per block, not per request). */
   USAGE_PREFETCH_MAX: configInt(5000),
   /** Proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For is believed; none by default. */

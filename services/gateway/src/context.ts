@@ -1,21 +1,17 @@
 import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
 import type { KeyObject } from 'node:crypto';
-import { AssertionSigner, contracts, request, x25519PublicKey, type Contract, type Logger } from '@agenthost/shared';
-import type { z } from 'zod';
-import { TokenVerifier } from './auth/jwt.ts';
+import { AssertionSigner, contracts, request, x25519PublicKey, type Logger } from '@agenthost/shared';
+import { SignInLimits } from './domain/sign-in-limits.ts';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
-import { coalesce } from './coalesce.ts';
-import { Allowance } from './quota/allowance.ts';
-import { Entitlements } from './entitlement.ts';
-import { KeyReload } from './key-reload.ts';
-import { ApiCatalog } from './openapi.ts';
-import { ProvisionerUsage } from './provisioner-usage.ts';
-import { Usage } from './usage.ts';
-
-/** A call to a backend over NATS (the gateway's timeout and request id applied). */
-export type Call = <C extends Contract>(c: C, input: z.input<C['input']>, requestId?: string) => Promise<z.output<C['output']>>;
+import { coalesce, type Call } from './domain/call.ts';
+import { Entitlements } from './domain/entitlement.ts';
+import { KeyReload } from './domain/key-reload.ts';
+import { ProvisionerUsage } from './domain/provisioner-usage.ts';
+import { Allowance } from './domain/quota/allowance.ts';
+import { Usage } from './domain/quota/policy.ts';
+import { TokenVerifier } from './domain/tokens.ts';
 
 /** The composition root: everything the routes need. Tests build it with overrides. */
 export interface GatewayContext {
@@ -28,8 +24,8 @@ export interface GatewayContext {
   usage: Usage;
   /** Requests per minute of callers the tier does not count (no subscription; registrations). */
   allowance: Allowance;
-  /** Every route, for GET /api/openapi.json. */
-  catalog: ApiCatalog;
+  /** Nonces and logins per client address and per wallet, shared by every replica. */
+  signInLimits: SignInLimits;
   /** Instances and storage per user from the provisioner (briefly cached). */
   provisionerUsage: ProvisionerUsage;
   /** Hands key changes to running instances and waits for their reload. */
@@ -42,30 +38,40 @@ export interface GatewayContext {
   keyvaultSealKey: KeyObject;
 }
 
-export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: NatsConnection; db: Kysely<GatewayDB> }): GatewayContext {
+/**
+ * Wires the gateway's parts from its config and connections. A test passes `overrides` to swap one part (a clock-driven
+ * Usage, say) and keeps the rest real; an overridden part is not built at all.
+ */
+export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: NatsConnection; db: Kysely<GatewayDB> }, overrides: Partial<GatewayContext> = {}): GatewayContext {
   const { config, log, nc, db } = deps;
-  const asserter = config.ASSERTIONS === 'on' ? new AssertionSigner(config.GATEWAY_ASSERTION_PRIVATE_KEY!) : undefined;
-  const call: Call = (c, input, requestId) => request(nc, c, input, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, requestId, asserter });
-  const provisionerUsage = new ProvisionerUsage(call, log);
-  provisionerUsage.start(nc);
+  const asserter = 'asserter' in overrides ? overrides.asserter : config.ASSERTIONS === 'on' ? new AssertionSigner(config.GATEWAY_ASSERTION_PRIVATE_KEY!) : undefined;
+  const call: Call = overrides.call ?? ((c, input, requestId) => request(nc, c, input, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, requestId, asserter }));
+  const provisionerUsage = overrides.provisionerUsage ?? new ProvisionerUsage(call, log);
+  if (!overrides.provisionerUsage) provisionerUsage.start(nc);
   return {
     ...deps,
     call,
     asserter,
-    keyvaultSealKey: x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
-    tokens: new TokenVerifier(nc, {
-      issuer: config.JWT_ISSUER,
-      audience: config.JWT_AUDIENCE,
-      timeoutMs: config.NATS_REQUEST_TIMEOUT_MS,
-      log,
-      refreshMs: config.JWKS_REFRESH_SECONDS * 1000,
-      ...(config.AUTH_JWT_PUBLIC_KEYS ? { pinned: config.AUTH_JWT_PUBLIC_KEYS } : {}),
-    }),
-    entitlements: new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, restartWaitMs: config.ENTITLEMENT_RESTART_WAIT_MS, log }),
-    usage: new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS, leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000 }),
-    allowance: new Allowance(config.UNCOUNTED_REQUESTS_PER_MINUTE),
-    catalog: new ApiCatalog(),
+    signInLimits: overrides.signInLimits ?? new SignInLimits(db, config),
     provisionerUsage,
-    keyReload: new KeyReload(nc, log, config.KEYS_APPLY_WAIT_MS, async (user_id, instance_id) => (await call(contracts.provisioner.get, { user_id, instance_id })).status === 'running'),
+    keyvaultSealKey: overrides.keyvaultSealKey ?? x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
+    tokens:
+      overrides.tokens ??
+      new TokenVerifier(nc, {
+        issuer: config.JWT_ISSUER,
+        audience: config.JWT_AUDIENCE,
+        timeoutMs: config.NATS_REQUEST_TIMEOUT_MS,
+        log,
+        refreshMs: config.JWKS_REFRESH_SECONDS * 1000,
+        ...(config.AUTH_JWT_PUBLIC_KEYS ? { pinned: config.AUTH_JWT_PUBLIC_KEYS } : {}),
+      }),
+    entitlements: overrides.entitlements ?? new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, restartWaitMs: config.ENTITLEMENT_RESTART_WAIT_MS, log }),
+    usage:
+      overrides.usage ??
+      new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS, leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000 }),
+    allowance: overrides.allowance ?? new Allowance(config.UNCOUNTED_REQUESTS_PER_MINUTE),
+    keyReload:
+      overrides.keyReload ??
+      new KeyReload(nc, log, config.KEYS_APPLY_WAIT_MS, async (user_id, instance_id) => (await call(contracts.provisioner.get, { user_id, instance_id })).status === 'running'),
   };
 }

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { connect, connectNats, createLogger, loadConfig, natsIdentity } from '@agenthost/shared';
-import { buildApp } from './app.ts';
+import { commonChecks, connect, connectNats, createLogger, loadConfig, natsIdentity, startObservability } from '@agenthost/shared';
+import { buildApp } from './http/app.ts';
 import { answerClientError } from './http/client-error.ts';
 import { gatewayConfig } from './config.ts';
 import { buildContext } from './context.ts';
@@ -28,11 +28,12 @@ await new Promise<void>((resolve, reject) => {
   server.once('listening', resolve);
   server.once('error', reject);
 });
+let stopping = false;
+const observe = await startObservability({ service: 'gateway', traceRoots: 'sampled', config, log, nc, live: () => !stopping && server.listening, checks: commonChecks({ db, nc }) });
 const { port } = server.address() as AddressInfo;
 const host = config.GATEWAY_HOST === '0.0.0.0' ? '127.0.0.1' : config.GATEWAY_HOST;
 log.info({ event: 'ready', url: `http://${host}:${port}` }, `gateway listening on http://${host}:${port}/api`);
 
-let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
@@ -49,6 +50,7 @@ async function shutdown(signal: string): Promise<void> {
   await ctx.usage.stop();
   await nc.drain().catch(() => {});
   await db.destroy();
+  await observe.stop();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -2,37 +2,68 @@ import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '@agenthost/testkit';
-import { clientIp, Router, trustedProxies } from '../src/http/router.ts';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createLogger } from '@agenthost/shared';
+import type { GatewayContext } from '../src/context.ts';
+import { buildApp } from '../src/http/app.ts';
+import type { Route } from '../src/http/route.ts';
 
-describe('router', () => {
-  const r = new Router();
-  r.add('get', '/instance/status/:instanceId', () => 'status');
-  r.add('post', '/instance/restart/:instanceId', () => 'restart');
-  r.add('get', '/auth/me', () => 'me');
+/** The gateway's Express app with its own routes (no backends): routing and the client address as Express does them. */
+async function localApp(routes: Route[], trustedProxies: string[] = []): Promise<{ url: string; close: () => void }> {
+  const ctx = { config: { TRUSTED_PROXIES: trustedProxies, BODY_LIMIT_BYTES: 65536 }, log: createLogger('gateway-test', 'silent') } as unknown as GatewayContext;
+  const server = createServer(buildApp(ctx, routes)).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`, close: () => server.close() };
+}
 
-  it('matches static paths case-insensitively and with a trailing slash, keeping parameter case and decoding it', () => {
-    expect(r.find('GET', '/Auth/ME/')).toMatchObject({ params: {} });
-    expect(r.find('GET', '/instance/status/inst-AbC%2Fx')).toMatchObject({ params: { instanceId: 'inst-AbC/x' } });
-    expect(r.find('HEAD', '/instance/status/x')).toMatchObject({ params: { instanceId: 'x' } });
+describe('routes on Express', () => {
+  let app: Awaited<ReturnType<typeof localApp>>;
+  beforeAll(async () => {
+    app = await localApp([
+      { method: 'get', path: '/instance/status/:instanceId', access: 'public', summary: 'status', handler: ({ req }) => ({ params: req.params }) },
+      { method: 'post', path: '/instance/restart/:instanceId', access: 'public', summary: 'restart', handler: () => ({}) },
+      { method: 'get', path: '/auth/me', access: 'public', summary: 'me', handler: () => ({ me: true }) },
+    ]);
+  });
+  afterAll(() => app?.close());
+
+  it('matches static paths case-insensitively and with a trailing slash, keeping parameter case and decoding it', async () => {
+    expect(await (await fetch(`${app.url}/Auth/ME/`)).json()).toEqual({ me: true });
+    expect(await (await fetch(`${app.url}/instance/status/inst-AbC%2Fx`)).json()).toEqual({ params: { instanceId: 'inst-AbC/x' } });
+    expect((await fetch(`${app.url}/instance/status/x`, { method: 'HEAD' })).status).toBe(200);
   });
 
-  it('tells a wrong method from an unknown path, and refuses malformed percent-encoding with 400', () => {
-    expect(r.find('DELETE', '/instance/status/x')).toEqual({ allowed: ['GET'] });
-    expect(r.find('PUT', '/auth/me')).toEqual({ allowed: ['GET'] });
-    expect(r.find('GET', '/instance/status')).toBeUndefined();
-    expect(r.find('GET', '/instance/status/x/y')).toBeUndefined();
-    expect(() => r.find('GET', '/instance/status/%E0%A4%A')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED', status: 400 }));
+  it('tells a wrong method from an unknown path, and refuses malformed percent-encoding with 400', async () => {
+    const wrong = await fetch(`${app.url}/instance/status/x`, { method: 'DELETE' });
+    expect(wrong.status).toBe(404);
+    const options = await fetch(`${app.url}/instance/status/x`, { method: 'OPTIONS' });
+    expect([options.status, options.headers.get('allow')]).toEqual([204, 'GET, HEAD']);
+    expect((await fetch(`${app.url}/instance/status`)).status).toBe(404);
+    expect((await fetch(`${app.url}/instance/status/x/y`)).status).toBe(404);
+    const malformed = await fetch(`${app.url}/instance/status/%E0%A4%A`);
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toEqual({ error: 'The path has malformed percent-encoding', code: 'VALIDATION_FAILED', status: 400 });
   });
 
-  it('never believes X-Forwarded-For unless the peer is a configured proxy', () => {
+  it('never believes X-Forwarded-For unless the peer is a configured proxy', async () => {
+    const ipRoute: Route = { method: 'get', path: '/ip', access: 'public', summary: 'ip', handler: ({ meta }) => ({ ip: meta.ip }) };
+    const ipSeen = async (proxies: string[], forwarded: string) => {
+      const a = await localApp([ipRoute], proxies);
+      try {
+        return ((await (await fetch(`${a.url}/ip`, { headers: { 'x-forwarded-for': forwarded } })).json()) as { ip: string }).ip;
+      } finally {
+        a.close();
+      }
+    };
     // The default: no trusted proxies, so a spoofed header from loopback changes nothing.
-    expect(clientIp('127.0.0.1', '198.51.100.1', undefined)).toBe('127.0.0.1');
-    const proxies = trustedProxies(['127.0.0.1', '10.1.0.0/16', '::1']);
-    expect(clientIp('203.0.113.9', '198.51.100.1', proxies)).toBe('203.0.113.9');
-    expect(clientIp('127.0.0.1', '198.51.100.1, 203.0.113.7', proxies)).toBe('203.0.113.7');
-    expect(clientIp('::ffff:127.0.0.1', '198.51.100.1, 10.1.2.3', proxies)).toBe('198.51.100.1');
-    expect(clientIp('::1', '198.51.100.1, 127.0.0.1', proxies)).toBe('198.51.100.1');
-    expect(clientIp('10.2.0.1', '198.51.100.1', proxies)).toBe('10.2.0.1');
+    expect(await ipSeen([], '198.51.100.1')).toBe('127.0.0.1');
+    expect(await ipSeen(['10.1.0.0/16'], '198.51.100.1')).toBe('127.0.0.1');
+    const proxies = ['127.0.0.1', '10.1.0.0/16', '::1'];
+    expect(await ipSeen(proxies, '198.51.100.1, 203.0.113.7')).toBe('203.0.113.7');
+    expect(await ipSeen(proxies, '198.51.100.1, 10.1.2.3')).toBe('198.51.100.1');
+    expect(await ipSeen(proxies, '198.51.100.1, 127.0.0.1')).toBe('198.51.100.1');
   });
 });
 

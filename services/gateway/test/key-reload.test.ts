@@ -2,7 +2,7 @@ import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@agenthost/shared';
 import { startNats, type NatsServer } from '@agenthost/testkit';
-import { KeyReload } from '../src/key-reload.ts';
+import { KeyReload } from '../src/domain/key-reload.ts';
 
 // Two gateway replicas (each with the gateway's own NATS identity): one holds an instance's watch, the other
 // changes its keys. What the instance's bootstrap does is played by the test.

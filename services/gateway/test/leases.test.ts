@@ -6,8 +6,8 @@ import { connect, parseTiers } from '@agenthost/shared';
 import { createDatabase, waitFor, type TestDatabase } from '@agenthost/testkit';
 import { migrations } from '../src/db/migrations/index.ts';
 import type { GatewayDB } from '../src/db/schema.ts';
-import { reclaimStale } from '../src/quota/reclaim.ts';
-import { Usage } from '../src/usage.ts';
+import { reclaimStale } from '../src/domain/quota/reclaim.ts';
+import { Usage } from '../src/domain/quota/policy.ts';
 import { activeSubscription } from './fixtures.ts';
 
 // The durable leases against a real Postgres: what a dead replica held and did not serve goes back

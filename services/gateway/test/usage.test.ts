@@ -7,7 +7,7 @@ import { AppError, connect, parseTiers } from '@agenthost/shared';
 import { createDatabase, startNats, type NatsServer, type TestDatabase } from '@agenthost/testkit';
 import { migrations } from '../src/db/migrations/index.ts';
 import type { GatewayDB } from '../src/db/schema.ts';
-import { Usage } from '../src/usage.ts';
+import { Usage } from '../src/domain/quota/policy.ts';
 import { activeSubscription } from './fixtures.ts';
 
 // The usage module against a real Postgres (and NATS for the give-back between replicas), with an

@@ -84,7 +84,16 @@ export const provisionerConfig = baseConfig
     QUOTA_CHECK_INTERVAL_SECONDS: configInt(5),
     /** An instance started less than this long ago is not stopped for storage, so its owner can start it and delete files. */
     QUOTA_GRACE_SECONDS: configInt(300),
-    RESTART_MAX_RETRIES: configInt(3),
+    /**
+     * Self-healing (docker driver): a crashed agent is started again after RESTART_BACKOFF_INITIAL_MS, doubling with
+     * each crash in a row up to RESTART_BACKOFF_MAX_SECONDS, forever. A crash counts as "in a row" when the agent
+     * ran less than RESTART_STABLE_SECONDS; the RESTART_FAILED_AFTER-th in a row turns the instance failed (it is
+     * still restarted, and turns running again once it is ready).
+     */
+    RESTART_BACKOFF_INITIAL_MS: configInt(1000),
+    RESTART_BACKOFF_MAX_SECONDS: configInt(300),
+    RESTART_STABLE_SECONDS: configInt(300),
+    RESTART_FAILED_AFTER: configInt(5),
     STOP_TIMEOUT_SECONDS: configInt(5),
     TMPFS_SIZE_MB: configInt(64),
     /** Extra environment for every instance container (JSON object), e.g. agent tuning. Never secrets. */
@@ -95,6 +104,19 @@ export const provisionerConfig = baseConfig
      */
     KEYS_HOT_RELOAD: z.enum(['on', 'off']).default('on'),
     TIER_LIMITS_JSON: tiersConfig,
+    /**
+     * The backup master key (base64 of 32 bytes; deploy makes $AGENTHOST_STATE/secrets/backup-key and gives it to
+     * the provisioner alone, as BACKUP_KEY_FILE). Each archive is encrypted under a key derived from it for its
+     * owner, instance and backup. Unset: backups are refused (501 BACKUPS_UNSUPPORTED).
+     */
+    BACKUP_KEY: z
+      .string()
+      .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of 32 bytes')
+      .optional(),
+    /** Where backup archives are kept (put a separate filesystem here). Default: $AGENTHOST_STATE/backups. */
+    BACKUP_DIR: z.string().default(''),
+    /** Scheduled backups: each instance of a tier that keeps backups gets one when its last scheduled one is this old (daily). */
+    BACKUP_SCHEDULE_SECONDS: configInt(86_400),
     /** Test-only fault injection: comma-separated step names where an operation pauses (see domain/faults.ts). */
     FAULT_PAUSE_AT: z.string().default(''),
   })

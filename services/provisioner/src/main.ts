@@ -4,8 +4,10 @@ import { provisionerConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { ProvisionerDB } from './db/schema.ts';
 import { describe, DockerEngine } from './docker/engine.ts';
+import { ContainerEvents } from './docker/events.ts';
 import { CredentialHandoff } from './docker/handoff.ts';
 import { faults } from './domain/faults.ts';
+import { SelfHealing } from './domain/healing.ts';
 import { Instances } from './domain/instances.ts';
 import { listRoutes } from './domain/routes.ts';
 import { OpLocks } from './domain/locks.ts';
@@ -21,6 +23,9 @@ import { InstanceContainers } from './domain/containers.ts';
 import type { InstanceRuntime } from './domain/runtime.ts';
 import { SwarmInstances } from './swarm/runtime.ts';
 import { Drainer } from './swarm/drain.ts';
+import { Backups } from './backups/backups.ts';
+import { BackupScheduler } from './backups/scheduler.ts';
+import { instancesByState, observeContainerEvent } from './metrics.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -49,14 +54,26 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         publishEvent(
           nc,
           P.instanceStatusChanged,
-          { instance_id: e.instance_id, user_id: e.user_id, status: e.status, at: e.at.toISOString(), generation: e.generation, seq: e.seq, ...(e.failure_reason ? { failure_reason: e.failure_reason } : {}) },
+          {
+            instance_id: e.instance_id,
+            user_id: e.user_id,
+            status: e.status,
+            at: e.at.toISOString(),
+            generation: e.generation,
+            seq: e.seq,
+            ...(e.failure_reason ? { failure_reason: e.failure_reason } : {}),
+            ...(e.restarts || e.exit_reason ? { restarts: e.restarts } : {}),
+            ...(e.exit_reason ? { exit_reason: e.exit_reason } : {}),
+            ...(e.next_restart_at ? { next_restart_at: new Date(e.next_restart_at).toISOString() } : {}),
+          },
           `instance-status-${e.instance_id}-${e.seq}`,
         ),
     });
     const pause = faults(config.FAULT_PAUSE_AT, log);
     const issueCredentials = (user_id: string, instance_id: string) =>
       request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS });
-    const handoff = new CredentialHandoff({ engine, log, scope, issue: issueCredentials });
+    const handoff = new CredentialHandoff({ engine, log, issue: issueCredentials });
+    const containerEvents = new ContainerEvents({ engine, log, scope });
     /** True when billing-chain says the wallet has no active, unexpired subscription (a throw redelivers the event). */
     const subscriptionEnded = async (wallet: string): Promise<boolean> => {
       const owner = await db.selectFrom('instances').select('user_id').where('wallet_address', '=', wallet).executeTakeFirst();
@@ -125,6 +142,22 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         deleted: (p) => publishEvent(nc, P.instanceDeleted, p, `instance-deleted-${p.instance_id}`),
       },
     });
+    const backupDir = config.BACKUP_DIR || join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', 'backups');
+    const backups = new Backups({
+      db,
+      runtime,
+      locks,
+      instances,
+      tiers: config.TIER_LIMITS_JSON,
+      log,
+      masterKey: config.BACKUP_KEY ? Buffer.from(config.BACKUP_KEY, 'base64') : undefined,
+      dir: join(backupDir, scope),
+      published: (e) => publishEvent(nc, P.instanceBackup, e, `instance-backup-${e.backup_id}`),
+    });
+    const backupScheduler = new BackupScheduler({ db, backups, locks, tiers: config.TIER_LIMITS_JSON, log, scope, intervalSeconds: config.BACKUP_SCHEDULE_SECONDS });
+    const healing = swarm
+      ? undefined
+      : new SelfHealing({ db, runtime, locks, readiness, log, policy: config, issueCredentials });
     const reconciler = new Reconciler({
       db,
       engine,
@@ -133,7 +166,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       instances,
       readiness,
       // The instance bridge and its host firewall are the docker driver's; swarm instances have their own networks.
-      ...(swarm ? {} : { network }),
+      ...(swarm ? {} : { network, healing }),
       volumes,
       scope,
       log,
@@ -152,11 +185,13 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       graceSeconds: config.QUOTA_GRACE_SECONDS,
     });
     engine.onRecovery(() => void reconciler.trigger());
+    instancesByState(db);
     let subscriptionChanges: Subscription | undefined;
     let stopNodeWatch: (() => void) | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
 
     return {
+      checks: { docker: () => engine.available },
       endpoints: [
         endpoint(P.create, (input) => instances.create(input)),
         endpoint(P.get, (input) => instances.get(input)),
@@ -167,6 +202,11 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.remove, (input) => instances.remove(input)),
         endpoint(P.logs, (input) => instances.logs(input)),
         endpoint(P.usage, (input) => instances.usage(input)),
+        endpoint(P.backup, (input) => backups.create(input)),
+        endpoint(P.backups, (input) => backups.list(input)),
+        endpoint(P.restore, (input) => backups.restore(input)),
+        endpoint(P.clone, (input) => backups.clone(input)),
+        endpoint(P.removeBackup, (input) => backups.remove(input)),
         endpoint(P.routes, (input) => listRoutes({ db, runtime }, input)),
       ],
       async start() {
@@ -206,10 +246,15 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         // Credentials by stdin, live stats, volume sizes and the volume quota need the instance's own engine:
         // the docker driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see README.)
         if (!swarm) {
-          handoff.watch();
+          handoff.listen(containerEvents);
+          healing?.listen(containerEvents);
+          containerEvents.on('die', (e) => observeContainerEvent('die', e.attrs.exitCode));
+          containerEvents.on('oom', () => observeContainerEvent('oom'));
+          containerEvents.watch();
           stats.start();
           storage.start();
           if (config.VOLUME_QUOTA === 'enforce') quota.start();
+          if (config.BACKUP_KEY) backupScheduler.start();
         }
         // A durable consumer shared by every replica: a subscription that ended while we were down still
         // stops its instances when we are back. A throw (Docker down) redelivers the event later.
@@ -235,12 +280,14 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         reconciler.stop();
         stopNodeWatch?.();
         clearInterval(drainTimer);
-        handoff.stop();
+        containerEvents.stop();
+        healing?.stop();
         readiness.stop();
         await statusRelay.stop();
         stats.stop();
         storage.stop();
         quota.stop();
+        backupScheduler.stop();
         engine.stopMonitor();
         await locks.close().catch((err) => log.warn({ err: describe(err) }, 'closing lock pool'));
       },

@@ -53,7 +53,9 @@ describe('instance lifecycle on the real Docker engine', () => {
     expect(info.Config.Labels).toMatchObject({ 'agenthost.instance': id, 'agenthost.user': user_id, 'agenthost.managed': 'true' });
     expect(info.HostConfig).toMatchObject({ CapDrop: ['ALL'], ReadonlyRootfs: true, PidsLimit: 64, Memory: 256 * 1024 * 1024, MemorySwap: 256 * 1024 * 1024, NanoCpus: 5e8 });
     expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges:true');
-    expect(info.HostConfig.RestartPolicy).toMatchObject({ Name: 'on-failure' });
+    // Crashes are restarted by the provisioner's self-healing (healing.test.ts), under an init as PID 1.
+    expect(info.HostConfig.RestartPolicy).toMatchObject({ Name: 'no' });
+    expect(info.HostConfig.Init).toBe(true);
     expect(info.HostConfig.LogConfig).toMatchObject({ Type: 'json-file', Config: { 'max-size': '10m' } });
     expect(info.HostConfig.PortBindings['18789/tcp']).toEqual([{ HostIp: '127.0.0.1', HostPort: String(created.port) }]);
     expect(info.HostConfig.Tmpfs['/tmp']).toContain('size=64m');
@@ -277,7 +279,7 @@ describe('instance lifecycle on the real Docker engine', () => {
     expect((await n.call(P.usage, { user_id })).instances_active).toBe(0);
   }, 300_000);
 
-  it('hands fresh credentials to a container the engine restarts after a crash; nothing in its configuration fetches keys', async () => {
+  it('hands fresh credentials to a container restarted after a crash; nothing in its configuration fetches keys', async () => {
     const user_id = newUser();
     const { instance_id, port } = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
     await running(user_id, instance_id);
@@ -295,9 +297,9 @@ describe('instance lifecycle on the real Docker engine', () => {
       expect(res.status, 'a configuration value opened the keys').not.toBe(200);
     }
 
-    // The agent dies (SIGKILL from the host); the engine's restart policy starts it again on its own.
+    // The agent dies (SIGKILL from the host); the provisioner's self-healing starts it again.
     process.kill(before.State.Pid, 'SIGKILL');
-    await waitFor('the engine to restart the container', async () => JSON.parse(await docker('inspect', cname))[0].RestartCount >= 1, 30_000, 200);
+    await waitFor('the container to be restarted', async () => ((await n.call(P.get, { user_id, instance_id })).restarts ?? 0) >= 1, 30_000, 200);
     const env = await waitFor(
       'the restarted agent to have fetched its keys',
       async () => {

@@ -3,6 +3,7 @@ import { parseConfig } from '@agenthost/shared';
 import { provisionerConfig } from '../src/config.ts';
 import { firewallRules, hostSubnets, PRIVATE_RANGES } from '../src/docker/firewall.ts';
 import { demux, lastLines } from '../src/docker/logs.ts';
+import { backoffMs, exitReason } from '../src/domain/healing.ts';
 import { bridgeNameFor } from '../src/docker/network.ts';
 import { containerSpec, heapMb } from '../src/docker/spec.ts';
 
@@ -17,7 +18,7 @@ const frame = (type: number, text: string) => {
 describe('container spec', () => {
   const spec = containerSpec({
     instanceId: 'inst-abc', userId: 'u1', scope: 's', image: 'agenthost/openclaw:1', network: 'net', publishHost: '127.0.0.1', port: 18001,
-    memoryMb: 2048, cpus: 1.5, pids: 512, tmpfsMb: 64, restartMaxRetries: 3, stopTimeoutSeconds: 5, env: { A: '1', NODE_OPTIONS: 'x' },
+    memoryMb: 2048, cpus: 1.5, pids: 512, tmpfsMb: 64, stopTimeoutSeconds: 5, env: { A: '1', NODE_OPTIONS: 'x' },
   });
 
   it('sizes the V8 heap under the memory limit (75 %)', () => {
@@ -31,7 +32,7 @@ describe('container spec', () => {
     expect(spec.User).toBe('10001:10001');
     expect(spec.HostConfig).toMatchObject({
       CapDrop: ['ALL'], ReadonlyRootfs: true, Privileged: false, PidsLimit: 512, Memory: 2048 * 2 ** 20, MemorySwap: 2048 * 2 ** 20, NanoCpus: 1.5e9,
-      SecurityOpt: ['no-new-privileges:true'], NetworkMode: 'net', PortBindings: { '18789/tcp': [{ HostIp: '127.0.0.1', HostPort: '18001' }] },
+      SecurityOpt: ['no-new-privileges:true'], Init: true, NetworkMode: 'net', PortBindings: { '18789/tcp': [{ HostIp: '127.0.0.1', HostPort: '18001' }] },
     });
     expect(spec.HostConfig!.Binds).toBeUndefined();
     expect(JSON.stringify(spec)).not.toContain('docker.sock');
@@ -107,5 +108,18 @@ describe('swarm node address', () => {
     expect(nodeAddr({ ID: 'v6', Status: { Addr: '::1' }, ManagerStatus: { Addr: '[fd00::1]:2377' } })).toBe('fd00::1');
     expect(nodeAddr({ ID: 'w', Status: { Addr: '10.99.0.2' } })).toBe('10.99.0.2');
     expect(nodeAddr({ ...manager, Spec: { Labels: { 'agenthost.addr': '203.0.113.7' } } })).toBe('203.0.113.7');
+  });
+});
+
+describe('self-healing policy', () => {
+  it('doubles the wait before each restart of a crash series, up to the cap', () => {
+    const policy = { RESTART_BACKOFF_INITIAL_MS: 1000, RESTART_BACKOFF_MAX_SECONDS: 30 };
+    expect([1, 2, 3, 4, 5, 6, 40].map((streak) => backoffMs(streak, policy))).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+  });
+
+  it('names why an agent stopped: out of memory, a signal, or its exit code', () => {
+    expect(exitReason({ exitCode: 137, oomKilled: true }, 256)).toBe('killed: out of memory (limit 256 MiB)');
+    expect(exitReason({ exitCode: 143 }, 256)).toBe('killed by SIGTERM (exit code 143)');
+    expect(exitReason({ exitCode: 3 }, 256)).toBe('exited with code 3');
   });
 });

@@ -2,20 +2,53 @@ import { z } from 'zod';
 import { contract, userContract } from './contract.ts';
 import { walletAddress, isoTime, uuid } from './common.ts';
 
+/** The fields of our Sign-In With Solana message as a wallet's `solana:signIn` takes them (SolanaSignInInput). */
+export const signInInput = z.object({
+  domain: z.string(),
+  address: walletAddress,
+  statement: z.string(),
+  uri: z.string(),
+  version: z.literal('1'),
+  chainId: z.string(),
+  nonce: z.string(),
+  issuedAt: isoTime,
+  expirationTime: isoTime,
+});
+
 export const nonceCreate = contract(
   'auth.v1.nonce.create',
   z.object({ wallet_address: walletAddress }),
-  z.object({ nonce: z.string(), message: z.string(), expires_at: isoTime }),
+  z.object({ nonce: z.string(), message: z.string(), expires_at: isoTime, sign_in_input: signInInput }),
 );
 
+const base64 = z.string().min(1).max(12_000).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
+
+/**
+ * Either our message signed as we wrote it (wallet_address, signature_base58, nonce), or a Sign-In With Solana
+ * message the wallet built (`solana:signIn`'s output: account, signedMessage and signature, the bytes in base64;
+ * also as signed_message), whose fields are then verified one by one. Values are only shape-checked here: a wrong
+ * one is a refused sign-in (401), not a 400.
+ */
 export const login = contract(
   'auth.v1.session.login',
-  // Login fields are only length-checked: any wrong value is an invalid signature (401), not a 400.
-  z.object({
-    wallet_address: z.string().min(1).max(100),
-    signature_base58: z.string().min(1).max(200),
-    nonce: z.string().min(1).max(200),
-  }),
+  z
+    .object({
+      wallet_address: z.string().min(1).max(100).optional(),
+      signature_base58: z.string().min(1).max(200).optional(),
+      nonce: z.string().min(1).max(200).optional(),
+      account: z.object({ address: z.string().min(1).max(100) }).optional(),
+      signedMessage: base64.optional(),
+      signed_message: base64.optional(),
+      /** base64 (as `solana:signIn` returns it); signature_base58 is accepted instead. */
+      signature: base64.optional(),
+    })
+    .superRefine((b, ctx) => {
+      const walletBuilt = b.signedMessage !== undefined || b.signed_message !== undefined;
+      const missing = walletBuilt
+        ? [...(b.account || b.wallet_address ? [] : ['account']), ...(b.signature || b.signature_base58 ? [] : ['signature'])]
+        : (['wallet_address', 'signature_base58', 'nonce'] as const).filter((k) => !b[k]);
+      for (const k of missing) ctx.addIssue({ code: 'custom', path: [k], message: 'is required' });
+    }),
   z.object({ token: z.string(), wallet_address: walletAddress, user_id: uuid, expires_at: isoTime }),
 );
 

@@ -20,6 +20,13 @@ export const instanceView = z.object({
   memory_limit_mb: z.number().optional(),
   last_activity: isoTime.optional(),
   failure_reason: z.string().optional(),
+  /** Times the agent crashed and the provisioner started it again (self-healing). */
+  restarts: z.number().int().optional(),
+  /** Why the agent last stopped on its own (exit code, signal or out of memory), and when. */
+  last_exit_reason: z.string().optional(),
+  last_exit_at: isoTime.optional(),
+  /** After a crash: when the agent is started again (the delay doubles with each crash in a row). */
+  next_restart_at: isoTime.optional(),
 });
 export type InstanceView = z.infer<typeof instanceView>;
 
@@ -72,6 +79,43 @@ export const usage = userRead(
   z.object({ instances_active: z.number().int(), storage_used_mb: z.number() }),
 );
 
+// ---------------------------------------------------------------- backups
+
+export const backupId = z.string().regex(/^bk-[a-f0-9]{20}$/, 'must be a backup id (bk-…)');
+export const backupView = z.object({
+  backup_id: backupId,
+  /** The instance it was taken of (which may since have been deleted: its backups stay until deleted or dropped). */
+  instance_id: instanceId,
+  size_bytes: z.number().int(),
+  created_at: isoTime,
+  kind: z.enum(['manual', 'scheduled']),
+});
+export type BackupView = z.infer<typeof backupView>;
+
+/** Take a backup of the instance now (its agent is paused for the copy); tier: the retention to apply. */
+export const backup = userContract('provisioner.v1.backups.create', owned.extend({ tier: tierName }), backupView);
+/** The backups of an instance id of the caller's, newest first (also of a deleted instance). */
+export const backups = userRead('provisioner.v1.backups.list', owned, z.object({ instance_id: instanceId, backups: z.array(backupView) }));
+/** Replace the instance's data with the backup's and restart it; the access token is rotated and shown once. */
+export const restore = userContract(
+  'provisioner.v1.backups.restore',
+  owned.extend({ backup_id: backupId, tier: tierName.optional() }),
+  transition.extend({ access_token: z.string(), backup_id: backupId }),
+);
+/** A new instance (counted like a create) holding a backup of the instance {instance_id}, which may since have been deleted. */
+export const clone = userContract(
+  'provisioner.v1.backups.clone',
+  create.input.omit({ framework: true, version: true }).extend({ instance_id: instanceId, backup_id: backupId }),
+  instanceView.extend({ access_token: z.string(), backup_id: backupId, cloned_from: instanceId }),
+);
+export const removeBackup = userContract(
+  'provisioner.v1.backups.delete',
+  owned.extend({ backup_id: backupId }),
+  z.object({ success: z.boolean(), instance_id: instanceId, backup_id: backupId }),
+);
+/** A backup was taken (manual or scheduled). */
+export const instanceBackup = event('events.instance.backup', backupView.extend({ user_id: uuid }));
+
 export const instanceCreated = event('events.instance.created', z.object({ instance_id: instanceId, user_id: uuid, created_at: isoTime }));
 /**
  * Every change of an instance's status, in order per instance: provisioning (created, started, restarted, moved),
@@ -88,6 +132,10 @@ export const instanceStatusChanged = event(
     failure_reason: z.string().optional(),
     generation: z.number().int(),
     seq: z.number().int(),
+    /** A crash the self-healing restarts: its exit reason, the restarts so far and when the next is due. */
+    restarts: z.number().int().optional(),
+    exit_reason: z.string().optional(),
+    next_restart_at: isoTime.optional(),
   }),
 );
 export const instanceDeleted = event('events.instance.deleted', z.object({ instance_id: instanceId, user_id: uuid, deleted_at: isoTime }));

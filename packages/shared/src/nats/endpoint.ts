@@ -6,6 +6,8 @@ import type { Logger } from '../logger.ts';
 import { ASSERTION_HEADER, type AssertionVerifier } from './assertion.ts';
 import { decode, encode } from './codec.ts';
 import { zodToAppError } from '../validate.ts';
+import { observeServed } from '../observe/metrics.ts';
+import { context, endSpan, extractTrace, SpanKind, trace, tracer, traceIdOf } from '../observe/tracing.ts';
 
 export interface HandlerContext {
   requestId: string;
@@ -55,20 +57,68 @@ export async function serve(nc: NatsConnection, opts: ServeOptions, endpoints: E
           opts.log.error({ err }, 'service endpoint error');
           return;
         }
-        void handleMessage(ep, msg, opts.log, opts.assertions);
+        // A traced request continues its trace here; any other message costs no span.
+        const parent = extractTrace(msg.headers);
+        const span = parent && tracer.startSpan(ep.contract.subject, { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ep.contract.subject } }, parent);
+        const handled = span ? context.with(trace.setSpan(parent, span), () => handleMessage(ep, msg, opts.log, opts.assertions)) : handleMessage(ep, msg, opts.log, opts.assertions);
+        void handled.then((outcome) => {
+          if (span && outcome.error) span.setAttribute('agenthost.error_code', outcome.error.code);
+          if (span) endSpan(span, outcome.error);
+          tally(outcome);
+        });
       },
       metadata: { contract: ep.contract.subject },
     });
   }
+  const tally = endpointStats(service);
   return service;
 }
 
-async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger, assertions: ServeOptions['assertions']): Promise<void> {
+interface Outcome {
+  subject: string;
+  seconds: number;
+  error?: AppError;
+}
+
+/**
+ * Count a handled request in the Prometheus metrics and in $SRV.STATS. nats.js counts an endpoint's errors
+ * and processing time only around the synchronous call of its handler (a thrown error), and ours answer
+ * asynchronously, so $SRV.STATS showed no errors and ~0 ms: its per-endpoint counters are kept here instead,
+ * once the reply is sent (an error reply counts as an error, as the micro protocol's Nats-Service-Error does).
+ */
+function endpointStats(service: Service): (o: Outcome) => void {
+  type Stats = { subject: string; num_requests: number; num_errors: number; processing_time: number; average_processing_time: number; last_error?: string; countLatency: (start: number) => void };
+  const handlers = (service as unknown as { handlers?: { subject: string; stats: Stats }[] }).handlers ?? [];
+  const bySubject = new Map<string, Stats>();
+  for (const h of handlers) {
+    h.stats.countLatency = () => {}; // measured when the reply is sent, below
+    bySubject.set(h.subject, h.stats);
+  }
+  return (o) => {
+    observeServed(o.subject, o.error ? o.error.code : 'OK', o.seconds);
+    const s = bySubject.get(o.subject);
+    if (!s) return;
+    s.num_requests++;
+    s.processing_time += Math.round(o.seconds * 1e9);
+    s.average_processing_time = Math.round(s.processing_time / s.num_requests);
+    if (o.error) {
+      s.num_errors++;
+      s.last_error = `${o.error.status} ${o.error.code}`;
+    }
+  };
+}
+
+async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger, assertions: ServeOptions['assertions']): Promise<Outcome> {
   const requestId = msg.headers?.get('x-request-id') || '';
   // The child logger is made only when something is logged: most requests log nothing.
   let child: Logger | undefined;
-  const log = () => (child ??= rootLog.child({ subject: ep.contract.subject, ...(requestId ? { request_id: requestId } : {}) }));
+  const log = () => {
+    if (child) return child;
+    const traceId = traceIdOf();
+    return (child = rootLog.child({ subject: ep.contract.subject, ...(requestId ? { request_id: requestId } : {}), ...(traceId ? { trace_id: traceId } : {}) }));
+  };
   const started = performance.now();
+  const subject = ep.contract.subject;
   try {
     let raw: unknown;
     try {
@@ -90,6 +140,7 @@ async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger, ass
     );
     msg.respond(encode({ ok: true, result }));
     if (rootLog.isLevelEnabled('debug')) log().debug({ ms: Math.round(performance.now() - started) }, 'handled');
+    return { subject, seconds: (performance.now() - started) / 1000 };
   } catch (err) {
     const appErr = toAppError(err);
     if (appErr.status >= 500) log().error({ err, code: appErr.code }, 'request failed');
@@ -98,6 +149,7 @@ async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger, ass
     h.set('Nats-Service-Error-Code', String(appErr.status));
     h.set('Nats-Service-Error', appErr.code);
     msg.respond(encode({ ok: false, error: appErr.toWire() }), { headers: h });
+    return { subject, seconds: (performance.now() - started) / 1000, error: appErr };
   }
 }
 

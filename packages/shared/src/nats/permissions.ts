@@ -57,6 +57,7 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       ...subjects(billing.register, billing.status, billing.refresh),
       ...subjects(kv.store, kv.update, kv.remove, kv.list, kv.retrieve, kv.audit),
       ...subjects(p.create, p.get, p.list, p.restart, p.stop, p.start, p.remove, p.logs, p.usage),
+      ...subjects(p.backup, p.backups, p.restore, p.clone, p.removeBackup),
       ...backends.map(pingSubject),
       // Replicas hand back each other's idle quota blocks.
       'gateway.usage.release',
@@ -96,6 +97,7 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       p.instanceCreated.subject,
       p.instanceDeleted.subject,
       p.instanceStatusChanged.subject,
+      p.instanceBackup.subject,
       ...JS_STREAM_OWNER,
       ...durableConsumer(DURABLES.provisionerSubscriptionChanges),
     ],

@@ -22,6 +22,11 @@ interface Pending {
  * deferred, a timeout promise and an Error with a stack for every request, even a successful one; at
  * thousands of requests per second that garbage showed up as GC pauses in the gateway's latency tail.
  * Here a request is one map entry and one timer.
+ *
+ * Kept because it measurably matters (bench/nats/run.ts, same run, same connection, 32 in flight, 2 cores,
+ * 2026-11-23): 20,176 requests/s at 9.4 µs client CPU each, against nats.js request() 9,609/s at 35.2 µs
+ * (ratio 2.1) and nats.js with noAsyncTraces 17,423/s at 19.9 µs (ratio 1.16, half the CPU; p99 alike).
+ * The ~10 µs saved per call is about a tenth of the gateway's whole CPU cost per request.
  */
 class Replies {
   private readonly nc: NatsConnection;

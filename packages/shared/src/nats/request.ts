@@ -7,6 +7,8 @@ import { ASSERTION_HEADER, type AssertionSigner } from './assertion.ts';
 import { busConnected } from './connect.ts';
 import { decode, encode, type Reply } from './codec.ts';
 import { NoReplyError, requestReply } from './replies.ts';
+import { observeSent } from '../observe/metrics.ts';
+import { activeSpan, context, endSpan, injectTrace, SpanKind, trace, tracer, type Context } from '../observe/tracing.ts';
 
 export interface RequestOptions {
   timeoutMs?: number;
@@ -25,6 +27,25 @@ export async function request<C extends Contract>(
   input: z.input<C['input']>,
   opts: RequestOptions = {},
 ): Promise<z.output<C['output']>> {
+  // Counted and traced here, once, for every service: the span is the parent of the endpoint's on the far side.
+  const started = performance.now();
+  const parent = context.active();
+  // A span only inside a traced request (work outside one, and untraced requests, send no traceparent).
+  const span = activeSpan(parent) && tracer.startSpan(`nats ${c.subject}`, { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': c.subject } }, parent);
+  try {
+    // Nothing under send() makes spans: the span's context goes to the headers only, without making it active.
+    const out = await send(nc, c, input, opts, span ? trace.setSpan(parent, span) : undefined);
+    observeSent(c.subject, 'OK', (performance.now() - started) / 1000);
+    if (span) endSpan(span);
+    return out;
+  } catch (err) {
+    observeSent(c.subject, (err as { code?: string }).code === 'SERVICE_UNAVAILABLE' ? 'UNAVAILABLE' : ((err as { code?: string }).code ?? 'INTERNAL'), (performance.now() - started) / 1000);
+    if (span) endSpan(span, err);
+    throw err;
+  }
+}
+
+async function send<C extends Contract>(nc: NatsConnection, c: C, input: z.input<C['input']>, opts: RequestOptions, traced: Context | undefined): Promise<z.output<C['output']>> {
   const parsed = c.input.safeParse(input);
   if (!parsed.success) throw zodToAppError(parsed.error);
   // A client whose server went away reconnects to another node of the cluster within a few hundred ms: the
@@ -44,6 +65,7 @@ export async function request<C extends Contract>(
     h ??= natsHeaders();
     h.set(ASSERTION_HEADER, opts.asserter.sign(userId, c.subject, body, c.read === true));
   }
+  if (traced) h = injectTrace(traced, h, natsHeaders);
   let data: Uint8Array;
   try {
     data = await requestReply(nc, c.subject, body, opts.timeoutMs ?? 5000, h);

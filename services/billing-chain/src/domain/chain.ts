@@ -15,6 +15,7 @@ import {
   type DecodedInstruction,
 } from '@agenthost/subscription-program';
 import { AppError, type Logger } from '@agenthost/shared';
+import { chainClock, observedFetch } from '../metrics.ts';
 
 /** One top-level instruction of a transaction, with its account addresses resolved. */
 export interface TxInstruction {
@@ -78,6 +79,8 @@ export class ChainClient {
   private clockMode: 'devchain' | 'blocktime' | 'local' | undefined;
   /** chain time - local time, in ms, from the last clock reading. */
   private offsetMs = 0;
+  /** When the chain clock was last read (ms since epoch; 0: never). */
+  private clockReadAt = 0;
 
   constructor(opts: ChainOptions) {
     this.opts = opts;
@@ -88,8 +91,9 @@ export class ChainClient {
     this.connection = new Connection(opts.url, {
       commitment: opts.commitment,
       disableRetryOnRateLimit: true,
-      fetch: (input, init) => fetch(input as string, { ...(init as RequestInit), signal: AbortSignal.timeout(timeoutMs) }),
+      fetch: observedFetch(timeoutMs),
     });
+    chainClock(() => ({ offsetMs: this.offsetMs, readAt: this.clockReadAt }));
   }
 
   private async rpc<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -193,6 +197,7 @@ export class ChainClient {
         if (typeof ts === 'number') {
           this.clockMode = 'devchain';
           this.offsetMs = ts * 1000 - Date.now();
+          this.clockReadAt = Date.now();
           return ts * 1000;
         }
         this.clockMode = 'blocktime';
@@ -202,6 +207,7 @@ export class ChainClient {
         const t = await this.connection.getBlockTime(slot);
         if (typeof t === 'number') {
           this.offsetMs = t * 1000 - Date.now();
+          this.clockReadAt = Date.now();
           return t * 1000;
         }
         this.clockMode = 'local';

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { LRUCache } from 'lru-cache';
 import { TIERS } from '@agenthost/subscription-program';
 import { AppError, isUniqueViolation, type contracts, type Logger } from '@agenthost/shared';
 import type { BillingDB } from '../db/schema.ts';
@@ -32,18 +33,29 @@ const NO_ACCOUNT_MS = 30_000;
 /**
  * The cache of on-chain subscriptions. Postgres holds the cached record (refreshed_at decides its
  * age against the TTL); each replica keeps a one-second memo of rows in front of it so the hot status
- * path costs no query; the memo is dropped on every change this or another replica announces.
+ * path costs no query; the memo is dropped on every change this or another replica announces. The memo is an
+ * lru-cache: fetch() reads a wallet's row once however many requests want it, and drops the row of a read that was
+ * in flight while the memo was set or dropped (ignoreFetchAbort: the caller still gets it, the memo does not).
  */
 export class Subscriptions {
   private readonly d: SubscriptionsDeps;
-  private readonly memo = new Map<string, { row: Row | null; at: number }>();
+  private readonly memo: LRUCache<string, { row: Row | null }>;
   private readonly inflight = new Map<string, Promise<Row | null>>();
-  private readonly loading = new Map<string, Promise<Row | null>>();
-  /** Wallets whose refresh found no account on chain, and when. */
-  private readonly noAccount = new Map<string, number>();
+  /** Wallets whose refresh found no account on chain (for NO_ACCOUNT_MS). */
+  private readonly noAccount = new LRUCache<string, true>({ max: 50_000, ttl: NO_ACCOUNT_MS });
 
   constructor(deps: SubscriptionsDeps) {
     this.d = deps;
+    this.memo = new LRUCache<string, { row: Row | null }>({
+      max: 50_000,
+      ttl: MEMO_MS,
+      ignoreFetchAbort: true,
+      fetchMethod: async (wallet) => {
+        const row = (await this.d.db.selectFrom('subscriptions').selectAll().where('wallet_address', '=', wallet).executeTakeFirst()) ?? null;
+        if (row) this.noAccount.delete(wallet);
+        return { row };
+      },
+    });
   }
 
   private now(): number {
@@ -65,45 +77,18 @@ export class Subscriptions {
   forget(wallet: string): void {
     this.memo.delete(wallet);
     this.noAccount.delete(wallet);
-    this.loading.delete(wallet);
   }
 
-  private load(wallet: string): Promise<Row | null> {
-    const m = this.memo.get(wallet);
-    const age = m ? this.now() - m.at : Infinity;
-    if (m && age < MEMO_MS) return Promise.resolve(m.row);
-    const running = this.loading.get(wallet) ?? this.reload(wallet);
+  private async load(wallet: string): Promise<Row | null> {
     // A memo just past its second answers while the row is read again, so the status requests of a busy
     // wallet do not all queue behind that read once a second. Changes drop the memo at once (forget).
-    if (m && age < 2 * MEMO_MS) {
-      running.catch(() => {});
-      return Promise.resolve(m.row);
-    }
-    return running;
-  }
-
-  private reload(wallet: string): Promise<Row | null> {
-    const p = this.d.db
-      .selectFrom('subscriptions')
-      .selectAll()
-      .where('wallet_address', '=', wallet)
-      .executeTakeFirst()
-      .then((row) => {
-        if (this.loading.get(wallet) === p) this.remember(wallet, row ?? null);
-        return row ?? null;
-      })
-      .finally(() => {
-        if (this.loading.get(wallet) === p) this.loading.delete(wallet);
-      });
-    this.loading.set(wallet, p);
-    return p;
+    const pastTtl = -this.memo.getRemainingTTL(wallet);
+    return (await this.memo.fetch(wallet, { allowStale: pastTtl >= 0 && pastTtl < MEMO_MS }))!.row;
   }
 
   private remember(wallet: string, row: Row | null): void {
-    this.loading.delete(wallet);
     if (row) this.noAccount.delete(wallet);
-    if (this.memo.size > 50_000) this.memo.clear();
-    this.memo.set(wallet, { row, at: this.now() });
+    this.memo.set(wallet, { row });
   }
 
   // ---- register ---------------------------------------------------------------------------------
@@ -179,12 +164,10 @@ export class Subscriptions {
   /** Re-read from the chain now. A subscription made without register is adopted here too. */
   async refresh(who: Who): Promise<View> {
     const wallet = who.wallet_address;
-    const checked = this.noAccount.get(wallet);
-    if (checked !== undefined && this.now() - checked < NO_ACCOUNT_MS) throw new AppError('SUBSCRIPTION_NOT_FOUND');
+    if (this.noAccount.has(wallet)) throw new AppError('SUBSCRIPTION_NOT_FOUND');
     const row = await this.sync(wallet, { reason: 'refreshed', userId: who.user_id });
     if (!row) {
-      if (this.noAccount.size >= 50_000) this.noAccount.clear();
-      this.noAccount.set(wallet, this.now());
+      this.noAccount.set(wallet, true);
       throw new AppError('SUBSCRIPTION_NOT_FOUND');
     }
     return this.view(row);

@@ -1,5 +1,12 @@
 /** Tables of the gateway's own schema. */
 export interface GatewayDB {
+  /** rate-limiter-flexible's counters of the sign-in limits (auth/sign-in-limits.ts). */
+  sign_in_limits: {
+    key: string;
+    points: number;
+    /** ms since the epoch. */
+    expire: number | null;
+  };
   usage_counters: {
     user_id: string;
     /** 'day' or 'minute'. */

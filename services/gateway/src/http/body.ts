@@ -1,80 +1,52 @@
-import type { IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
-import zlib from 'node:zlib';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '@agenthost/shared';
 
-/** True when the request carries a body (a length above zero, or a chunked transfer). */
-export function hasBody(req: IncomingMessage): boolean {
-  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+/**
+ * Express's JSON parser with our limits: Content-Type application/json in UTF-8 (415 otherwise), at most `limit` bytes
+ * after decompression (gzip, deflate, br; 413 beyond), a JSON object or array (400 INVALID_JSON otherwise). Its
+ * errors become our error codes here, so the error handler only ever sees AppErrors from it.
+ */
+export function jsonBodies(limit: number): RequestHandler {
+  const parse = express.json({ limit, strict: true, type: 'application/json' });
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (!hasBody(req)) return next();
+    const refused = refusedType(req.headers['content-type'] ?? '');
+    if (refused) return next(refused);
+    parse(req, res, (err?: unknown) => next(err === undefined ? undefined : bodyError(err)));
+  };
 }
+
+/** True when the request carries a body (a length above zero, or a chunked transfer). */
+const hasBody = (req: Request): boolean => Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
 
 /**
- * The request's JSON body: Content-Type application/json in UTF-8 (415 otherwise), at most `limit`
- * bytes after decompression (413), a JSON object or array (400 INVALID_JSON otherwise). gzip, deflate
- * and br bodies are inflated, as Express's parser did. An empty body is {}.
+ * Checked before parsing: Express's parser would skip a body of another type (handlers would see none) and would
+ * decode UTF-16 and UTF-32, which no client of this API sends.
  */
-export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
-  const type = req.headers['content-type'] ?? '';
+function refusedType(type: string): AppError | undefined {
   const [mime, ...params] = type.split(';');
-  if (mime!.trim().toLowerCase() !== 'application/json') throw new AppError('UNSUPPORTED_MEDIA_TYPE');
+  if (mime!.trim().toLowerCase() !== 'application/json') return new AppError('UNSUPPORTED_MEDIA_TYPE');
   const charset = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('charset='))?.slice(8).replace(/^"|"$/g, '');
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Body must be UTF-8 JSON');
-  const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
-  const declared = Number(req.headers['content-length']);
-  if (encoding === 'identity' && Number.isFinite(declared) && declared > limit) {
-    req.resume();
-    throw new AppError('PAYLOAD_TOO_LARGE');
-  }
-  const text = await readText(decoded(req, encoding), limit, req);
-  if (text.trim() === '') return {};
-  const first = text.trimStart()[0];
-  if (first !== '{' && first !== '[') throw new AppError('INVALID_JSON');
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new AppError('INVALID_JSON');
-  }
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Body must be UTF-8 JSON');
+  return undefined;
 }
 
-function decoded(req: IncomingMessage, encoding: string): Readable {
-  switch (encoding) {
-    case 'identity':
-      return req;
-    case 'gzip':
-      return req.pipe(zlib.createGunzip());
-    case 'deflate':
-      return req.pipe(zlib.createInflate());
-    case 'br':
-      return req.pipe(zlib.createBrotliDecompress());
+/** body-parser's error types → our codes. What has no type is a body that could not be inflated. */
+function bodyError(err: unknown): AppError {
+  const e = err as { type?: string; encoding?: string };
+  switch (e.type) {
+    case 'entity.too.large':
+      return new AppError('PAYLOAD_TOO_LARGE');
+    case 'entity.parse.failed':
+      return new AppError('INVALID_JSON');
+    case 'charset.unsupported':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Body must be UTF-8 JSON');
+    case 'encoding.unsupported':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${e.encoding} is not supported`);
+    case 'request.aborted':
+    case 'request.size.invalid':
+      return new AppError('VALIDATION_FAILED', 'Request body was incomplete');
     default:
-      req.resume();
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${encoding} is not supported`);
+      return new AppError('INVALID_JSON', 'The body could not be decompressed');
   }
-}
-
-function readText(stream: Readable, limit: number, req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const fail = (err: AppError) => {
-      if (settled) return;
-      settled = true;
-      if (stream !== req) stream.destroy();
-      req.resume(); // drain what is left so the connection can answer
-      reject(err);
-    };
-    stream.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) return fail(new AppError('PAYLOAD_TOO_LARGE'));
-      chunks.push(c);
-    });
-    stream.on('end', () => {
-      if (settled) return;
-      settled = true;
-      resolve(Buffer.concat(chunks, size).toString('utf8'));
-    });
-    stream.on('error', () => fail(new AppError('INVALID_JSON', 'The body could not be decompressed')));
-    req.on('aborted', () => fail(new AppError('VALIDATION_FAILED', 'Request body was incomplete')));
-  });
 }

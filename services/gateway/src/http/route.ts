@@ -1,9 +1,8 @@
-import type { ServerResponse } from 'node:http';
-import { AppError, remaining } from '@agenthost/shared';
-import type { GatewayContext } from '../context.ts';
-import { isEntitled, type Subscription } from '../entitlement.ts';
-import type { RouteDoc } from '../openapi.ts';
-import type { ApiRequest, Method, Router } from './router.ts';
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { Subscription } from '../domain/entitlement.ts';
+
+export type Method = 'get' | 'post' | 'put' | 'delete';
 
 /**
  * public: no credentials. token: a valid access token only (no subscription lookup). user: a valid access token (subscription optional, counted when present).
@@ -19,98 +18,58 @@ export interface Caller {
 }
 
 export interface RouteCtx {
-  req: ApiRequest;
-  res: ServerResponse;
+  req: Request;
+  res: Response;
   requestId: string;
-  /** Present for user and subscriber routes. */
+  /** Present for token, user and subscriber routes. */
   caller: Caller;
   /** Audit metadata for backends. */
   meta: { ip: string; user_agent: string; request_id: string };
 }
 
-export type Handler = (r: RouteCtx) => Promise<unknown>;
-
-export interface RouteOptions {
-  /** Count the request against the tier's limits (default true). POST /subscription/register opts out, so a user at the limit can still upgrade. */
-  count?: boolean;
-}
-
 /**
- * Register a route (and describe it in the OpenAPI document): checks run in the order of spec §5 (token, then subscription, then usage), the
- * subscription headers are set before the handler runs (so errors carry them too), and the handler's
- * return value is sent as JSON (status from res.statusCode, default 200).
+ * One API route, as data: mounted once by mount.ts (access checks in the order of spec §5, then the handler, whose
+ * return value is sent as JSON with the status in res.statusCode, default 200) and described in the OpenAPI document
+ * by openapi.ts (schemas from the shared contracts).
  */
-export function route(router: Router, ctx: GatewayContext, method: Method, path: string, access: Access, doc: RouteDoc, handler: Handler, opts: RouteOptions = {}): void {
-  ctx.catalog.add({ method, path, access, ...doc });
-  router.add(method, path, async (req, res) => {
-    const requestId = req.requestId;
-    const meta = { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId };
-    let caller = NO_CALLER;
-    let counted: Promise<void> | undefined;
-    if (access === 'token') {
-      const claims = await ctx.tokens.verify(req.get('authorization'));
-      req.userId = claims.user_id;
-      caller = { user_id: claims.user_id, wallet_address: claims.wallet_address, subscription: null };
-    }
-    if (access === 'user' || access === 'subscriber') {
-      const claims = await ctx.tokens.verify(req.get('authorization'));
-      req.userId = claims.user_id;
-      const subscription = await ctx.entitlements.lookup(claims, requestId);
-      caller = { user_id: claims.user_id, wallet_address: claims.wallet_address, subscription };
-      const entitled = isEntitled(subscription);
-      setSubscriptionHeaders(res, entitled ? subscription : null, undefined);
-      if (access === 'subscriber' && !entitled) throw new AppError('SUBSCRIPTION_REQUIRED');
-      if (entitled && opts.count !== false) {
-        try {
-          const decision = await ctx.usage.count(claims.user_id, subscription);
-          counted = decision.counted;
-          setSubscriptionHeaders(res, subscription, decision.remainingToday);
-        } catch (err) {
-          const left = err instanceof AppError ? err.details?.remainingToday : undefined;
-          if (typeof left === 'number') setSubscriptionHeaders(res, subscription, left);
-          throw err;
-        }
-      } else {
-        // Not counted against a tier: the small allowance applies (quota/allowance.ts).
-        ctx.allowance.take(claims.user_id);
-        if (entitled) await headersFor(ctx, res, claims.user_id, subscription);
-      }
-    }
-    if (!counted) return handler({ req, res, requestId, caller, meta });
-    // The request is forwarded while its count is written; the answer (or error) leaves only once both are done,
-    // so a replica killed at any moment has counted every request it answered (usage.ts).
-    try {
-      return await handler({ req, res, requestId, caller, meta });
-    } finally {
-      await counted;
-    }
-  });
-}
-
-const NO_CALLER: Caller = { user_id: '', wallet_address: '', subscription: null };
-
-/**
- * The JSON answer, without ETag/freshness work: API answers are per caller and carry changing usage
- * headers, so a 304 would never be right, and hashing every body costs time.
- */
-export function sendJson(res: ServerResponse, body: unknown): void {
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify(body));
-}
-
-/** X-Subscription-Tier / -Expires / X-Usage-Remaining on every response; "none" when the caller has no subscription. */
-export function setSubscriptionHeaders(res: ServerResponse, sub: Subscription | null, remainingToday: number | undefined): void {
-  res.setHeader('X-Subscription-Tier', sub ? sub.tier : 'none');
-  res.setHeader('X-Subscription-Expires', sub ? sub.expires_at : 'none');
-  res.setHeader('X-Usage-Remaining', String(remainingToday ?? 0));
-}
-
-/** The headers for a caller whose request was not counted: remaining = the tier's daily limit minus today's count. */
-export async function headersFor(ctx: GatewayContext, res: ServerResponse, userId: string, sub: Subscription | null): Promise<void> {
-  if (!isEntitled(sub)) return setSubscriptionHeaders(res, null, undefined);
-  setSubscriptionHeaders(res, sub, remaining(ctx.config.TIER_LIMITS_JSON[sub.tier].requests_per_day, await ctx.usage.requestsToday(userId)));
+export interface Route {
+  method: Method;
+  /** Below /api, with ":name" parameters. */
+  path: string;
+  access: Access;
+  summary: string;
+  /** JSON body (POST/PUT/DELETE). */
+  body?: z.ZodType;
+  /** Query parameters, as an object schema. */
+  query?: z.ZodObject;
+  response?: z.ZodType;
+  /** The response's media type when it is not JSON (the schema then describes each event's data). */
+  responseType?: 'text/event-stream';
+  /** The limit that answers 429 with Retry-After (the sign-in limits of the public endpoints). */
+  rateLimit?: string;
+  /** false: not counted against the tier's limits. POST /subscription/register, so a user at the limit can still upgrade. */
+  count?: false;
+  /** Left out of the OpenAPI document (health checks and the document itself). */
+  internal?: true;
+  /** Returns the JSON body, or nothing after answering itself (the key watch's event stream). */
+  handler: (r: RouteCtx) => Promise<unknown> | unknown;
 }
 
 /** The JSON body as an object: anything else becomes {} and then fails validation field by field. */
-export const jsonBody = (req: ApiRequest): Record<string, unknown> =>
+export const jsonBody = (req: Request): Record<string, unknown> =>
   req.body && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};
+
+/** A query parameter given once, as a string (undefined when absent or repeated). */
+export const queryString = (req: Request, name: string): string | undefined => {
+  const v = (req.query as Record<string, unknown>)[name];
+  return typeof v === 'string' ? v : undefined;
+};
+
+/**
+ * The JSON answer, without Express's ETag and freshness work: API answers are per caller and carry changing usage
+ * headers, so a 304 would never be right, and hashing every body costs time.
+ */
+export function sendJson(res: Response, body: unknown): void {
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
+}

@@ -11,6 +11,7 @@
 //
 // Instance secrets: 256 random bits; only their SHA-256 is stored (a fast hash is enough for a
 // full-entropy secret) and compared in constant time.
+import { countOperation } from '../metrics.ts';
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const KEY_BYTES = 32;
@@ -168,7 +169,7 @@ export class Keyring {
   seal(instanceId: string, keyName: string, plaintext: string, kid: string = this.currentId): Sealed {
     const k = this.instanceKey(instanceId, kid);
     try {
-      return seal(k, instanceId, keyName, plaintext, kid);
+      return countOperation('seal', () => seal(k, instanceId, keyName, plaintext, kid));
     } finally {
       k.fill(0);
     }
@@ -178,7 +179,7 @@ export class Keyring {
   open(instanceId: string, keyName: string, sealed: Sealed): string {
     const k = this.instanceKey(instanceId, sealed.kid);
     try {
-      return open(k, instanceId, keyName, sealed);
+      return countOperation('open', () => open(k, instanceId, keyName, sealed));
     } finally {
       k.fill(0);
     }

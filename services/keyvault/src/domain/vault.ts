@@ -1,3 +1,4 @@
+import { observeAuthFailure } from '../metrics.ts';
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, contracts, keyHint, type Logger, type SealOpener } from '@agenthost/shared';
@@ -224,6 +225,7 @@ export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string
     const reason = !idValid ? 'malformed_instance_id' : instance_secret === '' ? 'missing_secret' : !inst ? 'unknown_instance' : 'wrong_secret';
     await deps.limiter.check(buckets, fields);
     await deps.limiter.fail(buckets, { ...fields, reason });
+    observeAuthFailure(reason);
     throw new AppError('INSTANCE_UNAUTHORIZED');
   }
   if (!deps.keyring.has(inst.key_id)) {

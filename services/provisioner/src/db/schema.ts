@@ -2,7 +2,7 @@ import type { ColumnType, Generated, Selectable } from 'kysely';
 
 export type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed';
 /** How far the current operation on an instance got (read by the reconciler after a crash). */
-export type Step = 'leased' | 'container' | 'done' | 'recreating' | 'stopping' | 'deleting';
+export type Step = 'leased' | 'container' | 'done' | 'recreating' | 'stopping' | 'deleting' | 'backoff';
 
 type NullableTime = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
@@ -35,6 +35,14 @@ export interface InstancesTable {
   wallet_address: ColumnType<string | null, string | null | undefined, string | null>;
   /** The address of the node the instance is pinned to (swarm driver; null on one engine). */
   node_host: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Crashes of the agent the provisioner restarted it after, over the instance's life. */
+  restarts: Generated<number>;
+  /** Crashes in a row, each within RESTART_STABLE_SECONDS of its start: the backoff's exponent. */
+  crash_streak: Generated<number>;
+  last_exit_reason: string | null;
+  last_exit_at: NullableTime;
+  /** step 'backoff': when the crashed agent is started again. */
+  next_restart_at: NullableTime;
 }
 
 /** The outbox of status changes (written by a trigger on instances; emptied by the status relay). */
@@ -46,11 +54,30 @@ export interface StatusEventsTable {
   failure_reason: string | null;
   generation: number;
   at: Generated<Date>;
+  /** The instance's restarts so far; with a crash (step backoff) its exit reason and the next restart. */
+  restarts: Generated<number>;
+  exit_reason: string | null;
+  next_restart_at: Date | null;
+}
+
+/** A backup archive (the file <BACKUP_DIR>/<scope>/<id>.bak); rows outlive their instance. */
+export interface BackupsTable {
+  id: string;
+  user_id: string;
+  instance_id: string;
+  kind: 'manual' | 'scheduled';
+  size_bytes: number;
+  /** What the instance ran, so a clone of a deleted instance runs the same agent. */
+  framework: string;
+  version: string;
+  created_at: Generated<Date>;
 }
 
 export interface ProvisionerDB {
   instances: InstancesTable;
+  backups: BackupsTable;
   status_events: StatusEventsTable;
 }
 
 export type InstanceRow = Selectable<InstancesTable>;
+export type BackupRow = Selectable<BackupsTable>;

@@ -1,5 +1,6 @@
 import Docker from 'dockerode';
-import { AppError, type Logger } from '@agenthost/shared';
+import { AppError, inSpan, type Logger } from '@agenthost/shared';
+import { observeDockerError } from '../metrics.ts';
 
 /**
  * dockerode behind short timeouts and a health flag.
@@ -42,7 +43,17 @@ export class DockerEngine {
     if (!this.up) throw unavailable();
   }
 
-  async run<T>(what: string, fn: (signal: AbortSignal) => Promise<T>, timeoutMs = this.timeoutMs): Promise<T> {
+  /** Every Engine API call: a span of the request it serves, and counted when it fails (`what` is a fixed operation name). */
+  run<T>(what: string, fn: (signal: AbortSignal) => Promise<T>, timeoutMs = this.timeoutMs): Promise<T> {
+    return inSpan(`docker ${what}`, { 'agenthost.docker.operation': what }, () =>
+      this.call(what, fn, timeoutMs).catch((err: unknown) => {
+        observeDockerError(what, err instanceof AppError ? 'unavailable' : 'answered');
+        throw err;
+      }),
+    );
+  }
+
+  private async call<T>(what: string, fn: (signal: AbortSignal) => Promise<T>, timeoutMs: number): Promise<T> {
     this.assertUp();
     const ac = new AbortController();
     this.inFlight.add(ac);

@@ -54,6 +54,19 @@ export interface FirewallSpec {
   hostSubnets?: string[];
 }
 
+/** Whether IPv4 CIDR `inner` lies inside `outer` (a host subnet inside a private range needs no rule of its own). */
+export function within(inner: string, outer: string): boolean {
+  const parse = (cidr: string) => {
+    const [ip, bits] = cidr.split('/') as [string, string];
+    return { n: ip.split('.').reduce((acc, o) => (acc << 8) + Number(o), 0) >>> 0, prefix: Number(bits) };
+  };
+  const i = parse(inner);
+  const o = parse(outer);
+  if (i.prefix < o.prefix) return false;
+  const mask = o.prefix === 0 ? 0 : (~0 << (32 - o.prefix)) >>> 0;
+  return ((i.n & mask) >>> 0) === ((o.n & mask) >>> 0);
+}
+
 /** The IPv4 subnets the host is connected to (loopback excluded), as network/prefix CIDRs. */
 export function hostSubnets(interfaces = os.networkInterfaces()): string[] {
   const out = new Set<string>();
@@ -97,7 +110,7 @@ export function firewallRules(s: FirewallSpec): { chain: string; rule: string[] 
     { chain: 'INPUT', rule: [...i, ...c, '-j', 'DROP'] },
     { chain: 'DOCKER-USER', rule: [...i, '-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', ...c, '-j', 'RETURN'] },
     ...dns('RETURN').map((rule) => ({ chain: 'DOCKER-USER', rule })),
-    ...[...PRIVATE_RANGES, ...(s.hostSubnets ?? []).filter((r) => !PRIVATE_RANGES.includes(r))].map((range) => ({
+    ...[...PRIVATE_RANGES, ...(s.hostSubnets ?? []).filter((r) => !PRIVATE_RANGES.some((p) => within(r, p)))].map((range) => ({
       chain: 'DOCKER-USER',
       rule: [...i, '-d', range, ...c, '-j', 'DROP'],
     })),
@@ -121,6 +134,13 @@ async function listed(chain: string): Promise<Set<string>> {
   } catch {
     return new Set();
   }
+}
+
+/** The rules of the spec that are not in the host's tables now (for the doctor). */
+export async function missingFirewallRules(s: FirewallSpec): Promise<{ chain: string; rule: string[] }[]> {
+  const have = new Map<string, Set<string>>();
+  for (const chain of ['INPUT', 'DOCKER-USER']) have.set(chain, await listed(chain));
+  return firewallRules(s).filter((r) => !have.get(r.chain)!.has(ruleKey(r.rule)));
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Logger } from '@agenthost/shared';
 import { o, type DockerEngine } from './engine.ts';
-import { containerName, LABEL_INSTANCE, LABEL_SCOPE, LABEL_USER } from './spec.ts';
+import type { ContainerEvents } from './events.ts';
+import { containerName, LABEL_INSTANCE, LABEL_USER } from './spec.ts';
 
 export interface HandoffCredentials {
   instance_secret: string;
@@ -15,15 +16,13 @@ const OWN_START_MS = 30_000;
  * stdin, and at every start the provisioner attaches to it and writes one JSON line, which the bootstrap
  * reads before anything else. `docker inspect` shows nothing that can fetch keys.
  *
- * Starts the provisioner makes hand over the credentials they were created with (give). Starts Docker
- * makes on its own (the restart policy after a crash) are seen on the engine's event stream and get
- * fresh credentials from keyvault, so a secret that leaked from a crashed agent dies with it.
+ * Starts the provisioner makes (create, restart, the self-healing restart after a crash) hand over the
+ * credentials they were issued (give). A start made by someone else (an operator's `docker start`) is seen
+ * on the engine's event stream and gets fresh credentials from keyvault.
  */
 export class CredentialHandoff {
-  private readonly d: { engine: DockerEngine; log: Logger; scope: string; issue(userId: string, instanceId: string): Promise<HandoffCredentials> };
+  private readonly d: { engine: DockerEngine; log: Logger; issue(userId: string, instanceId: string): Promise<HandoffCredentials> };
   private readonly ownStarts = new Map<string, number>();
-  private stopped = false;
-  private stream: NodeJS.ReadableStream | undefined;
 
   constructor(deps: CredentialHandoff['d']) {
     this.d = deps;
@@ -50,53 +49,12 @@ export class CredentialHandoff {
     stream.destroy();
   }
 
-  /** Follow the engine's container start events (reconnecting after an engine restart) until stop(). */
-  watch(): void {
-    void this.follow();
-    this.d.engine.onRecovery(() => void this.follow());
+  /** Answer the engine's own starts (the restart after a crash) from its event stream. */
+  listen(events: ContainerEvents): void {
+    events.on('start', (e) => void this.onStart(e.attrs));
   }
 
-  stop(): void {
-    this.stopped = true;
-    (this.stream as { destroy?: () => void } | undefined)?.destroy?.();
-  }
-
-  private async follow(): Promise<void> {
-    if (this.stopped || this.stream) return;
-    const { engine, log, scope } = this.d;
-    try {
-      const stream = (await engine.docker.getEvents({ filters: { type: ['container'], event: ['start'], label: [`${LABEL_SCOPE}=${scope}`] } })) as NodeJS.ReadableStream;
-      this.stream = stream;
-      let buffered = '';
-      stream.on('data', (chunk: Buffer) => {
-        buffered += chunk.toString('utf8');
-        let nl;
-        while ((nl = buffered.indexOf('\n')) >= 0) {
-          const line = buffered.slice(0, nl);
-          buffered = buffered.slice(nl + 1);
-          if (line.trim()) void this.onStart(line);
-        }
-      });
-      const ended = () => {
-        this.stream = undefined;
-        if (!this.stopped && engine.available) setTimeout(() => void this.follow(), 1000).unref();
-      };
-      stream.once('end', ended);
-      stream.once('error', ended);
-    } catch (err) {
-      this.stream = undefined;
-      log.warn({ err: (err as Error).message }, 'cannot follow the engine events; credentials for restarts Docker makes wait until it answers');
-      if (!this.stopped) setTimeout(() => void this.follow(), 2000).unref();
-    }
-  }
-
-  private async onStart(line: string): Promise<void> {
-    let attrs: Record<string, string> = {};
-    try {
-      attrs = (JSON.parse(line) as { Actor?: { Attributes?: Record<string, string> } }).Actor?.Attributes ?? {};
-    } catch {
-      return;
-    }
+  private async onStart(attrs: Record<string, string>): Promise<void> {
     const instanceId = attrs[LABEL_INSTANCE];
     const userId = attrs[LABEL_USER];
     if (!instanceId || !userId) return;

@@ -28,7 +28,6 @@ export interface ContainerInput {
   cpus: number;
   pids: number;
   tmpfsMb: number;
-  restartMaxRetries: number;
   stopTimeoutSeconds: number;
   /** Environment: credentials, keys URL, gateway token, extra settings. */
   env: Record<string, string>;
@@ -42,6 +41,15 @@ export const labels = (i: { instanceId: string; userId: string; scope: string })
   [LABEL_USER]: i.userId,
   [LABEL_MANAGED]: 'true',
   [LABEL_SCOPE]: i.scope,
+});
+
+/** The instance's state volume at /data (made with the first container that mounts it, labelled for the reconciler). */
+export const dataMount = (i: { instanceId: string; userId: string; scope: string }) => ({
+  Type: 'volume' as const,
+  Source: volumeName(i.instanceId),
+  Target: '/data',
+  ReadOnly: false,
+  VolumeOptions: { NoCopy: false, Labels: labels(i), DriverConfig: { Name: 'local', Options: {} } },
 });
 
 /**
@@ -71,7 +79,7 @@ export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions 
       PortBindings: { [portKey]: [{ HostIp: i.publishHost, HostPort: String(i.port) }] },
       // The volume is created with the container (as `docker run -v` does), labelled so that the
       // reconciler can find it; an existing one (restart/start) is reused as it is.
-      Mounts: [{ Type: 'volume', Source: volumeName(i.instanceId), Target: '/data', ReadOnly: false, VolumeOptions: { NoCopy: false, Labels: labels(i), DriverConfig: { Name: 'local', Options: {} } } }],
+      Mounts: [dataMount(i)],
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${i.tmpfsMb}m,mode=1777` },
       CapDrop: ['ALL'],
@@ -81,7 +89,11 @@ export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions 
       Memory: memoryBytes,
       MemorySwap: memoryBytes,
       NanoCpus: Math.round(i.cpus * 1e9),
-      RestartPolicy: { Name: 'on-failure', MaximumRetryCount: i.restartMaxRetries },
+      // The provisioner restarts a crashed agent itself, with backoff and a record of each crash
+      // (domain/healing.ts): the engine's own policy would restart it unseen and give up after its retries.
+      RestartPolicy: { Name: 'no' },
+      // docker-init (tini) as PID 1: zombies are reaped and signals forwarded to the agent.
+      Init: true,
       LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
       IpcMode: 'private',
     },

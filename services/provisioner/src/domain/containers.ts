@@ -6,6 +6,7 @@ import type { CredentialHandoff } from '../docker/handoff.ts';
 import { demux } from '../docker/logs.ts';
 import { containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import type { QuotaVolumes } from '../docker/volumes.ts';
+import { exportVolume, importVolume, removeRestoreHelper } from '../docker/volume-archive.ts';
 import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from './runtime.ts';
 import { instanceUrl } from './routes.ts';
 
@@ -27,8 +28,7 @@ export class InstanceContainers implements InstanceRuntime {
   async create(row: InstanceRow, token: string): Promise<{ runtimeId: string }> {
     const { config, engine, scope } = this.d;
     // The size-limited volume first (with VOLUME_QUOTA=off Docker makes a plain one with the container).
-    const storageMb = this.d.tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
-    await this.d.volumes.ensure({ instanceId: row.id, userId: row.user_id }, storageMb === UNLIMITED ? config.VOLUME_UNLIMITED_MB : storageMb);
+    await this.ensureVolume(row);
     const spec = containerSpec({
       instanceId: row.id,
       userId: row.user_id,
@@ -41,7 +41,6 @@ export class InstanceContainers implements InstanceRuntime {
       cpus: row.cpus,
       pids: row.pids,
       tmpfsMb: config.TMPFS_SIZE_MB,
-      restartMaxRetries: config.RESTART_MAX_RETRIES,
       stopTimeoutSeconds: config.STOP_TIMEOUT_SECONDS,
       env: {
         ...config.INSTANCE_EXTRA_ENV_JSON,
@@ -58,6 +57,21 @@ export class InstanceContainers implements InstanceRuntime {
     // _query/_body: dockerode would otherwise put the whole spec (with the credentials) in the URL.
     const c = await engine.run('container create', (abortSignal) => engine.docker.createContainer(o({ _query: { name }, _body: body, abortSignal })));
     return { runtimeId: c.id };
+  }
+
+  /** The size-limited volume of the instance (with VOLUME_QUOTA=off, Docker makes a plain one with the first container). */
+  private ensureVolume(row: InstanceRow): Promise<void> {
+    const storageMb = this.d.tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
+    return this.d.volumes.ensure({ instanceId: row.id, userId: row.user_id }, storageMb === UNLIMITED ? this.d.config.VOLUME_UNLIMITED_MB : storageMb);
+  }
+
+  exportData(id: string, sink: (tar: NodeJS.ReadableStream) => Promise<void>): Promise<void> {
+    return exportVolume(this.d.engine, id, sink);
+  }
+
+  async importData(row: InstanceRow, tar: NodeJS.ReadableStream): Promise<void> {
+    await this.ensureVolume(row);
+    await importVolume(this.d.engine, { instanceId: row.id, userId: row.user_id, scope: this.d.scope, image: row.image }, tar);
   }
 
   /** Start the container and hand it its credentials on stdin (a container already running gets none). */
@@ -98,8 +112,9 @@ export class InstanceContainers implements InstanceRuntime {
     await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))));
   }
 
-  removeVolume(id: string): Promise<void> {
-    return this.d.volumes.remove(id);
+  async removeVolume(id: string): Promise<void> {
+    await removeRestoreHelper(this.d.engine, id);
+    await this.d.volumes.remove(id);
   }
 
   async inspect(id: string): Promise<RuntimeState> {
@@ -112,7 +127,8 @@ export class InstanceContainers implements InstanceRuntime {
       // it if the agent is still crashing at its deadline (a slow engine may not finish the retries by then).
       if (s.Restarting || s.Status === 'restarting') return { state: 'starting', ...(s.ExitCode ? { exitCode: s.ExitCode } : {}) };
       if (s.Status === 'created') return { state: 'created' };
-      return { state: 'exited', exitCode: s.ExitCode };
+      const finishedAt = Date.parse(s.FinishedAt);
+      return { state: 'exited', exitCode: s.ExitCode, oomKilled: s.OOMKilled, ...(Number.isFinite(finishedAt) ? { finishedAt } : {}) };
     } catch (err) {
       if (dockerStatus(err) === 404) return { state: 'missing' };
       throw err;

@@ -10,6 +10,8 @@ import { PORT_LOCK_CLASS, USER_LOCK_CLASS, type OpLocks } from './locks.ts';
 import type { Readiness } from './readiness.ts';
 import { instanceUrl } from './routes.ts';
 import type { StatsSampler } from './stats.ts';
+import { crashView } from './healing.ts';
+import { settled, timer } from './steps.ts';
 
 type TierName = contracts.TierName;
 type View = contracts.provisioner.InstanceView;
@@ -222,11 +224,11 @@ export class Instances {
   async usage(input: { user_id: string }): Promise<{ instances_active: number; storage_used_mb: number }> {
     const r = await this.d.db
       .selectFrom('instances')
-      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.coalesce(eb.fn.sum<number>('storage_bytes'), sql<number>`0`).as('bytes')])
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.coalesce(eb.fn.sum<number>('storage_bytes'), sql<number>`0`).as('bytes'), sql<string>`(select coalesce(sum(size_bytes), 0) from backups b where b.user_id = ${input.user_id}::uuid)`.as('backup_bytes')])
       .where('user_id', '=', input.user_id)
       .where('deleting_at', 'is', null)
       .executeTakeFirstOrThrow();
-    return { instances_active: Number(r.n), storage_used_mb: Math.round((Number(r.bytes) / (1024 * 1024)) * 100) / 100 };
+    return { instances_active: Number(r.n), storage_used_mb: Math.round(((Number(r.bytes) + Number(r.backup_bytes)) / (1024 * 1024)) * 100) / 100 };
   }
 
   // ------------------------------------------------------------------ lifecycle
@@ -291,7 +293,7 @@ export class Instances {
     const now = new Date();
     await db
       .updateTable('instances')
-      .set({ status: failureReason ? 'failed' : 'stopped', step: 'done', failure_reason: failureReason ?? null, last_activity: now, updated_at: now })
+      .set({ status: failureReason ? 'failed' : 'stopped', step: 'done', failure_reason: failureReason ?? null, crash_streak: 0, last_activity: now, updated_at: now })
       .where('id', '=', row.id)
       .execute();
     this.d.stats.forget(row.id);
@@ -348,6 +350,8 @@ export class Instances {
         step: 'recreating',
         generation: sql`generation + 1`,
         failure_reason: null,
+        crash_streak: 0, // a restart by the owner starts the backoff afresh
+        next_restart_at: null,
         updated_at: new Date(),
         ...(minted ? { access_token_hash: hashToken(minted) } : {}),
         ...(limits && tier ? { tier, memory_mb: limits.memory_mb, cpus: limits.cpus, pids: limits.pids } : {}),
@@ -437,7 +441,7 @@ export class Instances {
     const now = new Date();
     await this.d.db
       .updateTable('instances')
-      .set({ status: 'failed', step: 'done', failure_reason: reason, last_activity: now, updated_at: now })
+      .set({ status: 'failed', step: 'done', failure_reason: reason, crash_streak: 0, last_activity: now, updated_at: now })
       .where('id', '=', id)
       .where('generation', '=', generation)
       .where('deleting_at', 'is', null)
@@ -463,6 +467,7 @@ export class Instances {
       last_activity: row.last_activity.toISOString(),
       uptime_seconds: live && row.started_at ? Math.max(0, Math.floor((Date.now() - new Date(row.started_at).getTime()) / 1000)) : 0,
       ...(row.status === 'failed' && row.failure_reason ? { failure_reason: row.failure_reason } : {}),
+      ...crashView(row),
     };
   }
 
@@ -483,7 +488,8 @@ export class Instances {
           const live = await this.d.stats.current(row.id);
           if (live) Object.assign(v, live);
         }
-      } else if (row.status === 'running' && row.step === 'done' && (s.state === 'exited' || s.state === 'missing' || s.state === 'node_down')) {
+      } else if (row.status === 'running' && row.step === 'done' && ((s.state === 'exited' && this.containers.kind !== 'docker') || s.state === 'missing' || s.state === 'node_down')) {
+        // (An exited docker container is a crash for the self-healing to restart: healing.ts.)
         const reason = s.state === 'missing' ? 'The instance container is missing; restart the instance' : (s.error ?? `The agent exited with code ${s.exitCode}`);
         await this.markFailed(row.id, row.generation, reason);
         return { ...v, status: 'failed', uptime_seconds: 0, failure_reason: reason };
@@ -494,31 +500,6 @@ export class Instances {
     }
     return v;
   }
-}
-
-/**
- * Two independent steps at once; both settle before the first failure is thrown, so the undo that follows
- * never races a late write of the other.
- */
-async function settled<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
-  const [x, y] = await Promise.allSettled([a, b]);
-  if (x.status === 'rejected') throw x.reason;
-  if (y.status === 'rejected') throw y.reason;
-  return [x.value, y.value];
-}
-
-/** Milliseconds per phase of an operation, for the log. */
-function timer() {
-  let last = performance.now();
-  const laps: Record<string, number> = {};
-  return {
-    laps,
-    lap(name: string) {
-      const now = performance.now();
-      laps[name] = Math.round(now - last);
-      last = now;
-    },
-  };
 }
 
 const conflict = (verb: string, status: string) => new AppError('INSTANCE_STATE_CONFLICT', `Cannot ${verb} an instance that is ${status}`);

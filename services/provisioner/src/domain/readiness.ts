@@ -1,3 +1,4 @@
+import { observeReady } from '../metrics.ts';
 import http from 'node:http';
 import type { Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
@@ -13,6 +14,10 @@ export interface Watch {
   host: string;
   deadline: Date;
   startedAt: Date;
+  /** The status it turns running from: failed for an agent restarted while it keeps crashing (healing.ts). */
+  from?: 'provisioning' | 'failed';
+  /** A restart after a crash: an exit is the healer's to handle (it restarts the agent again), not a failure. */
+  healed?: boolean;
 }
 
 export interface ReadinessDeps {
@@ -81,15 +86,16 @@ export class Readiness {
         const now = new Date();
         const r = await db
           .updateTable('instances')
-          .set({ status: 'running', last_activity: now, updated_at: now })
+          .set({ status: 'running', failure_reason: null, last_activity: now, updated_at: now })
           .where('id', '=', w.id)
           .where('generation', '=', w.generation)
-          .where('status', '=', 'provisioning')
+          .where('status', '=', w.from ?? 'provisioning')
           .where('deleting_at', 'is', null)
           .returning('user_id')
           .executeTakeFirst();
         if (r) {
           const seconds = (now.getTime() - w.startedAt.getTime()) / 1000;
+          observeReady(seconds);
           this.emaSeconds = this.emaSeconds === undefined ? seconds : this.emaSeconds * 0.8 + seconds * 0.2;
           this.deps.log.info({ instance_id: w.id, ready_ms: Math.round(seconds * 1000) }, 'instance is running');
         }
@@ -104,14 +110,14 @@ export class Readiness {
       if (Date.now() - lastCheck >= 2000) {
         lastCheck = Date.now();
         const row = await db.selectFrom('instances').select(['status', 'generation', 'deleting_at']).where('id', '=', w.id).executeTakeFirst();
-        if (!row || row.generation !== w.generation || row.status !== 'provisioning' || row.deleting_at) return;
+        if (!row || row.generation !== w.generation || row.status !== (w.from ?? 'provisioning') || row.deleting_at) return;
         if (engine.available) {
           const s = await this.deps
             .runtime()
             .inspect(w.id)
             .catch(() => undefined); // engine trouble: keep waiting; the deadline still applies
           if (s?.state === 'exited') {
-            await this.fail(w, exitReason(s));
+            if (!w.healed) await this.fail(w, exitReason(s));
             return;
           }
           if (s?.state === 'node_down') {
@@ -151,7 +157,7 @@ export class Readiness {
       .set({ status: 'failed', failure_reason: reason, last_activity: now, updated_at: now })
       .where('id', '=', w.id)
       .where('generation', '=', w.generation)
-      .where('status', '=', 'provisioning')
+      .where('status', '=', w.from ?? 'provisioning')
       .where('deleting_at', 'is', null)
       .returning('user_id')
       .executeTakeFirst();

@@ -3,6 +3,7 @@ import type { Logger } from '@agenthost/shared';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { describe, type DockerEngine } from '../docker/engine.ts';
 import type { QuotaVolumes } from '../docker/volumes.ts';
+import { SelfHealing } from './healing.ts';
 import type { Instances } from './instances.ts';
 import type { OpLocks } from './locks.ts';
 import type { NetworkGuard } from './network-guard.ts';
@@ -19,6 +20,8 @@ export interface ReconcileReport {
   deletesFinished: number;
   failed: number;
   watchersResumed: number;
+  /** Crashed agents the event stream had not reported, now scheduled for a restart. */
+  crashes: number;
 }
 
 /**
@@ -42,6 +45,8 @@ export class Reconciler {
     readiness: Readiness;
     /** The docker driver's instance network and firewall, made sure of at every pass. */
     network?: NetworkGuard;
+    /** The docker driver's self-healing: dead agents it owns are restarted, not failed. */
+    healing?: SelfHealing;
     volumes: QuotaVolumes;
     scope: string;
     log: Logger;
@@ -74,7 +79,7 @@ export class Reconciler {
 
   async pass(): Promise<ReconcileReport> {
     const { engine, runtime, db, locks, instances, readiness, log } = this.d;
-    const report: ReconcileReport = { orphans: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0 };
+    const report: ReconcileReport = { orphans: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0, crashes: 0 };
     engine.assertUp();
     await this.d.network?.ensure();
 
@@ -117,6 +122,8 @@ export class Reconciler {
             report.rolledBack++;
             log.warn({ instance_id: row.id, step: row.step }, 'rolled back an interrupted create');
           }
+        } else if (this.d.healing && (row.step === 'backoff' || SelfHealing.heals(row)) && (await this.d.healing.reconcile(row))) {
+          report.crashes++;
         } else if (row.step === 'stopping') {
           await this.repair(row, (r) => r.step === 'stopping', (r) => instances.stopLocked(r));
         } else if (row.step === 'recreating') {
@@ -135,6 +142,7 @@ export class Reconciler {
         } else if (row.status === 'provisioning' && row.step === 'done') {
           if (!readiness.isWatching(row.id, row.generation)) {
             readiness.watch({
+              healed: row.crash_streak > 0,
               id: row.id,
               generation: row.generation,
               port: row.port,

@@ -19,6 +19,10 @@ export interface RuntimeState {
   startedAt?: number;
   /** Why the runtime gave up on it (swarm task error), when it says. */
   error?: string;
+  /** exited: the kernel's OOM killer ended it (the memory limit). */
+  oomKilled?: boolean;
+  /** exited: when (ms since the epoch). */
+  finishedAt?: number;
 }
 
 /** A workload of this scope that the runtime holds (container, volume or swarm service), by instance. */
@@ -59,4 +63,11 @@ export interface InstanceRuntime {
    * then would collide with its own dying task.
    */
   nodeSettled?(row: Pick<InstanceRow, 'node_host'>): Promise<boolean>;
+  /**
+   * Backups (docker driver; absent on the swarm driver for now): hand `sink` a tar of the volume's files while
+   * the agent is paused (its SQLite state does not change mid-copy); it resumes when sink settles.
+   */
+  exportData?(id: string, sink: (tar: NodeJS.ReadableStream) => Promise<void>): Promise<void>;
+  /** Fill the instance's (new, empty) volume from a tar, before its workload is created. */
+  importData?(row: InstanceRow, tar: NodeJS.ReadableStream): Promise<void>;
 }

@@ -89,7 +89,7 @@ export class SwarmInstances implements InstanceRuntime {
       reserveCpus: row.cpus * config.SWARM_CPU_RESERVATION,
       pids: row.pids,
       tmpfsMb: config.TMPFS_SIZE_MB,
-      restartMaxRetries: config.RESTART_MAX_RETRIES,
+      restartDelaySeconds: Math.max(1, Math.round(config.RESTART_BACKOFF_INITIAL_MS / 1000)),
       stopTimeoutSeconds: config.STOP_TIMEOUT_SECONDS,
       extraSecurity: this.d.extraSecurity,
       env: { ...config.INSTANCE_EXTRA_ENV_JSON, AGENTHOST_INSTANCE_ID: row.id, AGENTHOST_KEYS_URL: this.d.keysUrl(node.addr), ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}), [TOKEN_ENV]: token },

@@ -28,7 +28,8 @@ export interface SwarmInstanceInput {
   reserveCpus: number;
   pids: number;
   tmpfsMb: number;
-  restartMaxRetries: number;
+  /** Between the swarm's restarts of a crashed task (it has a fixed delay, no backoff: see healing.ts). */
+  restartDelaySeconds: number;
   stopTimeoutSeconds: number;
   env: Record<string, string>;
   /** What the engine's API version allows beyond 1.41 (checked at start). */
@@ -52,6 +53,8 @@ export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec &
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     Labels: l,
     ReadOnly: true,
+    // An init as PID 1 (docker-init), as on the docker driver: zombies are reaped and signals reach the agent.
+    Init: true,
     CapabilityDrop: ['ALL'],
     ...(i.extraSecurity.noNewPrivileges ? { Privileges: { NoNewPrivileges: true } } : {}),
     Mounts: [
@@ -77,7 +80,8 @@ export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec &
         Limits: { MemoryBytes: memoryBytes, NanoCPUs: Math.round(i.cpus * 1e9), Pids: i.pids },
         Reservations: { MemoryBytes: memoryBytes, NanoCPUs: Math.round(i.reserveCpus * 1e9) },
       } as Docker.TaskSpec['Resources'],
-      RestartPolicy: { Condition: 'on-failure', Delay: S, MaxAttempts: i.restartMaxRetries },
+      // The swarm never gives up on a crashed task either (MaxAttempts 0 = unlimited), at a fixed delay.
+      RestartPolicy: { Condition: 'on-failure', Delay: i.restartDelaySeconds * S, MaxAttempts: 0 },
       // Pinned: its volume lives on that node.
       Placement: { Constraints: [pinTo(i.node)] },
       Networks: [{ Target: networkName(i.instanceId) }],

@@ -2,9 +2,11 @@ import type { Migration } from 'kysely';
 import * as usage from './2026-11-22T00-00-00-usage.ts';
 import * as usageLease from './2026-11-23T00-00-00-usage-lease.ts';
 import * as usageLeases from './2026-11-24T00-00-00-usage-leases.ts';
+import * as signInLimits from './2026-11-25T00-00-00-sign-in-limits.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-usage': usage,
   '2026-11-23T00-00-00-usage-lease': usageLease,
   '2026-11-24T00-00-00-usage-leases': usageLeases,
+  '2026-11-25T00-00-00-sign-in-limits': signInLimits,
 };

@@ -5,6 +5,8 @@ import * as wallet from './2026-11-22T05-00-00-wallet.ts';
 import * as leaseAsync from './2026-11-22T06-00-00-lease-async-commit.ts';
 import * as nodeHost from './2026-11-23T12-00-00-node-host.ts';
 import * as statusOutbox from './2026-11-23T18-00-00-status-outbox.ts';
+import * as selfHealing from './2026-11-23T19-00-00-self-healing.ts';
+import * as backups from './2026-11-23T20-00-00-backups.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-init': init,
@@ -13,4 +15,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T06-00-00-lease-async-commit': leaseAsync,
   '2026-11-23T12-00-00-node-host': nodeHost,
   '2026-11-23T18-00-00-status-outbox': statusOutbox,
+  '2026-11-23T19-00-00-self-healing': selfHealing,
+  '2026-11-23T20-00-00-backups': backups,
 };

@@ -1,0 +1,297 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import { AppError, type Logger } from '@agenthost/shared';
+import type { GatewayDB } from '../../db/schema.ts';
+import { reclaimStale, releaseReplica } from './reclaim.ts';
+import { observeLease } from '../metrics.ts';
+
+// The durable side of this replica's quota leases (policy.ts and blocks.ts keep the tokens in memory).
+//
+// Every block leased is added to this replica's row in usage_leases in the same statement that takes it
+// from usage_counters, and every block given back is taken off it in the statement that returns it. The
+// requests admitted from a lease are added to `served` by one group-committed UPDATE that runs while the
+// request is forwarded; the response waits for it. So at any moment granted - served (in the database)
+// is what the replica holds unused plus requests not answered yet, and when the replica dies that is
+// exactly what another replica gives back (reclaim.ts) once the heartbeat is older than the TTL.
+//
+// A replica serves from its tokens only while its last heartbeat is well within the TTL (FENCE): if it
+// cannot reach the database, it stops serving from its blocks before anyone may reclaim them.
+
+export type WindowKind = 'day' | 'minute';
+
+/** One window this replica leases from; blocks.ts's window state carries these fields. */
+export interface LeasedWindow {
+  userId: string;
+  kind: WindowKind;
+  start: number;
+  /** Requests served from this replica's lease of the window (since the lease row was made). */
+  served: number;
+  /** The part of `served` known to be in the database. */
+  servedDurable: number;
+}
+
+export interface LeaseLedgerOptions {
+  ttlMs: number;
+  log?: Logger;
+  /** Window clock (ms), the one policy.ts uses; freshness always uses the real monotonic clock. */
+  now: () => number;
+  /** This replica's leases were reclaimed (it was unreachable past the TTL): drop every token held. */
+  onLost: () => void;
+}
+
+/** Serve from tokens only while the last heartbeat is younger than this share of the TTL. */
+const FENCE = 0.75;
+const MINUTE_MS = 60_000;
+const DAY_MS = 86_400_000;
+/**
+ * Writes of served counts running at once. Two overlap the round trip of one with the commit of the
+ * other; more only queue on the same row locks.
+ */
+const MAX_WRITES_IN_FLIGHT = 2;
+
+interface Batch {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+export class LeaseLedger {
+  replicaId = randomUUID();
+  private readonly db: Kysely<GatewayDB>;
+  private readonly o: LeaseLedgerOptions;
+  private registered: Promise<void> | undefined;
+  /** performance.now() when the last heartbeat that succeeded was sent (0: none yet). */
+  private heartbeatSentAt = 0;
+  private renewing: Promise<void> | undefined;
+  private readonly dirty = new Set<LeasedWindow>();
+  /** The requests waiting for the next write of served counts. */
+  private next: Batch | undefined;
+  private scheduled = false;
+  private readonly writes = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout;
+
+  constructor(db: Kysely<GatewayDB>, opts: LeaseLedgerOptions) {
+    this.db = db;
+    this.o = opts;
+    this.timer = setInterval(() => void this.tick(), Math.max(100, Math.floor(opts.ttlMs / 4)));
+    this.timer.unref();
+  }
+
+  /** This replica's row exists (made once, again after the replica was reclaimed). */
+  ready(): Promise<void> {
+    this.registered ??= (async () => {
+      const sent = performance.now();
+      await sql`insert into usage_replicas (replica_id, heartbeat_at) values (${this.replicaId}, now())`.execute(this.db);
+      this.heartbeatSentAt = sent;
+    })().catch((err: unknown) => {
+      this.registered = undefined;
+      throw err;
+    });
+    return this.registered;
+  }
+
+  /** May tokens be served now: is the last heartbeat well inside the TTL? */
+  fresh(): boolean {
+    return this.heartbeatSentAt > 0 && performance.now() - this.heartbeatSentAt < this.o.ttlMs * FENCE;
+  }
+
+  /** Heartbeat now (shared by concurrent callers); throws 503 when the database cannot be reached. */
+  renew(): Promise<void> {
+    this.renewing ??= this.heartbeat()
+      .catch((err: unknown) => {
+        throw new AppError('SERVICE_UNAVAILABLE', 'Usage counting is unavailable; retry shortly', { retryable: true, retryAfter: 1, cause: err });
+      })
+      .finally(() => (this.renewing = undefined));
+    return this.renewing;
+  }
+
+  /**
+   * Take up to `want` (never past `limit`) from the window's counter and add it to this replica's lease,
+   * in one statement. undefined: the counter is exhausted.
+   */
+  async lease(w: LeasedWindow, want: number, limit: number): Promise<{ used: number; granted: number } | undefined> {
+    try {
+      const r = await this.take(w, want, limit);
+      observeLease(r ? 'granted' : 'exhausted', r?.granted);
+      return r;
+    } catch (err) {
+      observeLease('error');
+      throw err;
+    }
+  }
+
+  private async take(w: LeasedWindow, want: number, limit: number): Promise<{ used: number; granted: number } | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      await this.ready();
+      const replica = this.replicaId;
+      const r = await sql<{ alive: number; used: number | null; last_grant: number | null }>`
+        with me as (
+          select replica_id from usage_replicas where replica_id = ${replica} for share
+        ), g as (
+          insert into usage_counters (user_id, "window", window_start, used, last_grant)
+          select ${w.userId}, ${w.kind}, ${new Date(w.start)}, least(${want}::bigint, ${limit}::bigint), least(${want}::bigint, ${limit}::bigint) from me
+          on conflict (user_id, "window", window_start) do update
+            set used = usage_counters.used + least(${want}::bigint, ${limit}::bigint - usage_counters.used),
+                last_grant = least(${want}::bigint, ${limit}::bigint - usage_counters.used)
+            where usage_counters.used < ${limit}::bigint
+          returning used, last_grant
+        ), l as (
+          insert into usage_leases (replica_id, user_id, "window", window_start, granted, served)
+          select ${replica}, ${w.userId}, ${w.kind}, ${new Date(w.start)}, last_grant, 0 from g
+          on conflict (replica_id, user_id, "window", window_start) do update set granted = usage_leases.granted + excluded.granted
+        )
+        select (select count(*) from me)::int as alive, (select used from g) as used, (select last_grant from g) as last_grant`.execute(this.db);
+      const row = r.rows[0]!;
+      if (Number(row.alive) === 1) return row.used === null ? undefined : { used: Number(row.used), granted: Number(row.last_grant) };
+      if (replica === this.replicaId) this.lost();
+      if (attempt >= 1) throw new Error('usage lease: this replica was reclaimed twice in a row');
+    }
+  }
+
+  /**
+   * Give `n` unused tokens back: off this replica's lease and off the counter, in one statement. A lease
+   * already reclaimed returns nothing (the reclaimer gave them back). Resolves to `used` after, if returned.
+   */
+  async giveBack(w: LeasedWindow, n: number): Promise<number | undefined> {
+    const r = await sql<{ used: number }>`
+      with l as (
+        update usage_leases set granted = granted - ${n}::bigint
+        where replica_id = ${this.replicaId} and user_id = ${w.userId} and "window" = ${w.kind} and window_start = ${new Date(w.start)}
+        returning 1
+      )
+      update usage_counters set used = greatest(used - ${n}::bigint, 0)
+      where user_id = ${w.userId} and "window" = ${w.kind} and window_start = ${new Date(w.start)} and exists (select 1 from l)
+      returning used`.execute(this.db);
+    return r.rows[0] ? Number(r.rows[0].used) : undefined;
+  }
+
+  /**
+   * Count one admitted request in each window; resolves when that count is in the database. Requests
+   * that arrive while a write is in flight share the next one. Never rejects: if the write fails, the
+   * count stays pending and is written by a later one (a replica that dies meanwhile undercounts, never
+   * overcounts).
+   */
+  served(windows: LeasedWindow[]): Promise<void> {
+    for (const w of windows) {
+      w.served++;
+      this.dirty.add(w);
+    }
+    if (!this.next) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.next = { promise, resolve };
+    }
+    const p = this.next.promise;
+    this.schedule();
+    return p;
+  }
+
+  /** Write every pending served count (and wait for the writes in flight). */
+  async flush(): Promise<void> {
+    if (this.next || this.dirty.size > 0) this.startWrite();
+    await Promise.all([...this.writes]);
+  }
+
+  /**
+   * Start a write at the end of this turn of the event loop (the requests of the turn share it), unless
+   * MAX_WRITES_IN_FLIGHT are running: then the requests gather until one of them ends.
+   */
+  private schedule(): void {
+    if (this.scheduled || this.writes.size >= MAX_WRITES_IN_FLIGHT) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.startWrite();
+    });
+  }
+
+  private startWrite(): void {
+    const batch = this.next;
+    this.next = undefined;
+    if (!batch && this.dirty.size === 0) return;
+    const w = this.writeServed().then(() => batch?.resolve());
+    this.writes.add(w);
+    void w.finally(() => {
+      this.writes.delete(w);
+      if (this.next) this.schedule();
+    });
+  }
+
+  /** One UPDATE for every window with new served requests; absolute values, so a retry never counts twice. */
+  private async writeServed(): Promise<void> {
+    const items = [...this.dirty].map((w) => ({ w, served: w.served }));
+    this.dirty.clear();
+    if (items.length === 0) return;
+    const t0 = performance.now();
+    try {
+      await sql`
+        update usage_leases l set served = greatest(l.served, v.served)
+        from unnest(${items.map((i) => i.w.userId)}::uuid[], ${items.map((i) => i.w.kind)}::text[],
+                    ${items.map((i) => new Date(i.w.start).toISOString())}::timestamptz[], ${items.map((i) => i.served)}::bigint[])
+          as v(user_id, "window", window_start, served),
+          (select set_config('synchronous_commit', 'off', true)) as async_commit
+        where l.replica_id = ${this.replicaId} and l.user_id = v.user_id and l."window" = v."window" and l.window_start = v.window_start`.execute(this.db);
+      for (const i of items) i.w.servedDurable = Math.max(i.w.servedDurable, i.served);
+    } catch (err) {
+      this.o.log?.warn({ err }, 'could not write served usage counts; retrying');
+      for (const i of items) if (i.w.served > i.w.servedDurable) this.dirty.add(i.w);
+    }
+    const ms = performance.now() - t0;
+    if (ms > 100) this.o.log?.warn({ ms: Math.round(ms), windows: items.length }, 'usage served write was slow');
+  }
+
+  /** Heartbeat; a replica that finds its row gone was reclaimed. Drops its rows of windows long over. */
+  private async heartbeat(): Promise<void> {
+    await this.ready();
+    const sent = performance.now();
+    const replica = this.replicaId;
+    const now = this.o.now();
+    const r = await sql<{ alive: number }>`
+      with hb as (
+        update usage_replicas set heartbeat_at = now() where replica_id = ${replica} returning 1
+      ), old as (
+        delete from usage_leases where replica_id = ${replica} and exists (select 1 from hb)
+          and (("window" = 'minute' and window_start < ${new Date(now - 2 * MINUTE_MS)}) or ("window" = 'day' and window_start < ${new Date(now - 2 * DAY_MS)}))
+      )
+      select count(*)::int as alive from hb`.execute(this.db);
+    if (Number(r.rows[0]?.alive) === 1) this.heartbeatSentAt = Math.max(this.heartbeatSentAt, sent);
+    else if (replica === this.replicaId) {
+      this.lost();
+      await this.ready();
+    }
+  }
+
+  /** Reclaimed while alive (the database was out of reach past the TTL): start over under a new id. */
+  private lost(): void {
+    this.o.log?.warn({ replica: this.replicaId }, "this replica's usage leases were reclaimed; dropping its tokens");
+    this.replicaId = randomUUID();
+    this.registered = undefined;
+    this.heartbeatSentAt = 0;
+    this.dirty.clear();
+    this.o.onLost();
+  }
+
+  /** Heartbeat, retry failed served writes, and reclaim the leases of replicas gone silent. */
+  private async tick(): Promise<void> {
+    try {
+      await this.heartbeat();
+      if (this.dirty.size > 0 && this.writes.size === 0) this.startWrite(); // counts whose write failed
+      await this.reclaim();
+    } catch (err) {
+      this.o.log?.warn({ err }, 'usage lease heartbeat failed');
+    }
+  }
+
+  /** Give back what silent replicas held (also run when a window runs dry). */
+  async reclaim(): Promise<number> {
+    const r = await reclaimStale(this.db, this.o.ttlMs);
+    if (r.replicas > 0) this.o.log?.info({ replicas: r.replicas, returned: r.returned }, 'reclaimed the usage leases of silent gateway replicas');
+    return r.returned;
+  }
+
+  /** At shutdown: write the served counts, then give back everything held and unregister. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+    if (this.registered) await releaseReplica(this.db, this.replicaId);
+  }
+}

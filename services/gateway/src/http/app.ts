@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { AppError, context, toAppError, type Logger } from '@agenthost/shared';
+import type { GatewayContext } from '../context.ts';
+import { setSubscriptionHeaders } from './headers.ts';
+import { mountRoutes } from './mount.ts';
+import { observeRequest, startHttpSpan } from './observe.ts';
+import { sendJson, type Route } from './route.ts';
+import { apiRoutes } from './routes/index.ts';
+
+const SAFE_ID = /^[A-Za-z0-9._-]{8,100}$/;
+
+/**
+ * The gateway's Express app: request id and default subscription headers → the API's routes under /api (mount.ts) →
+ * 404 → the error body of spec §7. One access-log line per request through the service's pino logger (never
+ * headers, bodies or the query string).
+ */
+export function buildApp(ctx: GatewayContext, routes: Route[] = apiRoutes(ctx)): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', 'simple');
+  // X-Forwarded-For is believed only from a configured proxy (TRUSTED_PROXIES): anyone can send it.
+  app.set('trust proxy', ctx.config.TRUSTED_PROXIES.length ? ctx.config.TRUSTED_PROXIES : false);
+  app.use(requestContext(ctx.log));
+  app.use('/api', mountRoutes(ctx, routes));
+  app.use(notFound);
+  app.use(errorHandler(ctx.log));
+  return app;
+}
+
+function requestContext(log: Logger) {
+  // The access line's fields are fixed and built here (never headers, bodies or the query string), so it skips the
+  // redaction pass every other line gets: with the wildcard paths that pass costs ~16 µs a line, about a tenth of
+  // the gateway's CPU per request (the line itself ~5 µs).
+  const access = log.child({}, { redact: [] });
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const started = performance.now();
+    const given = req.headers['x-request-id'];
+    const requestId = typeof given === 'string' && SAFE_ID.test(given) ? given : randomUUID();
+    res.locals.requestId = requestId;
+    res.setHeader('X-Request-ID', requestId);
+    setSubscriptionHeaders(res, null, undefined);
+    const path = pathOf(req.url);
+    const traced = startHttpSpan(req.method, requestId);
+    res.once('close', () => {
+      const elapsed = performance.now() - started;
+      const ms = Math.round(elapsed * 10) / 10;
+      // Requests no route matched share one label: a scan of random paths must not grow the metrics.
+      const traceId = observeRequest(traced?.span, (res.locals.route as string | undefined) ?? 'unmatched', req.method, res.statusCode, elapsed / 1000);
+      access.info(
+        { request_id: requestId, method: req.method, path, status: res.statusCode, ms, ...(res.locals.userId ? { user_id: res.locals.userId } : {}), ...(traceId ? { trace_id: traceId } : {}) },
+        'request',
+      );
+    });
+    // The rest of the request runs in its span's context: NATS requests, queries and Docker calls join its trace.
+    if (traced) context.with(traced.ctx, next);
+    else next();
+  };
+}
+
+const pathOf = (url: string): string => {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+};
+
+function notFound(req: Request, _res: Response, next: NextFunction): void {
+  const path = pathOf(req.originalUrl);
+  // Paths match case-insensitively: name the route as the API spells it.
+  const shown = /^\/api(\/|$)/i.test(path) ? `/api${path.slice(4)}` : path;
+  next(new AppError('NOT_FOUND', `No route for ${req.method} ${shown}`));
+}
+
+/** Every failure as { error, code, status } (spec §7); unknown errors are logged and answered as a generic 500. */
+function errorHandler(log: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const appErr = toAppError(malformedPath(err) ?? err);
+    const where = { request_id: res.locals.requestId, path: pathOf(req.originalUrl) };
+    if (appErr.code === 'INTERNAL') log.error({ err, ...where }, 'unhandled error');
+    else if (appErr.status >= 500) log.warn({ code: appErr.code, ...where }, appErr.message);
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (appErr.retryAfter !== undefined) res.setHeader('Retry-After', String(appErr.retryAfter));
+    res.statusCode = appErr.status;
+    sendJson(res, appErr.toBody());
+  };
+}
+
+/** Express's router throws a URIError for a path parameter with malformed percent-encoding. */
+const malformedPath = (err: unknown): AppError | undefined =>
+  err instanceof URIError ? new AppError('VALIDATION_FAILED', 'The path has malformed percent-encoding') : undefined;

@@ -1,0 +1,28 @@
+import type { GatewayContext } from '../../context.ts';
+import { openApiDocument } from '../openapi.ts';
+import type { Route } from '../route.ts';
+import { authRoutes } from './auth.ts';
+import { backupRoutes } from './backups.ts';
+import { healthRoutes } from './health.ts';
+import { instanceRoutes } from './instances.ts';
+import { keyWatchRoutes } from './key-watch.ts';
+import { keysRoutes } from './keys.ts';
+import { subscriptionRoutes } from './subscription.ts';
+import { usageRoutes } from './usage.ts';
+
+/** Every route of the API (paths below /api), in the order of the OpenAPI document. */
+export function apiRoutes(ctx: GatewayContext): Route[] {
+  const routes = [
+    ...healthRoutes(ctx),
+    ...authRoutes(ctx),
+    ...instanceRoutes(ctx),
+    ...backupRoutes(ctx),
+    ...keysRoutes(ctx),
+    ...keyWatchRoutes(ctx),
+    ...subscriptionRoutes(ctx),
+    ...usageRoutes(ctx),
+  ];
+  // Rendered once, from every route above.
+  const document = openApiDocument(routes);
+  return [...routes, { method: 'get', path: '/openapi.json', access: 'public', summary: 'This document', internal: true, handler: () => document }];
+}

@@ -1,0 +1,125 @@
+import { contracts, request, type Contract } from '@agenthost/shared';
+import { z } from 'zod';
+import type { GatewayContext } from '../../context.ts';
+import { clientShape } from '../openapi.ts';
+import { jsonBody, type Caller, type Route } from '../route.ts';
+
+const P = contracts.provisioner;
+
+// `subscriber` access guarantees an entitled subscription.
+export const tierOf = (c: Caller) => c.subscription!.tier;
+
+/**
+ * Calls that change containers wait longer than the gateway's default backend timeout: under a burst a
+ * loaded Docker engine takes seconds to create and start containers, and a create that outlived the
+ * gateway's timeout would succeed after the client was told 503. The provisioner bounds each Docker
+ * call itself and answers 503 DOCKER_UNAVAILABLE at once when the engine is down; no responder is
+ * still an immediate 503.
+ */
+const DOCKER_VERB_TIMEOUT_MS = 25_000;
+
+/**
+ * Instances (spec §4.7–4.10 plus list/stop/start/logs). Every call is scoped to the caller: the
+ * provisioner looks instances up by id AND owner, so another user's instance is 404 for every verb.
+ */
+/** A call that changes containers, with the longer timeout. */
+export const slowCall =
+  (ctx: GatewayContext) =>
+  <C extends Contract>(c: C, input: z.input<C['input']>, requestId: string): Promise<z.output<C['output']>> =>
+    request(ctx.nc, c, input, { timeoutMs: Math.max(ctx.config.NATS_REQUEST_TIMEOUT_MS, DOCKER_VERB_TIMEOUT_MS), requestId, asserter: ctx.asserter });
+
+export const instanceId = (params: Record<string, string | string[]>) => String(params.instanceId);
+
+export function instanceRoutes(ctx: GatewayContext): Route[] {
+  const slow = slowCall(ctx);
+  const id = instanceId;
+  return [
+    {
+      method: 'post',
+      path: '/instance/create',
+      access: 'subscriber',
+      summary: 'Create an instance (status provisioning; running once its agent is ready)',
+      body: clientShape(P.create.input),
+      response: P.create.output,
+      handler: ({ req, caller, requestId }) => {
+        // Only the fields a client may set; the owner, tier and cancellation come from the token and the subscription.
+        const b = jsonBody(req);
+        return slow(
+          P.create,
+          {
+            user_id: caller.user_id,
+            wallet_address: caller.wallet_address,
+            tier: tierOf(caller),
+            subscription_cancelled: caller.subscription!.cancelled,
+            name: b.name as string | undefined,
+            framework: b.framework as string,
+            version: b.version as string | undefined,
+          },
+          requestId,
+        );
+      },
+    },
+    {
+      method: 'get',
+      path: '/instance/list',
+      access: 'subscriber',
+      summary: "The caller's instances",
+      response: P.list.output,
+      handler: ({ caller, requestId }) => ctx.call(P.list, { user_id: caller.user_id }, requestId),
+    },
+    {
+      method: 'get',
+      path: '/instance/status/:instanceId',
+      access: 'subscriber',
+      summary: 'Status with live CPU, memory and uptime',
+      response: P.get.output,
+      handler: ({ req, caller, requestId }) => ctx.call(P.get, { user_id: caller.user_id, instance_id: id(req.params) }, requestId),
+    },
+    {
+      method: 'post',
+      path: '/instance/restart/:instanceId',
+      access: 'subscriber',
+      summary: 'Recreate the container so the agent reloads its keys',
+      response: P.restart.output,
+      handler: ({ req, caller, requestId }) => slow(P.restart, { user_id: caller.user_id, instance_id: id(req.params), tier: tierOf(caller) }, requestId),
+    },
+    {
+      method: 'post',
+      path: '/instance/stop/:instanceId',
+      access: 'subscriber',
+      summary: 'Stop the instance (data kept)',
+      response: P.stop.output,
+      handler: ({ req, caller, requestId }) => slow(P.stop, { user_id: caller.user_id, instance_id: id(req.params) }, requestId),
+    },
+    {
+      method: 'post',
+      path: '/instance/start/:instanceId',
+      access: 'subscriber',
+      summary: 'Start a stopped or failed instance',
+      response: P.start.output,
+      handler: ({ req, caller, requestId }) => slow(P.start, { user_id: caller.user_id, instance_id: id(req.params), tier: tierOf(caller) }, requestId),
+    },
+    {
+      method: 'delete',
+      path: '/instance/delete/:instanceId',
+      access: 'subscriber',
+      summary: 'Delete the instance, its volume, logs and keys permanently',
+      response: P.remove.output,
+      handler: ({ req, caller, requestId }) => slow(P.remove, { user_id: caller.user_id, instance_id: id(req.params) }, requestId),
+    },
+    {
+      method: 'get',
+      path: '/instance/logs/:instanceId',
+      access: 'subscriber',
+      summary: "The last lines of the agent's output",
+      query: z.object({ tail: P.logs.input.shape.tail }),
+      response: P.logs.output,
+      handler: ({ req, caller, requestId }) =>
+        ctx.call(
+          P.logs,
+          { user_id: caller.user_id, instance_id: id(req.params), ...(req.query.tail === undefined ? {} : { tail: req.query.tail as unknown as number }) },
+          requestId,
+        ),
+    },
+  ];
+}

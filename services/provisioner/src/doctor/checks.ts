@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import type Docker from 'dockerode';
+import type { InstanceRow } from '../db/schema.ts';
+import { AGENT_PORT, AGENT_USER, containerName, LABEL_INSTANCE, LABEL_MANAGED, LABEL_SCOPE, LABEL_USER, TOKEN_ENV } from '../docker/spec.ts';
+
+/** One difference between what the provisioner intended and what runs, with what an operator does about it. */
+export interface Finding {
+  instance_id?: string;
+  check: string;
+  problem: string;
+  fix: string;
+}
+
+/** What the provisioner intends for every container of its scope (from its configuration). */
+export interface Intent {
+  network: string;
+  publishHost: string;
+  /** INSTANCE_EXTRA_ENV_JSON's names: set by the operator, allowed. */
+  extraEnv: string[];
+}
+
+/** The environment variables the provisioner sets (containers.ts, spec.ts). */
+const OWN_ENV = new Set(['AGENTHOST_INSTANCE_ID', 'AGENTHOST_CREDENTIALS', 'AGENTHOST_KEYS_URL', 'AGENTHOST_KEYS_WATCH', 'NODE_OPTIONS', TOKEN_ENV]);
+const OWN_LABELS = new Set([LABEL_INSTANCE, LABEL_USER, LABEL_MANAGED, LABEL_SCOPE]);
+
+/** Names of agenthost's own credentials: none may ever be in a container's configuration. */
+const SECRET_NAME = /^(AGENTHOST_INSTANCE_(SECRET|KEY)|MASTER_KEY|MASTER_KEYS_PREVIOUS|DATABASE_URL|AUTH_JWT_PRIVATE_KEY|GATEWAY_ASSERTION_PRIVATE_KEY|KEYVAULT_SEAL_PRIVATE_KEY|NATS_NKEY_SEED|KEEPER_SECRET_KEY)/;
+/** Values that are credentials whatever their name: a private key, a URL with a password, an nkey seed, a JWT. */
+const SECRET_VALUE = [/-----BEGIN [A-Z ]*PRIVATE KEY-----/, /^[a-z][a-z0-9+.-]*:\/\/[^\s:@/]+:[^\s@/]+@/i, /^S[ACNOPU][A-Z2-7]{54}$/, /^eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+$/];
+
+const recreate = (id: string) =>
+  `recreate it from the intended spec: its owner restarts it (POST /api/instance/restart/${id}), or remove the container (docker rm -f ${containerName(id)}) and the reconciler marks it failed for its owner to restart`;
+
+/**
+ * Audit one instance container against its row and the provisioner's intent: hardening, limits, user, network,
+ * published port, restart policy and init, the token, and no credential in its environment, labels or command.
+ * `image` is the image the container was made from (its own environment, labels and command are the image's).
+ */
+export function auditContainer(row: InstanceRow, c: Docker.ContainerInspectInfo, image: Docker.ImageInspectInfo | undefined, intent: Intent): Finding[] {
+  const out: Finding[] = [];
+  const id = row.id;
+  const name = containerName(id);
+  const h = c.HostConfig as Docker.HostConfig & { Init?: boolean | null; CapAdd?: string[] | null; Devices?: unknown[] | null };
+  const drift = (check: string, problem: string, fix = recreate(id)) => out.push({ instance_id: id, check, problem, fix });
+
+  if (c.Config.User !== AGENT_USER) drift('user', `runs as "${c.Config.User || 'root'}", not ${AGENT_USER}`);
+  if (JSON.stringify(h.CapDrop ?? []) !== '["ALL"]') drift('capabilities', `drops ${JSON.stringify(h.CapDrop ?? [])}, not ["ALL"]`);
+  if ((h.CapAdd ?? []).length) drift('capabilities', `adds ${(h.CapAdd ?? []).join(', ')}`);
+  if (h.Privileged) drift('privileged', 'is privileged');
+  if (!(h.SecurityOpt ?? []).includes('no-new-privileges:true')) drift('no-new-privileges', 'may gain privileges (no-new-privileges is not set)');
+  if (!h.ReadonlyRootfs) drift('read-only root', 'has a writable root filesystem');
+  if (!h.Init) drift('init', 'has no init process as PID 1');
+  if (h.RestartPolicy?.Name && h.RestartPolicy.Name !== 'no') drift('restart policy', `has Docker restart policy "${h.RestartPolicy.Name}": restarts would bypass the self-healing`, `docker update --restart no ${name}`);
+  if ((h.Devices ?? []).length) drift('devices', `has host devices ${JSON.stringify(h.Devices)}`);
+  for (const mode of ['NetworkMode', 'PidMode', 'IpcMode', 'UTSMode', 'UsernsMode'] as const) {
+    if ((h as Record<string, unknown>)[mode] === 'host') drift('namespaces', `shares the host's ${mode.replace('Mode', '')} namespace`);
+  }
+
+  const memory = row.memory_mb * 1024 * 1024;
+  if (h.PidsLimit !== row.pids) drift('pids limit', `pids limit ${h.PidsLimit ?? 'none'}, intended ${row.pids}`, `docker update --pids-limit ${row.pids} ${name}`);
+  if (h.Memory !== memory || h.MemorySwap !== memory) {
+    drift('memory limit', `memory ${h.Memory ?? 0} B (swap ${h.MemorySwap ?? 0} B), intended ${memory} B without swap`, `docker update --memory ${row.memory_mb}m --memory-swap ${row.memory_mb}m ${name}`);
+  }
+  if (h.NanoCpus !== Math.round(row.cpus * 1e9)) drift('cpu limit', `CPU limit ${(h.NanoCpus ?? 0) / 1e9}, intended ${row.cpus}`, `docker update --cpus ${row.cpus} ${name}`);
+
+  const mounts = c.Mounts ?? [];
+  const foreign = mounts.filter((m) => m.Destination !== '/data');
+  if (foreign.length) drift('mounts', `mounts ${foreign.map((m) => `${m.Source} at ${m.Destination}`).join(', ')} beside its volume`);
+  const nets = Object.keys(c.NetworkSettings?.Networks ?? {});
+  if (nets.length !== 1 || nets[0] !== intent.network) drift('network', `is on ${JSON.stringify(nets)}, not only on ${intent.network}`);
+  const published = h.PortBindings?.[`${AGENT_PORT}/tcp`] ?? [];
+  if (published.length !== 1 || published[0]!.HostIp !== intent.publishHost || published[0]!.HostPort !== String(row.port)) {
+    drift('published port', `publishes ${JSON.stringify(published)}, intended ${intent.publishHost}:${row.port} only`);
+  }
+  const otherPorts = Object.keys(h.PortBindings ?? {}).filter((p) => p !== `${AGENT_PORT}/tcp`);
+  if (otherPorts.length) drift('published port', `also publishes ${otherPorts.join(', ')}`);
+
+  out.push(...auditSecrets(row, c, image, intent));
+  return out;
+}
+
+/** No agenthost credential in the container's environment, labels or command; the token is the instance's own. */
+function auditSecrets(row: InstanceRow, c: Docker.ContainerInspectInfo, image: Docker.ImageInspectInfo | undefined, intent: Intent): Finding[] {
+  const out: Finding[] = [];
+  const id = row.id;
+  const fix = `${recreate(id)}; then rotate the exposed credential`;
+  const imageEnv = new Set(image?.Config?.Env ?? []);
+  const allowed = new Set([...OWN_ENV, ...intent.extraEnv]);
+  for (const entry of c.Config.Env ?? []) {
+    const eq = entry.indexOf('=');
+    const key = entry.slice(0, eq);
+    const value = entry.slice(eq + 1);
+    if (key === TOKEN_ENV) {
+      if (createHash('sha256').update(value).digest('hex') !== row.access_token_hash) out.push({ instance_id: id, check: 'token', problem: `${TOKEN_ENV} is not the instance's access token`, fix: recreate(id) });
+      continue;
+    }
+    if (SECRET_NAME.test(key) || SECRET_VALUE.some((p) => p.test(value))) out.push({ instance_id: id, check: 'secrets', problem: `environment variable ${key} holds a credential`, fix });
+    else if (!allowed.has(key) && !imageEnv.has(entry)) out.push({ instance_id: id, check: 'environment', problem: `environment variable ${key} was not set by the provisioner`, fix: recreate(id) });
+  }
+  const imageLabels = image?.Config?.Labels ?? {};
+  for (const [key, value] of Object.entries(c.Config.Labels ?? {})) {
+    if (SECRET_VALUE.some((p) => p.test(value)) || SECRET_NAME.test(key.toUpperCase())) out.push({ instance_id: id, check: 'secrets', problem: `label ${key} holds a credential`, fix });
+    else if (!OWN_LABELS.has(key) && imageLabels[key] !== value) out.push({ instance_id: id, check: 'labels', problem: `label ${key} was not set by the provisioner`, fix: recreate(id) });
+  }
+  for (const arg of [...(c.Config.Entrypoint ?? []), ...(c.Config.Cmd ?? [])] as string[]) {
+    if (SECRET_VALUE.some((p) => p.test(arg))) out.push({ instance_id: id, check: 'secrets', problem: 'the command line holds a credential', fix });
+  }
+  return out;
+}

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Subscription } from 'nats';
+import { contracts } from '@agenthost/shared';
+import { startStack, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+
+const P = contracts.provisioner;
+const network = testNetwork('heal');
+const PORTS: [number, number] = [18750, 18759];
+const INITIAL_MS = 500;
+
+let stack: Stack;
+let n: Nats;
+let sub: Subscription;
+const events: Record<string, unknown>[] = [];
+
+beforeAll(async () => {
+  await cleanupDocker(network);
+  stack = await startStack({
+    services: ['keyvault', 'provisioner'],
+    serviceEnv: {
+      provisioner: provisionerEnv({ network, ports: PORTS, extra: { RESTART_BACKOFF_INITIAL_MS: String(INITIAL_MS), RESTART_FAILED_AFTER: '5', RESTART_STABLE_SECONDS: '600' } }),
+      gateway: gatewayEnv,
+    },
+  });
+  n = await natsClient(stack.nats);
+  // Every status event as it is published (JetStream messages reach core subscribers too).
+  sub = n.nc.subscribe('events.instance.status', { callback: (_err, m) => events.push(m.json<Record<string, unknown>>()) });
+});
+
+afterAll(async () => {
+  sub?.unsubscribe();
+  try {
+    await n?.close();
+    await stack?.stop();
+  } finally {
+    await cleanupDocker(network);
+  }
+});
+
+const inspect = async (id: string) => JSON.parse(await docker('inspect', `agenthost-${id}`))[0] as { Id: string; State: { StartedAt: string; FinishedAt: string; Pid: number } };
+
+describe('self-healing of a crashing agent', () => {
+  it('restarts an agent killed five times, each time after a longer delay, and shows the restarts in status and events', async () => {
+    const user_id = newUser();
+    const { instance_id } = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    const status = () => n.call(P.get, { user_id, instance_id });
+    await waitFor('running', async () => ((await status()).status === 'running' ? true : undefined), 60_000);
+    // An init process is PID 1: it reaps zombies and forwards signals to the agent.
+    expect(await docker('exec', `agenthost-${instance_id}`, 'cat', '/proc/1/comm')).toMatch(/init/);
+    const containerId = (await inspect(instance_id)).Id;
+
+    const waited: number[] = [];
+    for (let k = 1; k <= 5; k++) {
+      // Odd: the engine kills the container's init; even: every process but the init is killed from inside.
+      if (k % 2) await docker('kill', '--signal', 'KILL', `agenthost-${instance_id}`);
+      else await docker('exec', `agenthost-${instance_id}`, 'sh', '-c', 'kill -KILL -1');
+      const crash = await waitFor(`crash ${k} announced`, async () => events.find((e) => e.instance_id === instance_id && e.exit_reason && e.restarts === k - 1), 30_000, 100);
+      expect(crash).toMatchObject({ user_id, status: k < 5 ? 'provisioning' : 'failed', exit_reason: 'killed by SIGKILL (exit code 137)', next_restart_at: expect.any(String) });
+      if (k === 5) expect(crash.failure_reason).toMatch(/keeps crashing: 5 times in a row, last killed by SIGKILL/);
+      const back = await waitFor(
+        `back after crash ${k}`,
+        async () => {
+          const s = await status();
+          return s.status === 'running' && s.restarts === k ? s : undefined;
+        },
+        60_000,
+        200,
+      );
+      expect(back).toMatchObject({ last_exit_reason: 'killed by SIGKILL (exit code 137)', last_exit_at: expect.any(String) });
+      expect(back.next_restart_at).toBeUndefined();
+      expect(back.failure_reason).toBeUndefined();
+      // The same container came back (same volume, port and token), not before its delay was over.
+      const c = await inspect(instance_id);
+      expect(c.Id).toBe(containerId);
+      const nextRestart = Date.parse(crash.next_restart_at as string);
+      expect(Date.parse(c.State.StartedAt)).toBeGreaterThanOrEqual(nextRestart);
+      waited.push(Date.parse(c.State.StartedAt) - Date.parse(back.last_exit_at!));
+    }
+    // Each restart waited at least its delay after the exit the engine recorded, and the delays double:
+    // 0.5, 1, 2, 4, 8 s (only lower bounds are asserted: a busy machine adds its own latency on top).
+    for (let k = 0; k < 5; k++) expect(waited[k], `restart ${k + 1}`).toBeGreaterThanOrEqual(INITIAL_MS * 2 ** k);
+    // The fifth crash in a row was announced as failed, and the recovery after it as running.
+    const mine = events.filter((e) => e.instance_id === instance_id).map((e) => e.status);
+    expect(mine.filter((s) => s === 'failed')).toHaveLength(1);
+    expect(mine.at(-1)).toBe('running');
+    await n.call(P.remove, { user_id, instance_id });
+  }, 300_000);
+});
