@@ -140,15 +140,16 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
     const [a, b] = instances as [(typeof instances)[0], (typeof instances)[0]];
     const ui = await openControlUi(b.url, a.token);
     const { page, frames } = ui;
-    // B refuses the token (its UI's authenticated config request, or its WebSocket), through the edge.
+    // B refuses the token through the edge: on its WebSocket (the connect request answered with an error), or on
+    // its UI's authenticated config request.
     const { refused } = ui;
     await waitFor('instance B to refuse the token', async () => {
-      if (refused()) return true;
+      if (refused() || seen(frames, /"ok":\s*false|unauthori[sz]ed|mismatch/i)) return true;
       const l = await wsLog(b.id, `${edge.hostOf(b.id)}:${HTTPS}`);
       return l.some((x) => /unauthorized|mismatch/i.test(x));
     }, 100_000, 1000).catch(async (err: Error) => {
       const all = (await exec('docker', ['logs', '--tail', '30', `agenthost-${b.id}`], { timeout: 30_000 })).stdout;
-      throw new Error(`${err.message}; frames ${frames.length}; B's last log lines:\n${all.replaceAll(a.token, '<token>')}`);
+      throw new Error(`${err.message}; frames ${frames.map((f) => f.slice(0, 300)).join(' | ').replaceAll(a.token, '<token>')}; B's last log lines:\n${all.replaceAll(a.token, '<token>')}`);
     });
     expect(seen(frames, /hello-ok/)).toBe(false);
     expect(JSON.parse(await openclaw(b.id, 'devices', 'list', '--json'))).not.toMatchObject({ pending: [expect.anything()] });
