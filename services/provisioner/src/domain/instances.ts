@@ -8,6 +8,7 @@ import { lastLines } from '../docker/logs.ts';
 import type { Credentials, InstanceRuntime } from './runtime.ts';
 import { PORT_LOCK_CLASS, USER_LOCK_CLASS, type OpLocks } from './locks.ts';
 import type { Readiness } from './readiness.ts';
+import { instanceUrl } from './routes.ts';
 import type { StatsSampler } from './stats.ts';
 import { crashView } from './healing.ts';
 import { settled, timer } from './steps.ts';
@@ -448,7 +449,7 @@ export class Instances {
   }
 
   url(row: Pick<InstanceRow, 'id' | 'port' | 'node_host'>): string {
-    return this.d.config.INSTANCE_URL_TEMPLATE.replaceAll('{port}', String(row.port)).replaceAll('{id}', row.id).replaceAll('{host}', row.node_host ?? 'localhost');
+    return instanceUrl(this.d.config.INSTANCE_URL_TEMPLATE, row);
   }
 
   view(row: InstanceRow): View {
