@@ -131,7 +131,8 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     expect(await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     await screenshot(page, 'instances-phone');
     await page.setViewport({ width: 1100, height: 800 });
-  });
+    // Create → running takes seconds, far more on a loaded engine: the waits above allow up to three minutes.
+  }, 240_000);
 
   it('says plainly that the quota is reached, and keeps the list as it was', async () => {
     await press(page, 'I have saved it, hide the token');
