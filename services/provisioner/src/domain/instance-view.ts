@@ -23,7 +23,7 @@ export interface LiveViewDeps {
   recheck(instanceId: string): void;
 }
 
-export function instanceUrl(template: string, row: Pick<InstanceRow, 'id' | 'port' | 'node_host'>): string {
+function instanceUrl(template: string, row: Pick<InstanceRow, 'id' | 'port' | 'node_host'>): string {
   return template.replaceAll('{port}', String(row.port)).replaceAll('{id}', row.id).replaceAll('{host}', row.node_host ?? 'localhost');
 }
 

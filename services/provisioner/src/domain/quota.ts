@@ -8,7 +8,7 @@ import type { OpLocks } from './locks.ts';
 
 const MiB = 1024 * 1024;
 /** The failure_reason prefix of an instance stopped for storage (machine-readable, then the human text). */
-export const QUOTA_REASON = 'storage_quota_exceeded';
+const QUOTA_REASON = 'storage_quota_exceeded';
 
 type TierName = keyof TierTable;
 
