@@ -1,36 +1,22 @@
-import { AppError, UNLIMITED, validationError, type contracts, type Logger, type TierTable } from '@agenthost/shared';
+import { AppError, UNLIMITED, validationError, type contracts } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import { describe } from '../docker/engine.ts';
 import { hashToken, newInstanceId, newToken } from './access-token.ts';
-import type { LocalImages } from './images.ts';
-import type { InstanceRepo } from './instance-repo.ts';
 import { instanceView, type LiveView } from './instance-view.ts';
-import type { InstanceEvents, InstanceLifecycle } from './lifecycle.ts';
-import type { OpLocks } from './locks.ts';
-import type { Readiness } from './readiness.ts';
-import type { Credentials, InstanceRuntime } from './runtime.ts';
+import type { InstanceLifecycle, LifecycleDeps } from './lifecycle.ts';
+import type { Credentials } from './runtime.ts';
 import { settled, timer } from './steps.ts';
 
 type View = contracts.provisioner.InstanceView;
 
-export interface CreateDeps {
-  repo: InstanceRepo;
+export type CreateDeps = Pick<LifecycleDeps, 'repo' | 'images' | 'locks' | 'tiers' | 'log' | 'issueCredentials' | 'events' | 'readiness' | 'runtime' | 'pause'> & {
   lifecycle: InstanceLifecycle;
   view: LiveView;
-  images: LocalImages;
-  locks: OpLocks;
   config: ProvisionerConfig;
-  tiers: TierTable;
-  log: Logger;
-  issueCredentials(userId: string, instanceId: string): Promise<Credentials>;
-  events: InstanceEvents;
-  readiness: Readiness;
-  runtime: InstanceRuntime;
   /** The gateway's key-retrieval URL as instances reach it (throws 503 while the instance network is not ready). */
   keysUrl(): string;
-  pause(point: string): Promise<void>;
-}
+};
 
 /**
  * The create saga: lease a row and port, create and start the workload, watch it get ready. A failure after the

@@ -1,40 +1,18 @@
 import type { Kysely } from 'kysely';
-import type { Logger, TierTable } from '@agenthost/shared';
-import type { ProvisionerConfig } from '../config.ts';
 import type { ProvisionerDB } from '../db/schema.ts';
-import type { DockerEngine } from '../docker/engine.ts';
-import { InstanceCreator } from './create.ts';
+import { InstanceCreator, type CreateDeps } from './create.ts';
 import { LocalImages } from './images.ts';
 import { InstanceRepo } from './instance-repo.ts';
 import { LiveView } from './instance-view.ts';
-import { InstanceLifecycle, type InstanceEvents } from './lifecycle.ts';
-import type { OpLocks } from './locks.ts';
-import type { Readiness } from './readiness.ts';
-import type { Credentials, InstanceRuntime } from './runtime.ts';
-import type { StatsSampler } from './stats.ts';
+import { InstanceLifecycle, type LifecycleDeps } from './lifecycle.ts';
 
-export interface InstancesDeps {
-  db: Kysely<ProvisionerDB>;
-  engine: DockerEngine;
-  locks: OpLocks;
-  config: ProvisionerConfig;
-  tiers: TierTable;
-  log: Logger;
-  /** keyvault: fresh instance secret + derived key, for each container that is created. */
-  issueCredentials(userId: string, instanceId: string): Promise<Credentials>;
-  /** keyvault: drop an instance's keys and credentials now (a delete answers only after this). */
-  purgeKeys(userId: string, instanceId: string): Promise<void>;
-  events: InstanceEvents;
-  readiness: Readiness;
-  stats: StatsSampler;
-  /** Where instances run (containers on one engine, or swarm services). */
-  runtime: InstanceRuntime;
-  /** The gateway's key-retrieval URL as instances reach it (throws 503 while the instance network is not ready). */
-  keysUrl(): string;
-  /** The reconciler's look at one instance, asked for by the live view when it sees a dead workload. */
-  recheck(instanceId: string): void;
-  pause(point: string): Promise<void>;
-}
+/** What the instance code needs from the composition root (main.ts). */
+export type InstancesDeps = Omit<LifecycleDeps, 'repo' | 'images'> &
+  Pick<CreateDeps, 'config' | 'keysUrl'> & {
+    db: Kysely<ProvisionerDB>;
+    /** The reconciler's look at one instance, asked for by the live view when it sees a dead workload. */
+    recheck(instanceId: string): void;
+  };
 
 /**
  * The instance code, by job: the row repository (every query and transition of the instances table), the
