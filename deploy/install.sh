@@ -20,8 +20,10 @@ command -v losetup >/dev/null || need_apt+=(util-linux)
 command -v mount >/dev/null || need_apt+=(mount)
 command -v mkfs.ext4 >/dev/null || need_apt+=(e2fsprogs)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || command -v initdb >/dev/null || need_apt+=(postgresql-15)
-# The dashboard's browser tests drive Debian's Chromium (puppeteer-core cannot download a browser here); a font
-# so that its screenshots have text.
+# The public HTTPS edge (Debian's Caddy 2.6); its service is never enabled: deploy/start.sh runs it.
+command -v caddy >/dev/null || need_apt+=(caddy)
+# The dashboard's and the edge's browser tests drive Debian's Chromium (puppeteer-core cannot download a browser
+# here); a font so that screenshots have text.
 command -v chromium >/dev/null || need_apt+=(chromium)
 [ -d /usr/share/fonts/truetype/dejavu ] || need_apt+=(fonts-dejavu-core)
 if [ ${#need_apt[@]} -gt 0 ]; then

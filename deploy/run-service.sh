@@ -50,6 +50,14 @@ if [ "${PG_ROLES:-}" = local ]; then
   done
 fi
 [ "$tool" = doctor ] && exec node "$REPO_DIR/services/provisioner/src/doctor/main.ts" "$@"
+# Caddy runs as the edge's user, with the one capability of binding ports below 1024, on the configuration
+# deploy/start.sh wrote for this start (never changed while it runs; routes come from the edge's route keeper).
+if [ "$name" = caddy ]; then
+  export HOME="$EDGE_DIR" XDG_DATA_HOME="$EDGE_DIR" XDG_CONFIG_HOME="$EDGE_DIR"
+  exec setpriv --reuid "$(service_user edge)" --regid agenthost --init-groups --inh-caps=-all,+net_bind_service \
+    --ambient-caps=-all,+net_bind_service --bounding-set=-all,+net_bind_service --no-new-privs \
+    caddy run --config "$EDGE_DIR/caddy.json"
+fi
 main="$REPO_DIR/services/$name/src/main.ts"
 if [ "$name" = devchain ]; then main="$REPO_DIR/packages/devchain/src/main.ts"; else
   export NATS_NKEY_SEED_FILE="$NATS_AUTH_DIR/$name.nk" NATS_CA_FILE="$NATS_AUTH_DIR/tls/ca.pem"

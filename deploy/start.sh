@@ -28,7 +28,7 @@ raw_public_key() { openssl pkey -in "$AGENTHOST_STATE/secrets/$1" -pubout -outfo
 
 # One system user per service (the provisioner runs as root), each able to read only its own secrets.
 getent group agenthost >/dev/null || groupadd --system agenthost
-for s in "${SERVICES[@]}" gateway devchain; do
+for s in "${SERVICES[@]}" gateway devchain edge; do
   u=$(service_user "$s")
   id "$u" >/dev/null 2>&1 || useradd --system --gid agenthost --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin "$u"
   [ -f "$NATS_AUTH_DIR/$s.nk" ] && chown "$u":root "$NATS_AUTH_DIR/$s.nk" && chmod 400 "$NATS_AUTH_DIR/$s.nk"
@@ -47,11 +47,23 @@ if [ -z "${SOLANA_RPC_URL:-}" ]; then
   # billing-chain asks devchain for the program id and treasury when they are not configured.
   SOLANA_RPC_URL="http://127.0.0.1:$DEVCHAIN_PORT"
 fi
-programs+=("${SERVICES[@]}" gateway)
+programs+=("${SERVICES[@]}" gateway edge caddy)
 if [ "$METRICS_PORT_BASE" != 0 ]; then
   write_observability
   [ "$PROMETHEUS_PORT" != 0 ] && programs+=(prometheus)
 fi
+
+# The edge: Caddy's base configuration for this start's settings, its data (certificates, the local CA) and the
+# route keeper's socket, all owned by the edge's user. Instances get their https address.
+port_suffix=""; [ "$EDGE_HTTPS_PORT" = 443 ] || port_suffix=":$EDGE_HTTPS_PORT"
+default_url="https://{id}.$EDGE_DOMAIN$port_suffix"
+INSTANCE_URL_TEMPLATE="${INSTANCE_URL_TEMPLATE:-$default_url}"
+mkdir -p "$EDGE_DIR/data"
+chown -R "$(service_user edge)":agenthost "$EDGE_DIR" && chmod 750 "$EDGE_DIR"
+EDGE_DOMAIN="$EDGE_DOMAIN" EDGE_HTTPS_PORT="$EDGE_HTTPS_PORT" EDGE_HTTP_PORT="$EDGE_HTTP_PORT" EDGE_DATA_DIR="$EDGE_DIR/data" \
+  EDGE_ADMIN_SOCKET="$EDGE_DIR/admin.sock" EDGE_KEEPER_SOCKET="$EDGE_DIR/keeper.sock" EDGE_GATEWAYS="127.0.0.1:$GATEWAY_PORT" \
+  node "$REPO_DIR/services/edge/src/write-config.ts" >"$EDGE_DIR/caddy.json.new" || die "invalid edge settings"
+mv -f "$EDGE_DIR/caddy.json.new" "$EDGE_DIR/caddy.json" && chmod 644 "$EDGE_DIR/caddy.json"
 
 # What this start decided, for deploy/run-service.sh (which supervisord runs for every (re)start).
 (umask 077; cat >"$RUN_DIR/services.env" <<EOV
@@ -60,6 +72,14 @@ DEVCHAIN_PORT=$DEVCHAIN_PORT
 SOLANA_RPC_URL=$SOLANA_RPC_URL
 GATEWAY_ASSERTION_PUBLIC_KEYS=$(raw_public_key gateway-assertion.pem)
 KEYVAULT_SEAL_PUBLIC_KEY=$(raw_public_key keyvault-seal.pem)
+INSTANCE_URL_TEMPLATE=$INSTANCE_URL_TEMPLATE
+EDGE_DOMAIN=$EDGE_DOMAIN
+EDGE_HTTPS_PORT=$EDGE_HTTPS_PORT
+EDGE_HTTP_PORT=$EDGE_HTTP_PORT
+EDGE_DATA_DIR=$EDGE_DIR/data
+EDGE_ADMIN_SOCKET=$EDGE_DIR/admin.sock
+EDGE_KEEPER_SOCKET=$EDGE_DIR/keeper.sock
+EDGE_GATEWAYS=127.0.0.1:$GATEWAY_PORT
 EOV
 )
 
@@ -77,7 +97,7 @@ if [[ " ${programs[*]} " == *" devchain "* ]]; then
   wait_for 30 curl -sf -X POST -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"getHealth"}' "$SOLANA_RPC_URL" ||
     die "devchain did not start (log: $LOG_DIR/devchain.log)"
 fi
-for s in "${SERVICES[@]}" gateway; do
+for s in "${SERVICES[@]}" gateway edge caddy; do
   say "starting $s"
   start_program "$s"
 done
@@ -87,4 +107,10 @@ if [[ " ${programs[*]} " == *" prometheus "* ]]; then
   say "starting prometheus on 127.0.0.1:$PROMETHEUS_PORT (metrics of every service, alert rules: deploy/observability)"
   start_program prometheus
 fi
-say "agenthost is up: http://127.0.0.1:$GATEWAY_PORT/api  (logs: $LOG_DIR, status: supervisorctl -c $SUPERVISOR_CONF status, stop: bash deploy/stop.sh)"
+ca="$EDGE_DIR/data/pki/authorities/local/root.crt"
+if [ -z "${EDGE_ACME_EMAIL:-}" ]; then
+  wait_for 30 curl -sf --cacert "$ca" --resolve "$EDGE_DOMAIN:$EDGE_HTTPS_PORT:127.0.0.1" "https://$EDGE_DOMAIN$port_suffix/api/health/ready" ||
+    die "the edge does not answer (logs: $LOG_DIR/caddy.log, $LOG_DIR/edge.log)"
+  say "local CA (trust it to reach the edge without warnings): $ca"
+fi
+say "agenthost is up: https://$EDGE_DOMAIN$port_suffix/api  (instances: https://<instance_id>.$EDGE_DOMAIN$port_suffix/; logs: $LOG_DIR, status: supervisorctl -c $SUPERVISOR_CONF status, stop: bash deploy/stop.sh)"

@@ -5,7 +5,7 @@
 # processes), then scans every log line of the run for the secrets the tests used.
 source "$(dirname "$0")/env.sh"
 
-bash "$DEPLOY_DIR/install.sh"
+AGENTHOST_TEST_TOOLS=1 bash "$DEPLOY_DIR/install.sh"
 bash "$DEPLOY_DIR/infra.sh" docker
 bash "$DEPLOY_DIR/images/build.sh" all
 bash "$DEPLOY_DIR/images/build.sh" infra

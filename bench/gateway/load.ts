@@ -1,4 +1,5 @@
 import http from 'node:http';
+import https from 'node:https';
 
 // A small in-process HTTP load generator: keep-alive connections on loopback, closed loop (N
 // connections, each sends its next request when the last one answered) for throughput, open loop
@@ -7,6 +8,13 @@ import http from 'node:http';
 export interface Target {
   url: string;
   headers?: Record<string, string>;
+  /** https targets: the CA to trust (the edge's local CA); the host name is sent as SNI, the connection goes to 127.0.0.1. */
+  ca?: string;
+}
+
+/** A keep-alive agent for the target's scheme. */
+function agentFor(t: Target, maxSockets: number): http.Agent {
+  return t.url.startsWith('https:') ? new https.Agent({ keepAlive: true, maxSockets, ...(t.ca ? { ca: t.ca } : {}) }) : new http.Agent({ keepAlive: true, maxSockets });
 }
 
 export interface RunResult {
@@ -22,7 +30,9 @@ export interface RunResult {
 
 function send(agent: http.Agent, u: URL, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ agent, host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'GET', headers }, (res) => {
+    const tls = u.protocol === 'https:';
+    const opts = { agent, host: tls ? '127.0.0.1' : u.hostname, port: u.port, path: u.pathname + u.search, method: 'GET', headers: tls ? { host: u.host, ...headers } : headers };
+    const req = (tls ? https : http).request(tls ? { ...opts, servername: u.hostname } : opts, (res) => {
       res.on('data', () => {});
       res.on('end', () => resolve(res.statusCode ?? 0));
       res.on('error', reject);
@@ -57,7 +67,7 @@ function summarize(lat: number[], errors: number, non2xx: number, seconds: numbe
 
 /** `connections` keep-alive connections, each sending back to back, for durationMs. */
 export async function closedLoop(t: Target, connections: number, durationMs: number): Promise<RunResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const agent = agentFor(t, connections);
   const u = new URL(t.url);
   const lat: number[] = [];
   let errors = 0;
@@ -89,7 +99,7 @@ export async function closedLoop(t: Target, connections: number, durationMs: num
  * client that waits for it).
  */
 export async function openLoop(t: Target, rate: number, durationMs: number, maxConnections = 256): Promise<RunResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: maxConnections });
+  const agent = agentFor(t, maxConnections);
   const u = new URL(t.url);
   const lat: number[] = [];
   let errors = 0;

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assertionCost } from './assertions.ts';
+import { edgeCost } from './edge.ts';
 import { observabilityCost, otlpSink } from './observability.ts';
 import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
 import { cpuSeconds, spawnLogged, spawnReady, startBare, type BenchProcess } from './processes.ts';
@@ -243,6 +244,9 @@ try {
     return r;
   };
   const observability = { default_sampling: await observe(gwObserved, 'default (0.1)'), every_request_traced: await observe(gwTraceAll, '1') };
+  // The same path through the HTTPS edge (Caddy), against the direct path, in this run.
+  const edge = await edgeCost({ direct: gateway, gatewayHost: new URL(String(gw.ready.url)).host, connections: CONNECTIONS, rounds: ROUNDS, sliceMs: SLICE_MS, log });
+  gatewayRequests += edge.max_throughput.direct.requests + edge.max_throughput.edge.requests + edge.half_load.direct.requests + edge.half_load.edge.requests;
 
   // Stop the gateways: their database sessions end (so Postgres flushes their statistics) and they give
   // back their unused quota blocks (counted too).
@@ -255,7 +259,7 @@ try {
   const leaseWrites = (await usageWrites(db.url, 'usage_leases')) - leaseWritesBefore;
   log(`usage_leases row writes: ${leaseWrites} (${(leaseWrites / Math.max(1, gatewayRequests)).toExponential(2)} per request)`);
 
-  const errors = [bareMax, gwMax, bareHalf, gwHalf, ...beforeParts, ...beforeHalfParts].reduce((n, r) => n + r.errors + r.non2xx, 0);
+  const errors = [bareMax, gwMax, bareHalf, gwHalf, ...beforeParts, ...beforeHalfParts].reduce((n, r) => n + r.errors + r.non2xx, 0) + edge.errors;
   const result = {
     benchmark: 'gateway: authenticated GET /api/subscription/status (JWT → cached entitlement → usage count → NATS → billing-chain cache)',
     when: new Date().toISOString(),
@@ -279,6 +283,7 @@ try {
     },
     assertions,
     observability,
+    edge,
     usage_counting: {
       gateway_requests: gatewayRequests,
       usage_counters_writes: writes,
@@ -291,7 +296,7 @@ try {
   };
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
   writeFileSync(path.join(repo, 'bench/results/gateway.json'), `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, observability_cost_percent: observability.default_sampling.throughput_cost_percent_paired_median, errors }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, observability_cost_percent: observability.default_sampling.throughput_cost_percent_paired_median, edge_ratio: edge.max_throughput.ratio, edge_added_ms: edge.half_load.added_ms, errors }, null, 2)}\n`);
   log('wrote bench/results/gateway.json');
   if (errors > 0) exitCode = 1;
 } catch (err) {

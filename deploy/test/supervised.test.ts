@@ -16,6 +16,7 @@ let env: NodeJS.ProcessEnv;
 let gatewayPort: number;
 let prometheusPort: number;
 const conf = path.join(state, 'supervisor', 'supervisord.conf');
+const EDGE_HTTPS = 18746;
 
 const supervisorctl = async (...args: string[]) => (await run('supervisorctl', ['-c', conf, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
 const pidOf = async (program: string) => Number(await supervisorctl('pid', program));
@@ -34,6 +35,9 @@ beforeAll(async () => {
     AGENTHOST_NATS_PORT: String(await freePort()),
     DEVCHAIN_PORT: String(await freePort()),
     GATEWAY_PORT: String(gatewayPort),
+    // The edge's ports in this suite (the edge suites own 18740-18749).
+    EDGE_HTTPS_PORT: String(EDGE_HTTPS),
+    EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
     // Operator ports and Prometheus on free ports, clear of a deployment running on this machine.
     METRICS_PORT_BASE: String(await freePort()),
     PROMETHEUS_PORT: String((prometheusPort = await freePort())),
@@ -57,7 +61,19 @@ describe('deploy/start.sh', () => {
   it('runs every service under supervisord and answers ready', async () => {
     expect(await ready()).toBe(true);
     const status = await supervisorctl('status');
-    for (const p of ['auth', 'billing-chain', 'provisioner', 'keyvault', 'gateway', 'devchain']) expect(status).toMatch(new RegExp(`^${p}\\s+RUNNING`, 'm'));
+    for (const p of ['auth', 'billing-chain', 'provisioner', 'keyvault', 'gateway', 'devchain', 'edge', 'caddy']) expect(status).toMatch(new RegExp(`^${p}\\s+RUNNING`, 'm'));
+  });
+
+  it('serves the API through the HTTPS edge, trusted with the local CA it made, and redirects HTTP to it', async () => {
+    const ca = path.join(state, 'edge', 'data', 'pki', 'authorities', 'local', 'root.crt');
+    const origin = `https://agenthost.localhost:${EDGE_HTTPS}`;
+    const { stdout } = await run('curl', ['-s', '--cacert', ca, '-w', ' %{http_code}', `${origin}/api/health/ready`]);
+    expect(stdout).toMatch(/ 200$/);
+    const redirect = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{redirect_url}', `http://agenthost.localhost:${EDGE_HTTPS + 1}/api/health/ready`]);
+    expect(redirect.stdout).toBe(`308 ${origin}/api/health/ready`);
+    // Caddy runs as the edge's user, not root.
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${await pidOf('caddy')}/status`, 'utf8'))![1]);
+    expect((await run('id', ['-un', String(uid)])).stdout.trim()).toBe('agenthost-edge');
   });
 
   it('runs Prometheus, which scrapes the operator port of every service', async () => {

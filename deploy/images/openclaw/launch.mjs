@@ -39,14 +39,27 @@ const KEYS_PROVIDER = Object.freeze({
   timeoutMs: 5000,
 });
 
+/**
+ * The instance's public address (the HTTPS edge, AGENTHOST_PUBLIC_URL from the provisioner): OpenClaw accepts its
+ * Control UI's WebSocket only from allowed origins, so every start makes sure this one is among them (added, never
+ * removing the user's own), with the loopback ones OpenClaw allows by default.
+ */
+const PUBLIC_ORIGINS = (() => {
+  try {
+    return [new URL(process.env.AGENTHOST_PUBLIC_URL ?? "").origin, "http://localhost:18789", "http://127.0.0.1:18789"];
+  } catch {
+    return [];
+  }
+})();
+
 function configPathOf() {
   const home = process.env.OPENCLAW_HOME || process.env.HOME || "/data/home";
   const stateDir = process.env.OPENCLAW_STATE_DIR || path.join(home, ".openclaw");
   return process.env.OPENCLAW_CONFIG_PATH || path.join(stateDir, "openclaw.json");
 }
 
-/** Adds or refreshes secrets.providers.agenthost in an existing config; a config that is not plain JSON is left alone. */
-function ensureKeysProvider(configPath) {
+/** Adds or refreshes the platform's settings in an existing config (the key provider, the public origin); a config that is not plain JSON is left alone. */
+function ensurePlatformSettings(configPath) {
   let config;
   try {
     config = JSON.parse(fs.readFileSync(configPath, "utf8"));
@@ -54,14 +67,19 @@ function ensureKeysProvider(configPath) {
     log("warn", "config is not plain JSON; secrets.providers.agenthost not checked", { path: configPath, error: err?.code ?? "parse" });
     return;
   }
-  const current = config?.secrets?.providers?.agenthost;
-  if (JSON.stringify(current) === JSON.stringify(KEYS_PROVIDER)) return;
-  config.secrets = { ...config.secrets, providers: { ...config.secrets?.providers, agenthost: KEYS_PROVIDER } };
+  const before = JSON.stringify(config);
+  if (HOT_RELOAD) config.secrets = { ...config.secrets, providers: { ...config.secrets?.providers, agenthost: KEYS_PROVIDER } };
+  if (PUBLIC_ORIGINS.length) {
+    const origins = config.gateway?.controlUi?.allowedOrigins ?? [];
+    const missing = PUBLIC_ORIGINS.filter((o) => !origins.includes(o));
+    if (missing.length) config.gateway = { ...config.gateway, controlUi: { ...config.gateway?.controlUi, allowedOrigins: [...origins, ...missing] } };
+  }
+  if (JSON.stringify(config) === before) return;
   const tmp = `${configPath}.agenthost-${process.pid}`;
   try {
     fs.writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
     fs.renameSync(tmp, configPath);
-    log("info", "set secrets.providers.agenthost", { path: configPath });
+    log("info", "set the platform's settings (secrets.providers.agenthost, gateway.controlUi.allowedOrigins)", { path: configPath });
   } catch (err) {
     fs.rmSync(tmp, { force: true });
     log("warn", "could not set secrets.providers.agenthost", { path: configPath, error: err?.code ?? String(err) });
@@ -71,13 +89,13 @@ function ensureKeysProvider(configPath) {
 function seedConfig() {
   const configPath = configPathOf();
   if (fs.existsSync(configPath)) {
-    if (HOT_RELOAD) ensureKeysProvider(configPath);
+    if (HOT_RELOAD || PUBLIC_ORIGINS.length) ensurePlatformSettings(configPath);
     return;
   }
   const config = {
     gateway: {
       mode: "local",
-      controlUi: { root: path.join(PACKAGE_DIR, "dist", "control-ui") },
+      controlUi: { root: path.join(PACKAGE_DIR, "dist", "control-ui"), ...(PUBLIC_ORIGINS.length ? { allowedOrigins: PUBLIC_ORIGINS } : {}) },
     },
     logging: { maxFileBytes: 16 * 1024 * 1024 },
     ...(HOT_RELOAD ? { secrets: { providers: { agenthost: KEYS_PROVIDER } } } : {}),

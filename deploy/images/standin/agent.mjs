@@ -13,6 +13,8 @@
 //   GET /         200 {"agent":"standin",...,"state":{"born":"<id>","boots":N}}: state kept in the
 //                 instance volume (/data/standin-state.json), made at the first start and counted at each
 //                 one, so tests see an agent's data survive a restart or a move to another node.
+//   GET /ws       a WebSocket that echoes each text message back (tests of proxies in front of agents, which
+//                 talk to their UIs over WebSockets as OpenClaw does); the first message is {"hello":"<instance id>"}
 //
 // Environment:
 //   STANDIN_PORT             listen port (default 18789), on 0.0.0.0
@@ -130,6 +132,44 @@ const server = http.createServer((req, res) => {
   }
 });
 server.keepAliveTimeout = 5000;
+
+// A minimal WebSocket endpoint (RFC 6455): text frames up to 64 KiB, echoed back unmasked; anything else closes.
+server.on("upgrade", (req, socket) => {
+  const key = req.headers["sec-websocket-key"];
+  if ((req.url ?? "").split("?")[0] !== "/ws" || typeof key !== "string") return socket.end("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+  const accept = createHash("sha1").update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest("base64");
+  socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+  const frame = (text) => {
+    const data = Buffer.from(text);
+    const head = data.length < 126 ? Buffer.from([0x81, data.length]) : Buffer.from([0x81, 126, data.length >> 8, data.length & 255]);
+    return Buffer.concat([head, data]);
+  };
+  socket.write(frame(JSON.stringify({ hello: process.env.AGENTHOST_INSTANCE_ID ?? null })));
+  let buf = Buffer.alloc(0);
+  socket.on("data", (chunk) => {
+    buf = Buffer.concat([buf, chunk]);
+    while (buf.length >= 2) {
+      const opcode = buf[0] & 0x0f;
+      let len = buf[1] & 0x7f;
+      let off = 2;
+      if (len === 126) {
+        if (buf.length < 4) return;
+        len = buf.readUInt16BE(2);
+        off = 4;
+      } else if (len === 127) return socket.destroy();
+      const masked = (buf[1] & 0x80) !== 0;
+      if (buf.length < off + (masked ? 4 : 0) + len) return;
+      const mask = masked ? buf.subarray(off, off + 4) : null;
+      off += masked ? 4 : 0;
+      const payload = Buffer.from(buf.subarray(off, off + len));
+      if (mask) for (let i = 0; i < payload.length; i++) payload[i] ^= mask[i % 4];
+      buf = buf.subarray(off + len);
+      if (opcode === 0x1) socket.write(frame(payload.toString()));
+      else return socket.end(Buffer.from([0x88, 0]));
+    }
+  });
+  socket.on("error", () => {});
+});
 
 if (process.env.AGENTHOST_KEYS_SOCKET) {
   reload().catch((err) => log("could not resolve keys at start", { error: err.message }));

@@ -48,6 +48,11 @@ export const ERROR_CODES = {
   SERVICE_UNAVAILABLE: { status: 503, message: 'A backend service is unavailable' },
   CHAIN_UNAVAILABLE: { status: 503, message: 'The blockchain RPC is unavailable' },
   DOCKER_UNAVAILABLE: { status: 503, message: 'The container engine is unavailable' },
+  // Answered by the edge itself for an instance's own address (https://<instance_id>.<domain>/)
+  INSTANCE_STARTING: { status: 503, message: 'The instance is starting; retry shortly' },
+  INSTANCE_STOPPED: { status: 503, message: 'The instance is stopped; start it to reach it' },
+  INSTANCE_FAILED: { status: 503, message: 'The instance failed; restart it to reach it' },
+  INSTANCE_UNREACHABLE: { status: 502, message: 'The instance did not answer' },
   // keyvault
   KEY_LIMIT_EXCEEDED: { status: 400, message: 'An instance holds too many keys' },
   INSTANCE_CREDENTIALS_STALE: { status: 409, message: 'Instance credentials were issued under a retired master key; restart the instance' },

@@ -11,5 +11,7 @@ export * from './stack.ts';
 export * from './subscribe.ts';
 export * from './infra-env.ts';
 export * from './wait.ts';
+export * from './edge.ts';
 export * from './events.ts';
+export * from './images.ts';
 export * from './observe.ts';

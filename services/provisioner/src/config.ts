@@ -41,8 +41,11 @@ export const provisionerConfig = baseConfig
     PORT_RANGE_END: configInt(19000),
     /** Host address the instance port is published on. */
     PUBLISH_HOST: z.string().default('127.0.0.1'),
-    /** Public URL of an instance; {port}, {id} and {host} (the address of its node; localhost on one engine) are replaced. */
-    INSTANCE_URL_TEMPLATE: z.string().default('http://localhost:{port}'),
+    /**
+     * Public URL of an instance; {port}, {id} and {host} (the address of its node; localhost on one engine) are
+     * replaced. Its https address through the edge (deploy/start.sh sets the edge's domain and port here).
+     */
+    INSTANCE_URL_TEMPLATE: z.string().default('https://{id}.agenthost.localhost'),
     /** framework → image repository; the image tag is the instance's version. */
     FRAMEWORK_IMAGES: jsonRecord('FRAMEWORK_IMAGES', imageRepo).default({ openclaw: 'agenthost/openclaw' }),
     DEFAULT_VERSION: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/).default('latest'),

@@ -9,6 +9,7 @@ import { CredentialHandoff } from './docker/handoff.ts';
 import { faults } from './domain/faults.ts';
 import { SelfHealing } from './domain/healing.ts';
 import { buildInstances } from './domain/instances.ts';
+import { listRoutes } from './domain/routes.ts';
 import { OpLocks } from './domain/locks.ts';
 import { NetworkGuard } from './domain/network-guard.ts';
 import { Readiness } from './domain/readiness.ts';
@@ -190,6 +191,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.restore, (input) => backups.restore(input)),
         endpoint(P.clone, (input) => backups.clone(input)),
         endpoint(P.removeBackup, (input) => backups.remove(input)),
+        endpoint(P.routes, (input) => listRoutes({ db, runtime }, input)),
       ],
       async start() {
         await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });

@@ -31,7 +31,7 @@ describe('instances through the HTTP API', () => {
     const c = await free.api.post('/instance/create', { framework: 'openclaw', name: 'http agent' });
     expect(c.status).toBe(200);
     expect(c.headers.get('x-subscription-tier')).toBe('free');
-    expect(c.body).toMatchObject({ name: 'http agent', status: 'provisioning', framework: 'openclaw', url: expect.stringMatching(/^http:\/\/localhost:\d+$/) });
+    expect(c.body).toMatchObject({ name: 'http agent', status: 'provisioning', framework: 'openclaw', url: expect.stringMatching(/^https:\/\/inst-[0-9a-f]+\.agenthost\.localhost$/) });
     for (const f of ['instance_id', 'port', 'created_at', 'estimated_ready', 'access_token']) expect(c.body, f).toHaveProperty(f);
     const id = c.body.instance_id as string;
     recordSecret(c.body.access_token);

@@ -40,7 +40,7 @@ describe('instance lifecycle on the real Docker engine', () => {
     expect(created).toMatchObject({ name: 'my agent', status: 'provisioning', framework: 'openclaw', version: 'latest' });
     expect(created.port).toBeGreaterThanOrEqual(PORTS[0]);
     expect(created.port).toBeLessThanOrEqual(PORTS[1]);
-    expect(created.url).toBe(`http://localhost:${created.port}`);
+    expect(created.url).toBe(`https://${created.instance_id}.agenthost.localhost`);
     expect(created.access_token).toMatch(/^[A-Za-z0-9_-]{40,}$/);
     recordSecret(created.access_token!); // the log scan proves it never reaches a log line
     expect(Date.parse(created.estimated_ready!)).toBeGreaterThan(Date.parse(created.created_at));

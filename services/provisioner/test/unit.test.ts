@@ -87,7 +87,7 @@ describe('config', () => {
   it('has the documented defaults', () => {
     const c = parseConfig(provisionerConfig, {});
     expect(c).toMatchObject({
-      PORT_RANGE_START: 18000, PORT_RANGE_END: 19000, PUBLISH_HOST: '127.0.0.1', INSTANCE_URL_TEMPLATE: 'http://localhost:{port}',
+      PORT_RANGE_START: 18000, PORT_RANGE_END: 19000, PUBLISH_HOST: '127.0.0.1', INSTANCE_URL_TEMPLATE: 'https://{id}.agenthost.localhost',
       FRAMEWORK_IMAGES: { openclaw: 'agenthost/openclaw' }, DEFAULT_VERSION: 'latest', READY_TIMEOUT_SECONDS: 180,
       INSTANCE_NETWORK: 'agenthost-instances', GATEWAY_PORT: 8080, RECONCILE_INTERVAL_SECONDS: 30, FIREWALL: 'enforce',
     });

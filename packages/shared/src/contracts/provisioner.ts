@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { event, userContract, userRead } from './contract.ts';
+import { contract, event, userContract, userRead } from './contract.ts';
 import { instanceId, isoTime, tierName, uuid, walletAddress } from './common.ts';
 
 export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed']);
@@ -139,3 +139,12 @@ export const instanceStatusChanged = event(
   }),
 );
 export const instanceDeleted = event('events.instance.deleted', z.object({ instance_id: instanceId, user_id: uuid, deleted_at: isoTime }));
+
+/** Where the edge sends an instance's traffic: its agent's address (host:port, reachable from the edge's host) and its status. */
+export const route = z.object({ instance_id: instanceId, status: instanceStatus, upstream: z.string() });
+export type Route = z.infer<typeof route>;
+/**
+ * Every instance's route (the edge rebuilds its table from it), or one instance's (after an event about it: an
+ * event is a hint, the provisioner's row is the truth). Between services: NATS permissions give it to the edge only.
+ */
+export const routes = contract('provisioner.v1.routes.list', z.object({ instance_id: instanceId.optional() }), z.object({ routes: z.array(route) }));

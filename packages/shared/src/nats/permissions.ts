@@ -9,7 +9,7 @@ import { EVENT_STREAM } from './events.ts';
  * through `allow_responses` (only to the reply subject of a message it received), and reads replies on
  * its own inbox prefix, so no service can read another's replies.
  */
-export const SERVICES = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault'] as const;
+export const SERVICES = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault', 'edge'] as const;
 export type ServiceIdentity = (typeof SERVICES)[number];
 
 /** Replies to a service's requests arrive under this prefix (nats.js `inboxPrefix`). */
@@ -102,6 +102,12 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       ...durableConsumer(DURABLES.provisionerSubscriptionChanges),
     ],
     subscribe: ['provisioner.v1.>', SRV, `${inboxPrefixFor('provisioner')}.>`],
+  },
+  // The edge's route keeper (services/edge, beside Caddy): reads the route table and hears instance events as
+  // hints. It serves nothing but its ping and publishes nothing.
+  edge: {
+    publish: [p.routes.subject],
+    subscribe: [pingSubject('edge'), SRV, `${inboxPrefixFor('edge')}.>`, p.instanceCreated.subject, p.instanceStatusChanged.subject, p.instanceDeleted.subject],
   },
   keyvault: {
     publish: [...JS_INFO, `$JS.API.STREAM.CREATE.${EVENT_STREAM}`, ...durableConsumer(DURABLES.keyvaultInstanceDeleted)],

@@ -8,6 +8,7 @@ import { containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } 
 import type { QuotaVolumes } from '../docker/volumes.ts';
 import { exportVolume, importVolume, removeRestoreHelper } from '../docker/volume-archive.ts';
 import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from './runtime.ts';
+import { instanceUrl } from './routes.ts';
 
 export type { Credentials } from './runtime.ts';
 
@@ -44,6 +45,8 @@ export class InstanceContainers implements InstanceRuntime {
       env: {
         ...config.INSTANCE_EXTRA_ENV_JSON,
         AGENTHOST_INSTANCE_ID: row.id,
+        // Its public address: the agent allows its browser UI from there (OpenClaw's allowed origins).
+        AGENTHOST_PUBLIC_URL: instanceUrl(config.INSTANCE_URL_TEMPLATE, row),
         AGENTHOST_CREDENTIALS: 'stdin',
         AGENTHOST_KEYS_URL: this.d.keysUrl(),
         ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}),

@@ -3,6 +3,7 @@ import type { InstanceRow } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
 import { lastLines } from '../docker/logs.ts';
 import { crashView } from './healing.ts';
+import { instanceUrl } from './routes.ts';
 import type { InstanceRepo } from './instance-repo.ts';
 import type { InstanceRuntime, RuntimeState } from './runtime.ts';
 import type { StatsSampler } from './stats.ts';
@@ -21,10 +22,6 @@ export interface LiveViewDeps {
    * it saw and writes nothing; the reconciler, which owns that transition, records it in the row.
    */
   recheck(instanceId: string): void;
-}
-
-function instanceUrl(template: string, row: Pick<InstanceRow, 'id' | 'port' | 'node_host'>): string {
-  return template.replaceAll('{port}', String(row.port)).replaceAll('{id}', row.id).replaceAll('{host}', row.node_host ?? 'localhost');
 }
 
 /** The stored view of an instance, as the row says. */

@@ -1,0 +1,64 @@
+import { chmodSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { ERROR_CODES } from '@agenthost/shared';
+import type { RouteKeeper } from './keeper.ts';
+
+type Code = keyof typeof ERROR_CODES;
+
+/** Answered with the keeper's verdict: 204 + this header = proxy there; anything else goes to the client as is. */
+export const UPSTREAM_HEADER = 'x-agenthost-upstream';
+
+/**
+ * What Caddy asks for every request to an instance host (its Host header is the client's): 204 with the agent's
+ * address when the instance runs, otherwise the answer the client gets, in the API's error shape. Listens on a unix
+ * socket that only Caddy's user reaches; Caddy strips the client's credentials before asking.
+ */
+export function answerServer(keeper: RouteKeeper, domain: string): http.Server {
+  const suffix = `.${domain}`;
+  return http.createServer((req, res) => {
+    if (req.url?.startsWith('/ask?')) {
+      // ACME on demand: a certificate only for the domain itself and for instances that exist.
+      const asked = (new URL(req.url, 'http://keeper').searchParams.get('domain') ?? '').toLowerCase();
+      const known = asked === domain || (asked.endsWith(suffix) && keeper.get(asked.slice(0, -suffix.length)) !== undefined);
+      res.writeHead(known ? 200 : 404).end();
+      return;
+    }
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+    const id = host.endsWith(suffix) ? host.slice(0, -suffix.length) : '';
+    if (!keeper.ready) return error(res, 'SERVICE_UNAVAILABLE', { message: 'The edge is starting; retry shortly', retryAfter: 1 });
+    const route = keeper.get(id);
+    if (!route) return error(res, 'INSTANCE_NOT_FOUND');
+    switch (route.status) {
+      case 'running':
+        res.writeHead(204, { [UPSTREAM_HEADER]: route.upstream });
+        return res.end();
+      case 'provisioning':
+        return error(res, 'INSTANCE_STARTING', { retryAfter: 2 });
+      case 'stopped':
+        return error(res, 'INSTANCE_STOPPED');
+      default:
+        return error(res, 'INSTANCE_FAILED');
+    }
+  });
+}
+
+export async function listenOnSocket(server: http.Server, path: string): Promise<void> {
+  rmSync(path, { force: true }); // a socket left by a process that died
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => resolve());
+  });
+  chmodSync(path, 0o660);
+}
+
+function error(res: http.ServerResponse, code: Code, opts: { message?: string; retryAfter?: number } = {}): void {
+  const { status, message } = ERROR_CODES[code];
+  const body = JSON.stringify({ error: opts.message ?? message, code, status });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'cache-control': 'no-store',
+    'content-length': Buffer.byteLength(body),
+    ...(opts.retryAfter ? { 'retry-after': String(opts.retryAfter) } : {}),
+  });
+  res.end(body);
+}

@@ -1,0 +1,182 @@
+import { ERROR_CODES } from '@agenthost/shared';
+import { UPSTREAM_HEADER } from './answer.ts';
+import { adminSocket, dataDir, keeperSocket, type EdgeSettings } from './settings.ts';
+
+// Caddy's JSON configuration (https://caddyserver.com/docs/json/), loaded once when Caddy starts and never changed
+// while it runs: the API, the dashboard's place, instance hosts (routed by the keeper's answers) and the error
+// answers. Its admin API listens on a unix socket only.
+
+export const SERVER = 'edge';
+const BASE_ID_PREFIX = 'agenthost-';
+
+type Json = Record<string, unknown>;
+type Code = keyof typeof ERROR_CODES;
+
+const HSTS = { handler: 'headers', response: { set: { 'Strict-Transport-Security': ['max-age=31536000'] } } };
+
+/** An answer the edge gives itself, in the API's error shape. */
+export function errorAnswer(code: Code, opts: { message?: string; retryAfter?: number } = {}): Json {
+  const { status, message } = ERROR_CODES[code];
+  return {
+    handler: 'static_response',
+    status_code: status,
+    headers: {
+      'Content-Type': ['application/json'],
+      'Cache-Control': ['no-store'],
+      ...(opts.retryAfter ? { 'Retry-After': [String(opts.retryAfter)] } : {}),
+    },
+    body: JSON.stringify({ error: opts.message ?? message, code, status }),
+    close: false,
+  };
+}
+
+/**
+ * Every instance host: Caddy first asks the route keeper (a request with the client's host, without its body or
+ * credentials); 204 names the agent's address and the request goes there (HTTP or WebSocket), any other answer
+ * (unknown, starting, stopped, failed) goes to the client as it is. The configuration never changes with instances.
+ */
+function instanceRoutes(s: EdgeSettings): Json {
+  return {
+    '@id': `${BASE_ID_PREFIX}instances`,
+    match: [{ host: [`*.${s.EDGE_DOMAIN}`] }],
+    handle: [
+      HSTS,
+      {
+        handler: 'reverse_proxy',
+        upstreams: [{ dial: `unix/${keeperSocket(s)}` }],
+        rewrite: { method: 'GET', uri: '/route' },
+        headers: { request: { delete: ['Authorization', 'Cookie', 'Upgrade', 'Connection', 'Sec-WebSocket-Key', 'Sec-WebSocket-Protocol'] } },
+        transport: { protocol: 'http', dial_timeout: '1s', response_header_timeout: '5s' },
+        handle_response: [
+          {
+            match: { status_code: [204] },
+            routes: [
+              {
+                handle: [
+                  { handler: 'request_body', max_size: s.EDGE_BODY_LIMIT_BYTES },
+                  {
+                    handler: 'reverse_proxy',
+                    upstreams: [{ dial: '{http.reverse_proxy.header.X-Agenthost-Upstream}' }],
+                    transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s` },
+                    // No forwarded-client headers: an agent that does not trust its proxy refuses such traffic (OpenClaw
+                    // does), and trusting the bridge's address would trust everything else on this host too. The
+                    // agent checks the browser's Origin against the instance's public address instead.
+                    headers: { request: { delete: [UPSTREAM_HEADER, 'X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host'] } },
+                    // Streamed answers (server-sent events) are passed on as they come.
+                    flush_interval: -1,
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    ],
+    terminal: true,
+  };
+}
+
+/** The gateway replicas; only a request that reached none (a dial error) is tried on another (see deploy/swarm). */
+function gatewayProxy(s: EdgeSettings): Json {
+  return {
+    handler: 'reverse_proxy',
+    upstreams: s.EDGE_GATEWAYS.map((dial) => ({ dial })),
+    load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '3s', try_interval: '100ms', retry_match: [{ method: ['NONE'] }] },
+    // No passive health checks: a body over the limit fails the proxying too, and would take the gateway out of
+    // rotation for everyone. A gateway that is down is a dial error, which the next replica is tried for.
+    transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s`, response_header_timeout: `${s.EDGE_API_TIMEOUT_SECONDS}s` },
+    flush_interval: -1,
+  };
+}
+
+/** Routes only instances call: they reach the gateway on their own network, never through the public edge. */
+export const INSTANCE_ONLY_PATHS = ['/api/keys/retrieve', '/api/keys/retrieve/*', '/api/keys/watch', '/api/keys/watch/*', '/api/keys/applied', '/api/keys/applied/*'];
+
+export function baseConfig(s: EdgeSettings): Json {
+  const domain = s.EDGE_DOMAIN;
+  const acme = s.EDGE_ACME_EMAIL !== '';
+  const port = s.EDGE_HTTPS_PORT === 443 ? '' : `:${s.EDGE_HTTPS_PORT}`;
+  const listen = (port: number) => `${s.EDGE_BIND.includes(':') ? `[${s.EDGE_BIND}]` : s.EDGE_BIND}:${port}`;
+  const issuer = acme ? { module: 'acme', email: s.EDGE_ACME_EMAIL, ...(s.EDGE_ACME_CA ? { ca: s.EDGE_ACME_CA } : {}) } : { module: 'internal' };
+  const routes: Json[] = [
+    {
+      '@id': `${BASE_ID_PREFIX}api`,
+      match: [{ host: [domain], path: ['/api', '/api/*'] }],
+      handle: [
+        HSTS,
+        {
+          handler: 'subroute',
+          routes: [
+            // Case and dot segments are normalised by Caddy before matching, so /API/keys/../keys/retrieve is caught too.
+            { match: [{ path: INSTANCE_ONLY_PATHS }], handle: [errorAnswer('NOT_FOUND')] },
+            { handle: [{ handler: 'request_body', max_size: s.EDGE_API_BODY_LIMIT_BYTES }, gatewayProxy(s)] },
+          ],
+        },
+      ],
+      terminal: true,
+    },
+    // The web dashboard: the gateways serve its built files (and answer 404 in the API's shape for other paths).
+    { '@id': `${BASE_ID_PREFIX}dashboard`, match: [{ host: [domain] }], handle: [HSTS, { handler: 'request_body', max_size: s.EDGE_API_BODY_LIMIT_BYTES }, gatewayProxy(s)], terminal: true },
+    instanceRoutes(s),
+  ];
+  return {
+    admin: { listen: `unix/${adminSocket(s)}`, config: { persist: false } },
+    storage: { module: 'file_system', root: dataDir(s) },
+    // Per-request error entries carry the request (an instance's URL may hold a token): the edge answers them in
+    // the API's error shape instead of logging them.
+    logging: { logs: { default: { level: 'ERROR', exclude: ['http.log.error'] } } },
+    apps: {
+      http: {
+        http_port: s.EDGE_HTTP_PORT,
+        // Each route change is a configuration reload: requests in flight finish on the configuration they began on.
+        grace_period: `${s.EDGE_API_TIMEOUT_SECONDS}s`,
+        https_port: s.EDGE_HTTPS_PORT,
+        servers: {
+          [SERVER]: {
+            listen: [listen(s.EDGE_HTTPS_PORT)],
+            read_header_timeout: `${s.EDGE_READ_HEADER_TIMEOUT_SECONDS}s`,
+            idle_timeout: `${s.EDGE_IDLE_TIMEOUT_SECONDS}s`,
+            max_header_bytes: 64 * 1024,
+            routes,
+            errors: { routes: errorRoutes(domain, keeperSocket(s)) },
+            // ACME's HTTP challenge cannot issue a wildcard: with ACME, unknown instance hosts get no certificate.
+            // With ACME, the wildcard (which needs a DNS challenge) is skipped: each instance host gets its own
+            // certificate on demand, once the keeper says it is an instance.
+            automatic_https: { disable_redirects: true, ...(acme ? { skip_certificates: [`*.${domain}`] } : {}) },
+          },
+          // Caddy's own redirects leave out a port other than 443; this one keeps it. ACME's HTTP challenge is
+          // answered before any route of a server on the HTTP port.
+          redirect: {
+            listen: [listen(s.EDGE_HTTP_PORT)],
+            read_header_timeout: `${s.EDGE_READ_HEADER_TIMEOUT_SECONDS}s`,
+            routes: [{ handle: [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://{http.request.host}${port}{http.request.uri}`] }, close: true }] }],
+          },
+        },
+      },
+      tls: {
+        automation: {
+          policies: [{ issuers: [issuer], ...(acme ? { on_demand: true } : {}) }],
+          ...(acme ? { on_demand: { ask: `http://127.0.0.1:${s.EDGE_ASK_PORT}/ask` } } : {}),
+        },
+      },
+      ...(acme ? {} : { pki: { certificate_authorities: { local: { install_trust: false } } } }),
+    },
+  };
+}
+
+/** What the edge answers when a handler failed: never Caddy's empty page, always the API's error shape. */
+function errorRoutes(domain: string, keeper: string): Json[] {
+  const is = (status: number) => ({ expression: `{http.error.status_code} == ${status}` });
+  return [
+    // A body over the limit that was announced by Content-Length reaches the proxy first, which reports it as a 502.
+    { match: [is(413)], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },
+    { match: [{ vars_regexp: { '{http.error.message}': { pattern: 'body too large' } } }], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },
+    { match: [{ host: [domain] }], handle: [errorAnswer('SERVICE_UNAVAILABLE', { message: 'The API is unavailable; retry shortly', retryAfter: 1 })] },
+    // The route keeper is not running (its socket is named in the dial error).
+    {
+      match: [{ vars_regexp: { '{http.error.message}': { pattern: keeper.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') } } }],
+      handle: [errorAnswer('SERVICE_UNAVAILABLE', { message: 'Instances cannot be reached through the edge right now; retry shortly', retryAfter: 1 })],
+    },
+    { handle: [errorAnswer('INSTANCE_UNREACHABLE', { retryAfter: 2 })] },
+  ];
+}

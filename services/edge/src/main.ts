@@ -1,0 +1,69 @@
+// The edge's route keeper: runs beside Caddy (same host) and answers Caddy, for each request to an instance host,
+// where that instance runs or why it cannot be reached. It follows the instances through the provisioner.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { contracts, request, runService } from '@agenthost/shared';
+import { answerServer, listenOnSocket } from './answer.ts';
+import { edgeConfig } from './config.ts';
+import { RouteKeeper } from './keeper.ts';
+import { keeperSocket } from './settings.ts';
+
+const P = contracts.provisioner;
+
+await runService<typeof edgeConfig, unknown>({
+  name: 'edge',
+  version: '1.0.0',
+  config: edgeConfig,
+  async build({ config, nc, log }) {
+    const keeper = new RouteKeeper({
+      log,
+      routes: async (instance_id) =>
+        (await request(nc, P.routes, instance_id ? { instance_id } : {}, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS })).routes,
+    });
+    const server = answerServer(keeper, config.EDGE_DOMAIN);
+    // ACME on demand asks over HTTP: a loopback port, only when ACME is configured.
+    const ask = config.EDGE_ACME_EMAIL ? answerServer(keeper, config.EDGE_DOMAIN) : undefined;
+    let stopped = false;
+    const subs: Array<{ unsubscribe(): void }> = [];
+    return {
+      endpoints: [],
+      async start() {
+        // Events are hints (core subscriptions to what the provisioner publishes on JetStream): the route of the
+        // instance they name is read again. Subscribed before the first full read, so nothing falls between.
+        for (const ev of [P.instanceCreated, P.instanceStatusChanged, P.instanceDeleted]) {
+          const sub = nc.subscribe(ev.subject);
+          subs.push(sub);
+          void (async () => {
+            for await (const m of sub) {
+              const parsed = ev.payload.safeParse(m.json());
+              if (parsed.success) void keeper.refresh(parsed.data.instance_id);
+            }
+          })();
+        }
+        // Events sent while the connection was down are lost: a full read after every reconnect.
+        void (async () => {
+          for await (const s of nc.status()) if (s.type === 'reconnect') void keeper.resync();
+        })();
+        await listenOnSocket(server, keeperSocket(config));
+        if (ask) await new Promise<void>((resolve) => ask.listen(config.EDGE_ASK_PORT, '127.0.0.1', resolve));
+        // The provisioner may not be up yet: start anyway (instance hosts answer 503 until the first read).
+        await keeper.resync();
+        void (async () => {
+          let last = Date.now();
+          while (!stopped) {
+            await sleep(keeper.ready ? 1000 : 250);
+            if (!keeper.ready || Date.now() - last >= config.EDGE_RESYNC_SECONDS * 1000) {
+              last = Date.now();
+              await keeper.resync();
+            }
+          }
+        })();
+      },
+      async stop() {
+        stopped = true;
+        for (const s of subs) s.unsubscribe();
+        server.close();
+        ask?.close();
+      },
+    };
+  },
+});

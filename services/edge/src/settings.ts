@@ -1,0 +1,60 @@
+import { join } from 'node:path';
+import { z } from 'zod';
+import { configInt } from '@agenthost/shared';
+
+const state = () => process.env.AGENTHOST_STATE || '/var/lib/agenthost';
+const hostPort = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be host:port');
+
+/**
+ * The edge's settings, read both by the base configuration Caddy starts with (write-config.ts) and by the
+ * route keeper (main.ts), so the two always agree on the domain and the answers the edge gives itself.
+ */
+export const edgeSettings = z.object({
+  /** The API is https://<domain>/api, an instance https://<instance_id>.<domain>/, the dashboard https://<domain>/. */
+  EDGE_DOMAIN: z
+    .string()
+    .regex(/^(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a lower-case domain name')
+    .default('agenthost.localhost'),
+  EDGE_HTTPS_PORT: configInt(443),
+  /** Plain HTTP: only redirects to HTTPS (and ACME's HTTP challenge). */
+  EDGE_HTTP_PORT: configInt(80),
+  /** The address the edge listens on; empty: every interface. */
+  EDGE_BIND: z.string().default(''),
+  /** Caddy's admin API: a unix socket only (never a TCP port), readable by root and the edge's user. */
+  EDGE_ADMIN_SOCKET: z.string().default(''),
+  /** The route keeper's answers to Caddy (a unix socket that only the edge's user reaches). */
+  EDGE_KEEPER_SOCKET: z.string().default(''),
+  /** ACME only: the loopback port where Caddy asks the keeper whether a host is an instance before getting it a certificate. */
+  EDGE_ASK_PORT: configInt(9180),
+  /** Caddy's data: certificates, and the local CA (pki/authorities/local/root.crt). */
+  EDGE_DATA_DIR: z.string().default(''),
+  /** The gateway replicas (host:port, comma-separated). */
+  EDGE_GATEWAYS: z
+    .string()
+    .default('127.0.0.1:8080')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(hostPort).min(1)),
+  /** Empty: certificates from Caddy's own local CA. An e-mail address: certificates from ACME (EDGE_ACME_CA). */
+  EDGE_ACME_EMAIL: z.string().default(''),
+  /** The ACME directory; empty: Caddy's default (Let's Encrypt, then ZeroSSL). */
+  EDGE_ACME_CA: z.string().default(''),
+  /** Largest request body to an instance (the gateway keeps its own, smaller limit for the API). */
+  EDGE_BODY_LIMIT_BYTES: configInt(16 * 1024 * 1024),
+  /** Largest request body to the API at the edge (the gateway answers 413 beyond its BODY_LIMIT_BYTES anyway). */
+  EDGE_API_BODY_LIMIT_BYTES: configInt(1024 * 1024),
+  /** A client must send its request headers within this time (slow-header attacks). */
+  EDGE_READ_HEADER_TIMEOUT_SECONDS: configInt(10),
+  /** An idle keep-alive connection is closed after this. */
+  EDGE_IDLE_TIMEOUT_SECONDS: configInt(120),
+  /** The gateway must start answering within this (it waits up to 25 s for instance operations). */
+  EDGE_API_TIMEOUT_SECONDS: configInt(60),
+  /** An instance must accept the connection within this; a stopped one refuses at once. */
+  EDGE_DIAL_TIMEOUT_SECONDS: configInt(3),
+});
+export type EdgeSettings = z.output<typeof edgeSettings>;
+
+export const adminSocket = (s: EdgeSettings): string => s.EDGE_ADMIN_SOCKET || join(state(), 'edge', 'admin.sock');
+export const keeperSocket = (s: EdgeSettings): string => s.EDGE_KEEPER_SOCKET || join(state(), 'edge', 'keeper.sock');
+export const dataDir = (s: EdgeSettings): string => s.EDGE_DATA_DIR || join(state(), 'edge', 'data');
+/** An instance's public address, as the provisioner's INSTANCE_URL_TEMPLATE should give it. */
+export const instanceUrlTemplate = (s: EdgeSettings): string => `https://{id}.${s.EDGE_DOMAIN}${s.EDGE_HTTPS_PORT === 443 ? '' : `:${s.EDGE_HTTPS_PORT}`}`;

@@ -1,0 +1,158 @@
+import { execFile } from 'node:child_process';
+import { createHash, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkoutVariant, signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+
+// A real browser (Debian's chromium) opens the Control UI of real OpenClaw instances at their https URLs.
+// Ports of this suite: instances 18710-18714, the edge 18742 (HTTPS) and 18743 (HTTP).
+const HTTPS = 18742;
+const exec = promisify(execFile);
+const network = testNetwork('edge-ui');
+
+let stack: Stack;
+let edge: Edge;
+let owner: Session;
+let browser: Browser;
+const instances: Array<{ id: string; url: string; token: string }> = [];
+
+/** base64 SHA-256 of a certificate's public key, as Chromium's --ignore-certificate-errors-spki-list takes it. */
+const spki = (file: string) => createHash('sha256').update(new X509Certificate(readFileSync(file)).publicKey.export({ type: 'spki', format: 'der' })).digest('base64');
+
+const api = (method: string, path: string, body?: unknown) =>
+  edge.request(`${edge.origin}/api${path}`, {
+    method,
+    headers: { authorization: `Bearer ${owner.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+
+/**
+ * Open the Control UI with the token in the fragment. Chromium aborts a navigation when the host's interfaces
+ * change (ERR_NETWORK_CHANGED: other suites make and remove Docker networks): tried again. Errors never carry the URL
+ * (it holds the token).
+ */
+async function openWithToken(page: Page, url: string, token: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(`${url}/#token=${encodeURIComponent(token)}`, { waitUntil: 'domcontentloaded' });
+      return;
+    } catch (err) {
+      const reason = /net::[A-Z_]+/.exec((err as Error).message)?.[0] ?? 'navigation failed';
+      if (reason !== 'net::ERR_NETWORK_CHANGED' || attempt === 5) throw new Error(`opening ${url}: ${reason}`);
+    }
+  }
+}
+
+/** A page in its own browser profile that records every WebSocket frame the Control UI receives. */
+async function openControlUi(url: string, token: string): Promise<{ page: Page; frames: string[]; refused: () => boolean }> {
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  const frames: string[] = [];
+  // Answers of the instance that refuse the browser's credentials (its UI's config endpoint checks the token too).
+  const refusals: number[] = [];
+  page.on('response', (r) => {
+    if (r.url().startsWith(url) && (r.status() === 401 || r.status() === 403)) refusals.push(r.status());
+  });
+  const cdp = await page.createCDPSession();
+  await cdp.send('Network.enable');
+  cdp.on('Network.webSocketFrameReceived', (e: { response: { payloadData: string } }) => frames.push(e.response.payloadData));
+  // The fragment never reaches a server or a log (OpenClaw's documented hand-off of the gateway token).
+  await openWithToken(page, url, token);
+  return { page, frames, refused: () => refusals.length > 0 };
+}
+
+const seen = (frames: string[], re: RegExp) => frames.some((f) => re.test(f));
+
+beforeAll(async () => {
+  await cleanupDocker(network);
+  // This checkout's launcher (it allows the instance's public origin).
+  const version = await checkoutVariant('agenthost/openclaw', 'edge-ui', [{ from: 'deploy/images/openclaw/launch.mjs', to: '/opt/agenthost/openclaw/launch.mjs' }]);
+  const env = provisionerEnv({ network, ports: [18710, 18714], extra: { INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`, READY_TIMEOUT_SECONDS: '240', DEFAULT_VERSION: version } });
+  // The real OpenClaw image and the tiers' real resources.
+  delete env.FRAMEWORK_IMAGES;
+  delete env.TIER_LIMITS_JSON;
+  stack = await startStack({ services: ['auth', 'billing-chain', 'keyvault', 'provisioner'], devchain: true, serviceEnv: { provisioner: env, gateway: gatewayEnv } });
+  edge = await startEdge(stack, { httpsPort: HTTPS, httpPort: 18743 });
+  owner = await signIn(stack.api);
+  await subscribe(stack, owner, { tier: 'pro' });
+  for (const name of ['ui-a', 'ui-b']) {
+    const c = await api('POST', '/instance/create', { framework: 'openclaw', name });
+    expect(c.status, c.text).toBe(200);
+    instances.push({ id: c.json.instance_id as string, url: c.json.url as string, token: c.json.access_token as string });
+  }
+  for (const i of instances) {
+    await waitFor(`${i.id} running`, async () => {
+      const s = (await api('GET', `/instance/status/${i.id}`)).json;
+      if (s.status === 'failed') throw new Error(`failed: ${String(s.failure_reason)}`);
+      return s.status === 'running';
+    }, 240_000, 1000);
+  }
+  const ca = edge.caFile.replace(/root\.crt$/, '');
+  browser = await puppeteer.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    // Trust exactly the edge's local CA (its root and intermediate keys); every other certificate error stands.
+    args: ['--no-sandbox', `--ignore-certificate-errors-spki-list=${[spki(`${ca}root.crt`), spki(`${ca}intermediate.crt`)].join(',')}`],
+  });
+}, 420_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await edge?.stop();
+  await stack?.stop();
+  await cleanupDocker(network);
+});
+
+/** The instance's own OpenClaw CLI (as its operator would run it on the host). */
+const openclaw = async (id: string, ...args: string[]) =>
+  (await exec('docker', ['exec', `agenthost-${id}`, '/usr/local/bin/node', '/opt/openclaw/node_modules/openclaw/openclaw.mjs', ...args], { timeout: 60_000 })).stdout;
+/** What the instance's gateway logged about WebSocket connections from this origin. */
+const wsLog = async (id: string, host: string) =>
+  (await exec('docker', ['logs', `agenthost-${id}`], { timeout: 30_000, maxBuffer: 32 * 1024 * 1024 })).stdout
+    .split('\n')
+    .filter((l) => l.includes('[ws]') && l.includes(`origin=https://${host}`));
+
+describe('the OpenClaw Control UI through the edge, in Chromium', () => {
+  it('loads over HTTPS, authenticates with the instance token and connects over the WebSocket', async () => {
+    const a = instances[0]!;
+    const first = await openControlUi(a.url, a.token);
+    expect(first.page.url().startsWith(`https://${a.id}.agenthost.localhost:${HTTPS}/`)).toBe(true);
+    // The token is accepted; a browser the instance has never seen is then paired once by its operator (OpenClaw's
+    // rule for every non-loopback browser): its request is pending on the instance.
+    const requestId = await waitFor('the pairing request of this browser', async () => {
+      const listed = JSON.parse(await openclaw(a.id, 'devices', 'list', '--json')) as { pending?: Array<{ requestId: string }> };
+      return listed.pending?.[0]?.requestId;
+    }, 90_000, 1000);
+    expect(await wsLog(a.id, edge.hostOf(a.id) + `:${HTTPS}`)).not.toEqual(expect.arrayContaining([expect.stringMatching(/token_mismatch|token mismatch/)]));
+    await openclaw(a.id, 'devices', 'approve', requestId, '--json');
+    // Opened again with the token in the same browser (its device identity is kept in this profile): connected,
+    // the gateway's hello over the proxied WebSocket.
+    const { page, frames } = first;
+    await openWithToken(page, a.url, a.token);
+    await waitFor('the UI connected', async () => seen(frames, /hello-ok/), 90_000, 500);
+    await page.browserContext().close();
+  }, 300_000);
+
+  it("does not open instance B with instance A's token", async () => {
+    const [a, b] = instances as [(typeof instances)[0], (typeof instances)[0]];
+    const ui = await openControlUi(b.url, a.token);
+    const { page, frames } = ui;
+    // B refuses the token through the edge: on its WebSocket (the connect request answered with an error), or on
+    // its UI's authenticated config request.
+    const { refused } = ui;
+    await waitFor('instance B to refuse the token', async () => {
+      if (refused() || seen(frames, /"ok":\s*false|unauthori[sz]ed|mismatch/i)) return true;
+      const l = await wsLog(b.id, `${edge.hostOf(b.id)}:${HTTPS}`);
+      return l.some((x) => /unauthorized|mismatch/i.test(x));
+    }, 100_000, 1000).catch(async (err: Error) => {
+      const all = (await exec('docker', ['logs', '--tail', '30', `agenthost-${b.id}`], { timeout: 30_000 })).stdout;
+      throw new Error(`${err.message}; frames ${frames.map((f) => f.slice(0, 300)).join(' | ').replaceAll(a.token, '<token>')}; B's last log lines:\n${all.replaceAll(a.token, '<token>')}`);
+    });
+    expect(seen(frames, /hello-ok/)).toBe(false);
+    expect(JSON.parse(await openclaw(b.id, 'devices', 'list', '--json'))).not.toMatchObject({ pending: [expect.anything()] });
+    await page.browserContext().close();
+  }, 180_000);
+});
