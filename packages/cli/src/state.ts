@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 /** Where the CLI keeps its wallet (like solana-keygen's id.json) and its session token, readable by the user only. */
-export const stateDir = () => process.env.AGENTHOST_HOME ?? path.join(os.homedir(), '.agenthost');
+const stateDir = () => process.env.AGENTHOST_HOME ?? path.join(os.homedir(), '.agenthost');
 
 export function readJson<T>(name: string): T | undefined {
   const file = path.join(stateDir(), name);

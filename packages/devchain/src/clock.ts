@@ -14,7 +14,7 @@ import { b58encode } from './encoding.ts';
 export type Commitment = 'processed' | 'confirmed' | 'finalized';
 
 /** A blockhash is usable for this many slots (agave's MAX_PROCESSING_AGE). */
-export const MAX_PROCESSING_AGE = 150;
+const MAX_PROCESSING_AGE = 150;
 const BLOCKHASH_QUEUE = 300;
 
 export class SlotClock {

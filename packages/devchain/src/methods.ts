@@ -14,7 +14,6 @@ import { transactionMethods } from './methods/transactions.ts';
 import type { Methods } from './rpc.ts';
 import { LAMPORTS_PER_SIGNATURE } from './runtime.ts';
 
-export { SOLANA_CORE_VERSION } from './methods/params.ts';
 
 function devMethods(chain: Chain): Methods {
   const clock = chain.clock;
@@ -40,7 +39,7 @@ export function createMethods(chain: Chain): Methods {
   };
 }
 
-export function devchainInfo(chain: Chain) {
+function devchainInfo(chain: Chain) {
   const c = chain.config;
   return {
     programId: c.programId,

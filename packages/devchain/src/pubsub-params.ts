@@ -12,7 +12,7 @@ import { stringifyJson } from './json.ts';
 import type { AccountFilter } from './filters.ts';
 import type { Methods, Params } from './rpc.ts';
 
-export type SignatureSub = { kind: 'signature'; ws: WebSocket; signature: string; commitment: Commitment; received: boolean };
+type SignatureSub = { kind: 'signature'; ws: WebSocket; signature: string; commitment: Commitment; received: boolean };
 export type AccountSub = { kind: 'account'; ws: WebSocket; key: string; commitment: Commitment; encoding: AccountEncoding; last: Account | null };
 export type ProgramSub = {
   kind: 'program';
@@ -28,7 +28,7 @@ export type ProgramSub = {
 };
 /** mentions: the one address a transaction must name, or null for every transaction. */
 export type LogsSub = { kind: 'logs'; ws: WebSocket; mentions: string | null; commitment: Commitment; nextSlot: number };
-export type SlotSub = { kind: 'slot'; ws: WebSocket };
+type SlotSub = { kind: 'slot'; ws: WebSocket };
 export type Sub = SignatureSub | AccountSub | ProgramSub | LogsSub | SlotSub;
 
 export interface SubRegistry {

@@ -3,7 +3,7 @@ import { RpcCode, RpcError } from './errors.ts';
 import { parseJson, stringifyJson } from './json.ts';
 
 export type Params = unknown[] | Record<string, unknown>;
-export type Handler = (params: Params) => unknown;
+type Handler = (params: Params) => unknown;
 export type Methods = Record<string, Handler>;
 
 /** bigint: an integer id beyond 2^53, echoed back exactly. */
@@ -24,7 +24,7 @@ function validId(v: unknown): v is Id {
 }
 
 /** One request object → response, or null for a notification (no id). */
-export function handleRequest(req: unknown, methods: Methods): Response | null {
+function handleRequest(req: unknown, methods: Methods): Response | null {
   if (typeof req !== 'object' || req === null || Array.isArray(req)) {
     return { jsonrpc: '2.0', id: null, error: { code: RpcCode.InvalidRequest, message: 'Invalid request' } };
   }

@@ -61,7 +61,7 @@ export type ExecutionResult =
       unitsConsumed: number;
     };
 
-export function feeFor(tx: DecodedTransaction): bigint {
+function feeFor(tx: DecodedTransaction): bigint {
   return LAMPORTS_PER_SIGNATURE * BigInt(tx.header.numRequiredSignatures);
 }
 

@@ -14,13 +14,13 @@ export interface CompiledInstruction {
   data: Uint8Array;
 }
 
-export interface MessageHeader {
+interface MessageHeader {
   numRequiredSignatures: number;
   numReadonlySignedAccounts: number;
   numReadonlyUnsignedAccounts: number;
 }
 
-export interface AddressTableLookup {
+interface AddressTableLookup {
   accountKey: string;
   writableIndexes: number[];
   readonlyIndexes: number[];
@@ -172,7 +172,7 @@ export function isWritable(tx: DecodedTransaction, i: number): boolean {
 
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-export function verifyEd25519(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
+function verifyEd25519(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
   try {
     const key = createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
     return verify(null, message, key, signature);

@@ -4,23 +4,28 @@
 //   node bootstrap.mjs <agent command...>
 //
 // 1. fetches this instance's keys from the gateway (GET $AGENTHOST_KEYS_URL with
-//    X-Instance-ID / X-Instance-Secret), retrying transient failures;
-// 2. decrypts them in memory (see crypto.mjs for the format and AAD);
+//    X-Instance-ID / X-Instance-Secret), retrying transient failures (keys-fetch.mjs);
+// 2. decrypts them in memory (agent-env.mjs; see crypto.mjs for the format and AAD);
 // 3. starts the agent with env = own env - {AGENTHOST_INSTANCE_SECRET, AGENTHOST_INSTANCE_KEY}
 //    + decrypted keys.
 // The instance credentials come on stdin (AGENTHOST_CREDENTIALS=stdin, one JSON line the provisioner
 // writes at every container start) or, for an image run by hand, from those two variables.
 //
-// Zero dependencies (node: built-ins only): it is copied alone into images.
+// Zero dependencies (node: built-ins only): the files of src/ are copied, alone, into images (deploy/images/build.sh).
 // Plaintext never touches disk; log lines (JSON on stderr) never carry secrets or values.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { decodeInstanceKey, KEY_NAME_RE, openKey } from "./crypto.mjs";
+import { decodeInstanceKey } from "./crypto.mjs";
+import { buildAgentEnv, decryptKeys, STRIPPED_ENV } from "./agent-env.mjs";
 import { startKeyServer } from "./key-server.mjs";
 import { siblingUrl, watchKeys } from "./hot-reload.mjs";
+import { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from "./keys-fetch.mjs";
+
+export { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from "./keys-fetch.mjs";
+export { buildAgentEnv, decryptKeys, RESERVED_PREFIX, STRIPPED_ENV } from "./agent-env.mjs";
 
 export {
   AAD_VERSION,
@@ -35,23 +40,7 @@ export {
   TAG_BYTES,
 } from "./crypto.mjs";
 
-/** Variables the agent must never see. */
-export const STRIPPED_ENV = Object.freeze(["AGENTHOST_INSTANCE_SECRET", "AGENTHOST_INSTANCE_KEY"]);
-/** Key names with this prefix are reserved for the platform and never injected. */
-export const RESERVED_PREFIX = "AGENTHOST_";
-export const DEFAULT_TIMEOUT_MS = 60_000;
 const FORWARDED_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"];
-const MAX_ATTEMPT_MS = 15_000;
-const MAX_BACKOFF_MS = 5_000;
-const MAX_BODY_BYTES = 8 * 1024 * 1024;
-
-export class FatalError extends Error {
-  constructor(message, fields = {}) {
-    super(message);
-    this.name = "FatalError";
-    this.fields = fields;
-  }
-}
 
 /** Makes a logger writing one JSON object per line to fd 2 (synchronously, so nothing is
  *  lost on exit/exec, and without switching the inherited stderr to non-blocking mode). */
@@ -71,190 +60,6 @@ export function makeLogger(instanceId, write = (line) => fs.writeSync(2, line)) 
       // stderr gone: nothing sensible to do
     }
   };
-}
-
-function safeUrlForLog(url) {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname}`;
-  } catch {
-    return "<invalid url>";
-  }
-}
-
-function isRetryableStatus(status) {
-  return status === 408 || status === 425 || status === 429 || status >= 500;
-}
-
-function parseRetryAfterMs(value) {
-  if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-const defaultSleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * GETs the keys map. Retries network errors, 408/425/429 and 5xx with capped exponential
- * backoff until timeoutMs has passed; 401/403/404 and other 4xx fail at once.
- * @returns {Promise<Record<string, unknown>>} key name -> sealed value
- */
-export async function fetchKeys({
-  url,
-  instanceId,
-  instanceSecret,
-  timeoutMs = DEFAULT_TIMEOUT_MS,
-  log = () => {},
-  fetchImpl = globalThis.fetch,
-  sleep = defaultSleep,
-  now = Date.now,
-}) {
-  let parsed;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new FatalError("AGENTHOST_KEYS_URL is not a valid URL");
-  }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    throw new FatalError("AGENTHOST_KEYS_URL must be http(s)");
-  }
-  const where = safeUrlForLog(url);
-  const deadline = now() + timeoutMs;
-  let backoff = 250;
-  let lastError = "";
-  for (let attempt = 1; ; attempt++) {
-    const remaining = deadline - now();
-    let res;
-    try {
-      res = await fetchImpl(url, {
-        method: "GET",
-        headers: {
-          accept: "application/json",
-          "user-agent": "agenthost-bootstrap/1",
-          "x-instance-id": instanceId,
-          "x-instance-secret": instanceSecret,
-        },
-        // Never follow a redirect: it would re-send the instance secret elsewhere.
-        redirect: "manual",
-        signal: AbortSignal.timeout(Math.max(1000, Math.min(MAX_ATTEMPT_MS, remaining))),
-      });
-    } catch (err) {
-      lastError = `network error (${describeNetworkError(err)})`;
-    }
-    let retryAfterMs;
-    if (res) {
-      const status = res.status;
-      if (status >= 200 && status < 300) {
-        const body = await readBody(res);
-        let json;
-        try {
-          json = JSON.parse(body);
-        } catch {
-          throw new FatalError("keys endpoint returned a body that is not JSON", { status });
-        }
-        const keys = json?.keys;
-        if (keys === null || typeof keys !== "object" || Array.isArray(keys)) {
-          throw new FatalError('keys endpoint response has no "keys" object', { status });
-        }
-        log("info", "keys fetched", { url: where, attempts: attempt, count: Object.keys(keys).length });
-        return keys;
-      }
-      await res.arrayBuffer().catch(() => {});
-      if (status === 401 || status === 403) {
-        throw new FatalError(
-          `keys endpoint rejected the instance credentials (HTTP ${status}); check AGENTHOST_INSTANCE_ID / AGENTHOST_INSTANCE_SECRET`,
-          { status, url: where },
-        );
-      }
-      if (status === 404) {
-        throw new FatalError(
-          "keys endpoint answered 404: the instance is unknown or AGENTHOST_KEYS_URL is wrong",
-          { status, url: where },
-        );
-      }
-      if (status >= 300 && status < 400) {
-        throw new FatalError(`keys endpoint answered a redirect (HTTP ${status}); not followed`, {
-          status,
-          url: where,
-        });
-      }
-      if (!isRetryableStatus(status)) {
-        throw new FatalError(`keys endpoint answered HTTP ${status}`, { status, url: where });
-      }
-      lastError = `HTTP ${status}`;
-      retryAfterMs = parseRetryAfterMs(res.headers.get("retry-after"));
-    }
-    const jitter = Math.floor(Math.random() * (backoff / 4));
-    let wait = Math.min(MAX_BACKOFF_MS, backoff) + jitter;
-    if (retryAfterMs !== undefined) wait = Math.max(wait, Math.min(retryAfterMs, 10_000));
-    if (now() + wait >= deadline) {
-      throw new FatalError(
-        `could not fetch keys within ${timeoutMs} ms (${attempt} attempts, last: ${lastError})`,
-        { url: where, attempts: attempt },
-      );
-    }
-    log("warn", "keys fetch failed, retrying", { url: where, attempt, error: lastError, retry_in_ms: wait });
-    await sleep(wait);
-    backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
-  }
-}
-
-function describeNetworkError(err) {
-  if (err?.name === "TimeoutError" || err?.name === "AbortError") return "timeout";
-  const cause = err?.cause;
-  const text = cause?.code ?? err?.code ?? cause?.message ?? err?.message ?? err?.name ?? "error";
-  return String(text).slice(0, 120);
-}
-
-async function readBody(res) {
-  const buf = Buffer.from(await res.arrayBuffer());
-  if (buf.length > MAX_BODY_BYTES) throw new FatalError("keys endpoint response too large");
-  return buf.toString("utf8");
-}
-
-function describeName(name) {
-  // Names are not secret, but an arbitrary string from the server is capped for the log.
-  return name.length > 100 ? `${name.slice(0, 100)}…` : name;
-}
-
-/**
- * Decrypts every sealed key; bad ones are skipped (logged by name only).
- * @returns {{ env: Record<string,string>, loaded: string[], skipped: {name: string, reason: string}[] }}
- */
-export function decryptKeys({ keys, instanceId, instanceKey, log = () => {} }) {
-  const env = {};
-  const loaded = [];
-  const skipped = [];
-  for (const [name, sealed] of Object.entries(keys)) {
-    let reason;
-    if (!KEY_NAME_RE.test(name)) {
-      reason = "name is not a valid environment variable name";
-    } else if (name.toUpperCase().startsWith(RESERVED_PREFIX)) {
-      reason = `names starting with ${RESERVED_PREFIX} are reserved`;
-    } else {
-      try {
-        env[name] = openKey({ instanceKey, instanceId, keyName: name, sealed });
-        loaded.push(name);
-        continue;
-      } catch (err) {
-        reason = err?.name === "KeyOpenError" ? err.message : "decryption failed";
-      }
-    }
-    skipped.push({ name, reason });
-    log("warn", "skipping key", { key_name: describeName(name), reason });
-  }
-  return { env, loaded, skipped };
-}
-
-/** The agent's environment: own env minus the instance credentials plus the decrypted keys. */
-export function buildAgentEnv(baseEnv, decrypted) {
-  const env = {};
-  for (const [k, v] of Object.entries(baseEnv)) {
-    if (v !== undefined && !STRIPPED_ENV.includes(k)) env[k] = v;
-  }
-  return Object.assign(env, decrypted);
 }
 
 /** execvp-style lookup of the command in PATH. */

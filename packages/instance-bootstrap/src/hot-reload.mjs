@@ -9,14 +9,14 @@ const MAX_BACKOFF_MS = 30_000;
 const MAX_EVENT_BYTES = 8 * 1024 * 1024;
 
 /** Same names and values (order aside). */
-export function sameKeys(a, b) {
+function sameKeys(a, b) {
   const ka = Object.keys(a);
   if (ka.length !== Object.keys(b).length) return false;
   return ka.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 }
 
 /** Parses a server-sent event stream: calls onEvent(name, data) for each complete event. */
-export async function readEvents(body, onEvent) {
+async function readEvents(body, onEvent) {
   const decoder = new TextDecoder();
   let buf = "";
   for await (const chunk of body) {
@@ -76,7 +76,7 @@ export async function watchKeys({ watchUrl, appliedUrl, reloadUrl, gatewayToken,
 }
 
 /** Opens the sealed keys of one event and reloads the agent when they differ from what it has. */
-export async function applyKeys({ event, state, open, reload, log }) {
+async function applyKeys({ event, state, open, reload, log }) {
   let opened;
   try {
     opened = open(event.keys ?? {});

@@ -8,7 +8,6 @@ import {
   tierId,
   type Subscription as ChainSubscription,
 } from '@agenthost/subscription-program';
-import type { Stack } from './stack.ts';
 import type { Session, Wallet } from './wallet.ts';
 
 export type TierArg = 'free' | 'pro' | 'enterprise' | 0 | 1 | 2;
@@ -54,8 +53,11 @@ export interface DevchainClient {
 const toTier = (t: TierArg): 0 | 1 | 2 => (typeof t === 'number' ? t : tierId(t));
 const pk = (a: string | PublicKey): PublicKey => (typeof a === 'string' ? new PublicKey(a) : a);
 
+/** A stack as these helpers need it (stack.ts's Stack, without importing it back: no import cycle). */
+type StackWithChain = { chain?: StackChain | undefined };
+
 /** A client for the stack's devchain (startStack({ devchain: true })). */
-export function chainClient(stack: Pick<Stack, 'chain'>): DevchainClient {
+export function chainClient(stack: StackWithChain): DevchainClient {
   const chain = stack.chain;
   if (!chain) throw new Error('this stack has no devchain: start it with startStack({ devchain: true, ... })');
   const connection = new Connection(chain.url, { commitment: 'confirmed' });
@@ -137,7 +139,7 @@ export interface Subscribed {
  *   const s = await signIn(stack.api);
  *   await subscribe(stack, s, { tier: 'pro' });
  */
-export async function subscribe(stack: Pick<Stack, 'chain'>, session: Session, opts: SubscribeOptions = {}): Promise<Subscribed> {
+export async function subscribe(stack: StackWithChain, session: Session, opts: SubscribeOptions = {}): Promise<Subscribed> {
   const chain = chainClient(stack);
   const tier = toTier(opts.tier ?? 'pro');
   const price = [stack.chain!.prices.free, stack.chain!.prices.pro, stack.chain!.prices.enterprise][tier]!;

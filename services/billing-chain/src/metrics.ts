@@ -29,12 +29,12 @@ export function observedFetch(timeoutMs: number): (input: unknown, init?: unknow
 }
 
 /** The JSON-RPC method of a request body (one call, or the first of a batch); 'other' when unreadable. */
-export function rpcMethod(body: unknown): string {
+function rpcMethod(body: unknown): string {
   const m = typeof body === 'string' ? /"method"\s*:\s*"([A-Za-z_]{1,64})"/.exec(body) : null;
   return m?.[1] ?? 'other';
 }
 
-export function observeRpc(method: string, outcome: 'ok' | 'error' | 'failed', elapsedSeconds: number): void {
+function observeRpc(method: string, outcome: 'ok' | 'error' | 'failed', elapsedSeconds: number): void {
   callChild(method, outcome).inc();
   secondsChild(method).observe(elapsedSeconds);
 }

@@ -4,7 +4,7 @@ import { Keypair, PublicKey, SystemProgram } from '@solana/web3.js';
 import { depositInstruction, subscribeInstruction } from '@agenthost/subscription-program';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '@agenthost/shared';
-import type { TxFacts } from '../src/domain/chain.ts';
+import type { TxFacts } from '../src/domain/transactions.ts';
 import { checkSignatureFormat, checkTier, verifySubscribeTx } from '../src/domain/verify.ts';
 
 // The order and codes of the register checks, on transactions built in memory.

@@ -8,12 +8,12 @@ import { ContainerEvents } from './docker/events.ts';
 import { CredentialHandoff } from './docker/handoff.ts';
 import { faults } from './domain/faults.ts';
 import { SelfHealing } from './domain/healing.ts';
-import { Instances } from './domain/instances.ts';
+import { buildInstances } from './domain/instances.ts';
 import { listRoutes } from './domain/routes.ts';
 import { OpLocks } from './domain/locks.ts';
 import { NetworkGuard } from './domain/network-guard.ts';
 import { Readiness } from './domain/readiness.ts';
-import { StatusRelay } from './domain/status-relay.ts';
+import { StatusRelay, statusMessage } from './domain/status-relay.ts';
 import { Reconciler } from './domain/reconciler.ts';
 import { StatsSampler } from './domain/stats.ts';
 import { StorageSampler } from './domain/storage.ts';
@@ -50,24 +50,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       databaseUrl: config.DATABASE_URL,
       schema: SCHEMA,
       log,
-      publish: (e) =>
-        publishEvent(
-          nc,
-          P.instanceStatusChanged,
-          {
-            instance_id: e.instance_id,
-            user_id: e.user_id,
-            status: e.status,
-            at: e.at.toISOString(),
-            generation: e.generation,
-            seq: e.seq,
-            ...(e.failure_reason ? { failure_reason: e.failure_reason } : {}),
-            ...(e.restarts || e.exit_reason ? { restarts: e.restarts } : {}),
-            ...(e.exit_reason ? { exit_reason: e.exit_reason } : {}),
-            ...(e.next_restart_at ? { next_restart_at: new Date(e.next_restart_at).toISOString() } : {}),
-          },
-          `instance-status-${e.instance_id}-${e.seq}`,
-        ),
+      publish: (e) => publishEvent(nc, P.instanceStatusChanged, statusMessage(e), `instance-status-${e.instance_id}-${e.seq}`),
     });
     const pause = faults(config.FAULT_PAUSE_AT, log);
     const issueCredentials = (user_id: string, instance_id: string) =>
@@ -102,7 +85,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           const row = await db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
           // Only the failed container of this generation; a restart since then owns the instance.
           if (row && row.generation === generation && row.status === 'failed') {
-            await instances.stopContainer(id).catch(() => {});
+            await instances.lifecycle.stopContainer(id).catch(() => {});
           }
         }).then(() => {}),
     });
@@ -120,14 +103,13 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           serialize: placementLock,
         })
       : new InstanceContainers({ engine, config, scope, keysUrl: () => network.keysUrl(), handoff, volumes, tiers: config.TIER_LIMITS_JSON });
-    const instances = new Instances({
+    const instances = buildInstances({
       db,
       engine,
       locks,
       config,
       tiers: config.TIER_LIMITS_JSON,
       log,
-      scope,
       readiness,
       stats,
       runtime,
@@ -135,6 +117,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       // On a swarm the URL depends on the node, chosen at create; the gateway URL must be configured.
       keysUrl: () => (swarm ? gatewayUrl('') : network.keysUrl()),
       issueCredentials,
+      // The live view saw a dead workload: the reconciler records it (a read never writes).
+      recheck: (id) => void reconciler.recheck(id),
       purgeKeys: async (user_id, instance_id) =>
         void (await request(nc, contracts.keyvault.purgeInstance, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS })),
       events: {
@@ -178,7 +162,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       volumes,
       dockerUp: () => engine.available,
       locks,
-      instances,
+      lifecycle: instances.lifecycle,
       tiers: config.TIER_LIMITS_JSON,
       log,
       intervalSeconds: config.QUOTA_CHECK_INTERVAL_SECONDS,
@@ -193,15 +177,15 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     return {
       checks: { docker: () => engine.available },
       endpoints: [
-        endpoint(P.create, (input) => instances.create(input)),
-        endpoint(P.get, (input) => instances.get(input)),
-        endpoint(P.list, (input) => instances.list(input)),
-        endpoint(P.restart, (input) => instances.restart(input)),
-        endpoint(P.start, (input) => instances.start(input)),
-        endpoint(P.stop, (input) => instances.stop(input)),
-        endpoint(P.remove, (input) => instances.remove(input)),
-        endpoint(P.logs, (input) => instances.logs(input)),
-        endpoint(P.usage, (input) => instances.usage(input)),
+        endpoint(P.create, (input) => instances.creator.create(input)),
+        endpoint(P.get, (input) => instances.view.get(input)),
+        endpoint(P.list, (input) => instances.view.list(input)),
+        endpoint(P.restart, (input) => instances.lifecycle.restart(input)),
+        endpoint(P.start, (input) => instances.lifecycle.start(input)),
+        endpoint(P.stop, (input) => instances.lifecycle.stop(input)),
+        endpoint(P.remove, (input) => instances.lifecycle.remove(input)),
+        endpoint(P.logs, (input) => instances.view.logs(input)),
+        endpoint(P.usage, (input) => instances.view.usage(input)),
         endpoint(P.backup, (input) => backups.create(input)),
         endpoint(P.backups, (input) => backups.list(input)),
         endpoint(P.restore, (input) => backups.restore(input)),
@@ -269,7 +253,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
               log.warn({ wallet_address: sub.wallet_address, reason: sub.reason }, 'subscription event not confirmed by billing-chain: ignored');
               return;
             }
-            const stopped = await instances.suspendWallet(sub.wallet_address);
+            const stopped = await instances.lifecycle.suspendWallet(sub.wallet_address);
             if (stopped) log.info({ wallet_address: sub.wallet_address, stopped, reason: sub.reason }, 'subscription ended: instances stopped');
           },
           log,

@@ -9,7 +9,7 @@ import { checkVersion, parseMaxVersion, parseTxEncoding, transactionAccountsJson
 import { atLeastConfirmed, bool, cfgAt, commitmentOf, list, rpcContext, slotFor, uint } from './params.ts';
 import type { Config } from './params.ts';
 
-export const SLOTS_PER_EPOCH = 432_000;
+const SLOTS_PER_EPOCH = 432_000;
 /** agave's MAX_GET_CONFIRMED_BLOCKS_RANGE */
 const MAX_BLOCKS_RANGE = 500_000;
 const DETAILS = ['full', 'accounts', 'signatures', 'none'] as const;

@@ -7,7 +7,7 @@ import type { InstructionContext, Program } from '../runtime.ts';
 const MAX_PERMITTED_DATA_LENGTH = 10 * 1024 * 1024;
 
 /** SystemError custom codes. */
-export const SystemError = { AccountAlreadyInUse: 0, ResultWithNegativeLamports: 1, InvalidAccountDataLength: 3 } as const;
+const SystemError = { AccountAlreadyInUse: 0, ResultWithNegativeLamports: 1, InvalidAccountDataLength: 3 } as const;
 
 function debit(ctx: InstructionContext, from: string, to: string, lamports: bigint): InstructionError | null {
   const src = ctx.get(from);

@@ -25,12 +25,12 @@ const CHAINS = new Set(['mainnet', 'testnet', 'devnet', 'localnet']);
 const refused = (why: string) => new AppError('INVALID_SIGNATURE', `Sign-in refused: ${why}`);
 
 /** The hosts a sign-in message may name: SIWS_DOMAINS, or SIWS_DOMAIN alone. */
-export function allowedDomains(config: AuthConfig): Set<string> {
+function allowedDomains(config: AuthConfig): Set<string> {
   const list = config.SIWS_DOMAINS.split(',').map((d) => d.trim().toLowerCase()).filter(Boolean);
   return new Set(list.length ? list : [config.SIWS_DOMAIN.toLowerCase()]);
 }
 
-export const chainOf = (chainId: string): string => chainId.replace(/^solana:/, '');
+const chainOf = (chainId: string): string => chainId.replace(/^solana:/, '');
 
 function decode(text: string | undefined, as: 'base64' | 'base58'): Uint8Array | null {
   if (!text) return null;

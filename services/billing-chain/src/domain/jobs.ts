@@ -5,7 +5,8 @@ import { ProgramErrorCode, decodeSubscription } from '@agenthost/subscription-pr
 import { PublicKey } from '@solana/web3.js';
 import type { Logger } from '@agenthost/shared';
 import type { BillingDB } from '../db/schema.ts';
-import { ownerOf, programInstructions, type ChainClient, type SignatureInfo } from './chain.ts';
+import type { ChainClient, SignatureInfo } from './chain.ts';
+import { ownerOf, programInstructions } from './transactions.ts';
 import type { ChangeReason, Subscriptions } from './subscriptions.ts';
 
 export interface JobsDeps {

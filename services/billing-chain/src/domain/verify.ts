@@ -1,6 +1,6 @@
 import bs58 from 'bs58';
 import { AppError } from '@agenthost/shared';
-import { programInstructions, type TxFacts } from './chain.ts';
+import { programInstructions, type TxFacts } from './transactions.ts';
 
 /** A base58 string that decodes to the 64 bytes of an Ed25519 transaction signature. */
 export function checkSignatureFormat(sig: string): void {

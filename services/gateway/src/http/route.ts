@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { Subscription } from '../domain/entitlement.ts';
 
-export type Method = 'get' | 'post' | 'put' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'delete';
 
 /**
  * public: no credentials. token: a valid access token only (no subscription lookup). user: a valid access token (subscription optional, counted when present).
@@ -17,7 +17,7 @@ export interface Caller {
   subscription: Subscription | null;
 }
 
-export interface RouteCtx {
+interface RouteCtx {
   req: Request;
   res: Response;
   requestId: string;

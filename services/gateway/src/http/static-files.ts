@@ -40,7 +40,7 @@ interface File {
 const file = (body: Buffer, type: string, cache: string): File => ({ body, type, cache, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
 
 /** What the page needs before its first API call: where the chain is, and the tier table (GET /config.json). */
-export function dashboardConfig(config: GatewayConfig) {
+function dashboardConfig(config: GatewayConfig) {
   return {
     solana_rpc_url: config.DASHBOARD_SOLANA_RPC_URL,
     solana_chain: config.DASHBOARD_SOLANA_CHAIN,

@@ -14,11 +14,11 @@
 import { countOperation } from '../metrics.ts';
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const KEY_BYTES = 32;
-export const IV_BYTES = 12;
-export const TAG_BYTES = 16;
-export const AAD_VERSION = 'agenthost:v1';
-export const HKDF_INFO = 'agenthost instance key v1';
+const KEY_BYTES = 32;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const AAD_VERSION = 'agenthost:v1';
+const HKDF_INFO = 'agenthost instance key v1';
 /** Master key ids: short, printable, safe in JSON and logs. */
 export const KID_RE = /^[A-Za-z0-9._-]{1,32}$/;
 
@@ -53,7 +53,7 @@ export function decodeMasterKey(text: string): { key: Buffer } | { problem: stri
 }
 
 /** The additional authenticated data that binds a ciphertext to its instance and key name. */
-export const aadFor = (instanceId: string, keyName: string): Buffer => Buffer.from(`${AAD_VERSION}:${instanceId}:${keyName}`, 'utf8');
+const aadFor = (instanceId: string, keyName: string): Buffer => Buffer.from(`${AAD_VERSION}:${instanceId}:${keyName}`, 'utf8');
 
 /**
  * HKDF-SHA256 of the master key with the instance id as salt: the key values are stored under. With an

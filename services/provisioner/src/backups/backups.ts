@@ -128,13 +128,13 @@ export class Backups {
     if (backup.instance_id !== source) throw new AppError('BACKUP_NOT_FOUND');
     // Checked before anything is made: a bad archive leaves no instance behind.
     await verifyArchive(this.file(backup.id), this.key(idsOf(backup)));
-    const made = await this.d.instances.create({ ...create, framework: backup.framework, version: backup.version });
+    const made = await this.d.instances.creator.create({ ...create, framework: backup.framework, version: backup.version });
     try {
       const token = await this.d.locks.with(made.instance_id, async () => this.restoreLocked(await this.owned(input.user_id, made.instance_id), backup, input.tier, true), LOCK_WAIT_MS);
       return { ...made, status: 'provisioning' as const, access_token: token, backup_id: backup.id, cloned_from: source };
     } catch (err) {
       // No half clone counts against the tier: the new instance goes again.
-      await this.d.instances.remove({ user_id: input.user_id, instance_id: made.instance_id }).catch((e) => this.d.log.error({ instance_id: made.instance_id, err: describe(e) }, 'could not remove a failed clone'));
+      await this.d.instances.lifecycle.remove({ user_id: input.user_id, instance_id: made.instance_id }).catch((e) => this.d.log.error({ instance_id: made.instance_id, err: describe(e) }, 'could not remove a failed clone'));
       throw err;
     }
   }
@@ -157,10 +157,10 @@ export class Backups {
     } catch (err) {
       log.warn({ instance_id: row.id, backup_id: backup.id, err: describe(err) }, 'restore failed');
       const fresh = await this.owned(row.user_id, row.id);
-      await instances.markFailed(row.id, fresh.generation, 'The restore did not finish; restore the backup again').catch(() => {});
+      await instances.repo.markFailed(row.id, fresh.generation, 'The restore did not finish; restore the backup again').catch(() => {});
       throw err;
     }
-    const token = await instances.recreateLocked(row, tier);
+    const token = await instances.lifecycle.recreateLocked(row, tier);
     if (!token) throw new Error('a restored instance must get a new access token');
     log.info({ instance_id: row.id, backup_id: backup.id }, 'backup restored');
     return token;
@@ -220,7 +220,7 @@ export class Backups {
   /** Volumes and backups already at the tier's storage: no new backup (the oldest are dropped only after a new one is whole). */
   private async assertStorage(userId: string, tier: string, limitMb: number): Promise<void> {
     if (limitMb === UNLIMITED) return;
-    const { storage_used_mb } = await this.d.instances.usage({ user_id: userId });
+    const { storage_used_mb } = await this.d.instances.view.usage({ user_id: userId });
     if (storage_used_mb >= limitMb) throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${tier} tier allows ${limitMb} MB of storage and your instances and backups use ${storage_used_mb} MB`);
   }
 }

@@ -1,12 +1,12 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
 
-export type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed';
+type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed';
 /** How far the current operation on an instance got (read by the reconciler after a crash). */
 export type Step = 'leased' | 'container' | 'done' | 'recreating' | 'stopping' | 'deleting' | 'backoff';
 
 type NullableTime = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
-export interface InstancesTable {
+interface InstancesTable {
   id: string;
   user_id: string;
   name: string;
@@ -61,7 +61,7 @@ export interface StatusEventsTable {
 }
 
 /** A backup archive (the file <BACKUP_DIR>/<scope>/<id>.bak); rows outlive their instance. */
-export interface BackupsTable {
+interface BackupsTable {
   id: string;
   user_id: string;
   instance_id: string;

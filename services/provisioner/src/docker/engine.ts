@@ -155,7 +155,7 @@ function dockerOptions(host: string): Docker.DockerOptions {
 
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EACCES', 'ENOTSOCK', 'ABORT_ERR', 'UND_ERR_SOCKET']);
 
-export function isEngineUnreachable(err: unknown): boolean {
+function isEngineUnreachable(err: unknown): boolean {
   const e = err as { code?: string; name?: string; statusCode?: number } | undefined;
   if (!e || typeof e !== 'object') return false;
   if (e.statusCode !== undefined) return false; // Docker answered

@@ -55,7 +55,7 @@ export interface FirewallSpec {
 }
 
 /** Whether IPv4 CIDR `inner` lies inside `outer` (a host subnet inside a private range needs no rule of its own). */
-export function within(inner: string, outer: string): boolean {
+function within(inner: string, outer: string): boolean {
   const parse = (cidr: string) => {
     const [ip, bits] = cidr.split('/') as [string, string];
     return { n: ip.split('.').reduce((acc, o) => (acc << 8) + Number(o), 0) >>> 0, prefix: Number(bits) };

@@ -9,8 +9,6 @@ import { firewallTag, hostDnsServers, hostSubnets, missingFirewallRules } from '
 import { containerName, LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
 import { auditContainer, type Finding, type Intent } from './checks.ts';
 
-export type { Finding } from './checks.ts';
-
 export interface DoctorReport {
   /** The provisioner scope (label value and database) audited. */
   scope: string;

@@ -26,7 +26,7 @@ export interface HealingDeps {
 /** How long a SIGTERM through the engine marks the next death as a stop (docker stop's timeout is far shorter). */
 const STOP_MEMORY_MS = 120_000;
 
-export const STOPPED_OUTSIDE = 'The agent was stopped from outside agenthost (docker stop); start the instance again (POST /instance/start)';
+const STOPPED_OUTSIDE = 'The agent was stopped from outside agenthost (docker stop); start the instance again (POST /instance/start)';
 
 /** The wait before the restart that follows the streak-th crash in a row: doubling from the initial delay, capped. */
 export function backoffMs(streak: number, policy: Pick<Policy, 'RESTART_BACKOFF_INITIAL_MS' | 'RESTART_BACKOFF_MAX_SECONDS'>): number {

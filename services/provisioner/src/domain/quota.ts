@@ -3,12 +3,12 @@ import { UNLIMITED, type Logger, type TierTable } from '@agenthost/shared';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { describe } from '../docker/engine.ts';
 import { mountPoints, type QuotaVolumes } from '../docker/volumes.ts';
-import type { Instances } from './instances.ts';
+import type { InstanceLifecycle } from './lifecycle.ts';
 import type { OpLocks } from './locks.ts';
 
 const MiB = 1024 * 1024;
 /** The failure_reason prefix of an instance stopped for storage (machine-readable, then the human text). */
-export const QUOTA_REASON = 'storage_quota_exceeded';
+const QUOTA_REASON = 'storage_quota_exceeded';
 
 type TierName = keyof TierTable;
 
@@ -18,7 +18,7 @@ export interface QuotaDeps {
   /** Docker answers (no stop is attempted while it does not; sizes are still recorded). */
   dockerUp: () => boolean;
   locks: OpLocks;
-  instances: Instances;
+  lifecycle: InstanceLifecycle;
   tiers: TierTable;
   log: Logger;
   intervalSeconds: number;
@@ -109,13 +109,13 @@ export class QuotaGuard {
 
   /** Stop one live instance for storage, under its operation lock (skipped when an operation holds it). */
   private async enforce(row: InstanceRow, reason: string): Promise<void> {
-    const { db, locks, instances, log, graceSeconds } = this.d;
+    const { db, locks, lifecycle, log, graceSeconds } = this.d;
     if (!(row.status === 'running' || row.status === 'provisioning') || row.step !== 'done' || !this.d.dockerUp()) return;
     if (row.started_at && Date.now() - new Date(row.started_at).getTime() < graceSeconds * 1000) return;
     await locks.tryWith(row.id, async () => {
       const fresh = await db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
       if (!fresh || fresh.deleting_at || fresh.generation !== row.generation || fresh.step !== 'done') return;
-      await instances.stopLocked(fresh, reason);
+      await lifecycle.stopLocked(fresh, reason);
       log.warn({ event: 'storage_quota_exceeded', instance_id: row.id, user_id: row.user_id, reason }, 'instance stopped: storage quota exceeded');
     });
   }

@@ -84,16 +84,7 @@ export class Readiness {
     while (!this.stopped && this.watching.get(w.id) === w.generation) {
       if (await probe(url)) {
         const now = new Date();
-        const r = await db
-          .updateTable('instances')
-          .set({ status: 'running', failure_reason: null, last_activity: now, updated_at: now })
-          .where('id', '=', w.id)
-          .where('generation', '=', w.generation)
-          .where('status', '=', w.from ?? 'provisioning')
-          .where('deleting_at', 'is', null)
-          .returning('user_id')
-          .executeTakeFirst();
-        if (r) {
+        if (await this.settle(w, 'running', null, now)) {
           const seconds = (now.getTime() - w.startedAt.getTime()) / 1000;
           observeReady(seconds);
           this.emaSeconds = this.emaSeconds === undefined ? seconds : this.emaSeconds * 0.8 + seconds * 0.2;
@@ -151,19 +142,23 @@ export class Readiness {
   }
 
   private async fail(w: Watch, reason: string): Promise<boolean> {
-    const now = new Date();
+    if (!(await this.settle(w, 'failed', reason, new Date()))) return false;
+    this.deps.log.warn({ instance_id: w.id, reason }, 'instance failed');
+    return true;
+  }
+
+  /** The watch ends in `status`, if the row is still the watched generation in the status it was watched from. */
+  private async settle(w: Watch, status: 'running' | 'failed', reason: string | null, now: Date): Promise<boolean> {
     const r = await this.deps.db
       .updateTable('instances')
-      .set({ status: 'failed', failure_reason: reason, last_activity: now, updated_at: now })
+      .set({ status, failure_reason: reason, last_activity: now, updated_at: now })
       .where('id', '=', w.id)
       .where('generation', '=', w.generation)
       .where('status', '=', w.from ?? 'provisioning')
       .where('deleting_at', 'is', null)
       .returning('user_id')
       .executeTakeFirst();
-    if (!r) return false;
-    this.deps.log.warn({ instance_id: w.id, reason }, 'instance failed');
-    return true;
+    return r !== undefined;
   }
 }
 

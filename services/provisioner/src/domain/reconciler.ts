@@ -13,6 +13,8 @@ import { singleFlight } from './single-flight.ts';
 
 const CREATE_STEPS = new Set(['leased', 'container']);
 
+const emptyReport = (): ReconcileReport => ({ orphans: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0, crashes: 0 });
+
 export interface ReconcileReport {
   /** Containers, volumes, volume files or swarm services of this scope without a row, removed. */
   orphans: number;
@@ -78,8 +80,8 @@ export class Reconciler {
   );
 
   async pass(): Promise<ReconcileReport> {
-    const { engine, runtime, db, locks, instances, readiness, log } = this.d;
-    const report: ReconcileReport = { orphans: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0, crashes: 0 };
+    const { engine, runtime, db, locks, log } = this.d;
+    const report = emptyReport();
     engine.assertUp();
     await this.d.network?.ensure();
 
@@ -112,82 +114,7 @@ export class Reconciler {
 
     for (const row of rows) {
       try {
-        if (row.deleting_at || row.step === 'deleting') {
-          if (await this.repair(row, (r) => r.deleting_at !== null || r.step === 'deleting', (r) => instances.finishDelete(r).then(() => {}))) {
-            report.deletesFinished++;
-            log.warn({ instance_id: row.id }, 'finished an interrupted delete');
-          }
-        } else if (CREATE_STEPS.has(row.step)) {
-          if (await this.repair(row, (r) => CREATE_STEPS.has(r.step) && !r.deleting_at, (r) => instances.undo(r))) {
-            report.rolledBack++;
-            log.warn({ instance_id: row.id, step: row.step }, 'rolled back an interrupted create');
-          }
-        } else if (this.d.healing && (row.step === 'backoff' || SelfHealing.heals(row)) && (await this.d.healing.reconcile(row))) {
-          report.crashes++;
-        } else if (row.step === 'stopping') {
-          await this.repair(row, (r) => r.step === 'stopping', (r) => instances.stopLocked(r));
-        } else if (row.step === 'recreating') {
-          await this.repair(row, (r) => r.step === 'recreating', async (r) => {
-            if ((await runtime.inspect(r.id)).state === 'running') {
-              const now = new Date();
-              const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
-              await db.updateTable('instances').set({ step: 'done', started_at: now, ready_deadline: deadline, updated_at: now }).where('id', '=', r.id).execute();
-              readiness.watch({ id: r.id, generation: r.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
-              report.watchersResumed++;
-            } else {
-              await instances.markFailed(r.id, r.generation, 'A restart was interrupted; restart the instance again');
-              report.failed++;
-            }
-          });
-        } else if (row.status === 'provisioning' && row.step === 'done') {
-          if (!readiness.isWatching(row.id, row.generation)) {
-            readiness.watch({
-              healed: row.crash_streak > 0,
-              id: row.id,
-              generation: row.generation,
-              port: row.port,
-              host: runtime.probeHost(row),
-              deadline: row.ready_deadline ?? new Date(Date.now() + 60_000),
-              startedAt: row.started_at ?? row.updated_at,
-            });
-            report.watchersResumed++;
-          }
-        } else if (row.status === 'failed' && row.step === 'done' && row.failure_reason === NODE_DOWN) {
-          // Its node is back and the swarm started its task again there: watched until ready, as after a start.
-          await this.repair(row, (r) => r.status === 'failed' && r.failure_reason === NODE_DOWN, async (r) => {
-            const s = await runtime.inspect(r.id);
-            if (s.state === 'node_down' || s.state === 'starting') return;
-            if (s.state !== 'running') {
-              if (runtime.nodeSettled && !(await runtime.nodeSettled(r))) return;
-              // Its node is back but the swarm gave its task up (e.g. it failed its restarts while the node's
-              // engine was coming back): started anew, with fresh credentials, as a restart would.
-              log.info({ instance_id: r.id, state: s.state }, 'its node is back: instance restarted');
-              await instances.recreateLocked(r);
-              report.watchersResumed++;
-              return;
-            }
-            const now = new Date();
-            const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
-            const back = await db
-              .updateTable('instances')
-              .set({ status: 'provisioning', failure_reason: null, generation: sql`generation + 1`, started_at: now, ready_deadline: deadline, updated_at: now })
-              .where('id', '=', r.id)
-              .returning(['generation'])
-              .executeTakeFirstOrThrow();
-            readiness.watch({ id: r.id, generation: back.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
-            report.watchersResumed++;
-            log.info({ instance_id: r.id }, 'its node is back: instance starting again');
-          });
-        } else if (row.status === 'running' && row.step === 'done') {
-          {
-            const reason = await this.deadReason(row.id);
-            if (reason) {
-              await instances.markFailed(row.id, row.generation, reason);
-              report.failed++;
-              log.warn({ instance_id: row.id, reason }, 'running instance found dead');
-            }
-          }
-        }
+        await this.reconcileRow(row, report);
       } catch (err) {
         log.warn({ instance_id: row.id, err: describe(err) }, 'could not reconcile instance; will retry');
       }
@@ -195,6 +122,99 @@ export class Reconciler {
     const changed = Object.values(report).some((n) => n > 0);
     if (changed) log.info({ event: 'reconciled', ...report }, 'reconcile pass changed something');
     return report;
+  }
+
+  /**
+   * Look at one instance now, by the same rules as a pass: the live view asks for it when it sees a running
+   * instance's workload dead, so the row turns failed within moments instead of at the next pass.
+   */
+  async recheck(id: string): Promise<void> {
+    try {
+      this.d.engine.assertUp();
+      const row = await this.d.instances.repo.byId(id);
+      if (row) await this.reconcileRow(row, emptyReport());
+    } catch (err) {
+      this.d.log.warn({ instance_id: id, err: describe(err) }, 'could not reconcile instance; the next pass will');
+    }
+  }
+
+  /** One row of a pass: finish or undo an interrupted operation, resume a watcher, or fail a dead instance. */
+  private async reconcileRow(row: InstanceRow, report: ReconcileReport): Promise<void> {
+    const { runtime, db, instances, readiness, log } = this.d;
+    if (row.deleting_at || row.step === 'deleting') {
+      if (await this.repair(row, (r) => r.deleting_at !== null || r.step === 'deleting', (r) => instances.lifecycle.finishDelete(r).then(() => {}))) {
+        report.deletesFinished++;
+        log.warn({ instance_id: row.id }, 'finished an interrupted delete');
+      }
+    } else if (CREATE_STEPS.has(row.step)) {
+      if (await this.repair(row, (r) => CREATE_STEPS.has(r.step) && !r.deleting_at, (r) => instances.lifecycle.undo(r))) {
+        report.rolledBack++;
+        log.warn({ instance_id: row.id, step: row.step }, 'rolled back an interrupted create');
+      }
+    } else if (this.d.healing && (row.step === 'backoff' || SelfHealing.heals(row)) && (await this.d.healing.reconcile(row))) {
+      report.crashes++;
+    } else if (row.step === 'stopping') {
+      await this.repair(row, (r) => r.step === 'stopping', (r) => instances.lifecycle.stopLocked(r));
+    } else if (row.step === 'recreating') {
+      await this.repair(row, (r) => r.step === 'recreating', async (r) => {
+        if ((await runtime.inspect(r.id)).state === 'running') {
+          const now = new Date();
+          const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
+          await db.updateTable('instances').set({ step: 'done', started_at: now, ready_deadline: deadline, updated_at: now }).where('id', '=', r.id).execute();
+          readiness.watch({ id: r.id, generation: r.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
+          report.watchersResumed++;
+        } else {
+          await instances.repo.markFailed(r.id, r.generation, 'A restart was interrupted; restart the instance again');
+          report.failed++;
+        }
+      });
+    } else if (row.status === 'provisioning' && row.step === 'done') {
+      if (!readiness.isWatching(row.id, row.generation)) {
+        readiness.watch({
+          healed: row.crash_streak > 0,
+          id: row.id,
+          generation: row.generation,
+          port: row.port,
+          host: runtime.probeHost(row),
+          deadline: row.ready_deadline ?? new Date(Date.now() + 60_000),
+          startedAt: row.started_at ?? row.updated_at,
+        });
+        report.watchersResumed++;
+      }
+    } else if (row.status === 'failed' && row.step === 'done' && row.failure_reason === NODE_DOWN) {
+      // Its node is back and the swarm started its task again there: watched until ready, as after a start.
+      await this.repair(row, (r) => r.status === 'failed' && r.failure_reason === NODE_DOWN, async (r) => {
+        const s = await runtime.inspect(r.id);
+        if (s.state === 'node_down' || s.state === 'starting') return;
+        if (s.state !== 'running') {
+          if (runtime.nodeSettled && !(await runtime.nodeSettled(r))) return;
+          // Its node is back but the swarm gave its task up (e.g. it failed its restarts while the node's
+          // engine was coming back): started anew, with fresh credentials, as a restart would.
+          log.info({ instance_id: r.id, state: s.state }, 'its node is back: instance restarted');
+          await instances.lifecycle.recreateLocked(r);
+          report.watchersResumed++;
+          return;
+        }
+        const now = new Date();
+        const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
+        const back = await db
+          .updateTable('instances')
+          .set({ status: 'provisioning', failure_reason: null, generation: sql`generation + 1`, started_at: now, ready_deadline: deadline, updated_at: now })
+          .where('id', '=', r.id)
+          .returning(['generation'])
+          .executeTakeFirstOrThrow();
+        readiness.watch({ id: r.id, generation: back.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
+        report.watchersResumed++;
+        log.info({ instance_id: r.id }, 'its node is back: instance starting again');
+      });
+    } else if (row.status === 'running' && row.step === 'done') {
+      const reason = await this.deadReason(row.id);
+      if (reason) {
+        await instances.repo.markFailed(row.id, row.generation, reason);
+        report.failed++;
+        log.warn({ instance_id: row.id, reason }, 'running instance found dead');
+      }
+    }
   }
 
   /** Under the instance's lock (skipped when someone holds it), re-read the row and repair it if still needed. */

@@ -91,3 +91,19 @@ export class StatusRelay {
     }
   }
 }
+
+/** The events.instance.status message of an outbox row: the crash fields only when there was a crash. */
+export function statusMessage(e: StatusEvent) {
+  return {
+    instance_id: e.instance_id,
+    user_id: e.user_id,
+    status: e.status,
+    at: e.at.toISOString(),
+    generation: e.generation,
+    seq: e.seq,
+    ...(e.failure_reason ? { failure_reason: e.failure_reason } : {}),
+    ...(e.restarts || e.exit_reason ? { restarts: e.restarts } : {}),
+    ...(e.exit_reason ? { exit_reason: e.exit_reason } : {}),
+    ...(e.next_restart_at ? { next_restart_at: new Date(e.next_restart_at).toISOString() } : {}),
+  };
+}

@@ -96,12 +96,12 @@ export class Drainer {
     } catch (err) {
       // An engine fault mid-move is a failed copy too: the instance is marked so that the next pass (which
       // cures MOVE_FAILED) starts it on its new node instead of leaving it stopped and provisioning.
-      if (restart) await this.d.instances.markFailed(row.id, row.generation + 1, MOVE_FAILED).catch(() => {});
+      if (restart) await this.d.instances.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED).catch(() => {});
       throw err;
     }
     if (!copied) {
       log.error({ instance_id: row.id, from, to: target.id }, 'the volume copy failed; the instance stays on its draining node and is tried again');
-      if (restart) await this.d.instances.markFailed(row.id, row.generation + 1, MOVE_FAILED);
+      if (restart) await this.d.instances.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED);
       return false;
     }
     return this.land(row, from, target, restart, token);
@@ -122,7 +122,7 @@ export class Drainer {
     const { db, engine, runtime, instances, config, scope, log } = this.d;
     const moved = await db.updateTable('instances').set({ node_host: target.addr, updated_at: new Date() }).where('id', '=', row.id).returningAll().executeTakeFirstOrThrow();
     if (restart) {
-      await instances.recreateLocked(moved);
+      await instances.lifecycle.recreateLocked(moved);
     } else {
       await runtime.remove(row.id);
       if (token) await runtime.create(moved, token);

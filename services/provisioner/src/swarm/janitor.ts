@@ -40,7 +40,7 @@ const filters = encodeURIComponent(JSON.stringify({ volume: [name], label: ['${J
 `;
 
 /** A node whose engine socket is not /var/run/docker.sock says where it is with this node label. */
-export const SOCKET_LABEL = 'agenthost.docker-socket';
+const SOCKET_LABEL = 'agenthost.docker-socket';
 
 export async function removeVolumeOnNode(engine: DockerEngine, p: { node: string; volume: string; image: string; scope: string; timeoutMs: number }): Promise<boolean> {
   const nodeInfo = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(p.node).inspect(o({ abortSignal })));
@@ -102,7 +102,7 @@ export async function startJob(engine: DockerEngine, job: Job): Promise<string> 
   return created.id ?? created.ID ?? job.name;
 }
 
-export async function waitJob(engine: DockerEngine, id: string, timeoutMs: number): Promise<boolean> {
+async function waitJob(engine: DockerEngine, id: string, timeoutMs: number): Promise<boolean> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [id] }, abortSignal })));

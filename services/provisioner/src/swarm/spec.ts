@@ -8,7 +8,7 @@ export const networkName = (instanceId: string): string => `agenthost-net-${inst
 export const volumeName = (instanceId: string): string => `agenthost-${instanceId}`;
 export const credentialsSecretPrefix = (instanceId: string): string => `agenthost-cred-${instanceId}-`;
 /** Where the agent finds its credentials (a swarm secret: in memory on its node, readable by the agent user only). */
-export const CREDENTIALS_FILE = '/run/secrets/agenthost-credentials';
+const CREDENTIALS_FILE = '/run/secrets/agenthost-credentials';
 
 const MB = 1024 * 1024;
 

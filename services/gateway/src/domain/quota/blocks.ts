@@ -9,7 +9,7 @@ import { askOthers } from './peers.ts';
 
 export const DAY_MS = 86_400_000;
 export const MINUTE_MS = 60_000;
-export const FIRST_BLOCK = 4;
+const FIRST_BLOCK = 4;
 /** After a replica had to refuse, it re-checks the database at most this often. */
 const EXHAUSTED_RECHECK_MS = 1000;
 /** Prefetch is off for a key this long after anyone ran out of it. */

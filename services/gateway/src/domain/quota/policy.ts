@@ -28,12 +28,8 @@ import { Blocks, DAY_MS, keyOf, windowStart, type WindowState } from './blocks.t
 // requests admitted, killed replicas included (a request whose count was written but whose answer
 // was lost with the process is counted too: it was made).
 
-export type { WindowKind } from './store.ts';
-export { windowStart } from './blocks.ts';
-
 /** What "unlimited" leases against, so enterprise requests are still counted (requests_today). */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
-export { RELEASE_SUBJECT } from './peers.ts';
 
 export interface UsageOptions {
   db: Kysely<GatewayDB>;

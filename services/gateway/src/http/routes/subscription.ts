@@ -72,7 +72,7 @@ const sameView = (a: Subscription, b: Subscription | null) =>
  * The status view of spec §2.1: billing-chain's cached subscription, instances and storage from the
  * provisioner, requests counted today by the gateway, limits from the tier table (-1 = unlimited).
  */
-export async function statusView(ctx: GatewayContext, userId: string, sub: Subscription, requestId?: string) {
+async function statusView(ctx: GatewayContext, userId: string, sub: Subscription, requestId?: string) {
   const limits = ctx.config.TIER_LIMITS_JSON[sub.tier];
   const [prov, requestsToday] = await Promise.all([ctx.provisionerUsage.get(userId, requestId), ctx.usage.requestsToday(userId)]);
   return {

@@ -1,4 +1,11 @@
 import type { Migration } from 'kysely';
+
+// Migrations are frozen: each records what ran on every existing database, and a new database replays them in
+// order. So lease_instance and note_status_change are restated whole by the migration that replaced them rather
+// than shared through a module (editing a shared body would change what an old migration does on a new database).
+// Their current bodies: lease_instance in 2026-11-22T06-00-00-lease-async-commit, note_status_change in
+// 2026-11-23T19-00-00-self-healing. A change to either is a new migration with the whole new body; see
+// docs/architecture.md, "Migrations and the plpgsql functions they restate".
 import * as init from './2026-11-22T00-00-00-init.ts';
 import * as lease from './2026-11-22T00-00-01-lease-function.ts';
 import * as wallet from './2026-11-22T05-00-00-wallet.ts';

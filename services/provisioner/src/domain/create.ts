@@ -1,0 +1,166 @@
+import { AppError, UNLIMITED, validationError, type contracts } from '@agenthost/shared';
+import type { ProvisionerConfig } from '../config.ts';
+import type { InstanceRow } from '../db/schema.ts';
+import { describe } from '../docker/engine.ts';
+import { hashToken, newInstanceId, newToken } from './access-token.ts';
+import { instanceView, type LiveView } from './instance-view.ts';
+import type { InstanceLifecycle, LifecycleDeps } from './lifecycle.ts';
+import type { Credentials } from './runtime.ts';
+import { settled, timer } from './steps.ts';
+
+type View = contracts.provisioner.InstanceView;
+
+export type CreateDeps = Pick<LifecycleDeps, 'repo' | 'images' | 'locks' | 'tiers' | 'log' | 'issueCredentials' | 'events' | 'readiness' | 'runtime' | 'pause'> & {
+  lifecycle: InstanceLifecycle;
+  view: LiveView;
+  config: ProvisionerConfig;
+  /** The gateway's key-retrieval URL as instances reach it (throws 503 while the instance network is not ready). */
+  keysUrl(): string;
+};
+
+/**
+ * The create saga: lease a row and port, create and start the workload, watch it get ready. A failure after the
+ * lease undoes everything (lifecycle.undo), or leaves it to the reconciler when Docker cannot be reached.
+ */
+export class InstanceCreator {
+  private readonly d: CreateDeps;
+
+  constructor(deps: CreateDeps) {
+    this.d = deps;
+  }
+
+  async create(input: contracts.In<typeof contracts.provisioner.create>): Promise<View & { access_token: string }> {
+    const { config, log, repo } = this.d;
+    // Own properties only: "constructor" or "__proto__" must be an unknown framework, not Object's.
+    const imageRepo = Object.hasOwn(config.FRAMEWORK_IMAGES, input.framework) ? config.FRAMEWORK_IMAGES[input.framework] : undefined;
+    if (!imageRepo) throw validationError('framework', `must be one of: ${Object.keys(config.FRAMEWORK_IMAGES).join(', ')}`);
+    const version = input.version ?? config.DEFAULT_VERSION;
+    if (input.subscription_cancelled) throw new AppError('SUBSCRIPTION_CANCELLED');
+    const limits = this.d.tiers[input.tier];
+    const image = `${imageRepo}:${version}`;
+    await this.d.images.assertPresent(image);
+    this.d.keysUrl(); // the instance network must be ready (503 otherwise)
+
+    const id = newInstanceId();
+    const name = input.name ?? `${input.framework}-${id.slice(-6)}`;
+    const token = newToken();
+    const t = timer();
+    // keyvault is asked for the credentials while the lock and the lease are taken (they do not depend
+    // on each other); a create refused by the lease tells keyvault to forget them again.
+    const credsP = this.d.issueCredentials(input.user_id, id);
+    credsP.catch(() => {}); // awaited (and handled) below
+    const forgetCredentials = () =>
+      void credsP.then(() => this.d.events.deleted({ instance_id: id, user_id: input.user_id, deleted_at: new Date().toISOString() })).catch(() => {});
+    // The storage check (a read) runs while the operation lock is taken.
+    const storageP = this.assertStorage(input.user_id, input.tier, limits.storage_mb);
+    storageP.catch(() => {}); // awaited (and handled) below
+    let release: () => Promise<void>;
+    try {
+      release = await this.d.locks.hold(id);
+    } catch (err) {
+      forgetCredentials();
+      throw err;
+    }
+    try {
+      await storageP;
+    } catch (err) {
+      forgetCredentials();
+      await release();
+      throw err;
+    }
+    t.lap('lock');
+    try {
+      let row: InstanceRow;
+      try {
+        row = await repo.lease({
+          id,
+          userId: input.user_id,
+          maxInstances: limits.instances,
+          portStart: config.PORT_RANGE_START,
+          portEnd: config.PORT_RANGE_END,
+          name,
+          framework: input.framework,
+          version,
+          image,
+          tier: input.tier,
+          memoryMb: limits.memory_mb,
+          cpus: limits.cpus,
+          pids: limits.pids,
+          tokenHash: hashToken(token),
+          wallet: input.wallet_address ?? null,
+        });
+      } catch (err) {
+        forgetCredentials();
+        const code = (err as { code?: string }).code;
+        if (code === 'AH001') {
+          throw new AppError('INSTANCE_LIMIT_EXCEEDED', `The ${input.tier} tier allows ${limits.instances} instance${limits.instances === 1 ? '' : 's'}`);
+        }
+        if (code === 'AH002') throw new AppError('PORTS_EXHAUSTED');
+        throw err;
+      }
+      t.lap('lease');
+      try {
+        return await this.launch(row, input.user_id, token, credsP, t);
+      } catch (err) {
+        log.warn({ instance_id: id, err: describe(err) }, 'create failed; rolling back');
+        if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') {
+          // No more Docker calls in the request: mark it for removal; the reconciler finishes when Docker answers.
+          await repo.markDeleting(id).catch((e) => log.error({ instance_id: id, err: describe(e) }, 'could not mark a failed create for removal'));
+        } else {
+          await this.d.lifecycle.undo(row).catch((e) => log.error({ instance_id: id, err: describe(e) }, 'rollback incomplete; the reconciler will finish it'));
+        }
+        throw err;
+      }
+    } finally {
+      await release();
+    }
+  }
+
+  /** After the lease: the workload is created and started, and its readiness watched. */
+  private async launch(row: InstanceRow, userId: string, token: string, credsP: Promise<Credentials>, t: ReturnType<typeof timer>): Promise<View & { access_token: string }> {
+    const { config, repo, runtime } = this.d;
+    const id = row.id;
+    await this.d.pause('leased');
+    const creds = await credsP;
+    t.lap('credentials');
+    // The volume and the container (or swarm service); any create step is undone by name after a crash.
+    const workload = await runtime.create(row, token);
+    if (workload.host) row.node_host = workload.host;
+    t.lap('container');
+    await this.d.pause('container');
+    // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
+    // alike (by name), so the step only has to be written before the create answers.
+    await settled(runtime.start(id, creds), repo.setStep(id, 'container', { container_id: workload.runtimeId, node_host: workload.host ?? null }));
+    t.lap('start');
+    // Probing starts at once; the watcher's transitions are conditional on this generation, so an
+    // undo (which bumps it) silences it.
+    const startedAt = new Date();
+    const deadline = new Date(startedAt.getTime() + config.READY_TIMEOUT_SECONDS * 1000);
+    this.d.readiness.watch({ id, generation: row.generation, port: row.port, host: runtime.probeHost(row), deadline, startedAt });
+    const [created] = await settled(
+      repo.markStarted(id, row.generation, startedAt, deadline),
+      this.d.events.created({ instance_id: id, user_id: userId, created_at: row.created_at.toISOString() }),
+    );
+    t.lap('record');
+    this.d.log.info({ instance_id: id, user_id: userId, port: row.port, image: row.image, ms: t.laps }, 'instance created');
+    await this.d.pause('started');
+    return {
+      ...instanceView(created, config.INSTANCE_URL_TEMPLATE),
+      status: 'provisioning', // as created; the watcher may already have seen it ready
+      estimated_ready: new Date(Date.now() + this.d.readiness.estimateSeconds() * 1000).toISOString(),
+      access_token: token,
+    };
+  }
+
+  /**
+   * A user whose volumes already hold the tier's storage (as last sampled) gets no new instance. While
+   * instances run, each volume's hard cap and the quota guard (quota.ts) hold the limit.
+   */
+  private async assertStorage(userId: string, tier: string, limitMb: number): Promise<void> {
+    if (limitMb === UNLIMITED) return;
+    const { storage_used_mb } = await this.d.view.usage({ user_id: userId });
+    if (storage_used_mb >= limitMb) {
+      throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${tier} tier allows ${limitMb} MB of storage and your instances use ${storage_used_mb} MB`);
+    }
+  }
+}

@@ -1,0 +1,200 @@
+import { AppError, type contracts, type Logger, type TierTable } from '@agenthost/shared';
+import type { InstanceRow } from '../db/schema.ts';
+import { describe, type DockerEngine } from '../docker/engine.ts';
+import { hashToken, newToken } from './access-token.ts';
+import type { LocalImages } from './images.ts';
+import type { InstanceRepo } from './instance-repo.ts';
+import type { OpLocks } from './locks.ts';
+import type { Readiness } from './readiness.ts';
+import type { Credentials, InstanceRuntime } from './runtime.ts';
+import type { StatsSampler } from './stats.ts';
+
+type TierName = contracts.TierName;
+
+export interface InstanceEvents {
+  created(p: { instance_id: string; user_id: string; created_at: string }): Promise<void>;
+  deleted(p: { instance_id: string; user_id: string; deleted_at: string }): Promise<void>;
+}
+
+export interface LifecycleDeps {
+  repo: InstanceRepo;
+  engine: DockerEngine;
+  images: LocalImages;
+  locks: OpLocks;
+  tiers: TierTable;
+  log: Logger;
+  /** keyvault: fresh instance secret + derived key, for each container that is created. */
+  issueCredentials(userId: string, instanceId: string): Promise<Credentials>;
+  /** keyvault: drop an instance's keys and credentials now (a delete answers only after this). */
+  purgeKeys(userId: string, instanceId: string): Promise<void>;
+  events: InstanceEvents;
+  readiness: Readiness;
+  stats: StatsSampler;
+  /** Where instances run (containers on one engine, or swarm services). */
+  runtime: InstanceRuntime;
+  pause(point: string): Promise<void>;
+}
+
+type Owned = { user_id: string; instance_id: string };
+
+/**
+ * Restart, start, stop and delete of existing instances. Docker and the database are kept in step by two rules:
+ *  - every operation on an instance holds its operation lock (see locks.ts) and writes how far it got
+ *    (`step`) before each Docker change, so the reconciler can finish or undo it after a crash;
+ *  - a row exists before any Docker object of its instance and is deleted after the last one, so a
+ *    labelled container or volume without a row is always an orphan.
+ * The `…Locked` functions expect the caller to hold the lock: the reconciler, the quota guard, backups and the
+ * swarm drainer use them too.
+ */
+export class InstanceLifecycle {
+  private readonly d: LifecycleDeps;
+
+  constructor(deps: LifecycleDeps) {
+    this.d = deps;
+  }
+
+  /** Recreate the container (fresh credentials, same volume and port) so the agent reloads its keys. */
+  restart(input: Owned & { tier?: TierName | undefined }) {
+    return this.recreateOwned(input, ['running', 'provisioning', 'failed'], 'restart');
+  }
+
+  start(input: Owned & { tier?: TierName | undefined }) {
+    return this.recreateOwned(input, ['stopped', 'failed'], 'start');
+  }
+
+  async stop(input: Owned) {
+    await this.owned(input);
+    this.d.engine.assertUp();
+    return this.d.locks.with(input.instance_id, async () => {
+      const row = await this.owned(input);
+      if (row.status === 'stopped') throw conflict('stop', row.status);
+      await this.stopLocked(row);
+      return { success: true, instance_id: row.id, status: 'stopped' as const };
+    });
+  }
+
+  /**
+   * The subscription of a wallet ended (inactive, or past expires_at in chain time): its running instances
+   * stop, keeping their data, as spec §3.2 says instances run only until expiration. They can be started
+   * again once the subscription is active (start, like every instance verb, needs one). Returns how many stopped.
+   */
+  async suspendWallet(wallet: string): Promise<number> {
+    let stopped = 0;
+    for (const id of await this.d.repo.liveOfWallet(wallet)) {
+      this.d.engine.assertUp();
+      await this.d.locks.with(id, async () => {
+        const row = await this.d.repo.byId(id);
+        if (!row || row.deleting_at || !(row.status === 'running' || row.status === 'provisioning')) return;
+        await this.stopLocked(row);
+        stopped++;
+      });
+    }
+    return stopped;
+  }
+
+  /** Under the lock: step stopping → docker stop → stopped (or failed with a reason: the quota guard). */
+  async stopLocked(row: InstanceRow, failureReason?: string): Promise<void> {
+    await this.d.repo.markStopping(row.id);
+    await this.d.pause('stopping');
+    await this.d.runtime.stop(row.id);
+    await this.d.repo.markStopped(row.id, failureReason);
+    this.d.stats.forget(row.id);
+  }
+
+  /** Stop an instance's container without changing its row (the readiness watcher, for an agent that never became ready). */
+  stopContainer(id: string): Promise<void> {
+    return this.d.runtime.stop(id);
+  }
+
+  async remove(input: Owned): Promise<{ success: boolean; instance_id: string; deleted_at: string }> {
+    // A delete that was interrupted (Docker down mid-way) can be retried: deleting rows are found here.
+    await this.owned(input, true);
+    this.d.engine.assertUp();
+    return this.d.locks.with(input.instance_id, async () => {
+      const row = await this.owned(input, true);
+      // The keys go first, so none of a deleted instance can be listed or fetched once the delete has
+      // answered. If keyvault cannot be reached, the delete fails (503) and nothing else has changed.
+      await this.d.purgeKeys(row.user_id, row.id);
+      const deletedAt = await this.finishDelete(row);
+      return { success: true, instance_id: row.id, deleted_at: deletedAt.toISOString() };
+    });
+  }
+
+  private async recreateOwned(input: Owned & { tier?: TierName | undefined }, from: string[], verb: string) {
+    await this.owned(input);
+    this.d.engine.assertUp();
+    return this.d.locks.with(input.instance_id, async () => {
+      const row = await this.owned(input);
+      if (!from.includes(row.status)) throw conflict(verb, row.status);
+      await this.d.images.assertPresent(row.image);
+      const minted = await this.recreateLocked(row, input.tier);
+      return { success: true, instance_id: row.id, status: 'provisioning' as const, ...(minted ? { access_token: minted } : {}) };
+    });
+  }
+
+  /**
+   * Under the lock: fresh credentials first (if keyvault is down nothing changes), then step
+   * recreating → remove the old container → create and start a new one on the same volume and port.
+   * The gateway token is carried over from the old container; when there is none left (a crash removed
+   * it), a new one is minted and returned.
+   */
+  async recreateLocked(row: InstanceRow, tier?: TierName): Promise<string | undefined> {
+    const { repo, runtime, log } = this.d;
+    const creds = await this.d.issueCredentials(row.user_id, row.id);
+    let token = await runtime.token(row.id);
+    const minted = token ? undefined : newToken();
+    token ??= minted!;
+    const limits = tier ? this.d.tiers[tier] : undefined;
+    const updated = await repo.markRecreating(row.id, {
+      ...(minted ? { tokenHash: hashToken(minted) } : {}),
+      ...(limits && tier ? { tier: { tier, memory_mb: limits.memory_mb, cpus: limits.cpus, pids: limits.pids } } : {}),
+    });
+    this.d.stats.forget(row.id);
+    try {
+      await this.d.pause('recreating');
+      await runtime.remove(row.id);
+      const created = await runtime.create(updated, token);
+      await repo.setStep(row.id, 'recreating', { container_id: created.runtimeId, node_host: created.host ?? updated.node_host });
+      await runtime.start(row.id, creds);
+      const started = await repo.markStarted(row.id, updated.generation);
+      this.d.readiness.watch({ id: row.id, generation: started.generation, port: row.port, host: runtime.probeHost(started), deadline: started.ready_deadline!, startedAt: started.started_at! });
+      return minted;
+    } catch (err) {
+      log.warn({ instance_id: row.id, err: describe(err) }, 'recreating the container failed');
+      await repo.markFailed(row.id, updated.generation, 'The container could not be recreated; restart the instance to retry').catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Undo a create that failed after the lease: everything goes, as for a delete. */
+  async undo(row: InstanceRow): Promise<void> {
+    await this.finishDelete(row);
+  }
+
+  /**
+   * Mark the row deleting (it no longer counts and is hidden), then remove container → volume →
+   * publish events.instance.deleted (keyvault drops what keys are left; de-duplicated by id) → delete
+   * the row, which releases the port last. Idempotent at every step: the reconciler calls it again after a crash.
+   */
+  async finishDelete(row: InstanceRow): Promise<Date> {
+    const deletedAt = await this.d.repo.markDeleting(row.id);
+    this.d.stats.forget(row.id);
+    await this.d.pause('deleting');
+    await this.d.runtime.remove(row.id);
+    await this.d.pause('container_removed');
+    await this.d.runtime.removeVolume(row.id, row.node_host);
+    await this.d.pause('volume_removed');
+    await this.d.events.deleted({ instance_id: row.id, user_id: row.user_id, deleted_at: deletedAt.toISOString() });
+    await this.d.repo.remove(row.id);
+    this.d.log.info({ instance_id: row.id, port: row.port }, 'instance deleted');
+    return deletedAt;
+  }
+
+  private async owned(input: Owned, includeDeleting = false): Promise<InstanceRow> {
+    const row = await this.d.repo.owned(input.user_id, input.instance_id, includeDeleting);
+    if (!row) throw new AppError('INSTANCE_NOT_FOUND');
+    return row;
+  }
+}
+
+const conflict = (verb: string, status: string) => new AppError('INSTANCE_STATE_CONFLICT', `Cannot ${verb} an instance that is ${status}`);
