@@ -80,8 +80,8 @@ export async function cases(a: Actors): Promise<Case[]> {
     { operationId: 'deleteKeys', why: 'not my instance', as: 'subscriber', path: '/keys/delete', body: { instance_id: INSTANCE, key_names: ['OPENAI_API_KEY'] }, status: 404, documented: true },
     { operationId: 'listKeys', why: 'not my instance', as: 'subscriber', path: `/keys/list?instance_id=${INSTANCE}`, status: 404, documented: true },
     { operationId: 'listKeyAudit', why: 'not my instance', as: 'subscriber', path: `/keys/audit?instance_id=${INSTANCE}&limit=10`, status: 404, documented: true },
-    { operationId: 'retrieveKeys', why: 'unknown instance', as: 'anyone', path: '/keys/retrieve', headers: { 'X-Instance-ID': INSTANCE, 'X-Instance-Secret': 'nope', documented: true }, status: 401, documented: true },
-    { operationId: 'watchKeys', why: 'unknown instance', as: 'anyone', path: '/keys/watch', headers: { 'X-Instance-ID': INSTANCE, 'X-Instance-Secret': 'nope', documented: true }, status: 401, documented: true },
+    { operationId: 'retrieveKeys', why: 'unknown instance', as: 'anyone', path: '/keys/retrieve', headers: { 'X-Instance-ID': INSTANCE, 'X-Instance-Secret': 'nope' }, status: 401, documented: true },
+    { operationId: 'watchKeys', why: 'unknown instance', as: 'anyone', path: '/keys/watch', headers: { 'X-Instance-ID': INSTANCE, 'X-Instance-Secret': 'nope' }, status: 401, documented: true },
     {
       operationId: 'reportKeysApplied',
       why: 'a report',
