@@ -68,6 +68,12 @@ describe('OpenAPI document', () => {
     expect(body.properties.tx_signature.pattern).toBe('^[1-9A-HJ-NP-Za-km-z]{64,88}$');
   });
 
+  it("says which fields login needs: our message's three, or the wallet-built message, its signer and signature", () => {
+    const body = resolve(doc.paths['/auth/login'].post.requestBody.content['application/json'].schema);
+    expect(body.anyOf[0]).toEqual({ required: ['wallet_address', 'signature_base58', 'nonce'] });
+    expect(body.anyOf[1].allOf).toHaveLength(3);
+  });
+
   it('names every operation once, in camelCase, so generated clients get stable method names', () => {
     const ids = operations().map((o) => o.op.operationId as string);
     expect(ids.every((id) => /^[a-z][A-Za-z0-9]*$/.test(id)), ids.join()).toBe(true);
