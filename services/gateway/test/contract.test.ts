@@ -52,6 +52,7 @@ describe('the OpenAPI document against the live gateway', () => {
         continue;
       }
       const name = `${c.operationId} (${c.why})`;
+      if (c.documented) problems.push(...v.query(o, c.path).map((p) => `${name}: ${p}`));
       if (c.documented && c.body !== undefined) problems.push(...v.body(o, c.body).map((p) => `${name}: the request body is not documented: ${p}`));
       const client: ApiClient = c.as === 'anyone' ? actors.anyone : actors[c.as].api;
       const body = c.body === undefined ? undefined : JSON.stringify(c.body);

@@ -30,6 +30,9 @@ export function documentValidator(doc: any) {
   const operations: Operation[] = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, op]) => ({ method, path, operationId: op.operationId as string, op })),
   );
+  // Query values arrive as strings: this instance coerces them to the documented types, as a server would.
+  const queryAjv = new Ajv2020({ strict: false, allErrors: true, coerceTypes: true });
+  addFormats.default(queryAjv);
   const base = (o: Operation) => `/paths/${token(o.path)}/${o.method}`;
   return {
     operations,
@@ -44,6 +47,22 @@ export function documentValidator(doc: any) {
       const known = Object.keys((named as { properties?: object } | undefined)?.properties ?? {});
       const unknown = Object.keys(value && typeof value === 'object' ? value : {}).filter((k) => !known.includes(k));
       return [...check(pointer, value), ...unknown.map((k) => `field ${k} is not in the document`)];
+    },
+    /** Problems of a request's query string: each parameter documented and valid, every required one present. */
+    query(o: Operation, path: string): string[] {
+      const given = new URLSearchParams(path.split('?')[1] ?? '');
+      const params = ((o.op.parameters ?? []) as Array<{ name: string; in: string; required: boolean; schema: object }>).filter((p) => p.in === 'query');
+      const problems = [...given.keys()].filter((k) => !params.some((p) => p.name === k)).map((k) => `query ${k} is not in the document`);
+      for (const p of params) {
+        const value = given.get(p.name);
+        if (value === null) {
+          if (p.required) problems.push(`query ${p.name} is required by the document`);
+          continue;
+        }
+        const data = { value };
+        if (!queryAjv.validate({ type: 'object', properties: { value: p.schema } }, data)) problems.push(`query ${p.name}: ${queryAjv.errorsText()}`);
+      }
+      return problems;
     },
     /** Problems of an answer: its status must be documented for the operation, and its body valid for that status. */
     answer(o: Operation, res: ApiResponse): string[] {
