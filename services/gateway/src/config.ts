@@ -59,6 +59,16 @@ export const gatewayConfig = baseConfig.extend({
     .default('')
     .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
     .refine((l) => l.every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e) && isIP(e.split('/')[0]!) !== 0), 'must be comma-separated IP addresses or CIDR ranges'),
+  /**
+   * Browser origins (scheme://host[:port], comma-separated) allowed to call the API from their pages (CORS); none by
+   * default, so a browser app on another origin gets no CORS headers. The dashboard, served by the gateway itself,
+   * needs none.
+   */
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .refine((l) => l.every(isOrigin), 'must be comma-separated origins such as https://app.example.com (no path, no trailing slash)'),
   /** A leased block unused this long goes back to the shared counter. */
   USAGE_IDLE_RETURN_MS: configInt(5000),
   /**
@@ -105,3 +115,12 @@ export const gatewayConfig = baseConfig.extend({
 });
 
 export type GatewayConfig = z.output<typeof gatewayConfig>;
+
+/** An origin as a browser sends it in the Origin header: scheme, host and port only. */
+function isOrigin(v: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(v).protocol) && new URL(v).origin === v;
+  } catch {
+    return false;
+  }
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isoTime, tierName, walletAddress } from './common.ts';
+import { isoTime, tierName, uuid, walletAddress } from './common.ts';
 
 // Views the gateway composes itself (from several services); the OpenAPI document describes them.
 
@@ -30,4 +30,4 @@ export const usageMetrics = z.object({
 /** Every error response. */
 export const errorBody = z.object({ error: z.string(), code: z.string(), status: z.number().int() });
 
-export const whoAmI = z.object({ user_id: z.string(), wallet_address: walletAddress });
+export const whoAmI = z.object({ user_id: uuid, wallet_address: walletAddress });

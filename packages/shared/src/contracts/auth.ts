@@ -48,6 +48,19 @@ export const login = contract(
         ? [...(b.account || b.wallet_address ? [] : ['account']), ...(b.signature || b.signature_base58 ? [] : ['signature'])]
         : (['wallet_address', 'signature_base58', 'nonce'] as const).filter((k) => !b[k]);
       for (const k of missing) ctx.addIssue({ code: 'custom', path: [k], message: 'is required' });
+    })
+    // The same rule for the OpenAPI document (JSON Schema cannot read the refinement above): one of the two shapes.
+    .meta({
+      anyOf: [
+        { required: ['wallet_address', 'signature_base58', 'nonce'] },
+        {
+          allOf: [
+            { anyOf: [{ required: ['signedMessage'] }, { required: ['signed_message'] }] },
+            { anyOf: [{ required: ['account'] }, { required: ['wallet_address'] }] },
+            { anyOf: [{ required: ['signature'] }, { required: ['signature_base58'] }] },
+          ],
+        },
+      ],
     }),
   z.object({ token: z.string(), wallet_address: walletAddress, user_id: uuid, expires_at: isoTime }),
 );

@@ -34,6 +34,16 @@ export const register = userContract(
 );
 
 /**
+ * POST /subscription/register as a client sends it (the gateway adds who from the token). What the document promises:
+ * a base58 64-byte signature (64-88 characters) and a tier id. The gateway and billing-chain check these themselves
+ * and refuse with their own codes (TX_SIGNATURE_MALFORMED, INVALID_TIER), so this schema only documents them.
+ */
+export const registerBody = z.object({
+  tx_signature: z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/).describe('the confirmed subscribe transaction, base58'),
+  tier: z.union([z.literal(0), z.literal(1), z.literal(2)]).describe('0 free, 1 pro, 2 enterprise: the tier the transaction subscribed to'),
+});
+
+/**
  * The cached subscription (refreshed from the chain when older than the TTL). 404 SUBSCRIPTION_NOT_FOUND when none.
  * A wallet's subscription is public on the chain, so the provisioner may read it without an assertion; only an
  * asserted user_id is recorded as the wallet's user.

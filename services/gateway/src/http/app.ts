@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError, context, toAppError, type Logger } from '@agenthost/shared';
 import type { GatewayContext } from '../context.ts';
+import { corsFor } from './cors.ts';
 import { setSubscriptionHeaders } from './headers.ts';
 import { mountRoutes } from './mount.ts';
 import { observeRequest, startHttpSpan } from './observe.ts';
@@ -12,7 +13,8 @@ import { staticFiles } from './static-files.ts';
 const SAFE_ID = /^[A-Za-z0-9._-]{8,100}$/;
 
 /**
- * The gateway's Express app: request id and default subscription headers → the API's routes under /api (mount.ts) →
+ * The gateway's Express app: request id and default subscription headers → CORS for the configured origins (cors.ts)
+ * → the API's routes under /api (mount.ts) →
  * the dashboard's built files (static-files.ts) →
  * 404 → the error body of spec §7. One access-log line per request through the service's pino logger (never
  * headers, bodies or the query string).
@@ -25,6 +27,8 @@ export function buildApp(ctx: GatewayContext, routes: Route[] = apiRoutes(ctx)):
   // X-Forwarded-For is believed only from a configured proxy (TRUSTED_PROXIES): anyone can send it.
   app.set('trust proxy', ctx.config.TRUSTED_PROXIES.length ? ctx.config.TRUSTED_PROXIES : false);
   app.use(requestContext(ctx.log));
+  const crossOrigin = corsFor(ctx.config.CORS_ORIGINS);
+  if (crossOrigin) app.use('/api', crossOrigin);
   app.use('/api', mountRoutes(ctx, routes));
   // The dashboard's built files at / (static-files.ts): a path that is not one of them goes on to the 404.
   const dashboard = staticFiles(ctx.config, ctx.log);

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
+import type { ErrorCode } from '@agenthost/shared';
 import type { Subscription } from '../domain/entitlement.ts';
 
 type Method = 'get' | 'post' | 'put' | 'delete';
@@ -37,7 +38,14 @@ export interface Route {
   /** Below /api, with ":name" parameters. */
   path: string;
   access: Access;
+  /** The OpenAPI operationId (camelCase, stable: generated clients name their methods after it). Required unless internal. */
+  operationId?: string;
   summary: string;
+  /**
+   * The error codes the handler and its backend refuse with, besides those that follow from access, inputs and path
+   * (openapi-errors.ts). The document lists them; the contract test fails on an answer with a code not listed.
+   */
+  errors?: ErrorCode[];
   /** JSON body (POST/PUT/DELETE). */
   body?: z.ZodType;
   /** Query parameters, as an object schema. */

@@ -32,6 +32,7 @@ export const keyWatchRoutes = (ctx: GatewayContext): Route[] => [
     method: 'get',
     path: '/keys/watch',
     access: 'instance',
+    operationId: 'watchKeys',
     summary: "Server-sent events: the instance's sealed keys now and at every change (instance credentials)",
     response: watchEvent,
     responseType: 'text/event-stream',
@@ -65,6 +66,7 @@ export const keyWatchRoutes = (ctx: GatewayContext): Route[] => [
     path: '/keys/applied',
     // No credentials: the change_id is the proof (see above), and a wrong one only reaches a waiter that ignores it.
     access: 'public',
+    operationId: 'reportKeysApplied',
     summary: 'The bootstrap reports whether it reloaded a key change (quoting the change_id its watch received)',
     body: K.appliedReport,
     response: z.object({ received: z.boolean() }),

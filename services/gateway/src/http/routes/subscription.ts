@@ -3,7 +3,6 @@ import type { GatewayContext } from '../../context.ts';
 import { coalesce } from '../../domain/call.ts';
 import type { Subscription } from '../../domain/entitlement.ts';
 import { headersFor } from '../headers.ts';
-import { clientShape } from '../openapi.ts';
 import { jsonBody, type Caller, type Route } from '../route.ts';
 
 /** GET /subscription/status, POST /subscription/register, POST /subscription/refresh (spec §4.3–4.5). */
@@ -13,6 +12,8 @@ export function subscriptionRoutes(ctx: GatewayContext): Route[] {
     method: 'get',
     path: '/subscription/status',
     access: 'user',
+    operationId: 'getSubscription',
+    errors: ['SUBSCRIPTION_NOT_FOUND'],
     summary: 'The subscription with instance, request and storage usage (404 when none)',
     response: contracts.api.statusView,
     handler: async ({ res, caller, requestId }) => {
@@ -29,8 +30,10 @@ export function subscriptionRoutes(ctx: GatewayContext): Route[] {
     method: 'post',
     path: '/subscription/register',
     access: 'user',
+    operationId: 'registerSubscription',
+    errors: ['TX_SIGNATURE_MALFORMED', 'INVALID_TIER', 'TRANSACTION_NOT_FOUND', 'TX_FAILED', 'TX_WRONG_PROGRAM', 'TX_NOT_SUBSCRIBE', 'TX_WRONG_SIGNER', 'TX_TIER_MISMATCH', 'TX_ALREADY_USED', 'SUBSCRIPTION_ACCOUNT_INVALID'],
     summary: 'Register a confirmed subscribe transaction',
-    body: clientShape(contracts.billing.register.input),
+    body: contracts.billing.registerBody,
     response: contracts.billing.register.output,
     count: false,
     handler: async ({ req, res, caller, requestId }) => {
@@ -51,6 +54,8 @@ export function subscriptionRoutes(ctx: GatewayContext): Route[] {
     method: 'post',
     path: '/subscription/refresh',
     access: 'user',
+    operationId: 'refreshSubscription',
+    errors: ['SUBSCRIPTION_NOT_FOUND'],
     summary: 'Re-read the subscription from the chain now',
     response: contracts.api.statusView,
     handler: async ({ res, caller, requestId }) => {

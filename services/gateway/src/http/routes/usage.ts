@@ -8,6 +8,7 @@ export const usageRoutes = (ctx: GatewayContext): Route[] => [
     method: 'get',
     path: '/usage/metrics',
     access: 'subscriber',
+    operationId: 'getUsage',
     summary: "Today's requests, instances and storage against the tier's limits",
     response: contracts.api.usageMetrics,
     handler: async ({ caller, requestId }) => {
