@@ -21,7 +21,17 @@ const OWN_START_MS = 30_000;
  * on the engine's event stream and gets fresh credentials from keyvault.
  */
 export class CredentialHandoff {
-  private readonly d: { engine: DockerEngine; log: Logger; issue(userId: string, instanceId: string): Promise<HandoffCredentials> };
+  private readonly d: {
+    engine: DockerEngine;
+    log: Logger;
+    issue(userId: string, instanceId: string): Promise<HandoffCredentials>;
+    /**
+     * Whether some provisioner replica made this start (it holds the instance's lock while it starts, and the row
+     * records when). Every replica sees every start on the event stream: without this, one replica's start looked
+     * foreign to the others, which issued fresh credentials and so revoked the ones the agent had just been given.
+     */
+    startedByAReplica(instanceId: string): Promise<boolean>;
+  };
   private readonly ownStarts = new Map<string, number>();
 
   constructor(deps: CredentialHandoff['d']) {
@@ -66,6 +76,7 @@ export class CredentialHandoff {
       return;
     }
     try {
+      if (await this.d.startedByAReplica(instanceId)) return;
       await this.give(instanceId, await this.d.issue(userId, instanceId));
       this.d.log.info({ instance_id: instanceId }, 'restarted by the engine: fresh credentials handed over');
     } catch (err) {
