@@ -79,8 +79,10 @@ describe('backups through the HTTP API', () => {
     expect((await alice.api.post(`/instance/restore/${id}`, { backup_id: b.body.backup_id })).status).toBe(404);
 
     const doc = (await stack.api.get('/openapi.json')).body;
-    expect(doc.paths['/instance/restore/{instanceId}'].post.requestBody.content['application/json'].schema.required).toEqual(['backup_id']);
-    expect(Object.keys(doc.paths['/instance/clone/{instanceId}'].post.requestBody.content['application/json'].schema.properties).sort()).toEqual(['backup_id', 'name']);
+    // Bodies are named component schemas in the document.
+    const schemaOf = (s: { $ref?: string }): { required?: string[]; properties: Record<string, unknown> } => (s.$ref ? doc.components.schemas[s.$ref.split('/').pop()!] : (s as never));
+    expect(schemaOf(doc.paths['/instance/restore/{instanceId}'].post.requestBody.content['application/json'].schema).required).toEqual(['backup_id']);
+    expect(Object.keys(schemaOf(doc.paths['/instance/clone/{instanceId}'].post.requestBody.content['application/json'].schema).properties).sort()).toEqual(['backup_id', 'name']);
     for (const p of ['/instance/backup/{instanceId}', '/instance/backups/{instanceId}', '/instance/backup/{instanceId}/{backupId}']) expect(doc.paths, p).toHaveProperty(p);
   }, 240_000);
 });

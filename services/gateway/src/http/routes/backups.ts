@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { GatewayContext } from '../../context.ts';
 import { clientShape } from '../openapi.ts';
 import { jsonBody, type Route } from '../route.ts';
-import { instanceId as id, slowCall, tierOf } from './instances.ts';
+import { instanceId as id, newInstanceOwner, slowCall, tierOf } from './instances.ts';
 
 const P = contracts.provisioner;
 
@@ -55,19 +55,8 @@ export function backupRoutes(ctx: GatewayContext): Route[] {
       handler: ({ req, caller, requestId }) => {
         // Only the fields a client may set; the owner, tier and cancellation come from the token and the subscription.
         const b = jsonBody(req);
-        return slow(
-          P.clone,
-          {
-            user_id: caller.user_id,
-            wallet_address: caller.wallet_address,
-            tier: tierOf(caller),
-            subscription_cancelled: caller.subscription!.cancelled,
-            instance_id: id(req.params),
-            backup_id: b.backup_id as string,
-            name: b.name as string | undefined,
-          },
-          requestId,
-        );
+        const fields = { instance_id: id(req.params), backup_id: b.backup_id as string, name: b.name as string | undefined };
+        return slow(P.clone, { ...newInstanceOwner(caller), ...fields }, requestId);
       },
     },
     {

@@ -9,6 +9,9 @@ const P = contracts.provisioner;
 // `subscriber` access guarantees an entitled subscription.
 export const tierOf = (c: Caller) => c.subscription!.tier;
 
+/** Who a new instance (a create or a clone) is for: from the token and the subscription, never from the body. */
+export const newInstanceOwner = (c: Caller) => ({ user_id: c.user_id, wallet_address: c.wallet_address, tier: tierOf(c), subscription_cancelled: c.subscription!.cancelled });
+
 /**
  * Calls that change containers wait longer than the gateway's default backend timeout: under a burst a
  * loaded Docker engine takes seconds to create and start containers, and a create that outlived the
@@ -46,19 +49,8 @@ export function instanceRoutes(ctx: GatewayContext): Route[] {
       handler: ({ req, caller, requestId }) => {
         // Only the fields a client may set; the owner, tier and cancellation come from the token and the subscription.
         const b = jsonBody(req);
-        return slow(
-          P.create,
-          {
-            user_id: caller.user_id,
-            wallet_address: caller.wallet_address,
-            tier: tierOf(caller),
-            subscription_cancelled: caller.subscription!.cancelled,
-            name: b.name as string | undefined,
-            framework: b.framework as string,
-            version: b.version as string | undefined,
-          },
-          requestId,
-        );
+        const fields = { name: b.name as string | undefined, framework: b.framework as string, version: b.version as string | undefined };
+        return slow(P.create, { ...newInstanceOwner(caller), ...fields }, requestId);
       },
     },
     {
