@@ -78,6 +78,8 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       billing.subscriptionChanged.subject,
       p.instanceCreated.subject,
       p.instanceDeleted.subject,
+      // Wakes GET /instance/wait and the event streams (one subscription per replica).
+      p.instanceStatusChanged.subject,
     ],
   },
   auth: {

@@ -9,6 +9,7 @@ import { keyWatchRoutes } from './key-watch.ts';
 import { keysRoutes } from './keys.ts';
 import { subscriptionRoutes } from './subscription.ts';
 import { usageRoutes } from './usage.ts';
+import { waitRoutes } from './wait.ts';
 
 /** Every route of the API (paths below /api), in the order of the OpenAPI document. */
 export function apiRoutes(ctx: GatewayContext): Route[] {
@@ -16,6 +17,7 @@ export function apiRoutes(ctx: GatewayContext): Route[] {
     ...healthRoutes(ctx),
     ...authRoutes(ctx),
     ...instanceRoutes(ctx),
+    ...waitRoutes(ctx),
     ...backupRoutes(ctx),
     ...keysRoutes(ctx),
     ...keyWatchRoutes(ctx),

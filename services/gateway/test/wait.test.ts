@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, gatewayEnv, provisionerEnv, standinVariant, testNetwork } from '../../provisioner/test/helpers.ts';
+
+// GET /instance/wait against the real provisioner and Docker (stand-in agent image).
+
+const network = testNetwork('wait');
+let stack: Stack;
+let alice: Session;
+let bob: Session;
+
+beforeAll(async () => {
+  await cleanupDocker(network);
+  await standinVariant('t-wait-crash', { STANDIN_EXIT_AFTER_MS: '0', STANDIN_EXIT_CODE: '3' });
+  stack = await startStack({
+    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
+    devchain: true,
+    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18950, 18959] }), gateway: gatewayEnv },
+  });
+  alice = await signIn(stack.api);
+  await subscribe(stack, alice, { tier: 'pro' });
+  bob = await signIn(stack.api);
+  await subscribe(stack, bob, { tier: 'pro' });
+}, 240_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await cleanupDocker(network);
+});
+
+/** Milliseconds from the state change (the event's `at`, as the answer carries it) to the answer's arrival. */
+const delayOf = (at: string, arrived: number) => arrived - Date.parse(at);
+
+describe('GET /instance/wait', () => {
+  it('answers as soon as the instance is running, and again when it is stopped', async () => {
+    const c = await alice.api.post('/instance/create', { framework: 'openclaw' });
+    expect(c.status).toBe(200);
+    const id = c.body.instance_id as string;
+
+    const running = await alice.api.get(`/instance/wait/${id}?state=running&timeout=60`);
+    const runningArrived = Date.now();
+    expect(running.status).toBe(200);
+    expect(running.body).toMatchObject({ instance_id: id, status: 'running' });
+    // Already running: answers at once, with the time it was read.
+    expect((await alice.api.get(`/instance/wait/${id}?state=running&timeout=5`)).body).toMatchObject({ status: 'running' });
+
+    const waiting = alice.api.get(`/instance/wait/${id}?state=stopped&timeout=60`).then((r) => ({ r, arrived: Date.now() }));
+    await new Promise((r) => setTimeout(r, 300)); // the wait is registered before the stop is sent
+    expect((await alice.api.post(`/instance/stop/${id}`)).status).toBe(200);
+    const stopped = await waiting;
+    expect(stopped.r.status).toBe(200);
+    expect(stopped.r.body).toMatchObject({ instance_id: id, status: 'stopped' });
+
+    const waitingRun = alice.api.get(`/instance/wait/${id}?state=running&timeout=60`).then((r) => ({ r, arrived: Date.now() }));
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await alice.api.post(`/instance/start/${id}`)).status).toBe(200);
+    const started = await waitingRun;
+    expect(started.r.body).toMatchObject({ status: 'running' });
+
+    const delays = { running: delayOf(running.body.at, runningArrived), stopped: delayOf(stopped.r.body.at, stopped.arrived), restarted: delayOf(started.r.body.at, started.arrived) };
+    console.log(`[wait] delay from the status change (event at) to the answer, ms: ${JSON.stringify(delays)}`);
+    // Reported above; the bound here is only a generous sanity check (the issue's target is 200 ms).
+    for (const d of Object.values(delays)) expect(d).toBeLessThan(5000);
+
+    const waitingDelete = alice.api.get(`/instance/wait/${id}?state=deleted&timeout=60`);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await alice.api.del(`/instance/delete/${id}`)).status).toBe(200);
+    expect((await waitingDelete).body).toMatchObject({ instance_id: id, status: 'deleted' });
+  });
+
+  it('gives 408 WAIT_TIMEOUT when the state is not reached in time', async () => {
+    const c = await bob.api.post('/instance/create', { framework: 'openclaw' });
+    const id = c.body.instance_id as string;
+    const t0 = Date.now();
+    const r = await bob.api.get(`/instance/wait/${id}?state=stopped&timeout=1`);
+    expect(r.status).toBe(408);
+    expect(r.body).toEqual({ error: expect.stringContaining('stopped'), code: 'WAIT_TIMEOUT', status: 408 });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1000);
+    await bob.api.del(`/instance/delete/${id}`);
+  });
+
+  it('answers early with 409 INSTANCE_FAILED and the reason when the instance fails', async () => {
+    const c = await alice.api.post('/instance/create', { framework: 'openclaw', version: 't-wait-crash' });
+    expect(c.status).toBe(200);
+    const id = c.body.instance_id as string;
+    const r = await alice.api.get(`/instance/wait/${id}?state=running&timeout=60`);
+    expect(r.status).toBe(409);
+    expect(r.body).toEqual({ error: expect.stringMatching(/exited with code 3/), code: 'INSTANCE_FAILED', status: 409 });
+    await alice.api.del(`/instance/delete/${id}`);
+  });
+
+  it("is 404 for another user's instance and 400 for a bad state or timeout", async () => {
+    const c = await alice.api.post('/instance/create', { framework: 'openclaw' });
+    const id = c.body.instance_id as string;
+    expect((await bob.api.get(`/instance/wait/${id}?state=running&timeout=1`)).body).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
+    expect((await alice.api.get(`/instance/wait/${id}?state=paused`)).body).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
+    expect((await alice.api.get(`/instance/wait/${id}?state=running&timeout=61`)).body).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
+    expect((await alice.api.get(`/instance/wait/${id}?state=running&timeout=0`)).body).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
+    await alice.api.del(`/instance/delete/${id}`);
+  });
+});
