@@ -70,6 +70,8 @@ export const gatewayConfig = baseConfig.extend({
   KEYS_APPLY_WAIT_MS: configInt(5000),
   /** A key watch (GET /keys/watch) is ended after this long; the bootstrap reconnects and authenticates again. */
   KEYS_WATCH_MAX_SECONDS: configInt(600),
+  /** Seconds between the comment lines that keep an idle event stream (GET /instance/events) open through proxies. */
+  SSE_HEARTBEAT_SECONDS: configInt(15),
   /** The dashboard's built files, served at / (none when the directory holds no index.html). */
   DASHBOARD_DIR: z.string().default(fileURLToPath(new URL('../../../packages/dashboard/dist', import.meta.url))),
   /** The Solana JSON-RPC URL as the user's browser reaches it (the page reads blockhashes and confirmations there). */

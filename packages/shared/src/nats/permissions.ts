@@ -66,6 +66,9 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       `${keys.RELOAD_SUBJECT_PREFIX}.*`,
       `${keys.APPLIED_SUBJECT_PREFIX}.*`,
       keys.keysChanged.subject,
+      // GET /instance/events reads the stream message by message (no consumer: it cannot touch another's durable).
+      `$JS.API.STREAM.INFO.${EVENT_STREAM}`,
+      `$JS.API.STREAM.MSG.GET.${EVENT_STREAM}`,
     ],
     subscribe: [
       `${inboxPrefixFor('gateway')}.>`,

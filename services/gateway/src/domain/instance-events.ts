@@ -19,6 +19,7 @@ type Listener = (ev: InstanceEvent) => void;
 export class InstanceEvents {
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly subs: Subscription[] = [];
+  private readonly streams = new Set<() => void>();
 
   private readonly log: Logger;
 
@@ -53,8 +54,16 @@ export class InstanceEvents {
     );
   }
 
+  /** Ends every open client stream too (at shutdown), so their clients resume on another replica. */
   stop(): void {
     for (const s of this.subs) s.unsubscribe();
+    for (const end of this.streams) end();
+  }
+
+  /** Registers a client stream to end at stop(); returns the function that forgets it. */
+  hold(end: () => void): () => void {
+    this.streams.add(end);
+    return () => void this.streams.delete(end);
   }
 
   /** Calls `listener` for each event of the instance from now on; returns the function that stops it. */

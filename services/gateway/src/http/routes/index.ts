@@ -9,6 +9,7 @@ import { keyWatchRoutes } from './key-watch.ts';
 import { keysRoutes } from './keys.ts';
 import { subscriptionRoutes } from './subscription.ts';
 import { usageRoutes } from './usage.ts';
+import { eventRoutes } from './events.ts';
 import { waitRoutes } from './wait.ts';
 
 /** Every route of the API (paths below /api), in the order of the OpenAPI document. */
@@ -18,6 +19,7 @@ export function apiRoutes(ctx: GatewayContext): Route[] {
     ...authRoutes(ctx),
     ...instanceRoutes(ctx),
     ...waitRoutes(ctx),
+    ...eventRoutes(ctx),
     ...backupRoutes(ctx),
     ...keysRoutes(ctx),
     ...keyWatchRoutes(ctx),

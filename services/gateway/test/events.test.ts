@@ -1,0 +1,109 @@
+import type { NatsConnection } from 'nats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signIn, startStack, storedEvents, subscribe, type Session, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+import { openEvents, type SseEvent } from './sse-client.ts';
+
+// GET /instance/events/{id}: the instance's lifecycle events from JetStream as server-sent events, resumable.
+
+const network = testNetwork('events');
+let stack: Stack;
+let nc: NatsConnection;
+let alice: Session;
+let bob: Session;
+
+beforeAll(async () => {
+  await cleanupDocker(network);
+  stack = await startStack({
+    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
+    devchain: true,
+    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18960, 18969] }), gateway: { ...gatewayEnv, SSE_HEARTBEAT_SECONDS: '1' } },
+  });
+  nc = await stack.nats.connect();
+  alice = await signIn(stack.api);
+  await subscribe(stack, alice, { tier: 'pro' });
+  bob = await signIn(stack.api);
+  await subscribe(stack, bob, { tier: 'pro' });
+}, 240_000);
+
+afterAll(async () => {
+  await nc?.drain();
+  await stack?.stop();
+  await cleanupDocker(network);
+});
+
+const url = (id: string) => `${stack.baseUrl}/instance/events/${id}`;
+const waitFor = async (s: Session, id: string, state: string) => expect((await s.api.get(`/instance/wait/${id}?state=${state}&timeout=60`)).status).toBe(200);
+
+/** What JetStream holds for the instance after a sequence, as the stream should have carried it. */
+async function heldAfter(id: string, after: number) {
+  const all = await storedEvents<Record<string, unknown>>(nc, 'events.instance.>');
+  return all
+    .filter((e) => e.seq > after && e.data.instance_id === id && (e.subject === 'events.instance.status' || e.subject === 'events.instance.deleted'))
+    .map((e) => ({ id: String(e.seq), event: e.subject === 'events.instance.status' ? 'status' : 'deleted', data: e.data }));
+}
+
+describe('GET /instance/events', () => {
+  it('loses no event across a disconnect and a resume with Last-Event-ID, against what JetStream holds', async () => {
+    const c = await alice.api.post('/instance/create', { framework: 'openclaw' });
+    const id = c.body.instance_id as string;
+    const first = await openEvents(url(id), alice.token);
+    expect(first.status).toBe(200);
+    expect(first.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const current = await first.until((e) => e.event === 'current');
+    expect(current.data).toMatchObject({ instance_id: id });
+    await first.until((e) => e.event === 'status' && e.data.status === 'running');
+    await alice.api.post(`/instance/stop/${id}`);
+    await first.until((e) => e.event === 'status' && e.data.status === 'stopped');
+    await first.close();
+    const lastSeen = first.events.at(-1)!.id!;
+
+    // While nobody listens: a start (provisioning → running) and a stop.
+    await alice.api.post(`/instance/start/${id}`);
+    await waitFor(alice, id, 'running');
+    await alice.api.post(`/instance/stop/${id}`);
+    await waitFor(alice, id, 'stopped');
+
+    const resumed = await openEvents(url(id), alice.token, { lastEventId: lastSeen });
+    expect(resumed.status).toBe(200);
+    await resumed.until((e) => e.event === 'status' && e.data.status === 'stopped');
+    expect(resumed.events.some((e) => e.event === 'current')).toBe(false);
+    await alice.api.del(`/instance/delete/${id}`);
+    await resumed.until((e) => e.event === 'deleted');
+    await resumed.done; // the stream ends after the deletion
+
+    const received: SseEvent[] = [...first.events, ...resumed.events].filter((e) => e.event !== 'current');
+    const held = await heldAfter(id, Number(current.id));
+    expect(received.map((e) => ({ id: e.id, event: e.event, data: e.data }))).toEqual(held);
+    expect(new Set(received.map((e) => e.id)).size).toBe(received.length);
+    console.log(`[events] ${received.length} events over two connections, ${first.events.length - 1} before the disconnect; ids ${received.map((e) => e.id).join(',')}`);
+
+    // A resume after the deletion still reads up to it, though the instance is gone.
+    const late = await openEvents(url(id), alice.token, { lastEventId: lastSeen });
+    expect(late.status).toBe(200);
+    await late.done;
+    expect(late.events.at(-1)).toMatchObject({ event: 'deleted', data: { instance_id: id } });
+    // Another user resuming the same stream gets 404, as for a fresh one.
+    expect((await openEvents(url(id), bob.token, { lastEventId: lastSeen })).status).toBe(404);
+  });
+
+  it("sends heartbeats, answers 404 for another user's instance, and 400 for a bad Last-Event-ID", async () => {
+    const c = await bob.api.post('/instance/create', { framework: 'openclaw' });
+    const id = c.body.instance_id as string;
+    const s = await openEvents(url(id), bob.token);
+    await s.until((e) => e.event === 'status' && e.data.status === 'running');
+    const before = s.heartbeats;
+    await new Promise((r) => setTimeout(r, 2500)); // SSE_HEARTBEAT_SECONDS=1 in this suite
+    expect(s.heartbeats).toBeGreaterThan(before);
+    await s.close();
+
+    const other = await openEvents(url(id), alice.token);
+    expect(other.status).toBe(404);
+    expect(await other.res.json()).toEqual({ error: 'Instance not found', code: 'INSTANCE_NOT_FOUND', status: 404 });
+    const bad = await alice.api.get(`/instance/events/${id}`, { 'last-event-id': 'abc' });
+    expect(bad.status).toBe(400);
+    const badOwn = await bob.api.get(`/instance/events/${id}`, { 'last-event-id': '-1' });
+    expect(badOwn.body).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
+    await bob.api.del(`/instance/delete/${id}`);
+  });
+});
