@@ -23,6 +23,18 @@ const SECURITY: Record<Access, Array<Record<string, string[]>>> = {
 
 const json = (schema: z.ZodType, io: 'input' | 'output', type = 'application/json') => ({ [type]: { schema: z.toJSONSchema(schema, { io, unrepresentable: 'any' }) } });
 
+/** Every POST and DELETE acting for a user takes an Idempotency-Key (http/idempotency.ts). */
+const idempotent = (r: Route) => (r.method === 'post' || r.method === 'delete') && r.access !== 'public' && r.access !== 'instance';
+
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown)',
+  schema: { type: 'string', maxLength: 255 },
+};
+
 /** The OpenAPI 3.1 document of the routes (those not marked internal), in their order. */
 export function openApiDocument(routes: Route[]): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -42,14 +54,17 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
         required: !(s as z.ZodType).safeParse(undefined).success,
         schema: z.toJSONSchema(s as z.ZodType, { io: 'input', unrepresentable: 'any' }),
       })),
+      ...Object.entries(e.requestHeaders ?? {}).map(([name, description]) => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })),
+      ...(idempotent(e) ? [IDEMPOTENCY_KEY] : []),
     ];
+    const answerHeaders = idempotent(e) ? { ...headers, 'Idempotency-Replayed': { schema: { type: 'string', enum: ['true'] }, description: 'present on a replay of the first answer to the Idempotency-Key' } } : headers;
     (paths[path] ??= {})[e.method] = {
       summary: e.summary,
       security: SECURITY[e.access],
       ...(params.length ? { parameters: params } : {}),
       ...(e.body ? { requestBody: { required: true, content: json(e.body, 'input') } } : {}),
       responses: {
-        '200': { description: 'OK', headers, ...(e.response ? { content: json(e.response, 'output', e.responseType) } : {}) },
+        '200': { description: 'OK', headers: answerHeaders, ...(e.response ? { content: json(e.response, 'output', e.responseType) } : {}) },
         ...(e.rateLimit
           ? {
               '429': {

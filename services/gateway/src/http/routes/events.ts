@@ -33,6 +33,7 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
       summary: "Server-sent events: the instance's status changes and its deletion from JetStream (resume with Last-Event-ID)",
       response: eventData,
       responseType: 'text/event-stream',
+      requestHeaders: { 'Last-Event-ID': 'Resume after this event id (the JetStream sequence of the last event received)' },
       handler: async ({ req, res, caller, requestId }) => {
         const id = instanceId(req.params);
         const given = req.get('last-event-id');
