@@ -1,35 +1,28 @@
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, startStack, storedEvents, subscribe, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+import { storedEvents, type Session, type Stack } from '@agenthost/testkit';
+import { instanceStack } from './instance-stack.ts';
 import { openEvents, type SseEvent } from './sse-client.ts';
 
 // GET /instance/events/{id}: the instance's lifecycle events from JetStream as server-sent events, resumable.
 
-const network = testNetwork('events');
+let sys: Awaited<ReturnType<typeof instanceStack>>;
 let stack: Stack;
 let nc: NatsConnection;
 let alice: Session;
 let bob: Session;
 
 beforeAll(async () => {
-  await cleanupDocker(network);
-  stack = await startStack({
-    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
-    devchain: true,
-    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18960, 18969] }), gateway: { ...gatewayEnv, SSE_HEARTBEAT_SECONDS: '1' } },
-  });
+  sys = await instanceStack('events', [18960, 18969], { SSE_HEARTBEAT_SECONDS: '1' });
+  stack = sys.stack;
   nc = await stack.nats.connect();
-  alice = await signIn(stack.api);
-  await subscribe(stack, alice, { tier: 'pro' });
-  bob = await signIn(stack.api);
-  await subscribe(stack, bob, { tier: 'pro' });
+  alice = await sys.subscriber();
+  bob = await sys.subscriber();
 }, 240_000);
 
 afterAll(async () => {
   await nc?.drain();
-  await stack?.stop();
-  await cleanupDocker(network);
+  await sys?.stop();
 });
 
 const url = (id: string) => `${stack.baseUrl}/instance/events/${id}`;

@@ -1,27 +1,29 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, gatewayUrl, signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+import pg from 'pg';
+import { apiClient, gatewayUrl, type Session, type Stack } from '@agenthost/testkit';
+import { waitFor } from '../../provisioner/test/helpers.ts';
+import { instanceStack } from './instance-stack.ts';
 
-// Idempotency-Key on POST and DELETE, against the real provisioner and Docker and two gateway processes.
+// Idempotency-Key on POST and DELETE, against the real provisioner and Docker and several gateway processes.
 
-const network = testNetwork('idem');
+/** A key unanswered this long is taken for one whose gateway died (short here so the crash test is quick). */
+const IN_FLIGHT_SECONDS = 15;
+let sys: Awaited<ReturnType<typeof instanceStack>>;
 let stack: Stack;
+let admin: pg.Client;
 let alice: Session;
 
 beforeAll(async () => {
-  await cleanupDocker(network);
-  stack = await startStack({
-    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
-    devchain: true,
-    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18970, 18979] }), gateway: gatewayEnv },
-  });
-  alice = await signIn(stack.api);
-  await subscribe(stack, alice, { tier: 'pro' });
+  sys = await instanceStack('idem', [18970, 18979], { IDEMPOTENCY_IN_FLIGHT_SECONDS: String(IN_FLIGHT_SECONDS) });
+  stack = sys.stack;
+  admin = new pg.Client({ connectionString: stack.db.url });
+  await admin.connect();
+  alice = await sys.subscriber();
 }, 240_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  await cleanupDocker(network);
+  await admin?.end();
+  await sys?.stop();
 });
 
 const key = () => `k-${crypto.randomUUID()}`;
@@ -83,9 +85,36 @@ describe('Idempotency-Key', () => {
     expect(other.body).toEqual({ error: expect.any(String), code: 'IDEMPOTENCY_KEY_REUSED', status: 422 });
     expect((await alice.api.post('/instance/stop/inst-0000000000000000', { framework: 'nope' }, { 'idempotency-key': k })).body).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
     // Keys are per user: another user's same key is a new key.
-    const bob = await signIn(stack.api);
-    await subscribe(stack, bob, { tier: 'pro' });
+    const bob = await sys.subscriber();
     expect((await bob.api.post('/instance/create', { framework: 'nope' }, { 'idempotency-key': k })).headers.get('idempotency-replayed')).toBeNull();
     expect((await alice.api.post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': 'x'.repeat(256) })).body).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
+  });
+
+  it('a create retried after its gateway died mid-request never makes a second instance', async () => {
+    const k = key();
+    const before = (await instances()).length;
+    const victim = await stack.addReplica('gateway', 'gateway-idem-victim');
+    const first = apiClient(gatewayUrl(victim), alice.token)
+      .post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': k })
+      .catch(() => 'connection lost' as const);
+    // Killed once the key is recorded, i.e. while the create is forwarded (a create takes hundreds of ms).
+    await waitFor('the key is recorded', async () => (await admin.query('select 1 from gateway.idempotency_keys where key = $1', [k])).rowCount === 1, 10_000, 5);
+    await victim.kill();
+    const lost = await first;
+    const retry = await alice.api.post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': k });
+    if (lost === 'connection lost') {
+      // The outcome is unknown to every gateway: the retry is refused, never run again.
+      expect(retry.status).toBe(409);
+      expect(retry.body).toEqual({ error: expect.stringMatching(/outcome is unknown/), code: 'IDEMPOTENCY_KEY_IN_FLIGHT', status: 409 });
+    } else {
+      expect(retry.body).toEqual(lost.body); // the answer got out before the kill: replayed
+    }
+    // Whatever the provisioner did with the first create, there is at most one new instance, and a later retry agrees.
+    await waitFor('the first create settled', async () => (await instances()).every((i) => (i as { status?: string }).status !== 'provisioning'), 60_000, 250);
+    const made = (await instances()).length - before;
+    expect(made).toBeLessThanOrEqual(1);
+    expect((await alice.api.post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': k })).status).toBe(retry.status);
+    expect((await instances()).length - before).toBe(made);
+    console.log(`[idempotency] gateway killed mid-create: first ${lost === 'connection lost' ? 'lost' : 'answered'}, retry ${retry.status}, instances made ${made}`);
   });
 });

@@ -1,31 +1,35 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, standinVariant, testNetwork } from '../../provisioner/test/helpers.ts';
+import type { NatsConnection } from 'nats';
+import type { Session } from '@agenthost/testkit';
+import { standinVariant } from '../../provisioner/test/helpers.ts';
+import { instanceStack } from './instance-stack.ts';
 
 // GET /instance/wait against the real provisioner and Docker (stand-in agent image).
 
-const network = testNetwork('wait');
-let stack: Stack;
+let sys: Awaited<ReturnType<typeof instanceStack>>;
 let alice: Session;
 let bob: Session;
+let nc: NatsConnection;
+/** When each status event reached a bus client of the test's own ("instance status" → ms since the epoch). */
+const delivered = new Map<string, number>();
 
 beforeAll(async () => {
-  await cleanupDocker(network);
   await standinVariant('t-wait-crash', { STANDIN_EXIT_AFTER_MS: '0', STANDIN_EXIT_CODE: '3' });
-  stack = await startStack({
-    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
-    devchain: true,
-    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18950, 18959] }), gateway: gatewayEnv },
+  sys = await instanceStack('wait', [18950, 18959]);
+  alice = await sys.subscriber();
+  bob = await sys.subscriber();
+  nc = await sys.stack.nats.connect();
+  nc.subscribe('events.instance.status', {
+    callback: (_e, m) => {
+      const ev = m.json<{ instance_id: string; status: string }>();
+      delivered.set(`${ev.instance_id} ${ev.status}`, Date.now());
+    },
   });
-  alice = await signIn(stack.api);
-  await subscribe(stack, alice, { tier: 'pro' });
-  bob = await signIn(stack.api);
-  await subscribe(stack, bob, { tier: 'pro' });
 }, 240_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  await cleanupDocker(network);
+  await nc?.drain();
+  await sys?.stop();
 });
 
 /** Milliseconds from the state change (the event's `at`, as the answer carries it) to the answer's arrival. */
@@ -58,9 +62,14 @@ describe('GET /instance/wait', () => {
     expect(started.r.body).toMatchObject({ status: 'running' });
 
     const delays = { running: delayOf(running.body.at, runningArrived), stopped: delayOf(stopped.r.body.at, stopped.arrived), restarted: delayOf(started.r.body.at, started.arrived) };
-    console.log(`[wait] delay from the status change (event at) to the answer, ms: ${JSON.stringify(delays)}`);
-    // Reported above; the bound here is only a generous sanity check (the issue's target is 200 ms).
-    for (const d of Object.values(delays)) expect(d).toBeLessThan(5000);
+    // The event's `at` is the provisioner's transaction time; from the moment the event reached a bus client (the
+    // floor: the relay and the bus) to the answer is the gateway's own share. Only the first stop is unambiguous
+    // here (running happened twice: the map keeps the last).
+    const gatewayShare = { stopped: stopped.arrived - delivered.get(`${id} stopped`)!, restarted: started.arrived - delivered.get(`${id} running`)! };
+    console.log(`[wait] from the status change (event at) to the answer, ms: ${JSON.stringify(delays)}; from the event on the bus to the answer, ms: ${JSON.stringify(gatewayShare)}`);
+    // Reported above; the bounds here are only generous sanity checks (the issue's target is 200 ms).
+    for (const d of Object.values(delays)) expect(d).toBeLessThan(10_000);
+    for (const d of Object.values(gatewayShare)) expect(d).toBeLessThan(2000);
 
     const waitingDelete = alice.api.get(`/instance/wait/${id}?state=deleted&timeout=60`);
     await new Promise((r) => setTimeout(r, 300));
