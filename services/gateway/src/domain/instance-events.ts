@@ -6,7 +6,9 @@ const P = contracts.provisioner;
 /** A status change or a deletion of one instance, as the provisioner published it. */
 export type InstanceEvent =
   | { kind: 'status'; status: contracts.provisioner.InstanceView['status']; at: string; failure_reason?: string }
-  | { kind: 'deleted'; at: string };
+  | { kind: 'deleted'; at: string }
+  /** The bus reconnected: events may have been missed while it was down, so listeners read the state again. */
+  | { kind: 'recheck' };
 
 type Listener = (ev: InstanceEvent) => void;
 
@@ -28,6 +30,7 @@ export class InstanceEvents {
   }
 
   start(nc: NatsConnection): void {
+    void this.recheckAfterReconnects(nc).catch((err: unknown) => this.log.warn({ err }, 'bus status watch ended'));
     const parse = (data: Uint8Array): Record<string, unknown> | undefined => {
       try {
         const v = decode(data);
@@ -52,6 +55,13 @@ export class InstanceEvents {
         },
       }),
     );
+  }
+
+  private async recheckAfterReconnects(nc: NatsConnection): Promise<void> {
+    for await (const s of nc.status()) {
+      if (s.type !== 'reconnect') continue;
+      for (const id of [...this.listeners.keys()]) this.emit(id, { kind: 'recheck' });
+    }
   }
 
   /** Ends every open client stream too (at shutdown), so their clients resume on another replica. */

@@ -1,4 +1,4 @@
-import { AppError, contracts, zodToAppError } from '@agenthost/shared';
+import { AppError, contracts, toAppError, zodToAppError } from '@agenthost/shared';
 import { z } from 'zod';
 import type { GatewayContext } from '../../context.ts';
 import type { InstanceEvent } from '../../domain/instance-events.ts';
@@ -43,16 +43,25 @@ export const waitRoutes = (ctx: GatewayContext): Route[] => [
       const decide = (o: Outcome) => {
         if (o.status === state || (o.status === 'failed' && state !== 'deleted')) settle(o);
       };
-      const stopWatching = ctx.instanceEvents.watch(id, (ev: InstanceEvent) =>
-        decide(ev.kind === 'deleted' ? { status: 'deleted', at: ev.at } : { status: ev.status, at: ev.at, ...(ev.failure_reason ? { failure_reason: ev.failure_reason } : {}) }),
-      );
+      const read = async () => {
+        const now = await ctx.call(P.get, { user_id: caller.user_id, instance_id: id }, requestId);
+        decide({ status: now.status, at: new Date().toISOString(), ...(now.failure_reason ? { failure_reason: now.failure_reason } : {}) });
+      };
+      const stopWatching = ctx.instanceEvents.watch(id, (ev: InstanceEvent) => {
+        // After a reconnect of the bus the change may have been missed: read the status again (a 404 now means deleted).
+        if (ev.kind === 'recheck') {
+          void read().catch((err: unknown) => {
+            if (toAppError(err).code === 'INSTANCE_NOT_FOUND') decide({ status: 'deleted', at: new Date().toISOString() });
+          });
+        }
+        else decide(ev.kind === 'deleted' ? { status: 'deleted', at: ev.at } : { status: ev.status, at: ev.at, ...(ev.failure_reason ? { failure_reason: ev.failure_reason } : {}) });
+      });
       const timer = setTimeout(() => settle({ status: 'provisioning', at: '' }), timeout * 1000);
       const gone = () => settle({ status: 'provisioning', at: '' });
       res.once('close', gone);
       try {
         // Owner check first: another user's instance (or one deleted before the wait began) is 404.
-        const now = await ctx.call(P.get, { user_id: caller.user_id, instance_id: id }, requestId);
-        decide({ status: now.status, at: new Date().toISOString(), ...(now.failure_reason ? { failure_reason: now.failure_reason } : {}) });
+        await read();
         const o = await reached;
         if (o.status === 'failed') {
           throw new AppError('INSTANCE_FAILED', `The instance failed: ${o.failure_reason ?? 'no reason given'}`, { details: { failure_reason: o.failure_reason } });
