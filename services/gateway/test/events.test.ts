@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storedEvents, type Session, type Stack } from '@agenthost/testkit';
@@ -99,4 +101,59 @@ describe('GET /instance/events', () => {
     expect(badOwn.body).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
     await bob.api.del(`/instance/delete/${id}`);
   });
+
+  it('a reader that stops reading holds the gateway to one event: its memory stays flat while the events wait in JetStream', async () => {
+    const c = await bob.api.post('/instance/create', { framework: 'openclaw' });
+    const id = c.body.instance_id as string;
+    await bob.api.get(`/instance/wait/${id}?state=running&timeout=60`);
+    const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${stack.gateways[0]!.pid()}/status`, 'utf8'))![1]) / 1024;
+    // A client that takes the headers and then reads nothing (its socket fills up and the gateway's writes stall).
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http.get(url(id), { headers: { authorization: `Bearer ${bob.token}` } }, resolve).on('error', reject),
+    );
+    expect(res.statusCode).toBe(200);
+    res.pause();
+    const before = rssMb();
+    // 64 MB of this instance's events, published as the provisioner would (the test's bus user may publish anything).
+    const N = 16_000;
+    const pad = 'x'.repeat(4000);
+    const js = nc.jetstream();
+    for (let i = 0; i < N; i += 500) {
+      await Promise.all(
+        Array.from({ length: Math.min(500, N - i) }, (_, j) =>
+          js.publish('events.instance.status', JSON.stringify({ instance_id: id, user_id: bob.user_id, status: 'failed', at: new Date().toISOString(), failure_reason: `${i + j} ${pad}`, generation: 99, seq: i + j })),
+        ),
+      );
+    }
+    let peak = 0;
+    for (let i = 0; i < 6; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      peak = Math.max(peak, rssMb());
+    }
+    console.log(`[events] slow reader: gateway RSS ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB with ${(N * 4) / 1000} MB of events unread`);
+    expect(peak - before).toBeLessThan(32); // half of what waits unread; garbage of the events read so far included
+
+    // Reading again, the client gets every event, in order, none dropped.
+    let got = 0;
+    let last = -1;
+    let buf = '';
+    await new Promise<void>((resolve, reject) => {
+      res.on('data', (chunk: Buffer) => {
+        buf += chunk.toString('utf8');
+        for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
+          const m = /data: (\{.*"generation":99.*\})/.exec(buf.slice(0, i));
+          buf = buf.slice(i + 2);
+          if (!m) continue;
+          const n = Number((JSON.parse(m[1]!) as { failure_reason: string }).failure_reason.split(' ')[0]);
+          if (n !== last + 1) return reject(new Error(`event ${n} after ${last}`));
+          last = n;
+          if (++got === N) resolve();
+        }
+      });
+      res.resume();
+    });
+    expect(got).toBe(N);
+    res.destroy();
+    await bob.api.del(`/instance/delete/${id}`);
+  }, 180_000);
 });
