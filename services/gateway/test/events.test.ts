@@ -114,8 +114,8 @@ describe('GET /instance/events', () => {
     expect(res.statusCode).toBe(200);
     res.pause();
     const before = rssMb();
-    // 64 MB of this instance's events, published as the provisioner would (the test's bus user may publish anything).
-    const N = 16_000;
+    // 128 MB of this instance's events, published as the provisioner would (the test's bus user may publish anything).
+    const N = 32_000;
     const pad = 'x'.repeat(4000);
     const js = nc.jetstream();
     for (let i = 0; i < N; i += 500) {
@@ -131,7 +131,9 @@ describe('GET /instance/events', () => {
       peak = Math.max(peak, rssMb());
     }
     console.log(`[events] slow reader: gateway RSS ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB with ${(N * 4) / 1000} MB of events unread`);
-    expect(peak - before).toBeLessThan(32); // half of what waits unread; garbage of the events read so far included
+    // RSS counts the garbage of the events read until the socket filled (a few MB of them, several copies each), so
+    // the bound is loose: half of what waits unread, which buffering in the gateway would exceed.
+    expect(peak - before).toBeLessThan(64);
 
     // Reading again, the client gets every event, in order, none dropped.
     let got = 0;
