@@ -10,6 +10,8 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large' },
   MALFORMED_REQUEST: { status: 400, message: 'The HTTP request is malformed' },
   REQUEST_TIMEOUT: { status: 408, message: 'The request was not received in time' },
+  /** GET /instance/wait: the state was not reached within the timeout (ask again). */
+  WAIT_TIMEOUT: { status: 408, message: 'The instance did not reach the state within the timeout' },
   REQUEST_HEADER_TOO_LARGE: { status: 431, message: 'The request line or headers are too large' },
   // 401
   UNAUTHORIZED: { status: 401, message: 'Missing or invalid access token' },
@@ -37,8 +39,14 @@ export const ERROR_CODES = {
   // 409
   CONFLICT: { status: 409, message: 'Request conflicts with the current state' },
   INSTANCE_STATE_CONFLICT: { status: 409, message: 'Instance is not in a state that allows this action' },
+  /** GET /instance/wait: the instance turned failed while waiting for running or stopped (the reason is in the message). */
+  WAIT_INSTANCE_FAILED: { status: 409, message: 'The instance failed while it was waited for' },
+  /** A request with the Idempotency-Key of one still being answered (or whose gateway died mid-request, until it expires). */
+  IDEMPOTENCY_KEY_IN_FLIGHT: { status: 409, message: 'A request with this Idempotency-Key is still in progress' },
   PORTS_EXHAUSTED: { status: 409, message: 'No port is free in the configured instance port range' },
   /** A backup whose archive fails its authentication (altered, damaged, or not this user's and instance's): nothing was restored. */
+  /** The Idempotency-Key was used before with another method, path or body. */
+  IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with a different request' },
   BACKUP_CORRUPT: { status: 422, message: 'The backup archive failed its integrity check; nothing was restored' },
   // 429
   RATE_LIMITED: { status: 429, message: 'Too many requests' },

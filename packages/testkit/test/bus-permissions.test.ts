@@ -125,8 +125,16 @@ describe("each service's identity is refused what it must not use", () => {
     expect(await publishRefused(keyvault, `$JS.API.STREAM.DELETE.${EVENT_STREAM}`)).toBeDefined();
     expect(await publishRefused(keyvault, `$JS.API.STREAM.PURGE.${EVENT_STREAM}`)).toBeDefined();
     expect(await publishRefused(keyvault, `$JS.API.CONSUMER.MSG.NEXT.${EVENT_STREAM}.${DURABLES.keyvaultInstanceDeleted}`)).toBeUndefined();
+    // The gateway reads the stream for GET /instance/events (info and message get) and nothing more: no consumer of
+    // its own or anyone's, no stream administration.
     const gateway = await as('gateway');
-    expect(await publishRefused(gateway, `$JS.API.STREAM.INFO.${EVENT_STREAM}`)).toBeDefined();
+    expect(await publishRefused(gateway, `$JS.API.STREAM.INFO.${EVENT_STREAM}`)).toBeUndefined();
+    expect(await publishRefused(gateway, `$JS.API.STREAM.MSG.GET.${EVENT_STREAM}`)).toBeUndefined();
+    expect(await publishRefused(gateway, `$JS.API.CONSUMER.MSG.NEXT.${EVENT_STREAM}.${theirs}`)).toBeDefined();
+    expect(await publishRefused(gateway, `$JS.API.CONSUMER.CREATE.${EVENT_STREAM}.mine`)).toBeDefined();
+    expect(await publishRefused(gateway, `$JS.API.STREAM.UPDATE.${EVENT_STREAM}`)).toBeDefined();
+    expect(await publishRefused(gateway, `$JS.API.STREAM.PURGE.${EVENT_STREAM}`)).toBeDefined();
+    expect(await publishRefused(gateway, `$JS.API.STREAM.MSG.DELETE.${EVENT_STREAM}`)).toBeDefined();
   });
 
   it('health pings go from the gateway to every backend, and not between backends', async () => {

@@ -80,6 +80,17 @@ export const gatewayConfig = baseConfig.extend({
   KEYS_APPLY_WAIT_MS: configInt(5000),
   /** A key watch (GET /keys/watch) is ended after this long; the bootstrap reconnects and authenticates again. */
   KEYS_WATCH_MAX_SECONDS: configInt(600),
+  /** How long the first answer to an Idempotency-Key is kept and replayed. */
+  IDEMPOTENCY_TTL_HOURS: configInt(24),
+  /** How long a duplicate waits for the answer of the request with its key still in flight before a 409. */
+  IDEMPOTENCY_WAIT_SECONDS: configInt(30),
+  /**
+   * A key still unanswered after this long belongs to a request whose gateway died: its outcome is unknown and it is
+   * never run again (409 with outcome "unknown"). Longer than any forwarded call (25 s for container verbs).
+   */
+  IDEMPOTENCY_IN_FLIGHT_SECONDS: configInt(60),
+  /** Seconds between the comment lines that keep an idle event stream (GET /instance/events) open through proxies. */
+  SSE_HEARTBEAT_SECONDS: configInt(15),
   /** The dashboard's built files, served at / (none when the directory holds no index.html). */
   DASHBOARD_DIR: z.string().default(fileURLToPath(new URL('../../../packages/dashboard/dist', import.meta.url))),
   /** The Solana JSON-RPC URL as the user's browser reaches it (the page reads blockhashes and confirmations there). */

@@ -7,6 +7,8 @@ import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
 import { coalesce, type Call } from './domain/call.ts';
 import { Entitlements } from './domain/entitlement.ts';
+import { IdempotencyStore } from './domain/idempotency.ts';
+import { InstanceEvents } from './domain/instance-events.ts';
 import { KeyReload } from './domain/key-reload.ts';
 import { ProvisionerUsage } from './domain/provisioner-usage.ts';
 import { Allowance } from './domain/quota/allowance.ts';
@@ -30,6 +32,10 @@ export interface GatewayContext {
   provisionerUsage: ProvisionerUsage;
   /** Hands key changes to running instances and waits for their reload. */
   keyReload: KeyReload;
+  /** Status changes and deletions of instances, from one subscription per replica (wait, the event stream). */
+  instanceEvents: InstanceEvents;
+  /** The answers kept per user and Idempotency-Key. */
+  idempotency: IdempotencyStore;
   /** Forward a call to a backend over NATS with the gateway's timeout and the request id (and an assertion for a user's call). */
   call: Call;
   /** Signs the assertion of each call that acts for a user (none with ASSERTIONS=off, for benchmarks). */
@@ -48,12 +54,16 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
   const call: Call = overrides.call ?? ((c, input, requestId) => request(nc, c, input, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, requestId, asserter }));
   const provisionerUsage = overrides.provisionerUsage ?? new ProvisionerUsage(call, log);
   if (!overrides.provisionerUsage) provisionerUsage.start(nc);
+  const instanceEvents = overrides.instanceEvents ?? new InstanceEvents(log);
+  if (!overrides.instanceEvents) instanceEvents.start(nc);
   return {
     ...deps,
     call,
     asserter,
     signInLimits: overrides.signInLimits ?? new SignInLimits(db, config),
     provisionerUsage,
+    instanceEvents,
+    idempotency: overrides.idempotency ?? new IdempotencyStore(db, config.IDEMPOTENCY_TTL_HOURS * 3600_000),
     keyvaultSealKey: overrides.keyvaultSealKey ?? x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
     tokens:
       overrides.tokens ??

@@ -43,6 +43,7 @@ async function shutdown(signal: string): Promise<void> {
   server.close();
   // Key watches never end by themselves: end them so their bootstraps reconnect to another replica.
   ctx.keyReload.stop();
+  ctx.instanceEvents.stop();
   server.closeIdleConnections();
   await new Promise((r) => server.once('close', r));
   ctx.entitlements.stop();

@@ -117,4 +117,19 @@ describe('OpenAPI document', () => {
       await rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('describes wait, the event stream and Idempotency-Key', () => {
+    const wait = doc.paths['/instance/wait/{instanceId}'].get;
+    expect(wait.parameters.map((p: { name: string }) => p.name)).toEqual(['instanceId', 'state', 'timeout']);
+    expect(wait.parameters[1].schema.enum).toEqual(['running', 'stopped', 'deleted']);
+    const events = doc.paths['/instance/events/{instanceId}'].get;
+    expect(events.responses['200'].content).toHaveProperty('text/event-stream');
+    expect(events.parameters).toContainEqual(expect.objectContaining({ name: 'Last-Event-ID', in: 'header' }));
+    // Every POST and DELETE acting for a user takes a key; the public ones (sign-in) do not.
+    for (const [p, m] of [['/instance/create', 'post'], ['/instance/delete/{instanceId}', 'delete'], ['/keys/store', 'post']] as const) {
+      expect(doc.paths[p][m].parameters, p).toContainEqual(expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false }));
+      expect(doc.paths[p][m].responses['200'].headers, p).toHaveProperty('Idempotency-Replayed');
+    }
+    expect(doc.paths['/auth/login'].post.parameters ?? []).not.toContainEqual(expect.objectContaining({ name: 'Idempotency-Key' }));
+  });
 });

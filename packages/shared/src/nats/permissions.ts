@@ -66,6 +66,9 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       `${keys.RELOAD_SUBJECT_PREFIX}.*`,
       `${keys.APPLIED_SUBJECT_PREFIX}.*`,
       keys.keysChanged.subject,
+      // GET /instance/events reads the stream message by message (no consumer: it cannot touch another's durable).
+      `$JS.API.STREAM.INFO.${EVENT_STREAM}`,
+      `$JS.API.STREAM.MSG.GET.${EVENT_STREAM}`,
     ],
     subscribe: [
       `${inboxPrefixFor('gateway')}.>`,
@@ -78,6 +81,8 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       billing.subscriptionChanged.subject,
       p.instanceCreated.subject,
       p.instanceDeleted.subject,
+      // Wakes GET /instance/wait and the event streams (one subscription per replica).
+      p.instanceStatusChanged.subject,
     ],
   },
   auth: {

@@ -1,5 +1,18 @@
+import type { ColumnType } from 'kysely';
+
 /** Tables of the gateway's own schema. */
 export interface GatewayDB {
+  /** Answers kept per user and Idempotency-Key (http/idempotency.ts); status and body null while in flight. */
+  idempotency_keys: {
+    user_id: string;
+    key: string;
+    /** sha256 of method, path and body: the same key with another request is refused. */
+    fingerprint: string;
+    started_at: ColumnType<Date, Date | undefined, never>;
+    expires_at: Date;
+    status: number | null;
+    body: string | null;
+  };
   /** rate-limiter-flexible's counters of the sign-in limits (auth/sign-in-limits.ts). */
   sign_in_limits: {
     key: string;

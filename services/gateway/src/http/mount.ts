@@ -4,6 +4,7 @@ import type { GatewayContext } from '../context.ts';
 import { isEntitled } from '../domain/entitlement.ts';
 import { jsonBodies } from './body.ts';
 import { headersFor, setSubscriptionHeaders } from './headers.ts';
+import { idempotent } from './idempotency.ts';
 import { sendJson, type Caller, type Route } from './route.ts';
 
 /**
@@ -35,13 +36,17 @@ function serve(ctx: GatewayContext, route: Route) {
     const requestId = res.locals.requestId as string;
     const meta = { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId };
     const { caller, counted } = await admit(ctx, route, req, res);
+    const key = req.get('idempotency-key');
+    const handle = async () => route.handler({ req, res, requestId, caller, meta });
+    // Keys are kept per user: the public POSTs (sign-in, a bootstrap's report) have none and ignore the header.
+    const run = key !== undefined && caller.user_id && (route.method === 'post' || route.method === 'delete') ? () => idempotent(ctx, req, res, caller.user_id, key, handle) : handle;
     let body: unknown;
-    if (!counted) body = await route.handler({ req, res, requestId, caller, meta });
+    if (!counted) body = await run();
     else {
       // The request is forwarded while its count is written; the answer (or error) leaves only once both are done,
       // so a replica killed at any moment has counted every request it answered (domain/quota/store.ts).
       try {
-        body = await route.handler({ req, res, requestId, caller, meta });
+        body = await run();
       } finally {
         await counted;
       }

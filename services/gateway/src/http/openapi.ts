@@ -46,6 +46,18 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
   return rest;
 }
 
+/** Every POST and DELETE acting for a user takes an Idempotency-Key (http/idempotency.ts). */
+const idempotent = (r: Route) => (r.method === 'post' || r.method === 'delete') && r.access !== 'public' && r.access !== 'instance';
+
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown)',
+  schema: { type: 'string', maxLength: 255 },
+};
+
 /**
  * The OpenAPI 3.1 document of the routes (those not marked internal), in their order. Bodies and answers are named
  * component schemas (<OperationId>Request, <OperationId>Response, Error); every error status lists its codes.
@@ -70,8 +82,11 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
         required: !(s as z.ZodType).safeParse(undefined).success,
         schema: jsonSchema(s as z.ZodType, 'input'),
       })),
+      ...Object.entries(e.requestHeaders ?? {}).map(([name, description]) => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })),
+      ...(idempotent(e) ? [IDEMPOTENCY_KEY] : []),
     ];
     const content = e.response ? { [e.responseType ?? 'application/json']: { schema: named(`${pascal(id)}Response`, e.response, 'output') } } : undefined;
+    const answerHeaders = idempotent(e) ? { ...HEADERS, 'Idempotency-Replayed': { required: false, schema: { type: 'string', enum: ['true'] }, description: 'present on a replay of the first answer to the Idempotency-Key' } } : HEADERS;
     (paths[path] ??= {})[e.method] = {
       operationId: id,
       summary: e.summary,
@@ -79,7 +94,7 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
       ...(params.length ? { parameters: params } : {}),
       ...(e.body ? { requestBody: { required: true, content: { 'application/json': { schema: named(`${pascal(id)}Request`, e.body, 'input') } } } } : {}),
       responses: {
-        '200': { description: 'OK', headers: HEADERS, ...(content ? { content } : {}) },
+        '200': { description: 'OK', headers: answerHeaders, ...(content ? { content } : {}) },
         ...errorResponses(e),
       },
     };

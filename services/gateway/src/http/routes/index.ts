@@ -9,6 +9,8 @@ import { keyWatchRoutes } from './key-watch.ts';
 import { keysRoutes } from './keys.ts';
 import { subscriptionRoutes } from './subscription.ts';
 import { usageRoutes } from './usage.ts';
+import { eventRoutes } from './events.ts';
+import { waitRoutes } from './wait.ts';
 
 /** Every route of the API (paths below /api), in the order of the OpenAPI document. */
 export function apiRoutes(ctx: GatewayContext): Route[] {
@@ -16,6 +18,8 @@ export function apiRoutes(ctx: GatewayContext): Route[] {
     ...healthRoutes(ctx),
     ...authRoutes(ctx),
     ...instanceRoutes(ctx),
+    ...waitRoutes(ctx),
+    ...eventRoutes(ctx),
     ...backupRoutes(ctx),
     ...keysRoutes(ctx),
     ...keyWatchRoutes(ctx),

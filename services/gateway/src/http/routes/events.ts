@@ -1,0 +1,139 @@
+import { AppError, contracts, toAppError } from '@agenthost/shared';
+import type { Response } from 'express';
+import { z } from 'zod';
+import type { GatewayContext } from '../../context.ts';
+import { StreamReader, type StoredEvent } from '../../domain/stream-reader.ts';
+import type { Route } from '../route.ts';
+import { instanceId } from './instances.ts';
+
+const P = contracts.provisioner;
+
+const eventData = z
+  .union([
+    P.instanceStatusChanged.payload.describe('event: status (id: the stream sequence)'),
+    P.instanceDeleted.payload.describe('event: deleted, the last event of the stream'),
+    z.object({ instance_id: contracts.instanceId, status: P.instanceStatus, at: z.string(), failure_reason: z.string().optional() }).describe('event: current, first on a new stream (no Last-Event-ID); its id is where a resume starts'),
+  ])
+  .describe('Server-sent events: id is the JetStream sequence; resume with Last-Event-ID; comment lines are heartbeats');
+
+const LAST_EVENT_ID = /^\d{1,15}$/;
+
+/**
+ * GET /instance/events/{id}: the instance's lifecycle events from JetStream as server-sent events. The reader pulls one
+ * event at a time and writes it only after the previous write drained, so a slow client holds at most one event and
+ * the socket's buffer: it falls behind in the stream, never in the gateway's memory.
+ */
+export const eventRoutes = (ctx: GatewayContext): Route[] => {
+  const reader = new StreamReader(ctx.nc, ctx.config.NATS_REQUEST_TIMEOUT_MS);
+  return [
+    {
+      method: 'get',
+      path: '/instance/events/:instanceId',
+      operationId: 'streamInstanceEvents',
+      access: 'subscriber',
+      summary: "Server-sent events: the instance's status changes and its deletion from JetStream (resume with Last-Event-ID)",
+      response: eventData,
+      responseType: 'text/event-stream',
+      requestHeaders: { 'Last-Event-ID': 'Resume after this event id (the JetStream sequence of the last event received)' },
+      handler: async ({ req, res, caller, requestId }) => {
+        const id = instanceId(req.params);
+        const given = req.get('last-event-id');
+        if (given !== undefined && !LAST_EVENT_ID.test(given.trim())) throw new AppError('VALIDATION_FAILED', 'Last-Event-ID must be an event id of this stream (a number)');
+        const resumeFrom = given === undefined ? undefined : Number(given.trim());
+        const mine = (ev: StoredEvent) => ev.data.instance_id === id && ev.data.user_id === caller.user_id;
+        // Registered before anything is read, so no change between the read and the first wait is missed.
+        let woken = false;
+        let wake: (() => void) | undefined;
+        const signal = () => {
+          woken = true;
+          wake?.();
+        };
+        const unwatch = ctx.instanceEvents.watch(id, signal);
+        try {
+          let cursor: number;
+          let first: string | undefined;
+          try {
+            const now = await ctx.call(P.get, { user_id: caller.user_id, instance_id: id }, requestId);
+            cursor = resumeFrom ?? (await reader.lastSeq());
+            if (resumeFrom === undefined) {
+              first = frame(cursor, 'current', { instance_id: id, status: now.status, at: new Date().toISOString(), ...(now.failure_reason ? { failure_reason: now.failure_reason } : {}) });
+            }
+          } catch (err) {
+            // A deleted instance is gone from the provisioner: a client resuming after it may still read up to its deletion.
+            if (resumeFrom === undefined || toAppError(err).code !== 'INSTANCE_NOT_FOUND' || !(await deletedSince(reader, resumeFrom, mine))) throw err;
+            cursor = resumeFrom;
+          }
+          res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
+          res.flushHeaders();
+          let open = true;
+          const end = () => {
+            open = false;
+            signal();
+            res.end();
+          };
+          res.once('close', () => {
+            open = false;
+            signal();
+          });
+          const forget = ctx.instanceEvents.hold(end);
+          const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
+          try {
+            if (first) await write(res, first);
+            while (open) {
+              woken = false;
+              const ev = await reader.next(cursor + 1);
+              if (!ev) {
+                if (!woken && open) await new Promise<void>((r) => (wake = r));
+                wake = undefined;
+                continue;
+              }
+              cursor = ev.seq;
+              if (!mine(ev)) continue;
+              const kind = ev.subject === P.instanceDeleted.subject ? 'deleted' : ev.subject === P.instanceStatusChanged.subject ? 'status' : undefined;
+              if (!kind) continue;
+              if (!(await write(res, frame(ev.seq, kind, ev.data)))) break;
+              // Nothing follows a deletion: the stream ends, and a resume after it answers the rest (none).
+              if (kind === 'deleted') break;
+            }
+          } catch (err) {
+            // Headers are gone: the client sees the stream end and resumes from its last id.
+            ctx.log.warn({ err, request_id: requestId }, 'instance event stream ended by an error');
+          } finally {
+            clearInterval(heartbeat);
+            forget();
+            if (!res.writableEnded) res.end();
+          }
+        } finally {
+          unwatch();
+        }
+      },
+    },
+  ];
+};
+
+const frame = (id: number, event: string, data: unknown) => `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/** Writes one frame and waits for the socket to take it (false when the client went away). */
+async function write(res: Response, text: string): Promise<boolean> {
+  if (res.destroyed || res.writableEnded) return false;
+  if (res.write(text)) return true;
+  return new Promise<boolean>((resolve) => {
+    const done = (ok: boolean) => () => {
+      res.off('drain', drained);
+      res.off('close', closed);
+      resolve(ok);
+    };
+    const drained = done(true);
+    const closed = done(false);
+    res.once('drain', drained);
+    res.once('close', closed);
+  });
+}
+
+/** Whether the stream holds, after `from`, the deletion of this user's instance. */
+async function deletedSince(reader: StreamReader, from: number, mine: (ev: StoredEvent) => boolean): Promise<boolean> {
+  for (let ev = await reader.next(from + 1, P.instanceDeleted.subject); ev; ev = await reader.next(ev.seq + 1, P.instanceDeleted.subject)) {
+    if (mine(ev)) return true;
+  }
+  return false;
+}
