@@ -23,7 +23,8 @@ beforeAll(async () => {
   stack = await startStack({
     services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
     devchain: true,
-    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18900, 18949], tiers }), gateway: { ...gatewayEnv, TIER_LIMITS_JSON: JSON.stringify(tiers) } },
+    // 18899 and 18900 are the swarm suite's devchain (RPC and WebSocket), published on the host while it runs.
+    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18910, 18949], tiers }), gateway: { ...gatewayEnv, TIER_LIMITS_JSON: JSON.stringify(tiers) } },
   });
   origin = stack.baseUrl.replace(/\/api$/, '');
   wallet = new TestWallet(stack.chain!.url);
