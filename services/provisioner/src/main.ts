@@ -6,7 +6,7 @@ import type { ProvisionerDB } from './db/schema.ts';
 import { describe, DockerEngine } from './docker/engine.ts';
 import { ContainerEvents } from './docker/events.ts';
 import { CredentialHandoff } from './docker/handoff.ts';
-import { containerName } from './docker/spec.ts';
+import { startedByAReplica } from './domain/own-starts.ts';
 import { faults } from './domain/faults.ts';
 import { SelfHealing } from './domain/healing.ts';
 import { buildInstances } from './domain/instances.ts';
@@ -29,8 +29,6 @@ import { BackupScheduler } from './backups/scheduler.ts';
 import { instancesByState, observeContainerEvent } from './metrics.ts';
 
 const P = contracts.provisioner;
-/** A container start this close to the start its row records was that start (the row is written around it). */
-const OWN_START_WINDOW_MS = 30_000;
 const SCHEMA = 'provisioner';
 
 await runService<typeof provisionerConfig, ProvisionerDB>({
@@ -58,21 +56,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     const pause = faults(config.FAULT_PAUSE_AT, log);
     const issueCredentials = (user_id: string, instance_id: string) =>
       request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS });
-    const handoff = new CredentialHandoff({
-      engine,
-      log,
-      issue: issueCredentials,
-      startedByAReplica: async (id) => {
-        const judged = await locks.tryWith(id, async () => {
-          const row = await db.selectFrom('instances').select('started_at').where('id', '=', id).executeTakeFirst();
-          if (!row?.started_at) return false;
-          const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
-          return Math.abs(Date.parse(info.State.StartedAt) - new Date(row.started_at).getTime()) < OWN_START_WINDOW_MS;
-        });
-        // The lock is held: an operation of some replica is starting it right now.
-        return judged ?? true;
-      },
-    });
+    const handoff = new CredentialHandoff({ engine, log, issue: issueCredentials, startedByAReplica: startedByAReplica({ db, locks, engine }) });
     const containerEvents = new ContainerEvents({ engine, log, scope });
     /** True when billing-chain says the wallet has no active, unexpired subscription (a throw redelivers the event). */
     const subscriptionEnded = async (wallet: string): Promise<boolean> => {
