@@ -48,6 +48,12 @@ netns_up() {
 engine2_up() {
   if docker -H "$N2_HOST" info >/dev/null 2>&1; then return; fi
   say "starting the second Docker engine in netns $NS ($NS_ADDR)"
+  # A dockerd killed uncleanly leaves its overlay's vxlan interfaces in the namespace; the next one then fails every
+  # task there with "error creating vxlan interface: file exists". No engine runs here now: none of them is in use.
+  local vx
+  for vx in $(nsenter --net="/run/netns/$NS" ip -o link show type vxlan 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+    nsenter --net="/run/netns/$NS" ip link del "$vx" 2>/dev/null || true
+  done
   mkdir -p "$N2_STATE/docker" "$(dirname "$N2_SOCK")"
   # Its own UTS namespace too, so that the node has its own hostname in `docker node ls`.
   nohup nsenter --net="/run/netns/$NS" unshare --uts sh -c 'hostname agenthost-n2 && exec "$0" "$@"' dockerd --data-root "$N2_STATE/docker" --exec-root /run/agenthost-node2/exec \
