@@ -36,8 +36,16 @@ export async function textOf(page: Page, selector: string, expected: RegExp, tim
 
 /** Click the button or link whose accessible name is `name` (as a keyboard or screen-reader user finds it). */
 export async function press(page: Page, name: string): Promise<void> {
-  const el = await page.waitForSelector(`::-p-aria(${JSON.stringify(name).slice(1, -1)})`, { timeout: 30_000 });
-  await el!.click();
+  // The page re-renders as its polls answer: a control found a moment ago may be replaced by an identical one.
+  for (let attempt = 1; ; attempt++) {
+    const el = await page.waitForSelector(`::-p-aria(${JSON.stringify(name).slice(1, -1)})`, { timeout: 30_000 });
+    try {
+      await el!.click();
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !/detached/i.test((err as Error).message)) throw err;
+    }
+  }
 }
 
 const CONTROLS = new Set(['button', 'link', 'textbox', 'checkbox', 'radio', 'combobox', 'listbox', 'menuitem', 'slider', 'spinbutton', 'switch', 'tab', 'searchbox']);

@@ -20,7 +20,7 @@ export interface Intent {
 }
 
 /** The environment variables the provisioner sets (containers.ts, spec.ts). */
-const OWN_ENV = new Set(['AGENTHOST_INSTANCE_ID', 'AGENTHOST_CREDENTIALS', 'AGENTHOST_KEYS_URL', 'AGENTHOST_KEYS_WATCH', 'NODE_OPTIONS', TOKEN_ENV]);
+const OWN_ENV = new Set(['AGENTHOST_INSTANCE_ID', 'AGENTHOST_CREDENTIALS', 'AGENTHOST_KEYS_URL', 'AGENTHOST_KEYS_WATCH', 'NODE_OPTIONS', 'AGENTHOST_PUBLIC_URL', TOKEN_ENV]);
 const OWN_LABELS = new Set([LABEL_INSTANCE, LABEL_USER, LABEL_MANAGED, LABEL_SCOPE]);
 
 /** Names of agenthost's own credentials: none may ever be in a container's configuration. */
