@@ -27,11 +27,8 @@ const repo = path.resolve(here, '../..');
 loadInfraEnv();
 const { startStack } = await import('../../packages/testkit/src/index.ts');
 const { contracts, request } = await import('../../packages/shared/src/index.ts');
-const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
-const { createRequire } = await import('node:module');
 type Nc = Parameters<typeof request>[0];
-// bench/ is not a workspace package: borrow the testkit's nats client.
-const { connect } = createRequire(path.join(repo, 'packages/testkit/package.json'))('nats') as { connect(o: { servers: string }): Promise<Nc> };
+const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
 
 const num = (name: string, def: number) => Number(process.env[name] ?? def);
 const N = num('BENCH_CONCURRENCY', 20);

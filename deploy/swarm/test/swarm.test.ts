@@ -56,7 +56,7 @@ describe('agenthost on a two-node swarm', () => {
     expect(nodes.size).toBe(2);
     // Each part runs by image id: no task waited on a registry (a pull attempt names the image by tag).
     for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.stack=agenthost'] }) })) {
-      expect((s.Spec?.TaskTemplate as { ContainerSpec?: { Image?: string } }).ContainerSpec?.Image, s.Spec?.Name).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect((s.Spec?.TaskTemplate as { ContainerSpec?: { Image?: string } } | undefined)?.ContainerSpec?.Image, s.Spec?.Name).toMatch(/^sha256:[0-9a-f]{64}$/);
     }
     const ready = await apiClient(apiUrl(WORKER)).get('/health/ready');
     expect(ready.status).toBe(200);

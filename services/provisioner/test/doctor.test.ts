@@ -118,7 +118,7 @@ describe('agenthost doctor', () => {
     const row = { id: c.instance_id, pids: 64, memory_mb: 256, cpus: 0.5, port: c.port, access_token_hash: '' } as Parameters<typeof auditContainer>[0];
     const intent = { network, publishHost: '127.0.0.1', extraEnv: [] };
     info.Config.Env.push('MY_DB=postgres://app:hunter2@db.internal/app', 'AGENTHOST_INSTANCE_SECRET=x');
-    info.Config.Labels['note'] = '-----BEGIN PRIVATE KEY-----';
+    info.Config.Labels.note = '-----BEGIN PRIVATE KEY-----';
     const secrets = auditContainer(row, info, image, intent).filter((f) => f.check === 'secrets');
     expect(secrets.map((f) => f.problem).sort()).toEqual(['environment variable AGENTHOST_INSTANCE_SECRET holds a credential', 'environment variable MY_DB holds a credential', 'label note holds a credential']);
     await n.call(P.remove, { user_id, instance_id: c.instance_id });

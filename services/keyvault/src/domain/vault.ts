@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, contracts, keyHint, type Logger, type SealOpener } from '@agenthost/shared';
 import type { AuditAction, KeyvaultDB } from '../db/schema.ts';
-import { hashSecret, Keyring, newInstanceSecret, parseSealed, plaintextBytes, SealError, secretMatches, serializeSealed } from './crypto.ts';
+import { hashSecret, type Keyring, newInstanceSecret, parseSealed, plaintextBytes, SealError, secretMatches, serializeSealed } from './crypto.ts';
 import type { AuthLimiter } from './limiter.ts';
 import { openKeyValue, openStoredKeys } from './sealed.ts';
 
