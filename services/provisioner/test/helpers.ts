@@ -4,7 +4,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { NatsConnection } from 'nats';
-import { testAsserter, type NatsServer } from '@agenthost/testkit';
+import { testAsserter, waitFor, type NatsServer } from '@agenthost/testkit';
 import { request, serve, createLogger, endpoint, contracts, type Contract } from '@agenthost/shared';
 import type { z } from 'zod';
 import { firewallTag, removeFirewall } from '../src/docker/firewall.ts';
@@ -156,6 +156,22 @@ export async function fakeKeyvault(nc: NatsConnection): Promise<{ calls: number;
   };
 }
 
-export { waitFor } from '@agenthost/testkit';
+export { waitFor };
 
 export const newUser = (): string => crypto.randomUUID();
+
+/** Waits until the instance runs; a failed one is reported at once, with the last lines of its agent's log. */
+export const waitRunning = (n: Nats, user_id: string, instance_id: string, timeoutMs = 30_000) =>
+  waitFor(
+    `${instance_id} running`,
+    async () => {
+      const v = await n.call(contracts.provisioner.get, { user_id, instance_id });
+      if (v.status === 'failed') {
+        const { lines } = await n.call(contracts.provisioner.logs, { user_id, instance_id, tail: 40 });
+        throw new Error(`failed: ${v.failure_reason}\n${lines.join('\n')}`);
+      }
+      return v.status === 'running' ? v : undefined;
+    },
+    timeoutMs,
+    250,
+  );
