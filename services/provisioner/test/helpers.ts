@@ -4,7 +4,8 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { NatsConnection } from 'nats';
-import { testAsserter, waitFor, type NatsServer } from '@agenthost/testkit';
+import { afterAll, beforeAll } from 'vitest';
+import { startStack, testAsserter, waitFor, type NatsServer, type Stack } from '@agenthost/testkit';
 import { request, serve, createLogger, endpoint, contracts, type Contract } from '@agenthost/shared';
 import type { z } from 'zod';
 import { firewallTag, removeFirewall } from '../src/docker/firewall.ts';
@@ -175,3 +176,31 @@ export const waitRunning = (n: Nats, user_id: string, instance_id: string, timeo
     timeoutMs,
     250,
   );
+
+export interface InstanceSuite {
+  network: string;
+  stack: Stack;
+  n: Nats;
+}
+
+/**
+ * keyvault and the provisioner of one test file (its own network and host ports), started before its tests and
+ * removed after them, Docker leftovers included. `extra` is added to the provisioner's settings.
+ */
+export function instanceSuite(file: string, ports: [number, number], extra: Record<string, string> = {}): InstanceSuite {
+  const s = { network: testNetwork(file) } as InstanceSuite;
+  beforeAll(async () => {
+    await cleanupDocker(s.network);
+    s.stack = await startStack({
+      services: ['keyvault', 'provisioner'],
+      serviceEnv: { provisioner: provisionerEnv({ network: s.network, ports, extra }), gateway: gatewayEnv },
+    });
+    s.n = await natsClient(s.stack.nats);
+  });
+  afterAll(async () => {
+    await s.n?.close();
+    await s.stack?.stop();
+    await cleanupDocker(s.network);
+  });
+  return s;
+}
