@@ -196,7 +196,7 @@ export function instanceSuite(file: string, ports: [number, number], extra: Reco
       serviceEnv: { provisioner: provisionerEnv({ network: s.network, ports, extra }), gateway: gatewayEnv },
     });
     s.n = await natsClient(s.stack.nats);
-  });
+  }, 180_000);
   afterAll(async () => {
     await s.n?.close();
     await s.stack?.stop();
