@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
-import { AppError, UNLIMITED, contracts, type Logger, type TierTable } from '@agenthost/shared';
+import { AppError, UNLIMITED, type contracts, type Logger, type TierTable } from '@agenthost/shared';
 import type { BackupRow, InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { describe } from '../docker/engine.ts';
 import type { Instances } from '../domain/instances.ts';
