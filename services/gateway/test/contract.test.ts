@@ -14,7 +14,7 @@ import { instanceStack } from './instance-stack.ts';
 // every answer (success or error) must be one the document describes. A route added, removed or changed without the
 // document following fails here.
 
-/** This file's instance host ports (its own range; see the README's port table for tests). */
+/** This file's instance host ports: a range no other test file uses. */
 const PORTS: [number, number] = [19580, 19589];
 
 let sys: Awaited<ReturnType<typeof instanceStack>>;
