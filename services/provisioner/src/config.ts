@@ -118,7 +118,7 @@ export const provisionerConfig = baseConfig
     /** Set: archives are kept in this S3-compatible bucket (objects <scope>/<id>.bak) instead of BACKUP_DIR. */
     BACKUP_S3_BUCKET: z.string().min(3).optional(),
     /** The S3-compatible server (MinIO, Ceph, Garage...), path-style; unset: AWS S3 of BACKUP_S3_REGION. */
-    BACKUP_S3_ENDPOINT: z.string().url().optional(),
+    BACKUP_S3_ENDPOINT: z.string().url().refine((v) => /^https?:\/\//.test(v), 'must be an http(s):// URL').optional(),
     BACKUP_S3_REGION: z.string().default('us-east-1'),
     /**
      * The bucket's access key; its secret comes from BACKUP_S3_SECRET_ACCESS_KEY_FILE (or the variable). Both unset:
