@@ -18,7 +18,7 @@ const ctx = buildContext({ config, log, nc, db });
 ctx.entitlements.start(nc);
 ctx.tokens.start();
 await ctx.tokens.followRevocations();
-await ctx.webhooks.start(nc);
+ctx.webhooks.start(nc);
 const server = createServer(buildApp(ctx));
 server.on('clientError', answerClientError);
 server.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);

@@ -81,6 +81,7 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       `$JS.API.STREAM.INFO.${EVENT_STREAM}`,
       `$JS.API.STREAM.MSG.GET.${EVENT_STREAM}`,
       // Outbound webhooks: the gateway's own durable consumers of the events it delivers.
+      '$JS.API.INFO',
       ...GATEWAY_WEBHOOK_DURABLES.flatMap(durableConsumer),
     ],
     subscribe: [

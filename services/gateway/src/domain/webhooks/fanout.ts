@@ -87,7 +87,7 @@ export class WebhookFanout {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.subs.map((s) => s.stop()));
+    await Promise.all(this.subs.splice(0).map((s) => s.stop()));
   }
 
   /** One pending delivery per endpoint of the user subscribed to the event's type. */

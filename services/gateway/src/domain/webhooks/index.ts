@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
 import type { Logger } from '@agenthost/shared';
@@ -16,10 +17,13 @@ export class Webhooks {
   readonly fanout: WebhookFanout;
   readonly worker: DeliveryWorker;
   private readonly enabled: boolean;
+  private readonly log: Logger;
+  private stopped = false;
 
   constructor(db: Kysely<GatewayDB>, config: GatewayConfig, log: Logger, opts: { lookup?: Lookup } = {}) {
     const key = secretsKey(config);
     this.enabled = key !== undefined;
+    this.log = log;
     const retryMs = config.WEBHOOK_RETRY_HOURS * 3600_000;
     const lookup = opts.lookup ? { lookup: opts.lookup } : {};
     this.worker = new DeliveryWorker(db, {
@@ -38,13 +42,31 @@ export class Webhooks {
   }
 
   /** Without a key to seal secrets nothing is consumed or sent (the routes answer WEBHOOKS_UNAVAILABLE). */
-  async start(nc: NatsConnection): Promise<void> {
+  start(nc: NatsConnection): void {
     if (!this.enabled) return;
-    await this.fanout.start(nc);
     this.worker.start();
+    void this.consume(nc);
+  }
+
+  /**
+   * The consumers need the event stream, which the publishing services create (the gateway may not): until it exists
+   * the gateway serves everything else and tries again.
+   */
+  private async consume(nc: NatsConnection): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.fanout.start(nc);
+        return;
+      } catch (err) {
+        await this.fanout.stop();
+        this.log.warn({ err }, 'webhook event consumers could not start; trying again');
+        await sleep(2000);
+      }
+    }
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     await this.fanout.stop();
     await this.worker.stop();
   }
