@@ -12,7 +12,8 @@ const webhookId = (params: Record<string, unknown>) => parseOr400(W.webhookId, p
  * a lapsed subscription is itself an event worth receiving.
  */
 export function webhookRoutes(ctx: GatewayContext): Route[] {
-  const hooks = ctx.webhooks.endpoints;
+  // Read at each call: the route table is also built without a context (the OpenAPI document, the contract test).
+  const hooks = () => ctx.webhooks.endpoints;
   const unavailable = ['WEBHOOKS_UNAVAILABLE'] as const;
   return [
     {
@@ -24,7 +25,7 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
       summary: 'Register an https endpoint for events; the signing secret (whsec_…) is shown only in this answer',
       body: W.createBody,
       response: W.webhookCreated,
-      handler: ({ req, caller }) => hooks.create(caller.user_id, parseOr400(W.createBody, jsonBody(req))),
+      handler: ({ req, caller }) => hooks().create(caller.user_id, parseOr400(W.createBody, jsonBody(req))),
     },
     {
       method: 'get',
@@ -33,7 +34,7 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
       operationId: 'listWebhooks',
       summary: "The caller's webhook endpoints (secrets are never shown again)",
       response: W.webhookList,
-      handler: ({ caller }) => hooks.list(caller.user_id),
+      handler: ({ caller }) => hooks().list(caller.user_id),
     },
     {
       method: 'delete',
@@ -43,7 +44,7 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
       errors: ['WEBHOOK_NOT_FOUND'],
       summary: 'Delete an endpoint and its delivery log; nothing more is sent to it',
       response: W.webhookDeleted,
-      handler: ({ req, caller }) => hooks.remove(caller.user_id, webhookId(req.params)),
+      handler: ({ req, caller }) => hooks().remove(caller.user_id, webhookId(req.params)),
     },
     {
       method: 'post',
@@ -53,7 +54,7 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
       errors: ['WEBHOOK_NOT_FOUND', ...unavailable],
       summary: 'A new signing secret, shown once; the old one keeps signing (a second v1 signature) until previous_secret_expires_at',
       response: W.webhookRotated,
-      handler: ({ req, caller }) => hooks.rotate(caller.user_id, webhookId(req.params)),
+      handler: ({ req, caller }) => hooks().rotate(caller.user_id, webhookId(req.params)),
     },
     {
       method: 'get',
@@ -64,7 +65,7 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
       summary: "The endpoint's deliveries, newest first: attempts, last status, next attempt",
       query: W.deliveriesQuery,
       response: W.deliveryList,
-      handler: ({ req, caller }) => hooks.deliveries(caller.user_id, webhookId(req.params), parseOr400(W.deliveriesQuery, req.query).limit),
+      handler: ({ req, caller }) => hooks().deliveries(caller.user_id, webhookId(req.params), parseOr400(W.deliveriesQuery, req.query).limit),
     },
     {
       method: 'post',
@@ -74,7 +75,7 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
       errors: ['WEBHOOK_NOT_FOUND', 'WEBHOOK_DELIVERY_NOT_FOUND'],
       summary: 'Send a delivery again now (same webhook-id), with a fresh retry window',
       response: W.deliveryView,
-      handler: ({ req, caller }) => hooks.redeliver(caller.user_id, webhookId(req.params), parseOr400(W.deliveryId, req.params.deliveryId)),
+      handler: ({ req, caller }) => hooks().redeliver(caller.user_id, webhookId(req.params), parseOr400(W.deliveryId, req.params.deliveryId)),
     },
   ];
 }
