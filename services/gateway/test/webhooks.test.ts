@@ -3,13 +3,15 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts, publishEvent } from '@agenthost/shared';
-import { signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
+import { chainClient, signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
 import { receiverTls, startReceiver, type Received } from './webhook-receiver.ts';
 
 // Outbound webhooks (Standard Webhooks) against a real https receiver trusted through WEBHOOK_CA_FILE, real JetStream
 // events published under the provisioner's and billing-chain's own NATS identities, and real Postgres.
 
 const PORT = 19300;
+/** A subscribe pays for 30 days (the subscription program's period). */
+const PERIOD_SECONDS = 30 * 86_400;
 const PER_USER = 4;
 let stack: Stack;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
@@ -25,6 +27,7 @@ beforeAll(async () => {
     services: ['auth', 'billing-chain'],
     devchain: true,
     serviceEnv: {
+      'billing-chain': { POLL_INTERVAL_SECONDS: '0.5' },
       gateway: { WEBHOOK_ALLOW_HOSTS: 'localhost', WEBHOOK_CA_FILE: tls.caFile, WEBHOOK_RETRY_BASE_MS: '300', WEBHOOK_POLL_MS: '500', WEBHOOKS_PER_USER: String(PER_USER) },
     },
   });
@@ -156,14 +159,25 @@ describe('webhooks', () => {
     expect(() => new Webhook(`whsec_${Buffer.alloc(24, 7).toString('base64')}`).verify(got.body, got.headers)).toThrow();
   });
 
-  it("tells a user of their subscription's registration", async () => {
+  it("tells a user of their subscription's registration, its coming end, its renewal and its cancellation", async () => {
     const carol = await signIn(stack.api);
-    const hook = await createHook(carol, 'carol', ['subscription.registered', 'subscription.cancelled']);
-    await subscribe(stack, carol, { tier: 'pro' });
-    const got = await receiver.until((all) => at('/carol')(all)[0]);
-    const body = new Webhook(hook.secret).verify(got.body, got.headers) as { type: string; data: Record<string, unknown> };
-    expect(body).toMatchObject({ type: 'subscription.registered', data: { wallet_address: carol.wallet.address, tier: 'pro', is_active: true } });
-    expect(body.data).not.toHaveProperty('user_id');
+    const hook = await createHook(carol, 'carol', ['subscription.registered', 'subscription.expiring', 'subscription.renewed', 'subscription.expired', 'subscription.cancelled']);
+    await subscribe(stack, carol, { tier: 'pro', deposit: stack.chain!.prices.pro });
+    const events = (all: Received[]) => at('/carol')(all).map((r) => new Webhook(hook.secret).verify(r.body, r.headers) as { type: string; data: Record<string, unknown> });
+    const of = (type: string) => (all: Received[]) => events(all).find((e) => e.type === type);
+    const registered = await receiver.until(of('subscription.registered'));
+    expect(registered.data).toMatchObject({ wallet_address: carol.wallet.address, tier: 'pro', is_active: true });
+    expect(registered.data).not.toHaveProperty('user_id');
+
+    // Two days before the end (chain time): announced once, with the days left.
+    await stack.chain!.advanceClock(PERIOD_SECONDS - 2 * 86_400);
+    expect((await receiver.until(of('subscription.expiring'))).data).toMatchObject({ wallet_address: carol.wallet.address, days_left: 2 });
+    // Past the end: the keeper renews from the prepaid balance.
+    await stack.chain!.advanceClock(2 * 86_400 + 60);
+    expect((await receiver.until(of('subscription.renewed'))).data).toMatchObject({ is_active: true, cancelled: false });
+    expect((await chainClient(stack).cancel(carol.wallet)).err).toBeNull();
+    expect((await receiver.until(of('subscription.cancelled'))).data).toMatchObject({ cancelled: true });
+    expect(events(receiver.received).filter((e) => e.type === 'subscription.expiring')).toHaveLength(1);
   });
 
   it('limits endpoints per user, validates input and deletes', async () => {
