@@ -26,6 +26,8 @@ beforeAll(async () => {
   stack = await startStack({
     services: ['auth', 'billing-chain'],
     devchain: true,
+    // Two replicas share the durable consumers and the delivery table: each event still reaches each endpoint once.
+    gateways: 2,
     serviceEnv: {
       'billing-chain': { POLL_INTERVAL_SECONDS: '0.5' },
       gateway: { WEBHOOK_ALLOW_HOSTS: 'localhost', WEBHOOK_CA_FILE: tls.caFile, WEBHOOK_RETRY_BASE_MS: '300', WEBHOOK_POLL_MS: '500', WEBHOOKS_PER_USER: String(PER_USER) },
@@ -110,6 +112,7 @@ describe('webhooks', () => {
     expect(() => new Webhook(b.secret).verify(first.body, first.headers)).toThrow();
     const aliceGot = at('/alice')(receiver.received).map((r) => (JSON.parse(r.body) as { data: { instance_id: string } }).data.instance_id);
     expect(aliceGot).not.toContain('bob-one');
+    expect(aliceGot.sort()).toEqual(['alice-one', 'alice-two']);
     const log = await alice.api.get(`/webhooks/${a.id}/deliveries`);
     expect(log.status).toBe(200);
     expect(log.body.deliveries).toHaveLength(2);
