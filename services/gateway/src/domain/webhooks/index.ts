@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
-import type { Logger } from '@agenthost/shared';
+import { EVENT_STREAM, type Logger } from '@agenthost/shared';
 import type { GatewayConfig } from '../../config.ts';
 import type { GatewayDB } from '../../db/schema.ts';
 import { WebhookEndpoints } from './endpoints.ts';
@@ -53,7 +53,17 @@ export class Webhooks {
    * the gateway serves everything else and tries again.
    */
   private async consume(nc: NatsConnection): Promise<void> {
+    let waited = false;
     while (!this.stopped) {
+      try {
+        // Asked first, so a missing stream is not met with a create the gateway is not allowed to make.
+        await (await nc.jetstreamManager()).streams.info(EVENT_STREAM);
+      } catch {
+        if (!waited) this.log.warn(`webhook event consumers wait for the ${EVENT_STREAM} stream (created by the services that publish events)`);
+        waited = true;
+        await sleep(2000);
+        continue;
+      }
       try {
         await this.fanout.start(nc);
         return;
