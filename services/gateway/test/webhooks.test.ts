@@ -20,8 +20,10 @@ let alice: Session;
 let bob: Session;
 let admin: pg.Client;
 
+let tlsFiles: ReturnType<typeof receiverTls>;
+
 beforeAll(async () => {
-  const tls = receiverTls(['localhost', 'vm']);
+  const tls = (tlsFiles = receiverTls(['localhost', 'vm']));
   receiver = await startReceiver(PORT, tls);
   stack = await startStack({
     services: ['auth', 'billing-chain'],
@@ -181,6 +183,29 @@ describe('webhooks', () => {
     expect((await chainClient(stack).cancel(carol.wallet)).err).toBeNull();
     expect((await receiver.until(of('subscription.cancelled'))).data).toMatchObject({ cancelled: true });
     expect(events(receiver.received).filter((e) => e.type === 'subscription.expiring')).toHaveLength(1);
+  });
+
+  it('logs why an attempt failed when nothing answers, and keeps retrying until the receiver is back', async () => {
+    const erin = await signIn(stack.api);
+    // Nothing listens on the receiver's neighbour port yet.
+    const r = await erin.api.post('/webhooks', { url: `https://localhost:${PORT + 1}/erin`, events: ['instance.status'] });
+    expect(r.status, r.text).toBe(200);
+    await statusEvent(erin.user_id, 'erin-one');
+    const failed = await (async () => {
+      for (;;) {
+        const d = ((await erin.api.get(`/webhooks/${r.body.id}/deliveries`)).body.deliveries as Array<{ id: string; status: string; attempts: number; last_error?: string }>)[0];
+        if (d && d.attempts >= 1 && d.last_error) return d;
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    })();
+    expect(failed).toMatchObject({ status: 'pending', last_error: 'ECONNREFUSED' });
+    const late = await startReceiver(PORT + 1, tlsFiles);
+    try {
+      const got = await late.until((all) => all.find((x) => x.headers['webhook-id'] === failed.id));
+      expect(new Webhook(r.body.secret as string).verify(got.body, got.headers)).toMatchObject({ data: { instance_id: 'erin-one' } });
+    } finally {
+      await late.close();
+    }
   });
 
   it('limits endpoints per user, validates input and deletes', async () => {
