@@ -33,6 +33,8 @@ export class DeliveryWorker {
   private wakeUp: (() => void) | undefined;
   private woken = false;
   private loop: Promise<void> | undefined;
+  /** Ends the attempts in flight at stop: their claims lapse and another replica (or this one restarted) sends them. */
+  private readonly halt = new AbortController();
 
   private readonly db: Kysely<GatewayDB>;
   private readonly s: WorkerSettings;
@@ -48,6 +50,7 @@ export class DeliveryWorker {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.halt.abort();
     this.wake();
     await this.loop;
   }
@@ -99,12 +102,14 @@ export class DeliveryWorker {
         secrets.push(openSecret(this.s.key!, endpoint.previous_secret_sealed, endpoint.id));
       }
       const at = new Date();
-      result = await send(target, d.id, d.payload, signatures(secrets, d.id, at, d.payload), at, { ca: this.s.ca, timeoutMs: this.s.timeoutMs });
+      result = await send(target, d.id, d.payload, signatures(secrets, d.id, at, d.payload), at, { ca: this.s.ca, timeoutMs: this.s.timeoutMs, signal: this.halt.signal });
     } catch (err) {
       const e = toAppError(err);
       result = { error: e.code === 'WEBHOOK_URL_REFUSED' ? e.message : 'could not send' };
       if (e.code !== 'WEBHOOK_URL_REFUSED') this.s.log.warn({ err, webhook_id: d.webhook_id, delivery_id: d.id }, 'webhook attempt failed before sending');
     }
+    // Stopped mid-attempt: nothing is recorded, so the claim lapses and the attempt is made again.
+    if (this.halt.signal.aborted) return;
     await this.record(d, result);
   }
 
