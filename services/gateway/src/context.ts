@@ -14,6 +14,7 @@ import { ProvisionerUsage } from './domain/provisioner-usage.ts';
 import { Allowance } from './domain/quota/allowance.ts';
 import { Usage } from './domain/quota/policy.ts';
 import { TokenVerifier } from './domain/tokens.ts';
+import { Webhooks } from './domain/webhooks/index.ts';
 
 /** The composition root: everything the routes need. Tests build it with overrides. */
 export interface GatewayContext {
@@ -34,6 +35,8 @@ export interface GatewayContext {
   keyReload: KeyReload;
   /** Status changes and deletions of instances, from one subscription per replica (wait, the event stream). */
   instanceEvents: InstanceEvents;
+  /** Outbound webhooks: endpoints, the fan-out of events into deliveries, the sender (started by main). */
+  webhooks: Webhooks;
   /** The answers kept per user and Idempotency-Key. */
   idempotency: IdempotencyStore;
   /** Forward a call to a backend over NATS with the gateway's timeout and the request id (and an assertion for a user's call). */
@@ -63,6 +66,7 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     signInLimits: overrides.signInLimits ?? new SignInLimits(db, config),
     provisionerUsage,
     instanceEvents,
+    webhooks: overrides.webhooks ?? new Webhooks(db, config, log),
     idempotency: overrides.idempotency ?? new IdempotencyStore(db, config.IDEMPOTENCY_TTL_HOURS * 3600_000),
     keyvaultSealKey: overrides.keyvaultSealKey ?? x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
     tokens:
