@@ -103,8 +103,11 @@ export const gatewayConfig = baseConfig.extend({
     .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)),
   /** A PEM file of CA certificates trusted for webhook receivers besides the system's (a private receiver's CA). */
   WEBHOOK_CA_FILE: z.string().optional(),
-  /** 32 bytes, base64: seals the signing secrets in the gateway schema. Unset: derived from GATEWAY_ASSERTION_PRIVATE_KEY. */
-  WEBHOOK_SECRETS_KEY: z
+  /**
+   * 32 bytes, base64: seals what the gateway schema keeps that holds a secret (webhook signing secrets, kept
+   * Idempotency-Key answers). Unset: derived from GATEWAY_ASSERTION_PRIVATE_KEY.
+   */
+  GATEWAY_DATA_KEY: z
     .string()
     .optional()
     .refine((v) => v === undefined || v === '' || Buffer.from(v.trim(), 'base64').length === 32, 'must be base64 of 32 bytes'),

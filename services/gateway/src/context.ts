@@ -7,6 +7,7 @@ import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
 import { coalesce, type Call } from './domain/call.ts';
 import { Entitlements } from './domain/entitlement.ts';
+import { gatewayDataKey } from './domain/data-key.ts';
 import { IdempotencyStore } from './domain/idempotency.ts';
 import { InstanceEvents } from './domain/instance-events.ts';
 import { KeyReload } from './domain/key-reload.ts';
@@ -67,7 +68,7 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     provisionerUsage,
     instanceEvents,
     webhooks: overrides.webhooks ?? new Webhooks(db, config, log),
-    idempotency: overrides.idempotency ?? new IdempotencyStore(db, config.IDEMPOTENCY_TTL_HOURS * 3600_000),
+    idempotency: overrides.idempotency ?? new IdempotencyStore(db, config.IDEMPOTENCY_TTL_HOURS * 3600_000, gatewayDataKey(config)),
     keyvaultSealKey: overrides.keyvaultSealKey ?? x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
     tokens:
       overrides.tokens ??

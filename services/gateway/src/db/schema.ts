@@ -44,7 +44,7 @@ export interface GatewayDB {
     granted: number;
     served: number;
   };
-  /** Each user's webhook endpoints (domain/webhooks); secrets sealed with WEBHOOK_SECRETS_KEY. */
+  /** Each user's webhook endpoints (domain/webhooks); secrets sealed with GATEWAY_DATA_KEY. */
   webhook_endpoints: {
     id: string;
     user_id: string;

@@ -6,7 +6,7 @@ import type { GatewayConfig } from '../../config.ts';
 import type { GatewayDB } from '../../db/schema.ts';
 import { WebhookEndpoints } from './endpoints.ts';
 import { WebhookFanout } from './fanout.ts';
-import { secretsKey } from './secrets.ts';
+import { gatewayDataKey } from '../data-key.ts';
 import { receiverCas } from './sender.ts';
 import type { Lookup } from './target.ts';
 import { DeliveryWorker } from './worker.ts';
@@ -21,7 +21,7 @@ export class Webhooks {
   private stopped = false;
 
   constructor(db: Kysely<GatewayDB>, config: GatewayConfig, log: Logger, opts: { lookup?: Lookup } = {}) {
-    const key = secretsKey(config);
+    const key = gatewayDataKey(config);
     this.enabled = key !== undefined;
     this.log = log;
     const retryMs = config.WEBHOOK_RETRY_HOURS * 3600_000;
