@@ -91,10 +91,10 @@ async function cleanupVolumeFiles(network: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
-/** Build (once) a stand-in variant whose behaviour is fixed by environment baked into the image. */
-export async function standinVariant(tag: string, env: Record<string, string>): Promise<string> {
+/** Build (once) a stand-in variant whose behaviour is fixed by environment (and any further Dockerfile lines) baked into the image. */
+export async function standinVariant(tag: string, env: Record<string, string>, lines: string[] = []): Promise<string> {
   const image = `${STANDIN}:${tag}`;
-  const dockerfile = `FROM ${STANDIN}:latest\n${Object.entries(env).map(([k, v]) => `ENV ${k}=${v}`).join('\n')}\nLABEL agenthost.test=variant\n`;
+  const dockerfile = `FROM ${STANDIN}:latest\n${Object.entries(env).map(([k, v]) => `ENV ${k}=${v}`).join('\n')}\n${lines.map((l) => `${l}\n`).join('')}LABEL agenthost.test=variant\n`;
   await new Promise<void>((resolve, reject) => {
     const child = execFile('docker', ['build', '-q', '-t', image, '-'], { timeout: 120_000, env: { ...process.env, DOCKER_BUILDKIT: '0' } }, (err) =>
       err ? reject(err) : resolve(),

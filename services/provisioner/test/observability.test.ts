@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
-import { freePort, recordSecret, signIn, startOtlpReceiver, startPrometheus, startStack, subscribe, waitFor, type ReceivedSpan, type Session, type Stack } from '@agenthost/testkit';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { eventHistory, freePort, recordSecret, signIn, startOtlpReceiver, startPrometheus, startStack, subscribe, waitFor, type ReceivedSpan, type Session, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, gatewayEnv, provisionerEnv, standinVariant, testNetwork } from './helpers.ts';
 
 // What an operator sees of a running stack: Prometheus scraping every service, one trace per request across
-// the bus, health on the operator port, and $SRV.STATS that counts errors.
+// the bus, crashes and OOM kills in the counters and the instance's status, health on the operator port,
+// $SRV.STATS that counts errors, and no user, wallet, instance or key identifier in any label.
 
 const network = testNetwork('observe');
 const SERVICES = ['auth', 'billing-chain', 'keyvault', 'provisioner', 'gateway'] as const;
@@ -14,6 +17,9 @@ let user: Session;
 let otlp: Awaited<ReturnType<typeof startOtlpReceiver>>;
 let nc: NatsConnection;
 const ports: Record<string, number> = {};
+/** Every identifier this file's requests carried: none may show up as a label value (see the last test). */
+const identifiers = new Set<string>();
+const exec = promisify(execFile);
 
 beforeAll(async () => {
   await cleanupDocker(network);
@@ -23,18 +29,20 @@ beforeAll(async () => {
   stack = await startStack({
     services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
     devchain: true,
-    env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, TRACE_SAMPLE_RATIO: '1', OTEL_BSP_SCHEDULE_DELAY: '200' },
+    // A small memory limit, so the OOM test's agent reaches it after a few allocations (the stand-in needs ~50 MiB).
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, TRACE_SAMPLE_RATIO: '1', OTEL_BSP_SCHEDULE_DELAY: '200', TIER_LIMITS_JSON: JSON.stringify({ pro: { memory_mb: 192 } }) },
     serviceEnv: {
       auth: metrics('auth'),
       'billing-chain': metrics('billing-chain'),
       keyvault: metrics('keyvault'),
-      provisioner: { ...provisionerEnv({ network, ports: [18800, 18849] }), ...metrics('provisioner') },
+      provisioner: { ...provisionerEnv({ network, ports: [19500, 19549] }), ...metrics('provisioner') },
       gateway: { ...gatewayEnv, ...metrics('gateway') },
     },
   });
   user = await signIn(stack.api);
   await subscribe(stack, user, { tier: 'pro' });
   nc = await stack.nats.connect();
+  identifiers.add(user.user_id).add(user.wallet.address);
 }, 180_000);
 
 afterAll(async () => {
@@ -45,6 +53,23 @@ afterAll(async () => {
 });
 
 const get = (port: number, path: string) => fetch(`http://127.0.0.1:${port}${path}`);
+
+/** The provisioner's own exposition: a sample of `name` whose labels include `label` (0 while there is none). */
+async function sample(name: string, label = ''): Promise<number> {
+  const text = await (await get(ports.provisioner!, '/metrics')).text();
+  const line = text.split('\n').find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && l.includes(label));
+  return Number(line?.split(' ').pop() ?? 0);
+}
+
+/** Create an instance of the stand-in `version` and wait until its agent is running. */
+async function running(version?: string): Promise<string> {
+  const c = await user.api.post('/instance/create', { framework: 'openclaw', ...(version ? { version } : {}) });
+  expect(c.status).toBe(200);
+  recordSecret(c.body.access_token);
+  identifiers.add(c.body.instance_id);
+  await waitFor('the agent running', async () => (await user.api.get(`/instance/status/${c.body.instance_id}`)).body.status === 'running', 120_000);
+  return c.body.instance_id as string;
+}
 
 describe('observability', () => {
   it('Prometheus scrapes every service, and its request counts match the requests made', async () => {
@@ -83,6 +108,7 @@ describe('observability', () => {
     const c = await user.api.post('/instance/create', { framework: 'openclaw', name: 'traced' });
     expect(c.status).toBe(200);
     recordSecret(c.body.access_token);
+    identifiers.add(c.body.instance_id);
     const requestId = c.headers.get('x-request-id');
     const byName = (spans: ReceivedSpan[], name: string) => spans.find((s) => s.name === name);
     const trace = await waitFor('the spans of every hop', async () => {
@@ -113,12 +139,6 @@ describe('observability', () => {
   });
 
   it('a crash-looping instance shows in the restart and crash counters', async () => {
-    // The provisioner's own exposition: a sample of `name` whose labels include `label` (0 while there is none).
-    const sample = async (name: string, label = '') => {
-      const text = await (await get(ports.provisioner!, '/metrics')).text();
-      const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label));
-      return Number(line?.split(' ').pop() ?? 0);
-    };
     const restarts = () => sample('agenthost_instance_restarts_total');
     const crashes = () => sample('agenthost_instance_exits_total', 'reason="crash"');
     const before = { restarts: await restarts(), crashes: await crashes() };
@@ -126,10 +146,44 @@ describe('observability', () => {
     const c = await user.api.post('/instance/create', { framework: 'openclaw', version: 't-obs-crash' });
     expect(c.status).toBe(200);
     recordSecret(c.body.access_token);
+    identifiers.add(c.body.instance_id);
     await waitFor('the engine restarting the crashed agent, counted', async () =>
       (await restarts()) > before.restarts && (await crashes()) > before.crashes,
     60_000);
     await user.api.del(`/instance/delete/${c.body.instance_id}`);
+  });
+
+  it('an OOM-killed instance shows in its status, its lifecycle events and the OOM counter', async () => {
+    const before = await sample('agenthost_instance_oom_kills_total');
+    // The stand-in, plus a preload that allocates without end once it gets SIGUSR2: killed by the kernel at the
+    // container's memory limit (the tier's 192 MiB here), after it was running, so the self-healing restarts it.
+    const preload = "process.on('SIGUSR2', () => { const held = []; setInterval(() => held.push(Buffer.alloc(32 << 20, 1)), 20); });";
+    await standinVariant('t-obs-oom', {}, [
+      'USER 0:0',
+      `RUN printf '%s\\n' "${preload}" > /opt/agenthost/standin/oom.cjs && chmod 0644 /opt/agenthost/standin/oom.cjs`,
+      'USER 10001:10001',
+      'CMD ["/usr/local/bin/node", "--require", "/opt/agenthost/standin/oom.cjs", "/opt/agenthost/standin/agent.mjs"]',
+    ]);
+    const id = await running('t-obs-oom');
+    await exec('docker', ['kill', '--signal', 'USR2', `agenthost-${id}`]);
+
+    const status = await waitFor('the OOM kill in the status', async () => {
+      const r = await user.api.get(`/instance/status/${id}`);
+      return r.body.oom_kills === 1 ? r.body : undefined;
+    }, 60_000);
+    expect(status).toMatchObject({ last_exit_kind: 'oom_killed', last_exit_reason: 'killed: out of memory (limit 192 MiB)', memory_limit_mb: 192 });
+    await waitFor('the OOM kill counted', async () => (await sample('agenthost_instance_oom_kills_total')) === before + 1, 60_000);
+    // The crash's lifecycle event (JetStream, what GET /instance/events streams) says it was the OOM killer.
+    const event = await waitFor('the oom_killed event', async () =>
+      (await eventHistory<Record<string, unknown>>(nc, 'events.instance.status')).find((e) => e.instance_id === id && e.exit_kind === 'oom_killed'),
+    );
+    expect(event).toMatchObject({ status: 'provisioning', restarts: 0, exit_reason: 'killed: out of memory (limit 192 MiB)' });
+    // Healed: running again, one restart, the OOM kill still on record.
+    await waitFor('restarted after the OOM kill', async () => {
+      const r = await user.api.get(`/instance/status/${id}`);
+      return r.body.status === 'running' && r.body.restarts === 1 && r.body.oom_kills === 1;
+    }, 120_000);
+    expect((await user.api.del(`/instance/delete/${id}`)).status).toBe(200);
   });
 
   it('serves health and metrics on the operator port only', async () => {
@@ -158,5 +212,27 @@ describe('observability', () => {
     expect(after.num_requests).toBe(before.num_requests + 1);
     expect(after.last_error).toBe('404 INSTANCE_NOT_FOUND');
     expect(after.processing_time).toBeGreaterThan(before.processing_time);
+  });
+
+  it('no label value of any service names a user, wallet, instance or key', async () => {
+    // One more instance with a named key stored and read through the keyvault, then every service's exposition.
+    const id = await running();
+    const keyName = 'OBSERVE_LABEL_CHECK_KEY';
+    identifiers.add(keyName);
+    expect((await user.api.post('/keys/store', { instance_id: id, keys: { [keyName]: 'not-a-real-secret' } })).status).toBe(200);
+    expect((await user.api.get(`/keys/list?instance_id=${id}`)).status).toBe(200);
+    expect((await user.api.get(`/instance/status/${id}`)).status).toBe(200);
+    const values: string[] = [];
+    for (const s of SERVICES) {
+      const text = await (await get(ports[s]!, '/metrics')).text();
+      for (const line of text.split('\n')) {
+        if (line.startsWith('#')) continue;
+        for (const m of line.matchAll(/="((?:[^"\\]|\\.)*)"/g)) values.push(m[1]!);
+      }
+    }
+    expect(values.length).toBeGreaterThan(100);
+    expect(identifiers.size).toBeGreaterThanOrEqual(6); // user, wallet, the instances of the tests above, the key
+    for (const v of values) for (const ident of identifiers) expect(v.toLowerCase(), `label value ${v}`).not.toContain(ident.toLowerCase());
+    await user.api.del(`/instance/delete/${id}`);
   });
 });

@@ -3,6 +3,8 @@ import { contract, event, userContract, userRead } from './contract.ts';
 import { instanceId, isoTime, tierName, uuid, walletAddress } from './common.ts';
 
 export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed']);
+/** How an agent last stopped on its own: killed by the kernel for its memory limit, by a signal, or its own exit. */
+export const exitKind = z.enum(['oom_killed', 'signal', 'exit']);
 
 export const instanceView = z.object({
   instance_id: instanceId,
@@ -24,6 +26,9 @@ export const instanceView = z.object({
   restarts: z.number().int().optional(),
   /** Why the agent last stopped on its own (exit code, signal or out of memory), and when. */
   last_exit_reason: z.string().optional(),
+  last_exit_kind: exitKind.optional(),
+  /** Times the kernel killed the agent for exceeding its memory limit (each one also counts as a restart). */
+  oom_kills: z.number().int().optional(),
   last_exit_at: isoTime.optional(),
   /** After a crash: when the agent is started again (the delay doubles with each crash in a row). */
   next_restart_at: isoTime.optional(),
@@ -135,6 +140,7 @@ export const instanceStatusChanged = event(
     /** A crash the self-healing restarts: its exit reason, the restarts so far and when the next is due. */
     restarts: z.number().int().optional(),
     exit_reason: z.string().optional(),
+    exit_kind: exitKind.optional(),
     next_restart_at: isoTime.optional(),
   }),
 );
