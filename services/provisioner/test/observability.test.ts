@@ -183,6 +183,13 @@ describe('observability', () => {
       const r = await user.api.get(`/instance/status/${id}`);
       return r.body.status === 'running' && r.body.restarts === 1 && r.body.oom_kills === 1;
     }, 120_000);
+    // The usage metrics sum them over the user's instances (this is the only one left), with its live CPU and memory.
+    const usage = await waitFor('the OOM kill in the usage metrics', async () => {
+      const r = await user.api.get('/usage/metrics');
+      return r.body.instances.oom_kills === 1 && r.body.instances.memory_usage_mb > 0 ? r.body.instances : undefined;
+    });
+    expect(usage).toMatchObject({ active: 1, restarts: 1, oom_kills: 1 });
+    expect(usage.cpu_usage_percent).toBeGreaterThanOrEqual(0);
     expect((await user.api.del(`/instance/delete/${id}`)).status).toBe(200);
   });
 

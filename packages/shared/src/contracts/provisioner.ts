@@ -81,7 +81,15 @@ export const logs = userRead(
 export const usage = userRead(
   'provisioner.v1.usage.get',
   z.object({ user_id: uuid }),
-  z.object({ instances_active: z.number().int(), storage_used_mb: z.number() }),
+  z.object({
+    instances_active: z.number().int(),
+    storage_used_mb: z.number(),
+    /** Over the user's instances: crashes restarted and OOM kills so far, and the live CPU and memory of the running ones. */
+    restarts: z.number().int().default(0),
+    oom_kills: z.number().int().default(0),
+    cpu_usage_percent: z.number().default(0),
+    memory_usage_mb: z.number().default(0),
+  }),
 );
 
 // ---------------------------------------------------------------- backups
