@@ -29,8 +29,7 @@ beforeAll(async () => {
   stack = await startStack({
     services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
     devchain: true,
-    // A small memory limit, so the OOM test's agent reaches it after a few allocations (the stand-in needs ~50 MiB).
-    env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, TRACE_SAMPLE_RATIO: '1', OTEL_BSP_SCHEDULE_DELAY: '200', TIER_LIMITS_JSON: JSON.stringify({ pro: { memory_mb: 192 } }) },
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, TRACE_SAMPLE_RATIO: '1', OTEL_BSP_SCHEDULE_DELAY: '200' },
     serviceEnv: {
       auth: metrics('auth'),
       'billing-chain': metrics('billing-chain'),
@@ -154,9 +153,9 @@ describe('observability', () => {
   });
 
   it('an OOM-killed instance shows in its status, its lifecycle events and the OOM counter', async () => {
-    const before = await sample('agenthost_instance_oom_kills_total');
+    const before = { kills: await sample('agenthost_instance_oom_kills_total'), exits: await sample('agenthost_instance_exits_total', 'reason="oom"') };
     // The stand-in, plus a preload that allocates without end once it gets SIGUSR2: killed by the kernel at the
-    // container's memory limit (the tier's 192 MiB here), after it was running, so the self-healing restarts it.
+    // container's memory limit (the tests' tiers: 256 MiB), after it was running, so the self-healing restarts it.
     const preload = "process.on('SIGUSR2', () => { const held = []; setInterval(() => held.push(Buffer.alloc(32 << 20, 1)), 20); });";
     await standinVariant('t-obs-oom', {}, [
       'USER 0:0',
@@ -171,13 +170,15 @@ describe('observability', () => {
       const r = await user.api.get(`/instance/status/${id}`);
       return r.body.oom_kills === 1 ? r.body : undefined;
     }, 60_000);
-    expect(status).toMatchObject({ last_exit_kind: 'oom_killed', last_exit_reason: 'killed: out of memory (limit 192 MiB)', memory_limit_mb: 192 });
-    await waitFor('the OOM kill counted', async () => (await sample('agenthost_instance_oom_kills_total')) === before + 1, 60_000);
+    expect(status).toMatchObject({ last_exit_kind: 'oom_killed', last_exit_reason: 'killed: out of memory (limit 256 MiB)', memory_limit_mb: 256 });
+    await waitFor('the OOM kill counted', async () => (await sample('agenthost_instance_oom_kills_total')) === before.kills + 1, 60_000);
+    // Its exit counted as one (the kernel's SIGKILL, exit code 137, is not a stop).
+    expect(await sample('agenthost_instance_exits_total', 'reason="oom"')).toBe(before.exits + 1);
     // The crash's lifecycle event (JetStream, what GET /instance/events streams) says it was the OOM killer.
     const event = await waitFor('the oom_killed event', async () =>
       (await eventHistory<Record<string, unknown>>(nc, 'events.instance.status')).find((e) => e.instance_id === id && e.exit_kind === 'oom_killed'),
     );
-    expect(event).toMatchObject({ status: 'provisioning', restarts: 0, exit_reason: 'killed: out of memory (limit 192 MiB)' });
+    expect(event).toMatchObject({ status: 'provisioning', restarts: 0, exit_reason: 'killed: out of memory (limit 256 MiB)' });
     // Healed: running again, one restart, the OOM kill still on record.
     await waitFor('restarted after the OOM kill', async () => {
       const r = await user.api.get(`/instance/status/${id}`);
