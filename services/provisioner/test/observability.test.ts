@@ -173,7 +173,7 @@ describe('observability', () => {
     expect(status).toMatchObject({ last_exit_kind: 'oom_killed', last_exit_reason: 'killed: out of memory (limit 256 MiB)', memory_limit_mb: 256 });
     await waitFor('the OOM kill counted', async () => (await sample('agenthost_instance_oom_kills_total')) === before.kills + 1, 60_000);
     // Its exit counted as one (the kernel's SIGKILL, exit code 137, is not a stop).
-    expect(await sample('agenthost_instance_exits_total', 'reason="oom"')).toBe(before.exits + 1);
+    await waitFor('its exit counted as an OOM kill', async () => (await sample('agenthost_instance_exits_total', 'reason="oom"')) === before.exits + 1);
     // The crash's lifecycle event (JetStream, what GET /instance/events streams) says it was the OOM killer.
     const event = await waitFor('the oom_killed event', async () =>
       (await eventHistory<Record<string, unknown>>(nc, 'events.instance.status')).find((e) => e.instance_id === id && e.exit_kind === 'oom_killed'),
