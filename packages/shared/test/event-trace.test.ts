@@ -33,10 +33,16 @@ afterAll(async () => {
 describe('trace context in JetStream events', () => {
   it("a consumer's span joins the publisher's trace; an untraced event makes no span", async () => {
     const handled: { instance_id: string; traceId?: string }[] = [];
-    sub = await consumeEvents(nc, ev, `trace-test-${randomUUID().slice(0, 8)}`, async (p) => {
-      const span = trace.getSpan(context.active());
-      handled.push({ instance_id: p.instance_id, ...(span ? { traceId: span.spanContext().traceId } : {}) });
-    }, createLogger('event-trace-test', 'warn'));
+    sub = await consumeEvents(
+      nc,
+      ev,
+      `trace-test-${randomUUID().slice(0, 8)}`,
+      async (p) => {
+        const span = trace.getSpan(context.active());
+        handled.push({ instance_id: p.instance_id, ...(span ? { traceId: span.spanContext().traceId } : {}) });
+      },
+      createLogger('event-trace-test', 'warn'),
+    );
 
     const user_id = randomUUID();
     const deleted_at = new Date().toISOString();

@@ -4,11 +4,20 @@ import type { ProvisionerDB } from './db/schema.ts';
 
 // The provisioner's metrics. No instance, user or wallet ids as labels: states, reasons and operations only.
 
-const readySeconds = histogram('agenthost_instance_ready_seconds', 'Time from an instance container start to its agent answering readiness (create or restart → running)', [], [1, 2, 5, 10, 20, 30, 60, 120, 300]);
+const readySeconds = histogram(
+  'agenthost_instance_ready_seconds',
+  'Time from an instance container start to its agent answering readiness (create or restart → running)',
+  [],
+  [1, 2, 5, 10, 20, 30, 60, 120, 300],
+);
 export const observeReady = (seconds: number): void => readySeconds.observe(seconds);
 
 const restarts = counter('agenthost_instance_restarts_total', 'Crashed agents started again by the provisioner (self-healing, domain/healing.ts)');
-const exits = counter('agenthost_instance_exits_total', 'Instance containers that exited, by reason (oom: killed at its memory limit, crash: non-zero exit, stopped: exit 0, SIGKILL or SIGTERM)', ['reason']);
+const exits = counter(
+  'agenthost_instance_exits_total',
+  'Instance containers that exited, by reason (oom: killed at its memory limit, crash: non-zero exit, stopped: exit 0, SIGKILL or SIGTERM)',
+  ['reason'],
+);
 const oomKills = counter('agenthost_instance_oom_kills_total', 'Instance containers killed by the kernel for exceeding their memory limit');
 const exitChild = children((reason) => exits.labels(reason!));
 
@@ -31,7 +40,11 @@ export function observeContainerEvent(action: 'die' | 'oom', containerId: string
   else exitChild(exitCode === '137' || exitCode === '0' || exitCode === '143' ? 'stopped' : 'crash').inc();
 }
 
-const dockerErrors = counter('agenthost_docker_errors_total', 'Docker Engine API calls that failed, by operation and kind (unavailable: engine down or timed out; answered: the engine refused)', ['operation', 'kind']);
+const dockerErrors = counter(
+  'agenthost_docker_errors_total',
+  'Docker Engine API calls that failed, by operation and kind (unavailable: engine down or timed out; answered: the engine refused)',
+  ['operation', 'kind'],
+);
 const dockerErrorChild = children((op, kind) => dockerErrors.labels(op!, kind!));
 export const observeDockerError = (operation: string, kind: 'unavailable' | 'answered'): void => dockerErrorChild(operation, kind).inc();
 

@@ -2,7 +2,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { eventHistory, freePort, recordSecret, signIn, startOtlpReceiver, startPrometheus, startStack, subscribe, waitFor, type ReceivedSpan, type Session, type Stack } from '@agenthost/testkit';
+import {
+  eventHistory,
+  freePort,
+  recordSecret,
+  signIn,
+  startOtlpReceiver,
+  startPrometheus,
+  startStack,
+  subscribe,
+  waitFor,
+  type ReceivedSpan,
+  type Session,
+  type Stack,
+} from '@agenthost/testkit';
 import { cleanupDocker, gatewayEnv, provisionerEnv, standinVariant, testNetwork } from './helpers.ts';
 
 // What an operator sees of a running stack: Prometheus scraping every service, one trace per request across
@@ -84,12 +97,19 @@ describe('observability', () => {
         return up.length === SERVICES.length ? up : undefined;
       });
       const count = (q: string) => prom.query(q).then((r) => Number(r[0]?.value[1] ?? 0));
-      await waitFor('the status requests counted', async () => (await count('sum(agenthost_http_requests_total{route="/subscription/status",method="GET",status="200"})')) === made);
+      await waitFor(
+        'the status requests counted',
+        async () => (await count('sum(agenthost_http_requests_total{route="/subscription/status",method="GET",status="200"})')) === made,
+      );
       // The 404 came from the provisioner over NATS: counted at the gateway by route pattern (no id in any label),
       // and at the provisioner as a served request that ended in INSTANCE_NOT_FOUND.
-      await waitFor('the 404 counted at the gateway', async () => (await count('sum(agenthost_http_requests_total{route="/instance/status/:instanceId",status="404"})')) === 1);
-      await waitFor('the 404 counted at the provisioner', async () =>
-        (await count('sum(agenthost_nats_requests_total{job="provisioner",subject="provisioner.v1.instances.get",outcome!="OK"})')) === 1,
+      await waitFor(
+        'the 404 counted at the gateway',
+        async () => (await count('sum(agenthost_http_requests_total{route="/instance/status/:instanceId",status="404"})')) === 1,
+      );
+      await waitFor(
+        'the 404 counted at the provisioner',
+        async () => (await count('sum(agenthost_nats_requests_total{job="provisioner",subject="provisioner.v1.instances.get",outcome!="OK"})')) === 1,
       );
       // Every service exports its process metrics and its NATS connection state.
       await waitFor('process metrics of every service', async () => (await prom.query('agenthost_process_resident_memory_bytes')).length === SERVICES.length);
@@ -114,7 +134,9 @@ describe('observability', () => {
       const root = otlp.spans.find((s) => s.name === 'POST /instance/create' && s.attributes['agenthost.request_id'] === requestId);
       if (!root) return undefined;
       const spans = otlp.spans.filter((s) => s.traceId === root.traceId);
-      const ok = ['nats provisioner.v1.instances.create', 'provisioner.v1.instances.create', 'docker container create'].every((n) => byName(spans, n)) && spans.some((s) => s.service === 'provisioner' && s.name.startsWith('pg '));
+      const ok =
+        ['nats provisioner.v1.instances.create', 'provisioner.v1.instances.create', 'docker container create'].every((n) => byName(spans, n)) &&
+        spans.some((s) => s.service === 'provisioner' && s.name.startsWith('pg '));
       return ok ? { root, spans } : undefined;
     });
     const { root, spans } = trace;
@@ -146,9 +168,11 @@ describe('observability', () => {
     expect(c.status).toBe(200);
     recordSecret(c.body.access_token);
     identifiers.add(c.body.instance_id);
-    await waitFor('the engine restarting the crashed agent, counted', async () =>
-      (await restarts()) > before.restarts && (await crashes()) > before.crashes,
-    60_000);
+    await waitFor(
+      'the engine restarting the crashed agent, counted',
+      async () => (await restarts()) > before.restarts && (await crashes()) > before.crashes,
+      60_000,
+    );
     await user.api.del(`/instance/delete/${c.body.instance_id}`);
   });
 
@@ -166,10 +190,14 @@ describe('observability', () => {
     const id = await running('t-obs-oom');
     await exec('docker', ['kill', '--signal', 'USR2', `agenthost-${id}`]);
 
-    const status = await waitFor('the OOM kill in the status', async () => {
-      const r = await user.api.get(`/instance/status/${id}`);
-      return r.body.oom_kills === 1 ? r.body : undefined;
-    }, 60_000);
+    const status = await waitFor(
+      'the OOM kill in the status',
+      async () => {
+        const r = await user.api.get(`/instance/status/${id}`);
+        return r.body.oom_kills === 1 ? r.body : undefined;
+      },
+      60_000,
+    );
     expect(status).toMatchObject({ last_exit_kind: 'oom_killed', last_exit_reason: 'killed: out of memory (limit 256 MiB)', memory_limit_mb: 256 });
     await waitFor('the OOM kill counted', async () => (await sample('agenthost_instance_oom_kills_total')) === before.kills + 1, 60_000);
     // Its exit counted as one (the kernel's SIGKILL, exit code 137, is not a stop).
@@ -180,10 +208,14 @@ describe('observability', () => {
     );
     expect(event).toMatchObject({ status: 'provisioning', restarts: 0, exit_reason: 'killed: out of memory (limit 256 MiB)' });
     // Healed: running again, one restart, the OOM kill still on record.
-    await waitFor('restarted after the OOM kill', async () => {
-      const r = await user.api.get(`/instance/status/${id}`);
-      return r.body.status === 'running' && r.body.restarts === 1 && r.body.oom_kills === 1;
-    }, 120_000);
+    await waitFor(
+      'restarted after the OOM kill',
+      async () => {
+        const r = await user.api.get(`/instance/status/${id}`);
+        return r.body.status === 'running' && r.body.restarts === 1 && r.body.oom_kills === 1;
+      },
+      120_000,
+    );
     // The usage metrics sum them over the user's instances (this is the only one left), with its live CPU and memory.
     const usage = await waitFor('the OOM kill in the usage metrics', async () => {
       const r = await user.api.get('/usage/metrics');

@@ -46,9 +46,19 @@ export const create = userContract(
     tier: tierName,
     /** A cancelled subscription keeps access but cannot create instances. */
     subscription_cancelled: z.boolean().default(false),
-    name: z.string().min(1).max(63).regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore, hyphen').optional(),
+    name: z
+      .string()
+      .min(1)
+      .max(63)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore, hyphen')
+      .optional(),
     framework: z.string().min(1).max(50),
-    version: z.string().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be an image tag').optional(),
+    version: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be an image tag')
+      .optional(),
   }),
   instanceView.extend({
     /** Shown once: the OpenClaw gateway token that opens the instance's own UI/API. */

@@ -69,7 +69,10 @@ export class ProvisionerUsage {
       if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') this.unavailableUntil = Date.now() + 5000;
       if (Date.now() - this.lastWarning > 30_000) {
         this.lastWarning = Date.now();
-        this.log.warn({ code: err instanceof AppError ? err.code : 'INTERNAL' }, 'provisioner usage unavailable: reporting the last known (or 0) instances and storage');
+        this.log.warn(
+          { code: err instanceof AppError ? err.code : 'INTERNAL' },
+          'provisioner usage unavailable: reporting the last known (or 0) instances and storage',
+        );
       }
       return this.lastKnown(userId);
     }

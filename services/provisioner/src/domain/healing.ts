@@ -247,8 +247,10 @@ export class SelfHealing {
   }
 }
 
+type CrashFields = 'restarts' | 'oom_kills' | 'last_exit_reason' | 'last_exit_kind' | 'last_exit_at' | 'next_restart_at';
+
 /** The self-healing fields of the status view. */
-export function crashView(row: InstanceRow): Pick<contracts.provisioner.InstanceView, 'restarts' | 'oom_kills' | 'last_exit_reason' | 'last_exit_kind' | 'last_exit_at' | 'next_restart_at'> {
+export function crashView(row: InstanceRow): Pick<contracts.provisioner.InstanceView, CrashFields> {
   return {
     restarts: row.restarts,
     oom_kills: row.oom_kills,
