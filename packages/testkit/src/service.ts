@@ -43,10 +43,11 @@ export async function spawnService(name: string, opts: SpawnOptions): Promise<Se
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       proc = child;
+      // Generous: on the shared 2-core machine (load average 30+) a service took over 30 s to start.
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
         reject(new Error(`${label} did not become ready; last lines:\n${lines.slice(-20).join('\n')}`));
-      }, opts.readyTimeoutMs ?? 30_000);
+      }, opts.readyTimeoutMs ?? 120_000);
       let buf = '';
       const onData = (chunk: Buffer) => {
         logFile.write(chunk);

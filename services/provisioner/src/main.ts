@@ -234,8 +234,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         if (!swarm) {
           handoff.listen(containerEvents);
           healing?.listen(containerEvents);
-          containerEvents.on('die', (e) => observeContainerEvent('die', e.attrs.exitCode));
-          containerEvents.on('oom', () => observeContainerEvent('oom'));
+          containerEvents.on('die', (e) => observeContainerEvent('die', e.id, e.attrs.exitCode));
+          containerEvents.on('oom', (e) => observeContainerEvent('oom', e.id));
           containerEvents.watch();
           stats.start();
           storage.start();

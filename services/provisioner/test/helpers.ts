@@ -31,8 +31,7 @@ export async function dockerTry(...args: string[]): Promise<{ code: number; stdo
   }
 }
 
-export const exists = async (kind: 'container' | 'volume' | 'network', name: string): Promise<boolean> =>
-  (await dockerTry(kind, 'inspect', name)).code === 0;
+export const exists = async (kind: 'container' | 'volume' | 'network', name: string): Promise<boolean> => (await dockerTry(kind, 'inspect', name)).code === 0;
 
 /** A unique network (= label scope) per test file, so parallel files never touch each other's instances. */
 export const testNetwork = (file: string): string => `ah-t-${file}-${randomBytes(3).toString('hex')}`;
@@ -92,10 +91,12 @@ async function cleanupVolumeFiles(network: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
-/** Build (once) a stand-in variant whose behaviour is fixed by environment baked into the image. */
-export async function standinVariant(tag: string, env: Record<string, string>): Promise<string> {
+/** Build (once) a stand-in variant whose behaviour is fixed by environment (and any further Dockerfile lines) baked into the image. */
+export async function standinVariant(tag: string, env: Record<string, string>, lines: string[] = []): Promise<string> {
   const image = `${STANDIN}:${tag}`;
-  const dockerfile = `FROM ${STANDIN}:latest\n${Object.entries(env).map(([k, v]) => `ENV ${k}=${v}`).join('\n')}\nLABEL agenthost.test=variant\n`;
+  const dockerfile = `FROM ${STANDIN}:latest\n${Object.entries(env)
+    .map(([k, v]) => `ENV ${k}=${v}`)
+    .join('\n')}\n${lines.map((l) => `${l}\n`).join('')}LABEL agenthost.test=variant\n`;
   await new Promise<void>((resolve, reject) => {
     const child = execFile('docker', ['build', '-q', '-t', image, '-'], { timeout: 120_000, env: { ...process.env, DOCKER_BUILDKIT: '0' } }, (err) =>
       err ? reject(err) : resolve(),

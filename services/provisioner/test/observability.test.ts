@@ -1,10 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
-import { freePort, recordSecret, signIn, startOtlpReceiver, startPrometheus, startStack, subscribe, waitFor, type ReceivedSpan, type Session, type Stack } from '@agenthost/testkit';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import {
+  eventHistory,
+  freePort,
+  recordSecret,
+  signIn,
+  startOtlpReceiver,
+  startPrometheus,
+  startStack,
+  subscribe,
+  waitFor,
+  type ReceivedSpan,
+  type Session,
+  type Stack,
+} from '@agenthost/testkit';
 import { cleanupDocker, gatewayEnv, provisionerEnv, standinVariant, testNetwork } from './helpers.ts';
 
 // What an operator sees of a running stack: Prometheus scraping every service, one trace per request across
-// the bus, health on the operator port, and $SRV.STATS that counts errors.
+// the bus, crashes and OOM kills in the counters and the instance's status, health on the operator port,
+// $SRV.STATS that counts errors, and no user, wallet, instance or key identifier in any label.
 
 const network = testNetwork('observe');
 const SERVICES = ['auth', 'billing-chain', 'keyvault', 'provisioner', 'gateway'] as const;
@@ -14,6 +30,9 @@ let user: Session;
 let otlp: Awaited<ReturnType<typeof startOtlpReceiver>>;
 let nc: NatsConnection;
 const ports: Record<string, number> = {};
+/** Every identifier this file's requests carried: none may show up as a label value (see the last test). */
+const identifiers = new Set<string>();
+const exec = promisify(execFile);
 
 beforeAll(async () => {
   await cleanupDocker(network);
@@ -28,13 +47,14 @@ beforeAll(async () => {
       auth: metrics('auth'),
       'billing-chain': metrics('billing-chain'),
       keyvault: metrics('keyvault'),
-      provisioner: { ...provisionerEnv({ network, ports: [18800, 18849] }), ...metrics('provisioner') },
+      provisioner: { ...provisionerEnv({ network, ports: [19500, 19549] }), ...metrics('provisioner') },
       gateway: { ...gatewayEnv, ...metrics('gateway') },
     },
   });
   user = await signIn(stack.api);
   await subscribe(stack, user, { tier: 'pro' });
   nc = await stack.nats.connect();
+  identifiers.add(user.user_id).add(user.wallet.address);
 }, 180_000);
 
 afterAll(async () => {
@@ -45,6 +65,23 @@ afterAll(async () => {
 });
 
 const get = (port: number, path: string) => fetch(`http://127.0.0.1:${port}${path}`);
+
+/** The provisioner's own exposition: a sample of `name` whose labels include `label` (0 while there is none). */
+async function sample(name: string, label = ''): Promise<number> {
+  const text = await (await get(ports.provisioner!, '/metrics')).text();
+  const line = text.split('\n').find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && l.includes(label));
+  return Number(line?.split(' ').pop() ?? 0);
+}
+
+/** Create an instance of the stand-in `version` and wait until its agent is running. */
+async function running(version?: string): Promise<string> {
+  const c = await user.api.post('/instance/create', { framework: 'openclaw', ...(version ? { version } : {}) });
+  expect(c.status).toBe(200);
+  recordSecret(c.body.access_token);
+  identifiers.add(c.body.instance_id);
+  await waitFor('the agent running', async () => (await user.api.get(`/instance/status/${c.body.instance_id}`)).body.status === 'running', 120_000);
+  return c.body.instance_id as string;
+}
 
 describe('observability', () => {
   it('Prometheus scrapes every service, and its request counts match the requests made', async () => {
@@ -60,12 +97,19 @@ describe('observability', () => {
         return up.length === SERVICES.length ? up : undefined;
       });
       const count = (q: string) => prom.query(q).then((r) => Number(r[0]?.value[1] ?? 0));
-      await waitFor('the status requests counted', async () => (await count('sum(agenthost_http_requests_total{route="/subscription/status",method="GET",status="200"})')) === made);
+      await waitFor(
+        'the status requests counted',
+        async () => (await count('sum(agenthost_http_requests_total{route="/subscription/status",method="GET",status="200"})')) === made,
+      );
       // The 404 came from the provisioner over NATS: counted at the gateway by route pattern (no id in any label),
       // and at the provisioner as a served request that ended in INSTANCE_NOT_FOUND.
-      await waitFor('the 404 counted at the gateway', async () => (await count('sum(agenthost_http_requests_total{route="/instance/status/:instanceId",status="404"})')) === 1);
-      await waitFor('the 404 counted at the provisioner', async () =>
-        (await count('sum(agenthost_nats_requests_total{job="provisioner",subject="provisioner.v1.instances.get",outcome!="OK"})')) === 1,
+      await waitFor(
+        'the 404 counted at the gateway',
+        async () => (await count('sum(agenthost_http_requests_total{route="/instance/status/:instanceId",status="404"})')) === 1,
+      );
+      await waitFor(
+        'the 404 counted at the provisioner',
+        async () => (await count('sum(agenthost_nats_requests_total{job="provisioner",subject="provisioner.v1.instances.get",outcome!="OK"})')) === 1,
       );
       // Every service exports its process metrics and its NATS connection state.
       await waitFor('process metrics of every service', async () => (await prom.query('agenthost_process_resident_memory_bytes')).length === SERVICES.length);
@@ -83,13 +127,16 @@ describe('observability', () => {
     const c = await user.api.post('/instance/create', { framework: 'openclaw', name: 'traced' });
     expect(c.status).toBe(200);
     recordSecret(c.body.access_token);
+    identifiers.add(c.body.instance_id);
     const requestId = c.headers.get('x-request-id');
     const byName = (spans: ReceivedSpan[], name: string) => spans.find((s) => s.name === name);
     const trace = await waitFor('the spans of every hop', async () => {
       const root = otlp.spans.find((s) => s.name === 'POST /instance/create' && s.attributes['agenthost.request_id'] === requestId);
       if (!root) return undefined;
       const spans = otlp.spans.filter((s) => s.traceId === root.traceId);
-      const ok = ['nats provisioner.v1.instances.create', 'provisioner.v1.instances.create', 'docker container create'].every((n) => byName(spans, n)) && spans.some((s) => s.service === 'provisioner' && s.name.startsWith('pg '));
+      const ok =
+        ['nats provisioner.v1.instances.create', 'provisioner.v1.instances.create', 'docker container create'].every((n) => byName(spans, n)) &&
+        spans.some((s) => s.service === 'provisioner' && s.name.startsWith('pg '));
       return ok ? { root, spans } : undefined;
     });
     const { root, spans } = trace;
@@ -113,12 +160,6 @@ describe('observability', () => {
   });
 
   it('a crash-looping instance shows in the restart and crash counters', async () => {
-    // The provisioner's own exposition: a sample of `name` whose labels include `label` (0 while there is none).
-    const sample = async (name: string, label = '') => {
-      const text = await (await get(ports.provisioner!, '/metrics')).text();
-      const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label));
-      return Number(line?.split(' ').pop() ?? 0);
-    };
     const restarts = () => sample('agenthost_instance_restarts_total');
     const crashes = () => sample('agenthost_instance_exits_total', 'reason="crash"');
     const before = { restarts: await restarts(), crashes: await crashes() };
@@ -126,10 +167,63 @@ describe('observability', () => {
     const c = await user.api.post('/instance/create', { framework: 'openclaw', version: 't-obs-crash' });
     expect(c.status).toBe(200);
     recordSecret(c.body.access_token);
-    await waitFor('the engine restarting the crashed agent, counted', async () =>
-      (await restarts()) > before.restarts && (await crashes()) > before.crashes,
-    60_000);
+    identifiers.add(c.body.instance_id);
+    await waitFor(
+      'the engine restarting the crashed agent, counted',
+      async () => (await restarts()) > before.restarts && (await crashes()) > before.crashes,
+      60_000,
+    );
     await user.api.del(`/instance/delete/${c.body.instance_id}`);
+  });
+
+  it('an OOM-killed instance shows in its status, its lifecycle events and the OOM counter', async () => {
+    const before = { kills: await sample('agenthost_instance_oom_kills_total'), exits: await sample('agenthost_instance_exits_total', 'reason="oom"') };
+    // The stand-in, plus a preload that allocates without end once it gets SIGUSR2: killed by the kernel at the
+    // container's memory limit (the tests' tiers: 256 MiB), after it was running, so the self-healing restarts it.
+    const preload = "process.on('SIGUSR2', () => { const held = []; setInterval(() => held.push(Buffer.alloc(32 << 20, 1)), 20); });";
+    await standinVariant('t-obs-oom', {}, [
+      'USER 0:0',
+      `RUN printf '%s\\n' "${preload}" > /opt/agenthost/standin/oom.cjs && chmod 0644 /opt/agenthost/standin/oom.cjs`,
+      'USER 10001:10001',
+      'CMD ["/usr/local/bin/node", "--require", "/opt/agenthost/standin/oom.cjs", "/opt/agenthost/standin/agent.mjs"]',
+    ]);
+    const id = await running('t-obs-oom');
+    await exec('docker', ['kill', '--signal', 'USR2', `agenthost-${id}`]);
+
+    const status = await waitFor(
+      'the OOM kill in the status',
+      async () => {
+        const r = await user.api.get(`/instance/status/${id}`);
+        return r.body.oom_kills === 1 ? r.body : undefined;
+      },
+      60_000,
+    );
+    expect(status).toMatchObject({ last_exit_kind: 'oom_killed', last_exit_reason: 'killed: out of memory (limit 256 MiB)', memory_limit_mb: 256 });
+    await waitFor('the OOM kill counted', async () => (await sample('agenthost_instance_oom_kills_total')) === before.kills + 1, 60_000);
+    // Its exit counted as one (the kernel's SIGKILL, exit code 137, is not a stop).
+    await waitFor('its exit counted as an OOM kill', async () => (await sample('agenthost_instance_exits_total', 'reason="oom"')) === before.exits + 1);
+    // The crash's lifecycle event (JetStream, what GET /instance/events streams) says it was the OOM killer.
+    const event = await waitFor('the oom_killed event', async () =>
+      (await eventHistory<Record<string, unknown>>(nc, 'events.instance.status')).find((e) => e.instance_id === id && e.exit_kind === 'oom_killed'),
+    );
+    expect(event).toMatchObject({ status: 'provisioning', restarts: 0, exit_reason: 'killed: out of memory (limit 256 MiB)' });
+    // Healed: running again, one restart, the OOM kill still on record.
+    await waitFor(
+      'restarted after the OOM kill',
+      async () => {
+        const r = await user.api.get(`/instance/status/${id}`);
+        return r.body.status === 'running' && r.body.restarts === 1 && r.body.oom_kills === 1;
+      },
+      120_000,
+    );
+    // The usage metrics sum them over the user's instances (this is the only one left), with its live CPU and memory.
+    const usage = await waitFor('the OOM kill in the usage metrics', async () => {
+      const r = await user.api.get('/usage/metrics');
+      return r.body.instances.oom_kills === 1 && r.body.instances.memory_usage_mb > 0 ? r.body.instances : undefined;
+    });
+    expect(usage).toMatchObject({ active: 1, restarts: 1, oom_kills: 1 });
+    expect(usage.cpu_usage_percent).toBeGreaterThanOrEqual(0);
+    expect((await user.api.del(`/instance/delete/${id}`)).status).toBe(200);
   });
 
   it('serves health and metrics on the operator port only', async () => {
@@ -158,5 +252,27 @@ describe('observability', () => {
     expect(after.num_requests).toBe(before.num_requests + 1);
     expect(after.last_error).toBe('404 INSTANCE_NOT_FOUND');
     expect(after.processing_time).toBeGreaterThan(before.processing_time);
+  });
+
+  it('no label value of any service names a user, wallet, instance or key', async () => {
+    // One more instance with a named key stored and read through the keyvault, then every service's exposition.
+    const id = await running();
+    const keyName = 'OBSERVE_LABEL_CHECK_KEY';
+    identifiers.add(keyName);
+    expect((await user.api.post('/keys/store', { instance_id: id, keys: { [keyName]: 'not-a-real-secret' } })).status).toBe(200);
+    expect((await user.api.get(`/keys/list?instance_id=${id}`)).status).toBe(200);
+    expect((await user.api.get(`/instance/status/${id}`)).status).toBe(200);
+    const values: string[] = [];
+    for (const s of SERVICES) {
+      const text = await (await get(ports[s]!, '/metrics')).text();
+      for (const line of text.split('\n')) {
+        if (line.startsWith('#')) continue;
+        for (const m of line.matchAll(/="((?:[^"\\]|\\.)*)"/g)) values.push(m[1]!);
+      }
+    }
+    expect(values.length).toBeGreaterThan(100);
+    expect(identifiers.size).toBeGreaterThanOrEqual(6); // user, wallet, the instances of the tests above, the key
+    for (const v of values) for (const ident of identifiers) expect(v.toLowerCase(), `label value ${v}`).not.toContain(ident.toLowerCase());
+    await user.api.del(`/instance/delete/${id}`);
   });
 });

@@ -3,7 +3,7 @@ import { parseConfig } from '@agenthost/shared';
 import { provisionerConfig } from '../src/config.ts';
 import { firewallRules, hostSubnets, PRIVATE_RANGES } from '../src/docker/firewall.ts';
 import { demux, lastLines } from '../src/docker/logs.ts';
-import { backoffMs, exitReason } from '../src/domain/healing.ts';
+import { backoffMs, exitKind, exitReason } from '../src/domain/healing.ts';
 import { bridgeNameFor } from '../src/docker/network.ts';
 import { containerSpec, heapMb } from '../src/docker/spec.ts';
 
@@ -127,5 +127,7 @@ describe('self-healing policy', () => {
     expect(exitReason({ exitCode: 137, oomKilled: true }, 256)).toBe('killed: out of memory (limit 256 MiB)');
     expect(exitReason({ exitCode: 143 }, 256)).toBe('killed by SIGTERM (exit code 143)');
     expect(exitReason({ exitCode: 3 }, 256)).toBe('exited with code 3');
+    // And the same, for machines (status, events): the OOM killer's SIGKILL is not just a signal.
+    expect([exitKind({ exitCode: 137, oomKilled: true }), exitKind({ exitCode: 137 }), exitKind({ exitCode: 3 })]).toEqual(['oom_killed', 'signal', 'exit']);
   });
 });

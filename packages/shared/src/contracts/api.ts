@@ -23,7 +23,16 @@ export const usageMetrics = z.object({
   period: z.literal('daily'),
   tier: tierName,
   requests: z.object({ used: z.number(), limit: z.number(), remaining: z.number(), reset_at: isoTime }),
-  instances: z.object({ active: z.number(), limit: z.number(), remaining: z.number() }),
+  /** Also, over the user's instances: restarts after crashes and OOM kills so far, live CPU % and memory of the running ones. */
+  instances: z.object({
+    active: z.number(),
+    limit: z.number(),
+    remaining: z.number(),
+    restarts: z.number(),
+    oom_kills: z.number(),
+    cpu_usage_percent: z.number(),
+    memory_usage_mb: z.number(),
+  }),
   storage: z.object({ used_mb: z.number(), limit_mb: z.number(), remaining_mb: z.number() }),
 });
 

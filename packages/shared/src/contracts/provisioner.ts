@@ -3,6 +3,8 @@ import { contract, event, userContract, userRead } from './contract.ts';
 import { instanceId, isoTime, tierName, uuid, walletAddress } from './common.ts';
 
 export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed']);
+/** How an agent last stopped on its own: killed by the kernel for its memory limit, by a signal, or its own exit. */
+export const exitKind = z.enum(['oom_killed', 'signal', 'exit']);
 
 export const instanceView = z.object({
   instance_id: instanceId,
@@ -24,6 +26,9 @@ export const instanceView = z.object({
   restarts: z.number().int().optional(),
   /** Why the agent last stopped on its own (exit code, signal or out of memory), and when. */
   last_exit_reason: z.string().optional(),
+  last_exit_kind: exitKind.optional(),
+  /** Times the kernel killed the agent for exceeding its memory limit (each one also counts as a restart). */
+  oom_kills: z.number().int().optional(),
   last_exit_at: isoTime.optional(),
   /** After a crash: when the agent is started again (the delay doubles with each crash in a row). */
   next_restart_at: isoTime.optional(),
@@ -41,9 +46,19 @@ export const create = userContract(
     tier: tierName,
     /** A cancelled subscription keeps access but cannot create instances. */
     subscription_cancelled: z.boolean().default(false),
-    name: z.string().min(1).max(63).regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore, hyphen').optional(),
+    name: z
+      .string()
+      .min(1)
+      .max(63)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore, hyphen')
+      .optional(),
     framework: z.string().min(1).max(50),
-    version: z.string().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be an image tag').optional(),
+    version: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be an image tag')
+      .optional(),
   }),
   instanceView.extend({
     /** Shown once: the OpenClaw gateway token that opens the instance's own UI/API. */
@@ -76,7 +91,15 @@ export const logs = userRead(
 export const usage = userRead(
   'provisioner.v1.usage.get',
   z.object({ user_id: uuid }),
-  z.object({ instances_active: z.number().int(), storage_used_mb: z.number() }),
+  z.object({
+    instances_active: z.number().int(),
+    storage_used_mb: z.number(),
+    /** Over the user's instances: crashes restarted and OOM kills so far, and the live CPU and memory of the running ones. */
+    restarts: z.number().int().default(0),
+    oom_kills: z.number().int().default(0),
+    cpu_usage_percent: z.number().default(0),
+    memory_usage_mb: z.number().default(0),
+  }),
 );
 
 // ---------------------------------------------------------------- backups
@@ -135,6 +158,7 @@ export const instanceStatusChanged = event(
     /** A crash the self-healing restarts: its exit reason, the restarts so far and when the next is due. */
     restarts: z.number().int().optional(),
     exit_reason: z.string().optional(),
+    exit_kind: exitKind.optional(),
     next_restart_at: isoTime.optional(),
   }),
 );

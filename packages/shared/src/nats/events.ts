@@ -1,7 +1,18 @@
-import { AckPolicy, DeliverPolicy, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type NatsConnection } from 'nats';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  headers as natsHeaders,
+  nanos,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerMessages,
+  type JsMsg,
+  type NatsConnection,
+} from 'nats';
 import type { z } from 'zod';
 import type { EventContract } from '../contracts/contract.ts';
 import type { Logger } from '../logger.ts';
+import { activeSpan, context, endSpan, extractTrace, injectTrace, SpanKind, trace, tracer } from '../observe/tracing.ts';
 import { decode, encode } from './codec.ts';
 
 export const EVENT_STREAM = 'EVENTS';
@@ -32,7 +43,11 @@ export async function ensureEventStream(nc: NatsConnection, opts: { replicas?: n
   if (opts.replicas === undefined) cfg.num_replicas = current.num_replicas;
   // Only the services that publish events may update the stream (NATS permissions): the others
   // leave a stream whose settings are already right alone.
-  const same = current.subjects?.join() === cfg.subjects.join() && current.max_age === cfg.max_age && current.duplicate_window === cfg.duplicate_window && current.num_replicas === cfg.num_replicas;
+  const same =
+    current.subjects?.join() === cfg.subjects.join() &&
+    current.max_age === cfg.max_age &&
+    current.duplicate_window === cfg.duplicate_window &&
+    current.num_replicas === cfg.num_replicas;
   if (!same) await jsm.streams.update(EVENT_STREAM, cfg);
 }
 
@@ -41,7 +56,42 @@ export async function ensureEventStream(nc: NatsConnection, opts: { replicas?: n
  */
 export async function publishEvent<P extends z.ZodType>(nc: NatsConnection, ev: EventContract<P>, payload: z.input<P>, msgId?: string): Promise<void> {
   const data = ev.payload.parse(payload);
-  await nc.jetstream().publish(ev.subject, encode(data), msgId ? { msgID: msgId } : undefined);
+  // Inside a traced request the event carries its trace (W3C traceparent in the message headers, as requests do:
+  // nats/request.ts), so the consumers' spans join it, however much later they handle it. Otherwise no span.
+  const parent = context.active();
+  const span =
+    activeSpan(parent) &&
+    tracer.startSpan(
+      `publish ${ev.subject}`,
+      { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ev.subject } },
+      parent,
+    );
+  const headers = span ? injectTrace(trace.setSpan(parent, span), undefined, natsHeaders) : undefined;
+  try {
+    await nc.jetstream().publish(ev.subject, encode(data), { ...(msgId ? { msgID: msgId } : {}), ...(headers ? { headers } : {}) });
+    if (span) endSpan(span);
+  } catch (err) {
+    if (span) endSpan(span, err);
+    throw err;
+  }
+}
+
+/** Run an event's handler, inside a consumer span of the publisher's trace when the message carries one. */
+async function handleTraced(m: JsMsg, subject: string, handle: () => Promise<void>): Promise<void> {
+  const parent = extractTrace(m.headers);
+  if (!parent) return handle();
+  const span = tracer.startSpan(
+    `consume ${subject}`,
+    { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
+    parent,
+  );
+  try {
+    await context.with(trace.setSpan(parent, span), handle);
+    endSpan(span);
+  } catch (err) {
+    endSpan(span, err);
+    throw err;
+  }
 }
 
 export interface Subscription {
@@ -89,7 +139,7 @@ export async function consumeEvents<P extends z.ZodType>(
             continue;
           }
           try {
-            await handler(parsed.data);
+            await handleTraced(m, m.subject, () => handler(parsed.data));
             m.ack();
           } catch (err) {
             log.warn({ err, subject: m.subject, seq: m.seq }, 'event handler failed; will be redelivered');

@@ -1,11 +1,12 @@
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
 import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
+import type { z } from 'zod';
 import type { Call } from './call.ts';
 
-export type ProvisionerUsageView = { instances_active: number; storage_used_mb: number };
+export type ProvisionerUsageView = z.output<typeof contracts.provisioner.usage.output>;
 
-const ZERO: ProvisionerUsageView = { instances_active: 0, storage_used_mb: 0 };
+const ZERO: ProvisionerUsageView = { instances_active: 0, storage_used_mb: 0, restarts: 0, oom_kills: 0, cpu_usage_percent: 0, memory_usage_mb: 0 };
 
 /**
  * Instances and storage per user from the provisioner (provisioner.v1.usage.get), for the status
@@ -68,7 +69,10 @@ export class ProvisionerUsage {
       if (err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE') this.unavailableUntil = Date.now() + 5000;
       if (Date.now() - this.lastWarning > 30_000) {
         this.lastWarning = Date.now();
-        this.log.warn({ code: err instanceof AppError ? err.code : 'INTERNAL' }, 'provisioner usage unavailable: reporting the last known (or 0) instances and storage');
+        this.log.warn(
+          { code: err instanceof AppError ? err.code : 'INTERNAL' },
+          'provisioner usage unavailable: reporting the last known (or 0) instances and storage',
+        );
       }
       return this.lastKnown(userId);
     }

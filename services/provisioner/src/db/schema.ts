@@ -1,6 +1,7 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
 
 type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed';
+type ExitKind = 'oom_killed' | 'signal' | 'exit';
 /** How far the current operation on an instance got (read by the reconciler after a crash). */
 export type Step = 'leased' | 'container' | 'done' | 'recreating' | 'stopping' | 'deleting' | 'backoff';
 
@@ -40,6 +41,10 @@ interface InstancesTable {
   /** Crashes in a row, each within RESTART_STABLE_SECONDS of its start: the backoff's exponent. */
   crash_streak: Generated<number>;
   last_exit_reason: string | null;
+  /** What the last exit was: the kernel's OOM killer, a signal, or the agent's own exit. */
+  last_exit_kind: ExitKind | null;
+  /** Times the kernel killed the agent for exceeding its memory limit, over the instance's life. */
+  oom_kills: Generated<number>;
   last_exit_at: NullableTime;
   /** step 'backoff': when the crashed agent is started again. */
   next_restart_at: NullableTime;
@@ -57,6 +62,7 @@ export interface StatusEventsTable {
   /** The instance's restarts so far; with a crash (step backoff) its exit reason and the next restart. */
   restarts: Generated<number>;
   exit_reason: string | null;
+  exit_kind: ExitKind | null;
   next_restart_at: Date | null;
 }
 

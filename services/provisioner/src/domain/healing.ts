@@ -1,7 +1,7 @@
 import { observeRestart } from '../metrics.ts';
 import { constants } from 'node:os';
 import { sql, type Kysely } from 'kysely';
-import type { Logger } from '@agenthost/shared';
+import type { contracts, Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { describe } from '../docker/engine.ts';
@@ -31,6 +31,12 @@ const STOPPED_OUTSIDE = 'The agent was stopped from outside agenthost (docker st
 /** The wait before the restart that follows the streak-th crash in a row: doubling from the initial delay, capped. */
 export function backoffMs(streak: number, policy: Pick<Policy, 'RESTART_BACKOFF_INITIAL_MS' | 'RESTART_BACKOFF_MAX_SECONDS'>): number {
   return Math.min(policy.RESTART_BACKOFF_MAX_SECONDS * 1000, policy.RESTART_BACKOFF_INITIAL_MS * 2 ** Math.min(30, Math.max(0, streak - 1)));
+}
+
+/** What kind of exit it was, for machines (status, events): the OOM killer, a signal (exit code > 128), its own exit. */
+export function exitKind(s: Pick<RuntimeState, 'exitCode' | 'oomKilled'>): 'oom_killed' | 'signal' | 'exit' {
+  if (s.oomKilled) return 'oom_killed';
+  return (s.exitCode ?? 0) > 128 ? 'signal' : 'exit';
 }
 
 /** Why an agent stopped on its own, in words a user can act on. */
@@ -175,6 +181,8 @@ export class SelfHealing {
           generation: sql`generation + 1`,
           crash_streak: streak,
           last_exit_reason: reason,
+          last_exit_kind: exitKind(s),
+          ...(s.oomKilled ? { oom_kills: sql`oom_kills + 1` } : {}),
           last_exit_at: exitedAt,
           next_restart_at: next,
           failure_reason: failure,
@@ -239,11 +247,15 @@ export class SelfHealing {
   }
 }
 
+type CrashFields = 'restarts' | 'oom_kills' | 'last_exit_reason' | 'last_exit_kind' | 'last_exit_at' | 'next_restart_at';
+
 /** The self-healing fields of the status view. */
-export function crashView(row: InstanceRow): { restarts: number; last_exit_reason?: string; last_exit_at?: string; next_restart_at?: string } {
+export function crashView(row: InstanceRow): Pick<contracts.provisioner.InstanceView, CrashFields> {
   return {
     restarts: row.restarts,
+    oom_kills: row.oom_kills,
     ...(row.last_exit_reason ? { last_exit_reason: row.last_exit_reason } : {}),
+    ...(row.last_exit_kind ? { last_exit_kind: row.last_exit_kind } : {}),
     ...(row.last_exit_at ? { last_exit_at: new Date(row.last_exit_at).toISOString() } : {}),
     ...(row.next_restart_at ? { next_restart_at: new Date(row.next_restart_at).toISOString() } : {}),
   };

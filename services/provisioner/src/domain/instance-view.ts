@@ -1,4 +1,5 @@
 import { AppError, type contracts } from '@agenthost/shared';
+import type { z } from 'zod';
 import type { InstanceRow } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
 import { lastLines } from '../docker/logs.ts';
@@ -78,9 +79,19 @@ export class LiveView {
     return { instance_id: input.instance_id, lines: lastLines(text, input.tail) };
   }
 
-  async usage(input: { user_id: string }): Promise<{ instances_active: number; storage_used_mb: number }> {
-    const u = await this.d.repo.usage(input.user_id);
-    return { instances_active: u.instances, storage_used_mb: Math.round((u.bytes / (1024 * 1024)) * 100) / 100 };
+  async usage(input: { user_id: string }): Promise<z.input<typeof contracts.provisioner.usage.output>> {
+    const [u, rows] = await Promise.all([this.d.repo.usage(input.user_id), this.d.repo.listOwned(input.user_id)]);
+    // Live figures of the running agents from the stats sampler (background-sampled once asked for, like the status).
+    const live = await Promise.all(rows.filter((r) => r.status === 'running').map((r) => this.d.stats.current(r.id).catch(() => undefined)));
+    const round2 = (n: number) => Math.round(n * 100) / 100;
+    return {
+      instances_active: u.instances,
+      storage_used_mb: round2(u.bytes / (1024 * 1024)),
+      restarts: rows.reduce((n, r) => n + r.restarts, 0),
+      oom_kills: rows.reduce((n, r) => n + r.oom_kills, 0),
+      cpu_usage_percent: round2(live.reduce((n, l) => n + (l?.cpu_usage_percent ?? 0), 0)),
+      memory_usage_mb: round2(live.reduce((n, l) => n + (l?.memory_usage_mb ?? 0), 0)),
+    };
   }
 
   private async owned(userId: string, instanceId: string): Promise<InstanceRow> {

@@ -104,6 +104,7 @@ export function statusMessage(e: StatusEvent) {
     ...(e.failure_reason ? { failure_reason: e.failure_reason } : {}),
     ...(e.restarts || e.exit_reason ? { restarts: e.restarts } : {}),
     ...(e.exit_reason ? { exit_reason: e.exit_reason } : {}),
+    ...(e.exit_kind ? { exit_kind: e.exit_kind } : {}),
     ...(e.next_restart_at ? { next_restart_at: new Date(e.next_restart_at).toISOString() } : {}),
   };
 }

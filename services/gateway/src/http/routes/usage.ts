@@ -19,7 +19,15 @@ export const usageRoutes = (ctx: GatewayContext): Route[] => [
         period: 'daily',
         tier: sub.tier,
         requests: { used, limit: limits.requests_per_day, remaining: remaining(limits.requests_per_day, used), reset_at: ctx.usage.resetAt().toISOString() },
-        instances: { active: prov.instances_active, limit: limits.instances, remaining: remaining(limits.instances, prov.instances_active) },
+        instances: {
+          active: prov.instances_active,
+          limit: limits.instances,
+          remaining: remaining(limits.instances, prov.instances_active),
+          restarts: prov.restarts,
+          oom_kills: prov.oom_kills,
+          cpu_usage_percent: prov.cpu_usage_percent,
+          memory_usage_mb: prov.memory_usage_mb,
+        },
         storage: { used_mb: prov.storage_used_mb, limit_mb: limits.storage_mb, remaining_mb: remaining(limits.storage_mb, prov.storage_used_mb) },
       };
     },

@@ -14,6 +14,7 @@ import * as nodeHost from './2026-11-23T12-00-00-node-host.ts';
 import * as statusOutbox from './2026-11-23T18-00-00-status-outbox.ts';
 import * as selfHealing from './2026-11-23T19-00-00-self-healing.ts';
 import * as backups from './2026-11-23T20-00-00-backups.ts';
+import * as oomKills from './2026-11-23T21-00-00-oom-kills.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-init': init,
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-23T18-00-00-status-outbox': statusOutbox,
   '2026-11-23T19-00-00-self-healing': selfHealing,
   '2026-11-23T20-00-00-backups': backups,
+  '2026-11-23T21-00-00-oom-kills': oomKills,
 };
