@@ -166,6 +166,7 @@ export class InstanceLifecycle {
       await runtime.remove(row.id);
       const created = await runtime.create(updated, token);
       await repo.setStep(row.id, 'recreating', { container_id: created.runtimeId, node_host: created.host ?? updated.node_host });
+      await this.d.pause('recreated');
       await runtime.start(row.id, creds);
       const now = new Date();
       const started = await repo.markStarted(row.id, updated.generation, now, opts.readySeconds ? new Date(now.getTime() + opts.readySeconds * 1000) : undefined);
