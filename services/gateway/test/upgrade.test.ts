@@ -36,7 +36,7 @@ describe('POST /instance/upgrade/{id}', () => {
 
     const key = randomUUID();
     const up = await alice.api.post(`/instance/upgrade/${id}`, { version: v.two }, { 'idempotency-key': key });
-    expect(up.status).toBe(200);
+    expect(up.status, JSON.stringify(up.body)).toBe(200);
     expect(up.body).toMatchObject({ success: true, instance_id: id, status: 'provisioning', version: v.two, upgrade: { state: 'upgrading', from_version: v.one, to_version: v.two } });
     // A retry with the key gets the first answer again; it does not start a second upgrade.
     const again = await alice.api.post(`/instance/upgrade/${id}`, { version: v.two }, { 'idempotency-key': key });

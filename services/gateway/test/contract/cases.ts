@@ -66,6 +66,7 @@ export async function cases(a: Actors): Promise<Case[]> {
     { operationId: 'restartInstance', why: 'accepted', as: 'subscriber', path: `/instance/restart/${INSTANCE}`, status: noProvisioner, documented: true },
     { operationId: 'stopInstance', why: 'accepted', as: 'subscriber', path: `/instance/stop/${INSTANCE}`, status: noProvisioner, documented: true },
     { operationId: 'startInstance', why: 'accepted', as: 'subscriber', path: `/instance/start/${INSTANCE}`, status: noProvisioner, documented: true },
+    { operationId: 'upgradeInstance', why: 'accepted', as: 'subscriber', path: `/instance/upgrade/${INSTANCE}`, body: { version: '2026.9.6' }, status: noProvisioner, documented: true },
     { operationId: 'deleteInstance', why: 'accepted', as: 'subscriber', path: `/instance/delete/${INSTANCE}`, status: noProvisioner, documented: true },
     { operationId: 'getInstanceLogs', why: 'accepted', as: 'subscriber', path: `/instance/logs/${INSTANCE}?tail=50`, status: noProvisioner, documented: true },
     { operationId: 'waitForInstance', why: 'accepted', as: 'subscriber', path: `/instance/wait/${INSTANCE}?state=running&timeout=1`, status: noProvisioner, documented: true },

@@ -42,8 +42,8 @@ export class LocalImages {
   /** The image ID (sha256:…) the tag (or ID) names now; 400 VALIDATION_FAILED on `version` when there is none. */
   async resolve(image: string): Promise<string> {
     const seen = this.seen.get(image);
-    // An ID never moves; a tag is trusted for a moment only (a rebuilt tag must resolve anew at the next create).
-    if (seen && (image.startsWith('sha256:') || Date.now() - seen.at < SEEN_FOR_MS)) {
+    // Trusted for a moment only: a tag may be rebuilt, and an image removed.
+    if (seen && Date.now() - seen.at < SEEN_FOR_MS) {
       this.engine.assertUp();
       return seen.id;
     }
