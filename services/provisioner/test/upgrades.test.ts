@@ -159,6 +159,26 @@ describe('pinned images and upgrades (stand-in agent)', () => {
     await n.call(P.remove, { user_id, instance_id: a.instance_id });
   }, 240_000);
 
+  it('update_available names a newer version when one is tagged (versions that read as numbers)', async () => {
+    const user_id = newUser();
+    // Numbers no other suite tags: anything newer than 90210.1 here is this test's.
+    const [older, newer] = ['90210.1', '90210.10'];
+    for (const tag of [older, newer]) {
+      await standinVariant(tag, { STANDIN_MARK: tag });
+      dangling.push(`agenthost/standin:${tag}`);
+    }
+    const a = await newInstance(user_id, older);
+    // 90210.10 is newer than 90210.1 (numbers compared part by part, not as text).
+    const seen = await waitFor('the newer version seen', async () => {
+      const s = await n.call(P.get, { user_id, instance_id: a.instance_id });
+      return s.update_version === newer ? s : undefined;
+    }, 15_000, 250);
+    expect(seen).toMatchObject({ version: older, update_available: true, update_version: newer });
+    await n.call(P.upgrade, { user_id, instance_id: a.instance_id, version: newer });
+    expect(await settled(n, user_id, a.instance_id, 'upgraded')).toMatchObject({ version: newer, update_available: false });
+    await n.call(P.remove, { user_id, instance_id: a.instance_id });
+  }, 180_000);
+
   it('refuses what cannot be upgraded, with clear 4xx answers', async () => {
     const user_id = newUser();
     const a = await newInstance(user_id, v.one);

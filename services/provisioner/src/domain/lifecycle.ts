@@ -174,13 +174,12 @@ export class InstanceLifecycle {
       return minted;
     } catch (err) {
       log.warn({ instance_id: row.id, err: describe(err) }, 'recreating the container failed');
-      if (opts.upgrade && !(err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE')) {
-        // The new image could not even be started: back to the kept one at once (the reconciler does it when Docker is down).
-        const fresh = await repo.byId(row.id);
-        if (fresh?.upgrade_state === 'upgrading') {
-          await this.recreateLocked(fresh, undefined, { rollbackReason: `The new image could not be started: ${err instanceof Error ? err.message : String(err)}` });
-          return minted;
-        }
+      if (opts.upgrade) {
+        // Docker down: the row stays in step recreating, and the reconciler rolls the upgrade back once Docker answers.
+        if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
+        // The new image could not even be started: back to the kept one at once (the cause is in the log, not the status).
+        await this.recreateLocked((await repo.byId(row.id))!, undefined, { rollbackReason: 'The container of the new image could not be created or started' });
+        return minted;
       }
       await repo.markFailed(row.id, updated.generation, 'The container could not be recreated; restart the instance to retry').catch(() => {});
       throw err;
