@@ -23,6 +23,7 @@ export function loadWallet(): Keypair {
   return Keypair.fromSecretKey(Uint8Array.from(secret));
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the CLI prints any JSON answer the API gives; each command reads its own fields
 async function http(env: Env, method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`${env.apiUrl}${path}`, {
     method,
@@ -39,6 +40,7 @@ async function http(env: Env, method: string, path: string, body?: unknown, toke
   return { status: res.status, body: parsed };
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the same untyped API answer as http()
 function ok(r: { status: number; body: any }, what: string) {
   if (r.status >= 400) throw new Error(`${what} failed: ${r.status} ${r.body?.code ?? ''} ${r.body?.error ?? JSON.stringify(r.body)}`);
   return r.body;

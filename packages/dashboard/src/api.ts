@@ -116,6 +116,7 @@ export function apiClient(o: ApiOptions) {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
+    // biome-ignore lint/suspicious/noExplicitAny: an answer or an error body, read by field below before it is typed as T
     let parsed: any = {};
     try {
       parsed = text ? JSON.parse(text) : {};

@@ -141,7 +141,7 @@ export class Jobs {
     if (row) return row.wallet_address;
     try {
       const info = await this.d.chain.connection.getAccountInfo(new PublicKey(pda), this.d.chain.commitment);
-      return info && info.owner.equals(this.d.chain.programId) ? decodeSubscription(info.data).owner.toBase58() : undefined;
+      return info?.owner.equals(this.d.chain.programId) ? decodeSubscription(info.data).owner.toBase58() : undefined;
     } catch {
       return undefined;
     }

@@ -105,8 +105,8 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
       title: 'agenthost API',
       version: '1.0.0',
       description: 'Run your own AI agents in hardened containers, paid with an on-chain subscription.',
-      // The project grants no license yet: say so rather than name one it has not chosen.
-      license: { name: 'All rights reserved', identifier: 'LicenseRef-agenthost-proprietary' },
+      // Proprietary, as every package.json says ("license": "UNLICENSED"): no license is granted.
+      license: { name: 'UNLICENSED (proprietary, all rights reserved)', identifier: 'LicenseRef-agenthost-proprietary' },
     },
     servers: [{ url: '/api' }],
     components: {
