@@ -37,15 +37,26 @@ describe('POST /instance/upgrade/{id}', () => {
     const key = randomUUID();
     const up = await alice.api.post(`/instance/upgrade/${id}`, { version: v.two }, { 'idempotency-key': key });
     expect(up.status, JSON.stringify(up.body)).toBe(200);
-    expect(up.body).toMatchObject({ success: true, instance_id: id, status: 'provisioning', version: v.two, upgrade: { state: 'upgrading', from_version: v.one, to_version: v.two } });
+    expect(up.body).toMatchObject({
+      success: true,
+      instance_id: id,
+      status: 'provisioning',
+      version: v.two,
+      upgrade: { state: 'upgrading', from_version: v.one, to_version: v.two },
+    });
     // A retry with the key gets the first answer again; it does not start a second upgrade.
     const again = await alice.api.post(`/instance/upgrade/${id}`, { version: v.two }, { 'idempotency-key': key });
     expect(again.headers.get('idempotency-replayed')).toBe('true');
     expect(again.body).toEqual(up.body);
-    const after = await waitFor('upgraded', async () => {
-      const s = await alice.api.get(`/instance/status/${id}`);
-      return s.body.status === 'running' && s.body.upgrade?.state === 'upgraded' ? s.body : undefined;
-    }, 90_000, 250);
+    const after = await waitFor(
+      'upgraded',
+      async () => {
+        const s = await alice.api.get(`/instance/status/${id}`);
+        return s.body.status === 'running' && s.body.upgrade?.state === 'upgraded' ? s.body : undefined;
+      },
+      90_000,
+      250,
+    );
     expect(after).toMatchObject({ version: v.two, image_digest: up.body.image_digest, url: c.body.url });
     expect(after.image_digest).not.toBe(before.body.image_digest);
 

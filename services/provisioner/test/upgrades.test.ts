@@ -18,7 +18,10 @@ const dangling: string[] = [];
 beforeAll(async () => {
   await cleanupDocker(network);
   v = await buildUpgradeImages(PREFIX);
-  stack = await startStack({ services: ['keyvault', 'provisioner'], serviceEnv: { provisioner: provisionerEnv({ network, ports: [19350, 19369] }), gateway: gatewayEnv } });
+  stack = await startStack({
+    services: ['keyvault', 'provisioner'],
+    serviceEnv: { provisioner: provisionerEnv({ network, ports: [19350, 19369] }), gateway: gatewayEnv },
+  });
   n = await natsClient(stack.nats);
 }, 300_000);
 
@@ -56,9 +59,21 @@ describe('pinned images and upgrades (stand-in agent)', () => {
     expect(hasEnv(before, 'STANDIN_MARK', `${PREFIX}-1`)).toBe(true);
 
     const u = await n.call(P.upgrade, { user_id, instance_id: a.instance_id, version: v.two });
-    expect(u).toMatchObject({ success: true, status: 'provisioning', version: v.two, image_digest: id2, upgrade: { state: 'upgrading', from_version: v.one, to_version: v.two, from_digest: id1 } });
+    expect(u).toMatchObject({
+      success: true,
+      status: 'provisioning',
+      version: v.two,
+      image_digest: id2,
+      upgrade: { state: 'upgrading', from_version: v.one, to_version: v.two, from_digest: id1 },
+    });
     const after = await settled(n, user_id, a.instance_id, 'upgraded');
-    expect(after).toMatchObject({ version: v.two, image_digest: id2, port: a.port, url: a.url, upgrade: { state: 'upgraded', from_version: v.one, to_version: v.two, from_digest: id1 } });
+    expect(after).toMatchObject({
+      version: v.two,
+      image_digest: id2,
+      port: a.port,
+      url: a.url,
+      upgrade: { state: 'upgraded', from_version: v.one, to_version: v.two, from_digest: id1 },
+    });
     expect(after.upgrade?.reason).toBeUndefined();
     expect(await containerImage(a.instance_id)).toBe(id2);
     const now = await agent(a.port);
@@ -87,7 +102,12 @@ describe('pinned images and upgrades (stand-in agent)', () => {
     const u = await n.call(P.upgrade, { user_id, instance_id: a.instance_id, version: v.crash });
     expect(u).toMatchObject({ status: 'provisioning', upgrade: { state: 'upgrading', to_version: v.crash } });
     const back = await settled(n, user_id, a.instance_id, 'rolled_back');
-    expect(back).toMatchObject({ version: v.one, image_digest: id1, port: a.port, upgrade: { state: 'rolled_back', from_version: v.one, to_version: v.crash } });
+    expect(back).toMatchObject({
+      version: v.one,
+      image_digest: id1,
+      port: a.port,
+      upgrade: { state: 'rolled_back', from_version: v.one, to_version: v.crash },
+    });
     expect(back.upgrade?.reason).toMatch(/exited with code 3/);
     expect(await containerImage(a.instance_id)).toBe(id1);
     expect(await readProof(a.instance_id)).toBe('survives a rollback');
@@ -137,10 +157,15 @@ describe('pinned images and upgrades (stand-in agent)', () => {
     await standinVariant(REBUILT, { STANDIN_MARK: 'second-build' });
     const second = await imageId(REBUILT);
     expect(second).not.toBe(first);
-    const seen = await waitFor('update_available', async () => {
-      const s = await n.call(P.get, { user_id, instance_id: a.instance_id });
-      return s.update_available ? s : undefined;
-    }, 30_000, 500);
+    const seen = await waitFor(
+      'update_available',
+      async () => {
+        const s = await n.call(P.get, { user_id, instance_id: a.instance_id });
+        return s.update_available ? s : undefined;
+      },
+      30_000,
+      500,
+    );
     expect(seen).toMatchObject({ image_digest: first, update_available: true, update_version: REBUILT });
 
     // A restart recreates the container from the pinned image, not from what the tag names now.
@@ -169,10 +194,15 @@ describe('pinned images and upgrades (stand-in agent)', () => {
     }
     const a = await newInstance(user_id, older);
     // 90210.10 is newer than 90210.1 (numbers compared part by part, not as text).
-    const seen = await waitFor('the newer version seen', async () => {
-      const s = await n.call(P.get, { user_id, instance_id: a.instance_id });
-      return s.update_version === newer ? s : undefined;
-    }, 15_000, 250);
+    const seen = await waitFor(
+      'the newer version seen',
+      async () => {
+        const s = await n.call(P.get, { user_id, instance_id: a.instance_id });
+        return s.update_version === newer ? s : undefined;
+      },
+      15_000,
+      250,
+    );
     expect(seen).toMatchObject({ version: older, update_available: true, update_version: newer });
     await n.call(P.upgrade, { user_id, instance_id: a.instance_id, version: newer });
     expect(await settled(n, user_id, a.instance_id, 'upgraded')).toMatchObject({ version: newer, update_available: false });
@@ -186,9 +216,15 @@ describe('pinned images and upgrades (stand-in agent)', () => {
     expect(bad).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
     expect(bad.message).toMatch(/^version: no image agenthost\/standin:t-up-no-such-build/);
     expect(await n.fail(P.upgrade, { user_id, instance_id: a.instance_id, version: 'a:b' })).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
-    expect(await n.fail(P.upgrade, { user_id, instance_id: a.instance_id, version: v.two, ready_timeout_seconds: 1 })).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
+    expect(await n.fail(P.upgrade, { user_id, instance_id: a.instance_id, version: v.two, ready_timeout_seconds: 1 })).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      status: 400,
+    });
     // Another user's instance does not exist for them.
-    expect(await n.fail(P.upgrade, { user_id: newUser(), instance_id: a.instance_id, version: v.two })).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
+    expect(await n.fail(P.upgrade, { user_id: newUser(), instance_id: a.instance_id, version: v.two })).toMatchObject({
+      code: 'INSTANCE_NOT_FOUND',
+      status: 404,
+    });
     await n.call(P.stop, { user_id, instance_id: a.instance_id });
     const stopped = await n.fail(P.upgrade, { user_id, instance_id: a.instance_id, version: v.two });
     expect(stopped).toMatchObject({ code: 'INSTANCE_STATE_CONFLICT', status: 409 });

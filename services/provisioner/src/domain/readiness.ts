@@ -158,7 +158,15 @@ export class Readiness {
     const r = await this.deps.db
       .updateTable('instances')
       // Ready on the image of an upgrade: the upgrade is done (the kept image is no longer needed to roll back to).
-      .set({ status, failure_reason: reason, last_activity: now, updated_at: now, ...(status === 'running' ? { upgrade_state: sql<UpgradeState | null>`case when upgrade_state = 'upgrading' then 'upgraded' else upgrade_state end` } : {}) })
+      .set({
+        status,
+        failure_reason: reason,
+        last_activity: now,
+        updated_at: now,
+        ...(status === 'running'
+          ? { upgrade_state: sql<UpgradeState | null>`case when upgrade_state = 'upgrading' then 'upgraded' else upgrade_state end` }
+          : {}),
+      })
       .where('id', '=', w.id)
       .where('generation', '=', w.generation)
       .where('status', '=', w.from ?? 'provisioning')

@@ -63,7 +63,10 @@ export class InstanceUpgrades {
         throw new AppError('INSTANCE_STATE_CONFLICT', `The instance already runs version ${row.version} (${digest.slice(0, 19)})`);
       }
       this.d.log.info({ instance_id: row.id, from: row.image_digest ?? row.image, to: digest, version: input.version }, 'upgrade started');
-      await this.d.lifecycle.recreateLocked(row, input.tier, { upgrade: { version: input.version, image, digest }, ...(input.ready_timeout_seconds ? { readySeconds: input.ready_timeout_seconds } : {}) });
+      await this.d.lifecycle.recreateLocked(row, input.tier, {
+        upgrade: { version: input.version, image, digest },
+        ...(input.ready_timeout_seconds ? { readySeconds: input.ready_timeout_seconds } : {}),
+      });
       const now = (await this.d.repo.byId(row.id))!;
       return {
         success: true,
@@ -82,7 +85,7 @@ export class InstanceUpgrades {
    */
   async notReady(id: string, generation: number, reason: string): Promise<boolean> {
     const row = await this.d.repo.byId(id);
-    if (!row || row.upgrade_state !== 'upgrading' || row.generation !== generation) return false;
+    if (row?.upgrade_state !== 'upgrading' || row.generation !== generation) return false;
     await this.d.locks.with(
       id,
       async () => {
