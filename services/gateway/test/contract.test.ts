@@ -26,7 +26,8 @@ let actors: Actors;
 const answered = new Map<string, ApiResponse>();
 beforeAll(async () => {
   store = await backupStore('contract');
-  sys = await instanceStack('contract', PORTS, {}, store.env);
+  // WEBHOOK_ALLOW_HOSTS: webhook endpoints on localhost are accepted (nothing is delivered in this suite).
+  sys = await instanceStack('contract', PORTS, { WEBHOOK_ALLOW_HOSTS: 'localhost' }, store.env);
   const stack = sys.stack;
   nc = await stack.nats.connect();
   doc = (await stack.api.get('/openapi.json')).body;
@@ -60,7 +61,7 @@ describe('the OpenAPI document against the live gateway', () => {
     const mounted = apiRoutes({ config: {} } as never).filter((r) => !r.internal).map((r) => `${r.method.toUpperCase()} ${path(r.path)}`).sort();
     expect(documented).toEqual(mounted);
     for (const o of documentValidator(doc).operations) {
-      const res = await sys.stack.api.raw('OPTIONS', o.path.replace(/\{instanceId\}/, 'contract-agent').replace(/\{backupId\}/, 'bk-0123456789abcdef0123'), undefined, {});
+      const res = await sys.stack.api.raw('OPTIONS', o.path.replace(/\{instanceId\}/, 'contract-agent').replace(/\{backupId\}/, 'bk-0123456789abcdef0123').replace(/\{webhookId\}/, 'wh_0123456789abcdef0123').replace(/\{deliveryId\}/, 'msg_0123456789abcdef0123'), undefined, {});
       expect(res.headers.get('allow')?.split(', '), `${o.method} ${o.path}`).toContain(o.method.toUpperCase());
     }
   });

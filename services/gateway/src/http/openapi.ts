@@ -35,7 +35,12 @@ const HEADERS = {
 const RETRY_AFTER = { 'Retry-After': { description: 'seconds until a retry may succeed', schema: { type: 'integer' } } };
 
 /** What a path parameter holds (its backend refuses anything else with 400 VALIDATION_FAILED). */
-const PATH_PARAMS: Record<string, z.ZodType> = { instanceId: contracts.instanceId, backupId: contracts.provisioner.backupId };
+const PATH_PARAMS: Record<string, z.ZodType> = {
+  instanceId: contracts.instanceId,
+  backupId: contracts.provisioner.backupId,
+  webhookId: contracts.webhooks.webhookId,
+  deliveryId: contracts.webhooks.deliveryId,
+};
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const pascal = (id: string) => id[0]!.toUpperCase() + id.slice(1);

@@ -57,7 +57,20 @@ export async function cases(a: Actors): Promise<Case[]> {
   const wallet = newWallet();
   const nonce = (await a.anyone.get(`/auth/nonce?wallet_address=${wallet.address}`)).body;
   const login = { wallet_address: wallet.address, signature_base58: bs58.encode(wallet.sign(nonce.message)), nonce: nonce.nonce };
+  // An endpoint made beforehand, so rotation, the delivery log and deletion are shown on one that exists.
+  const hook = (await a.subscriber.api.post('/webhooks', { url: 'https://localhost/contract', events: ['instance.status'] })).body as { id: string };
+  const MISSING_HOOK = 'wh_0123456789abcdef0123';
   return [
+    { operationId: 'createWebhook', why: 'an allowed https host', as: 'user', path: '/webhooks', body: { url: 'https://localhost/hooks', events: ['instance.status', 'keys.changed'] }, status: 200, documented: true },
+    { operationId: 'createWebhook', why: 'a loopback address', as: 'user', path: '/webhooks', body: { url: 'https://127.0.0.1/hooks', events: ['instance.status'] }, status: 400, documented: true },
+    { operationId: 'createWebhook', why: 'an unknown event type', as: 'user', path: '/webhooks', body: { url: 'https://localhost/hooks', events: ['instance.nope'] }, status: 400 },
+    { operationId: 'listWebhooks', why: 'the endpoints', as: 'subscriber', path: '/webhooks', status: 200, documented: true },
+    { operationId: 'rotateWebhookSecret', why: 'a new secret', as: 'subscriber', path: `/webhooks/${hook.id}/rotate`, status: 200, documented: true },
+    { operationId: 'listWebhookDeliveries', why: 'none yet', as: 'subscriber', path: `/webhooks/${hook.id}/deliveries?limit=10`, status: 200, documented: true },
+    { operationId: 'listWebhookDeliveries', why: "another user's endpoint", as: 'user', path: `/webhooks/${hook.id}/deliveries`, status: 404, documented: true },
+    { operationId: 'redeliverWebhook', why: 'an unknown delivery', as: 'subscriber', path: `/webhooks/${hook.id}/deliveries/msg_0123456789abcdef0123/redeliver`, status: 404, documented: true },
+    { operationId: 'deleteWebhook', why: 'the endpoint', as: 'subscriber', path: `/webhooks/${hook.id}`, status: 200, documented: true },
+    { operationId: 'deleteWebhook', why: 'gone', as: 'subscriber', path: `/webhooks/${MISSING_HOOK}`, status: 404, documented: true },
     { operationId: 'createNonce', why: 'a nonce for a wallet', as: 'anyone', path: `/auth/nonce?wallet_address=${newWallet().address}`, status: 200, documented: true },
     { operationId: 'createNonce', why: 'a malformed wallet', as: 'anyone', path: '/auth/nonce?wallet_address=0OIl', status: 400 },
     { operationId: 'login', why: 'our message signed', as: 'anyone', path: '/auth/login', body: login, status: 200, documented: true },
