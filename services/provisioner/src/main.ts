@@ -90,6 +90,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
             await instances.lifecycle.stopContainer(id).catch(() => {});
           }
         }).then(() => {}),
+      // An upgrade whose agent is not ready is rolled back rather than failed.
+      upgradeFailed: (id, generation, reason) => instances.upgrades.notReady(id, generation, reason),
     });
     // Placement runs one at a time across every provisioner replica (a database lock).
     const placementLock = <T>(fn: () => Promise<T>): Promise<T> => locks.with(`swarm-placement:${scope}`, fn, config.DOCKER_TIMEOUT_MS);
@@ -186,6 +188,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.start, (input) => instances.lifecycle.start(input)),
         endpoint(P.stop, (input) => instances.lifecycle.stop(input)),
         endpoint(P.remove, (input) => instances.lifecycle.remove(input)),
+        endpoint(P.upgrade, (input) => instances.upgrades.upgrade(input)),
         endpoint(P.logs, (input) => instances.view.logs(input)),
         endpoint(P.usage, (input) => instances.view.usage(input)),
         endpoint(P.backup, (input) => backups.create(input)),

@@ -6,6 +6,21 @@ export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'fai
 /** How an agent last stopped on its own: killed by the kernel for its memory limit, by a signal, or its own exit. */
 export const exitKind = z.enum(['oom_killed', 'signal', 'exit']);
 
+export const upgradeState = z.enum(['upgrading', 'upgraded', 'rolled_back']);
+/** The last upgrade of an instance: upgrading until its agent is ready on the new image, then upgraded or rolled_back (with the reason). */
+export const upgradeView = z.object({
+  state: upgradeState,
+  from_version: z.string(),
+  to_version: z.string(),
+  /** The image ID it ran before (what a rollback returns to). */
+  from_digest: z.string().optional(),
+  reason: z.string().optional(),
+});
+export type UpgradeView = z.infer<typeof upgradeView>;
+
+/** A framework version: an image tag of the framework's image repository. */
+const version = z.string().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be an image tag');
+
 export const instanceView = z.object({
   instance_id: instanceId,
   name: z.string(),
@@ -32,6 +47,13 @@ export const instanceView = z.object({
   last_exit_at: isoTime.optional(),
   /** After a crash: when the agent is started again (the delay doubles with each crash in a row). */
   next_restart_at: isoTime.optional(),
+  /** The image the instance runs, pinned at create or upgrade: the local image ID (sha256:…), never a moving tag. */
+  image_digest: z.string().optional(),
+  /** Its version's tag now names another image (rebuilt), or a newer version is available (update_version). */
+  update_available: z.boolean().optional(),
+  /** The version to upgrade to when update_available: its own version (tag rebuilt) or a newer one. */
+  update_version: z.string().optional(),
+  upgrade: upgradeView.optional(),
 });
 export type InstanceView = z.infer<typeof instanceView>;
 
@@ -53,12 +75,7 @@ export const create = userContract(
       .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'letters, digits, space, dot, underscore, hyphen')
       .optional(),
     framework: z.string().min(1).max(50),
-    version: z
-      .string()
-      .min(1)
-      .max(64)
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be an image tag')
-      .optional(),
+    version: version.optional(),
   }),
   instanceView.extend({
     /** Shown once: the OpenClaw gateway token that opens the instance's own UI/API. */
@@ -81,6 +98,20 @@ export const restart = userContract('provisioner.v1.instances.restart', recreate
 export const stop = userContract('provisioner.v1.instances.stop', owned, z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus }));
 export const start = userContract('provisioner.v1.instances.start', recreate, transition);
 export const remove = userContract('provisioner.v1.instances.delete', owned, z.object({ success: z.boolean(), instance_id: instanceId, deleted_at: isoTime }));
+/**
+ * Move the instance to the image `version` names now (its volume, port, URL, keys and access token kept). Answers
+ * once the new container is started (status provisioning, upgrade upgrading); the agent's readiness decides the
+ * rest: upgraded, or rolled_back by itself to the image it ran before.
+ */
+export const upgrade = userContract(
+  'provisioner.v1.instances.upgrade',
+  recreate.extend({
+    version,
+    /** How long the agent has to become ready on the new image before the upgrade is rolled back (default READY_TIMEOUT_SECONDS). */
+    ready_timeout_seconds: z.number().int().min(5).max(3600).optional(),
+  }),
+  z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus, version: z.string(), image_digest: z.string().optional(), upgrade: upgradeView.optional() }),
+);
 export const logs = userRead(
   'provisioner.v1.instances.logs',
   owned.extend({ tail: z.coerce.number().int().min(1).max(5000).default(200) }),
@@ -160,6 +191,9 @@ export const instanceStatusChanged = event(
     exit_reason: z.string().optional(),
     exit_kind: exitKind.optional(),
     next_restart_at: isoTime.optional(),
+    /** An upgrade's progress: upgrading (started), upgraded (ready on the new image), rolled_back (with upgrade_reason). */
+    upgrade: upgradeState.optional(),
+    upgrade_reason: z.string().optional(),
   }),
 );
 export const instanceDeleted = event('events.instance.deleted', z.object({ instance_id: instanceId, user_id: uuid, deleted_at: isoTime }));

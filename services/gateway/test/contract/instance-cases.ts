@@ -7,7 +7,7 @@ const running = (s: { instance: string }) => `/instance/wait/${s.instance}?state
 
 /**
  * An instance's whole life against the live provisioner (stand-in agent image, real Docker engine): create, wait,
- * read, keys, backup, restore, clone, stop, start, restart, delete. Each success answer and each error answer a
+ * read, keys, backup, restore, clone, stop, start, restart, upgrade, delete. Each success answer and each error answer a
  * client meets is validated against the document by the contract test.
  */
 export function instanceCases(a: Actors): Case[] {
@@ -100,6 +100,13 @@ export function instanceCases(a: Actors): Case[] {
     { operationId: 'waitForInstance', why: 'started', as: 'subscriber', path: running, status: 200, documented: true },
     { operationId: 'restartInstance', why: 'running', as: 'subscriber', path: (s) => `/instance/restart/${mine(s)}`, status: 200, documented: true },
     { operationId: 'restartInstance', why: 'not mine', as: 'subscriber', path: `/instance/restart/${UNKNOWN_INSTANCE}`, status: 404, documented: true },
+    // Upgrade: the stand-in's build is tagged both latest (the default version) and 1 (deploy/images/versions.env).
+    { operationId: 'waitForInstance', why: 'restarted', as: 'subscriber', path: running, status: 200, documented: true },
+    { operationId: 'upgradeInstance', why: 'to another version', as: 'subscriber', path: (s) => `/instance/upgrade/${mine(s)}`, body: { version: '1' }, status: 200, documented: true },
+    { operationId: 'upgradeInstance', why: 'while upgrading', as: 'subscriber', path: (s) => `/instance/upgrade/${mine(s)}`, body: { version: '1' }, status: 409, documented: true },
+    { operationId: 'upgradeInstance', why: 'no version', as: 'subscriber', path: (s) => `/instance/upgrade/${mine(s)}`, body: {}, status: 400 },
+    { operationId: 'upgradeInstance', why: 'not mine', as: 'subscriber', path: `/instance/upgrade/${UNKNOWN_INSTANCE}`, body: { version: '1' }, status: 404, documented: true },
+    { operationId: 'waitForInstance', why: 'upgraded', as: 'subscriber', path: running, status: 200, documented: true },
     { operationId: 'deleteBackup', why: 'the backup', as: 'subscriber', path: (s) => `/instance/backup/${mine(s)}/${s.backup}`, status: 200, documented: true },
     { operationId: 'deleteBackup', why: 'already deleted', as: 'subscriber', path: (s) => `/instance/backup/${mine(s)}/${s.backup}`, status: 404, documented: true },
     { operationId: 'deleteInstance', why: 'the clone', as: 'subscriber', path: (s) => `/instance/delete/${s.clone}`, status: 200, documented: true },

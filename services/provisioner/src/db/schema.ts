@@ -48,7 +48,20 @@ interface InstancesTable {
   last_exit_at: NullableTime;
   /** step 'backoff': when the crashed agent is started again. */
   next_restart_at: NullableTime;
+  /** The local image ID (sha256:…) the version resolved to; containers are created from it (null: made before pinning). */
+  image_digest: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The last upgrade: upgrading until the agent is ready on the new image, then upgraded or rolled_back (with upgrade_reason). */
+  upgrade_state: ColumnType<UpgradeState | null, UpgradeState | null | undefined, UpgradeState | null>;
+  upgrade_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** What the last upgrade moved away from (the rollback target while it is upgrading). */
+  upgrade_from_version: ColumnType<string | null, string | null | undefined, string | null>;
+  upgrade_from_image: ColumnType<string | null, string | null | undefined, string | null>;
+  upgrade_from_digest: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The version the last upgrade moved to (or tried to). */
+  upgrade_to_version: ColumnType<string | null, string | null | undefined, string | null>;
 }
+
+export type UpgradeState = 'upgrading' | 'upgraded' | 'rolled_back';
 
 /** The outbox of status changes (written by a trigger on instances; emptied by the status relay). */
 export interface StatusEventsTable {
@@ -64,6 +77,9 @@ export interface StatusEventsTable {
   exit_reason: string | null;
   exit_kind: ExitKind | null;
   next_restart_at: Date | null;
+  /** A change of the instance's upgrade_state (with the reason of a rollback). */
+  upgrade: ColumnType<UpgradeState | null, UpgradeState | null | undefined, UpgradeState | null>;
+  upgrade_reason: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A backup archive (the file <BACKUP_DIR>/<scope>/<id>.bak); rows outlive their instance. */

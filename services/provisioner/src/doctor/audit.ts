@@ -77,10 +77,14 @@ export async function audit(d: { config: ProvisionerConfig; db: Kysely<Provision
     }
     const built = await image(info.Image);
     drift.push(...auditContainer(row, info, built, intent));
-    const current = await image(row.image);
-    if (!current) drift.push({ instance_id: row.id, check: 'image', problem: `its image ${row.image} is not on this engine`, fix: 'bash deploy/images/build.sh (or docker pull it)' });
-    else if (current.Id !== info.Image) {
-      drift.push({ instance_id: row.id, check: 'image', problem: `runs ${info.Image.slice(7, 19)}, but ${row.image} is now ${current.Id.slice(7, 19)}`, fix: `its owner restarts it (POST /api/instance/restart/${row.id}) to run the current image` });
+    // Pinned instances run the image ID recorded at create or upgrade: a container on another image is drift; a tag
+    // that moved since is an update for the owner to take (POST /instance/upgrade), not drift.
+    const pinned = row.image_digest ?? (await image(row.image))?.Id;
+    if (!pinned) drift.push({ instance_id: row.id, check: 'image', problem: `its image ${row.image} is not on this engine`, fix: 'bash deploy/images/build.sh (or docker pull it)' });
+    else if (pinned !== info.Image) {
+      drift.push({ instance_id: row.id, check: 'image', problem: `runs ${info.Image.slice(7, 19)}, but it is pinned to ${pinned.slice(7, 19)}`, fix: `its owner restarts it (POST /api/instance/restart/${row.id}) to run its pinned image` });
+    } else if (row.image_digest && (await image(row.image))?.Id !== row.image_digest) {
+      notes.push({ instance_id: row.id, check: 'image', problem: `${row.image} now names another image than the one it is pinned to`, fix: `its owner upgrades it (POST /api/instance/upgrade/${row.id}) to run the rebuilt image` });
     }
     await auditHealth(row, info, config, drift, notes);
   }

@@ -33,7 +33,8 @@ export class InstanceContainers implements InstanceRuntime {
       instanceId: row.id,
       userId: row.user_id,
       scope,
-      image: row.image,
+      // Pinned: the image ID recorded at create or upgrade, never the moving tag (rows made before pinning: the tag).
+      image: row.image_digest ?? row.image,
       network: config.INSTANCE_NETWORK,
       publishHost: config.PUBLISH_HOST,
       port: row.port,

@@ -38,7 +38,8 @@ export class InstanceCreator {
     if (input.subscription_cancelled) throw new AppError('SUBSCRIPTION_CANCELLED');
     const limits = this.d.tiers[input.tier];
     const image = `${imageRepo}:${version}`;
-    await this.d.images.assertPresent(image);
+    // Pinned: the instance runs the image the version names now, whatever the tag names later (README, Decisions).
+    const digest = await this.d.images.resolve(image);
     this.d.keysUrl(); // the instance network must be ready (503 otherwise)
 
     const id = newInstanceId();
@@ -100,6 +101,7 @@ export class InstanceCreator {
       }
       t.lap('lease');
       try {
+        row.image_digest = digest;
         return await this.launch(row, input.user_id, token, credsP, t);
       } catch (err) {
         log.warn({ instance_id: id, err: describe(err) }, 'create failed; rolling back');
@@ -130,7 +132,7 @@ export class InstanceCreator {
     await this.d.pause('container');
     // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
     // alike (by name), so the step only has to be written before the create answers.
-    await settled(runtime.start(id, creds), repo.setStep(id, 'container', { container_id: workload.runtimeId, node_host: workload.host ?? null }));
+    await settled(runtime.start(id, creds), repo.setStep(id, 'container', { container_id: workload.runtimeId, node_host: workload.host ?? null, image_digest: row.image_digest }));
     t.lap('start');
     // Probing starts at once; the watcher's transitions are conditional on this generation, so an
     // undo (which bumps it) silences it.

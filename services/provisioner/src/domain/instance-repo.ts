@@ -1,6 +1,41 @@
 import { sql, type Kysely } from 'kysely';
-import type { InstanceRow, ProvisionerDB, Step } from '../db/schema.ts';
+import type { InstanceRow, ProvisionerDB, Step, UpgradeState } from '../db/schema.ts';
 import { PORT_LOCK_CLASS, USER_LOCK_CLASS } from './locks.ts';
+
+/** The image an upgrade moves an instance to. */
+export interface UpgradeTarget {
+  version: string;
+  image: string;
+  digest: string;
+}
+
+/** An upgrade begins: the image it moves away from is kept to roll back to. */
+const startUpgrade = (t: UpgradeTarget) => ({
+  upgrade_from_version: sql<string>`version`,
+  upgrade_from_image: sql<string>`image`,
+  upgrade_from_digest: sql<string | null>`image_digest`,
+  upgrade_to_version: t.version,
+  version: t.version,
+  image: t.image,
+  image_digest: t.digest,
+  upgrade_state: 'upgrading' as const,
+  upgrade_reason: null,
+});
+
+/**
+ * An operation that overtakes an upgrade whose agent is not ready yet rolls it back: the row names the kept image
+ * again (the recreate that follows runs it). Anything else is left as it is.
+ */
+const endUpgrade = (reason: string) => {
+  const upgrading = sql`upgrade_state = 'upgrading'`;
+  return {
+    version: sql<string>`case when ${upgrading} then upgrade_from_version else version end`,
+    image: sql<string>`case when ${upgrading} then upgrade_from_image else image end`,
+    image_digest: sql<string | null>`case when ${upgrading} then upgrade_from_digest else image_digest end`,
+    upgrade_reason: sql<string | null>`case when ${upgrading} then ${reason}::text else upgrade_reason end`,
+    upgrade_state: sql<UpgradeState | null>`case when ${upgrading} then 'rolled_back' else upgrade_state end`,
+  };
+};
 
 /** What lease_instance needs besides the id: the owner, the tier's limits and the port range. */
 export interface LeaseInput {
@@ -87,7 +122,7 @@ export class InstanceRepo {
   }
 
   /** How far an operation got, written before each Docker change so the reconciler can finish or undo it. */
-  async setStep(id: string, step: Step, extra: { container_id?: string; node_host?: string | null } = {}): Promise<void> {
+  async setStep(id: string, step: Step, extra: { container_id?: string; node_host?: string | null; image_digest?: string | null } = {}): Promise<void> {
     await this.db.updateTable('instances').set({ step, updated_at: new Date(), ...extra }).where('id', '=', id).execute();
   }
 
@@ -115,7 +150,11 @@ export class InstanceRepo {
 
   /** A stop begins: the new generation silences the readiness watcher and the healer of the old one. */
   async markStopping(id: string): Promise<void> {
-    await this.db.updateTable('instances').set({ step: 'stopping', generation: sql`generation + 1`, updated_at: new Date() }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('instances')
+      .set({ step: 'stopping', generation: sql`generation + 1`, updated_at: new Date(), ...endUpgrade('The instance was stopped before the agent was ready on the new image') })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** The workload is stopped: stopped, or failed with a reason (the quota guard's). */
@@ -128,8 +167,15 @@ export class InstanceRepo {
       .execute();
   }
 
-  /** A recreate begins, with a new token hash when one was minted and the new tier's limits when it changed. */
-  markRecreating(id: string, change: { tokenHash?: string; tier?: { tier: string; memory_mb: number; cpus: number; pids: number } }): Promise<InstanceRow> {
+  /**
+   * A recreate begins, with a new token hash when one was minted and the new tier's limits when it changed. With
+   * `upgrade` it is an upgrade to that image (the current one kept to roll back to); any other recreate of an
+   * instance that is upgrading rolls the upgrade back (to the kept image, with `rollbackReason`).
+   */
+  markRecreating(
+    id: string,
+    change: { tokenHash?: string; tier?: { tier: string; memory_mb: number; cpus: number; pids: number }; upgrade?: UpgradeTarget; rollbackReason?: string },
+  ): Promise<InstanceRow> {
     return this.db
       .updateTable('instances')
       .set({
@@ -142,6 +188,7 @@ export class InstanceRepo {
         updated_at: new Date(),
         ...(change.tokenHash ? { access_token_hash: change.tokenHash } : {}),
         ...(change.tier ?? {}),
+        ...(change.upgrade ? startUpgrade(change.upgrade) : endUpgrade(change.rollbackReason ?? 'Another operation on the instance interrupted the upgrade')),
       })
       .where('id', '=', id)
       .returningAll()

@@ -5,6 +5,8 @@ import type { DockerEngine } from '../docker/engine.ts';
 import { lastLines } from '../docker/logs.ts';
 import { crashView } from './healing.ts';
 import { instanceUrl } from './routes.ts';
+import type { LocalImages } from './images.ts';
+import { upgradeView } from './upgrades.ts';
 import type { InstanceRepo } from './instance-repo.ts';
 import type { InstanceRuntime, RuntimeState } from './runtime.ts';
 import type { StatsSampler } from './stats.ts';
@@ -18,6 +20,9 @@ export interface LiveViewDeps {
   stats: StatsSampler;
   /** INSTANCE_URL_TEMPLATE: {port}, {id} and {host} are filled in. */
   urlTemplate: string;
+  /** update_available: what the instance's version (and newer ones) of its framework's image repository name now. */
+  images: LocalImages;
+  frameworkImages: Record<string, string>;
   /**
    * Ask the reconciler to look at this instance now: the view saw its workload dead. The view answers with what
    * it saw and writes nothing; the reconciler, which owns that transition, records it in the row.
@@ -42,6 +47,8 @@ export function instanceView(row: InstanceRow, urlTemplate: string): View {
     uptime_seconds: live && row.started_at ? Math.max(0, Math.floor((Date.now() - new Date(row.started_at).getTime()) / 1000)) : 0,
     ...(row.status === 'failed' && row.failure_reason ? { failure_reason: row.failure_reason } : {}),
     ...crashView(row),
+    ...(row.image_digest ? { image_digest: row.image_digest } : {}),
+    ...(upgradeView(row) ? { upgrade: upgradeView(row)! } : {}),
   };
 }
 
@@ -65,7 +72,22 @@ export class LiveView {
   }
 
   async get(input: { user_id: string; instance_id: string }): Promise<View> {
-    return this.live(await this.owned(input.user_id, input.instance_id));
+    const row = await this.owned(input.user_id, input.instance_id);
+    const [v, update] = await Promise.all([this.live(row), this.update(row)]);
+    return { ...v, ...update };
+  }
+
+  /** update_available (and the version to move to): omitted when Docker cannot be asked. */
+  private async update(row: InstanceRow): Promise<Pick<View, 'update_available' | 'update_version'>> {
+    const repo = Object.hasOwn(this.d.frameworkImages, row.framework) ? this.d.frameworkImages[row.framework] : undefined;
+    if (!repo || !this.d.engine.available) return {};
+    try {
+      const to = await this.d.images.updateFor(repo, row.version, row.image_digest);
+      return { update_available: to !== undefined, ...(to ? { update_version: to } : {}) };
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      return {};
+    }
   }
 
   async list(input: { user_id: string }): Promise<{ instances: View[] }> {

@@ -5,6 +5,7 @@ import { LocalImages } from './images.ts';
 import { InstanceRepo } from './instance-repo.ts';
 import { LiveView } from './instance-view.ts';
 import { InstanceLifecycle, type LifecycleDeps } from './lifecycle.ts';
+import { InstanceUpgrades } from './upgrades.ts';
 
 /** What the instance code needs from the composition root (main.ts). */
 export type InstancesDeps = Omit<LifecycleDeps, 'repo' | 'images'> &
@@ -17,20 +18,31 @@ export type InstancesDeps = Omit<LifecycleDeps, 'repo' | 'images'> &
 /**
  * The instance code, by job: the row repository (every query and transition of the instances table), the
  * read-only live view (status, list, logs, usage), the lifecycle (restart, start, stop, delete, under the
- * operation locks) and the create saga. The runtime that runs the workloads is domain/runtime.ts.
+ * operation locks), the create saga and upgrades (with their rollback). The runtime that runs the workloads is domain/runtime.ts.
  */
 export interface Instances {
   repo: InstanceRepo;
   view: LiveView;
   lifecycle: InstanceLifecycle;
   creator: InstanceCreator;
+  upgrades: InstanceUpgrades;
 }
 
 export function buildInstances(deps: InstancesDeps): Instances {
   const repo = new InstanceRepo(deps.db, deps.config.READY_TIMEOUT_SECONDS);
   const images = new LocalImages(deps.engine);
-  const view = new LiveView({ repo, engine: deps.engine, runtime: deps.runtime, stats: deps.stats, urlTemplate: deps.config.INSTANCE_URL_TEMPLATE, recheck: deps.recheck });
+  const view = new LiveView({
+    repo,
+    engine: deps.engine,
+    runtime: deps.runtime,
+    stats: deps.stats,
+    urlTemplate: deps.config.INSTANCE_URL_TEMPLATE,
+    recheck: deps.recheck,
+    images,
+    frameworkImages: deps.config.FRAMEWORK_IMAGES,
+  });
   const lifecycle = new InstanceLifecycle({ ...deps, repo, images });
   const creator = new InstanceCreator({ ...deps, repo, images, view, lifecycle });
-  return { repo, view, lifecycle, creator };
+  const upgrades = new InstanceUpgrades({ ...deps, repo, images, lifecycle });
+  return { repo, view, lifecycle, creator, upgrades };
 }

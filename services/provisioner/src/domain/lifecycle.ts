@@ -3,7 +3,7 @@ import type { InstanceRow } from '../db/schema.ts';
 import { describe, type DockerEngine } from '../docker/engine.ts';
 import { hashToken, newToken } from './access-token.ts';
 import type { LocalImages } from './images.ts';
-import type { InstanceRepo } from './instance-repo.ts';
+import type { InstanceRepo, UpgradeTarget } from './instance-repo.ts';
 import type { OpLocks } from './locks.ts';
 import type { Readiness } from './readiness.ts';
 import type { Credentials, InstanceRuntime } from './runtime.ts';
@@ -37,6 +37,13 @@ export interface LifecycleDeps {
 
 type Owned = { user_id: string; instance_id: string };
 
+/** How a recreate differs from a plain restart: an upgrade's target image, a rollback's reason, its own readiness timeout. */
+export interface RecreateOptions {
+  upgrade?: UpgradeTarget;
+  rollbackReason?: string;
+  readySeconds?: number;
+}
+
 /**
  * Restart, start, stop and delete of existing instances. Docker and the database are kept in step by two rules:
  *  - every operation on an instance holds its operation lock (see locks.ts) and writes how far it got
@@ -68,6 +75,7 @@ export class InstanceLifecycle {
     return this.d.locks.with(input.instance_id, async () => {
       const row = await this.owned(input);
       if (row.status === 'stopped') throw conflict('stop', row.status);
+      assertNotUpgrading(row);
       await this.stopLocked(row);
       return { success: true, instance_id: row.id, status: 'stopped' as const };
     });
@@ -126,7 +134,8 @@ export class InstanceLifecycle {
     return this.d.locks.with(input.instance_id, async () => {
       const row = await this.owned(input);
       if (!from.includes(row.status)) throw conflict(verb, row.status);
-      await this.d.images.assertPresent(row.image);
+      assertNotUpgrading(row);
+      await this.d.images.assertPresent(row.image_digest ?? row.image);
       const minted = await this.recreateLocked(row, input.tier);
       return { success: true, instance_id: row.id, status: 'provisioning' as const, ...(minted ? { access_token: minted } : {}) };
     });
@@ -138,7 +147,7 @@ export class InstanceLifecycle {
    * The gateway token is carried over from the old container; when there is none left (a crash removed
    * it), a new one is minted and returned.
    */
-  async recreateLocked(row: InstanceRow, tier?: TierName): Promise<string | undefined> {
+  async recreateLocked(row: InstanceRow, tier?: TierName, opts: RecreateOptions = {}): Promise<string | undefined> {
     const { repo, runtime, log } = this.d;
     const creds = await this.d.issueCredentials(row.user_id, row.id);
     let token = await runtime.token(row.id);
@@ -148,6 +157,8 @@ export class InstanceLifecycle {
     const updated = await repo.markRecreating(row.id, {
       ...(minted ? { tokenHash: hashToken(minted) } : {}),
       ...(limits && tier ? { tier: { tier, memory_mb: limits.memory_mb, cpus: limits.cpus, pids: limits.pids } } : {}),
+      ...(opts.upgrade ? { upgrade: opts.upgrade } : {}),
+      ...(opts.rollbackReason ? { rollbackReason: opts.rollbackReason } : {}),
     });
     this.d.stats.forget(row.id);
     try {
@@ -155,12 +166,21 @@ export class InstanceLifecycle {
       await runtime.remove(row.id);
       const created = await runtime.create(updated, token);
       await repo.setStep(row.id, 'recreating', { container_id: created.runtimeId, node_host: created.host ?? updated.node_host });
+      await this.d.pause('recreated');
       await runtime.start(row.id, creds);
-      const started = await repo.markStarted(row.id, updated.generation);
+      const now = new Date();
+      const started = await repo.markStarted(row.id, updated.generation, now, opts.readySeconds ? new Date(now.getTime() + opts.readySeconds * 1000) : undefined);
       this.d.readiness.watch({ id: row.id, generation: started.generation, port: row.port, host: runtime.probeHost(started), deadline: started.ready_deadline!, startedAt: started.started_at! });
       return minted;
     } catch (err) {
       log.warn({ instance_id: row.id, err: describe(err) }, 'recreating the container failed');
+      if (opts.upgrade) {
+        // Docker down: the row stays in step recreating, and the reconciler rolls the upgrade back once Docker answers.
+        if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
+        // The new image could not even be started: back to the kept one at once (the cause is in the log, not the status).
+        await this.recreateLocked((await repo.byId(row.id))!, undefined, { rollbackReason: 'The container of the new image could not be created or started' });
+        return minted;
+      }
       await repo.markFailed(row.id, updated.generation, 'The container could not be recreated; restart the instance to retry').catch(() => {});
       throw err;
     }
@@ -194,6 +214,13 @@ export class InstanceLifecycle {
     const row = await this.d.repo.owned(input.user_id, input.instance_id, includeDeleting);
     if (!row) throw new AppError('INSTANCE_NOT_FOUND');
     return row;
+  }
+}
+
+/** An upgrade settles by itself (upgraded or rolled back) by its readiness deadline; the owner's verbs wait for it. */
+export function assertNotUpgrading(row: InstanceRow): void {
+  if (row.upgrade_state === 'upgrading' && row.status === 'provisioning') {
+    throw new AppError('INSTANCE_STATE_CONFLICT', 'An upgrade of this instance is in progress: it ends when the agent is ready on the new image or rolled back', { retryAfter: 5 });
   }
 }
 

@@ -1,8 +1,8 @@
 import { observeReady } from '../metrics.ts';
 import http from 'node:http';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
-import type { ProvisionerDB } from '../db/schema.ts';
+import type { ProvisionerDB, UpgradeState } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
 import { NODE_DOWN, type InstanceRuntime } from './runtime.ts';
 
@@ -30,6 +30,11 @@ export interface ReadinessDeps {
   defaultEstimateSeconds: number;
   /** Stop a container that never became ready (under the instance's operation lock). */
   stopContainer: (id: string, generation: number) => Promise<void>;
+  /**
+   * An agent that did not become ready: if this generation is an upgrade, it is rolled back (upgrades.ts) instead of
+   * failed. True when it was an upgrade (rolled back, or overtaken by another operation).
+   */
+  upgradeFailed?: (id: string, generation: number, reason: string) => Promise<boolean>;
 }
 
 /**
@@ -138,10 +143,11 @@ export class Readiness {
           .catch(() => undefined)
       : undefined;
     if (s?.state === 'exited' || (s?.state === 'starting' && s.exitCode)) return exitReason(s);
-    return `The agent did not become ready within ${this.deps.readyTimeoutSeconds} s`;
+    return `The agent did not become ready within ${Math.round((w.deadline.getTime() - w.startedAt.getTime()) / 1000)} s`;
   }
 
   private async fail(w: Watch, reason: string): Promise<boolean> {
+    if (this.deps.upgradeFailed && (await this.deps.upgradeFailed(w.id, w.generation, reason))) return false;
     if (!(await this.settle(w, 'failed', reason, new Date()))) return false;
     this.deps.log.warn({ instance_id: w.id, reason }, 'instance failed');
     return true;
@@ -151,7 +157,16 @@ export class Readiness {
   private async settle(w: Watch, status: 'running' | 'failed', reason: string | null, now: Date): Promise<boolean> {
     const r = await this.deps.db
       .updateTable('instances')
-      .set({ status, failure_reason: reason, last_activity: now, updated_at: now })
+      // Ready on the image of an upgrade: the upgrade is done (the kept image is no longer needed to roll back to).
+      .set({
+        status,
+        failure_reason: reason,
+        last_activity: now,
+        updated_at: now,
+        ...(status === 'running'
+          ? { upgrade_state: sql<UpgradeState | null>`case when upgrade_state = 'upgrading' then 'upgraded' else upgrade_state end` }
+          : {}),
+      })
       .where('id', '=', w.id)
       .where('generation', '=', w.generation)
       .where('status', '=', w.from ?? 'provisioning')

@@ -10,6 +10,7 @@ import type { NetworkGuard } from './network-guard.ts';
 import type { Readiness } from './readiness.ts';
 import { NODE_DOWN, type InstanceRuntime } from './runtime.ts';
 import { singleFlight } from './single-flight.ts';
+import { INTERRUPTED } from './upgrades.ts';
 
 const CREATE_STEPS = new Set(['leased', 'container']);
 
@@ -31,7 +32,7 @@ export interface ReconcileReport {
  * comes back. Rows whose operation lock is held are being worked on and are skipped; a free lock on a
  * row in an intermediate step means the operation died with its process:
  *   create steps (leased, container) → undone (container, volume, lease, row; deleted event);
- *   deleting → finished;  stopping → finished;  recreating → container running? watched : failed;
+ *   deleting → finished;  stopping → finished;  recreating → an upgrade? rolled back : container running? watched : failed;
  *   provisioning/done → its readiness watcher resumed;  running with a dead or missing container → failed.
  * Labelled containers and volumes of this scope without a row are orphans and removed. Docker is
  * listed BEFORE the rows are read: a row is always written before its Docker objects exist, so an
@@ -157,6 +158,12 @@ export class Reconciler {
       await this.repair(row, (r) => r.step === 'stopping', (r) => instances.lifecycle.stopLocked(r));
     } else if (row.step === 'recreating') {
       await this.repair(row, (r) => r.step === 'recreating', async (r) => {
+        if (r.upgrade_state === 'upgrading') {
+          // An upgrade cut short: back to the kept image (whichever container was left, it is replaced by name).
+          await instances.upgrades.rollbackLocked(r, INTERRUPTED);
+          report.rolledBack++;
+          return;
+        }
         if ((await runtime.inspect(r.id)).state === 'running') {
           const now = new Date();
           const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);

@@ -92,7 +92,7 @@ export class StatusRelay {
   }
 }
 
-/** The events.instance.status message of an outbox row: the crash fields only when there was a crash. */
+/** The events.instance.status message of an outbox row: the crash fields only when there was a crash, the upgrade's when it moved. */
 export function statusMessage(e: StatusEvent) {
   return {
     instance_id: e.instance_id,
@@ -106,5 +106,7 @@ export function statusMessage(e: StatusEvent) {
     ...(e.exit_reason ? { exit_reason: e.exit_reason } : {}),
     ...(e.exit_kind ? { exit_kind: e.exit_kind } : {}),
     ...(e.next_restart_at ? { next_restart_at: new Date(e.next_restart_at).toISOString() } : {}),
+    ...(e.upgrade ? { upgrade: e.upgrade } : {}),
+    ...(e.upgrade_reason ? { upgrade_reason: e.upgrade_reason } : {}),
   };
 }

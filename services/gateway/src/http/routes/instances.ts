@@ -103,6 +103,21 @@ export function instanceRoutes(ctx: GatewayContext): Route[] {
       handler: ({ req, caller, requestId }) => slow(P.start, { user_id: caller.user_id, instance_id: id(req.params), tier: tierOf(caller) }, requestId),
     },
     {
+      method: 'post',
+      path: '/instance/upgrade/:instanceId',
+      access: 'subscriber',
+      operationId: 'upgradeInstance',
+      errors: ['UPGRADES_UNSUPPORTED', 'INSTANCE_STATE_CONFLICT', 'DOCKER_UNAVAILABLE'],
+      summary: 'Move the instance to another version (data, URL and access token kept); rolls itself back if the agent is not ready on it',
+      body: clientShape(P.upgrade.input.omit({ instance_id: true })),
+      response: P.upgrade.output,
+      handler: ({ req, caller, requestId }) => {
+        const b = jsonBody(req);
+        const fields = { version: b.version as string, ready_timeout_seconds: b.ready_timeout_seconds as number | undefined };
+        return slow(P.upgrade, { user_id: caller.user_id, instance_id: id(req.params), tier: tierOf(caller), ...fields }, requestId);
+      },
+    },
+    {
       method: 'delete',
       path: '/instance/delete/:instanceId',
       access: 'subscriber',

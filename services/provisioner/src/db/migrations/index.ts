@@ -4,7 +4,7 @@ import type { Migration } from 'kysely';
 // order. So lease_instance and note_status_change are restated whole by the migration that replaced them rather
 // than shared through a module (editing a shared body would change what an old migration does on a new database).
 // Their current bodies: lease_instance in 2026-11-22T06-00-00-lease-async-commit, note_status_change in
-// 2026-11-23T19-00-00-self-healing. A change to either is a new migration with the whole new body; see
+// 2026-11-27T10-00-00-image-pinning. A change to either is a new migration with the whole new body; see
 // docs/architecture.md, "Migrations and the plpgsql functions they restate".
 import * as init from './2026-11-22T00-00-00-init.ts';
 import * as lease from './2026-11-22T00-00-01-lease-function.ts';
@@ -15,6 +15,7 @@ import * as statusOutbox from './2026-11-23T18-00-00-status-outbox.ts';
 import * as selfHealing from './2026-11-23T19-00-00-self-healing.ts';
 import * as backups from './2026-11-23T20-00-00-backups.ts';
 import * as oomKills from './2026-11-23T21-00-00-oom-kills.ts';
+import * as imagePinning from './2026-11-27T10-00-00-image-pinning.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-init': init,
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-23T19-00-00-self-healing': selfHealing,
   '2026-11-23T20-00-00-backups': backups,
   '2026-11-23T21-00-00-oom-kills': oomKills,
+  '2026-11-27T10-00-00-image-pinning': imagePinning,
 };
