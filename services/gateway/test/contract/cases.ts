@@ -1,6 +1,7 @@
 import bs58 from 'bs58';
 import { newWallet, type ApiClient, type Session } from '@agenthost/testkit';
 import { instanceCases } from './instance-cases.ts';
+import { webhookCases } from './webhook-cases.ts';
 
 /** One live request of the contract test: an operation, who sends it, what, and the status it must get. */
 /** Ids the live cases learn as they go (the instance created, its backup, the clone), read by the cases after. */
@@ -10,6 +11,8 @@ export interface State {
   clone: string;
   /** Instance credentials issued for the instance (what its bootstrap would hold). */
   secret: string;
+  /** A delivery in the webhook endpoint's log. */
+  delivery: string;
 }
 
 /** A value, or one computed from what the cases before it learned. */
@@ -57,20 +60,9 @@ export async function cases(a: Actors): Promise<Case[]> {
   const wallet = newWallet();
   const nonce = (await a.anyone.get(`/auth/nonce?wallet_address=${wallet.address}`)).body;
   const login = { wallet_address: wallet.address, signature_base58: bs58.encode(wallet.sign(nonce.message)), nonce: nonce.nonce };
-  // An endpoint made beforehand, so rotation, the delivery log and deletion are shown on one that exists.
-  const hook = (await a.subscriber.api.post('/webhooks', { url: 'https://localhost/contract', events: ['instance.status'] })).body as { id: string };
-  const MISSING_HOOK = 'wh_0123456789abcdef0123';
+  const hooks = await webhookCases(a);
   return [
-    { operationId: 'createWebhook', why: 'an allowed https host', as: 'user', path: '/webhooks', body: { url: 'https://localhost/hooks', events: ['instance.status', 'keys.changed'] }, status: 200, documented: true },
-    { operationId: 'createWebhook', why: 'a loopback address', as: 'user', path: '/webhooks', body: { url: 'https://127.0.0.1/hooks', events: ['instance.status'] }, status: 400, documented: true },
-    { operationId: 'createWebhook', why: 'an unknown event type', as: 'user', path: '/webhooks', body: { url: 'https://localhost/hooks', events: ['instance.nope'] }, status: 400 },
-    { operationId: 'listWebhooks', why: 'the endpoints', as: 'subscriber', path: '/webhooks', status: 200, documented: true },
-    { operationId: 'rotateWebhookSecret', why: 'a new secret', as: 'subscriber', path: `/webhooks/${hook.id}/rotate`, status: 200, documented: true },
-    { operationId: 'listWebhookDeliveries', why: 'none yet', as: 'subscriber', path: `/webhooks/${hook.id}/deliveries?limit=10`, status: 200, documented: true },
-    { operationId: 'listWebhookDeliveries', why: "another user's endpoint", as: 'user', path: `/webhooks/${hook.id}/deliveries`, status: 404, documented: true },
-    { operationId: 'redeliverWebhook', why: 'an unknown delivery', as: 'subscriber', path: `/webhooks/${hook.id}/deliveries/msg_0123456789abcdef0123/redeliver`, status: 404, documented: true },
-    { operationId: 'deleteWebhook', why: 'the endpoint', as: 'subscriber', path: `/webhooks/${hook.id}`, status: 200, documented: true },
-    { operationId: 'deleteWebhook', why: 'gone', as: 'subscriber', path: `/webhooks/${MISSING_HOOK}`, status: 404, documented: true },
+    ...hooks.before,
     { operationId: 'createNonce', why: 'a nonce for a wallet', as: 'anyone', path: `/auth/nonce?wallet_address=${newWallet().address}`, status: 200, documented: true },
     { operationId: 'createNonce', why: 'a malformed wallet', as: 'anyone', path: '/auth/nonce?wallet_address=0OIl', status: 400 },
     { operationId: 'login', why: 'our message signed', as: 'anyone', path: '/auth/login', body: login, status: 200, documented: true },
@@ -88,6 +80,7 @@ export async function cases(a: Actors): Promise<Case[]> {
     { operationId: 'getUsage', why: "today's usage", as: 'subscriber', path: '/usage/metrics', status: 200, documented: true },
     { operationId: 'getUsage', why: 'no subscription', as: 'user', path: '/usage/metrics', status: 402, documented: true },
     ...instanceCases(a),
+    ...hooks.after,
     {
       operationId: 'reportKeysApplied',
       why: 'a report',
