@@ -21,7 +21,7 @@ import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 const exec = promisify(execFile);
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 loadInfraEnv();
-const { startStack } = await import('../../packages/testkit/src/index.ts');
+const { startStack, testAsserter } = await import('../../packages/testkit/src/index.ts');
 const { contracts, request, DEFAULT_TIERS: TIERS } = await import('../../packages/shared/src/index.ts');
 const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
 const { heapMb } = await import('../../services/provisioner/src/docker/spec.ts');
@@ -41,6 +41,8 @@ const tag = randomBytes(3).toString('hex');
 const provNetwork = `ah-bench-oc-${tag}`;
 const bareLabel = `agenthost.bench=oc-${tag}`;
 const TOKEN = randomBytes(24).toString('hex');
+// Calls for a user carry the gateway's assertion, as the gateway's own do.
+const asserter = testAsserter();
 
 const log = (msg: string) => process.stderr.write(`[bench:openclaw] ${msg}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -137,7 +139,7 @@ async function createAndWait(nc: Nc, user_id: string, n: number): Promise<{ ms: 
     Array.from({ length: n }, async () => {
       const t0 = performance.now();
       try {
-        const c = await request(nc, P.create, { user_id, tier: TIER, framework: 'openclaw' }, { timeoutMs: 120_000 });
+        const c = await request(nc, P.create, { user_id, tier: TIER, framework: 'openclaw' }, { timeoutMs: 120_000, asserter });
         started.set(c.instance_id, t0);
       } catch (err) {
         failures++;
@@ -158,7 +160,7 @@ async function createAndWait(nc: Nc, user_id: string, n: number): Promise<{ ms: 
 }
 
 const remove = (nc: Nc, user_id: string, ids: string[]) =>
-  Promise.all(ids.map((instance_id) => request(nc, contracts.provisioner.remove, { user_id, instance_id }, { timeoutMs: 120_000 }).catch(() => {})));
+  Promise.all(ids.map((instance_id) => request(nc, contracts.provisioner.remove, { user_id, instance_id }, { timeoutMs: 120_000, asserter }).catch(() => {})));
 
 // ---------------------------------------------------------------- main
 
