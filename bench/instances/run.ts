@@ -23,7 +23,9 @@ const repo = path.resolve(here, '../..');
 
 // The servers deploy/infra.sh started.
 loadInfraEnv();
-const { startStack } = await import('../../packages/testkit/src/index.ts');
+const { startStack, testAsserter } = await import('../../packages/testkit/src/index.ts');
+// The provisioner acts only on a request the gateway signed: the bench signs as the stack's gateway does.
+const asserter = testAsserter();
 const { contracts, request } = await import('../../packages/shared/src/index.ts');
 type Nc = Parameters<typeof request>[0];
 const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
@@ -74,7 +76,7 @@ async function provisionerRound(nc: Nc): Promise<{ ms: number[]; createMs: numbe
     Array.from({ length: N }, async () => {
       const t0 = performance.now();
       try {
-        const c = await request(nc, P.create, { user_id, tier: 'enterprise', framework: 'openclaw' }, { timeoutMs: 60_000 });
+        const c = await request(nc, P.create, { user_id, tier: 'enterprise', framework: 'openclaw' }, { timeoutMs: 60_000, asserter });
         createMs.push(performance.now() - t0);
         ports.push(c.port);
         started.set(c.instance_id, t0);
@@ -95,7 +97,7 @@ async function provisionerRound(nc: Nc): Promise<{ ms: number[]; createMs: numbe
   // The ports Docker actually published, to check for collisions independently of the database.
   const published = await dockerQuiet('ps', '--filter', `label=agenthost.scope=${provNetwork}`, '--format', '{{.Ports}}');
   const dockerPorts = [...published.matchAll(/127\.0\.0\.1:(\d+)->18789/g)].map((m) => Number(m[1]));
-  await Promise.all([...started.keys()].map((instance_id) => request(nc, P.remove, { user_id, instance_id }, { timeoutMs: 60_000 }).catch(() => failures++)));
+  await Promise.all([...started.keys()].map((instance_id) => request(nc, P.remove, { user_id, instance_id }, { timeoutMs: 60_000, asserter }).catch(() => failures++)));
   return { ms, createMs, failures, ports, dockerPorts };
 }
 
