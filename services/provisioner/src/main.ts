@@ -26,7 +26,7 @@ import { SwarmInstances } from './swarm/runtime.ts';
 import { Drainer } from './swarm/drain.ts';
 import { Backups } from './backups/backups.ts';
 import { BackupScheduler } from './backups/scheduler.ts';
-import { archiveStore, backupBucket } from './backups/store.ts';
+import { archiveStore, backupBucket } from './backups/choose-store.ts';
 import { instancesByState, observeContainerEvent } from './metrics.ts';
 
 const P = contracts.provisioner;

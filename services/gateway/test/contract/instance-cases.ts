@@ -1,5 +1,5 @@
 import { recordSecret } from '@agenthost/testkit';
-import { UNKNOWN_INSTANCE, type Actors, type Case } from './cases.ts';
+import { type Actors, type Case, UNKNOWN_INSTANCE } from './types.ts';
 
 const UNKNOWN_BACKUP = 'bk-0123456789abcdef0123';
 /** Long enough (the most the API allows) for a loaded engine to create and start the stand-in agent; the wait answers as soon as it runs. */
@@ -21,7 +21,7 @@ export function instanceCases(a: Actors): Case[] {
       body: { framework: 'openclaw', name: 'contract agent' },
       status: 200,
       documented: true,
-      then: (b, s) => {
+      keep: (b, s) => {
         recordSecret(b.access_token);
         s.instance = b.instance_id;
       },
@@ -52,7 +52,7 @@ export function instanceCases(a: Actors): Case[] {
       status: 200,
       documented: true,
       // Credentials for the instance's own calls below (the agent's are replaced, as a foreign start would).
-      then: async (_b, s) => void (s.secret = await a.issue(a.subscriber.user_id, s.instance)),
+      keep: async (_b, s) => void (s.secret = await a.issue(a.subscriber.user_id, s.instance)),
     },
     { operationId: 'listKeys', why: 'not my instance', as: 'subscriber', path: `/keys/list?instance_id=${UNKNOWN_INSTANCE}`, status: 404, documented: true },
     { operationId: 'listKeyAudit', why: 'the changes', as: 'subscriber', path: (s) => `/keys/audit?instance_id=${mine(s)}&limit=10`, status: 200, documented: true },
@@ -72,10 +72,10 @@ export function instanceCases(a: Actors): Case[] {
     { operationId: 'deleteKeys', why: 'a stored key', as: 'subscriber', path: '/keys/delete', body: (s) => ({ instance_id: mine(s), key_names: ['OPENAI_API_KEY'] }), status: 200, documented: true },
     { operationId: 'deleteKeys', why: 'not my instance', as: 'subscriber', path: '/keys/delete', body: { instance_id: UNKNOWN_INSTANCE, key_names: ['OPENAI_API_KEY'] }, status: 404, documented: true },
     // Backups: taken, listed, restored in place, cloned into a new instance.
-    { operationId: 'createBackup', why: 'of a running instance', as: 'subscriber', path: (s) => `/instance/backup/${mine(s)}`, status: 200, documented: true, then: (b, s) => void (s.backup = b.backup_id) },
+    { operationId: 'createBackup', why: 'of a running instance', as: 'subscriber', path: (s) => `/instance/backup/${mine(s)}`, status: 200, documented: true, keep: (b, s) => void (s.backup = b.backup_id) },
     { operationId: 'createBackup', why: 'not mine', as: 'subscriber', path: `/instance/backup/${UNKNOWN_INSTANCE}`, status: 404, documented: true },
     { operationId: 'listBackups', why: 'one backup', as: 'subscriber', path: (s) => `/instance/backups/${mine(s)}`, status: 200, documented: true },
-    { operationId: 'restoreBackup', why: 'the backup', as: 'subscriber', path: (s) => `/instance/restore/${mine(s)}`, body: (s) => ({ backup_id: s.backup }), status: 200, documented: true, then: (b) => recordSecret(b.access_token) },
+    { operationId: 'restoreBackup', why: 'the backup', as: 'subscriber', path: (s) => `/instance/restore/${mine(s)}`, body: (s) => ({ backup_id: s.backup }), status: 200, documented: true, keep: (b) => recordSecret(b.access_token) },
     { operationId: 'restoreBackup', why: 'no such backup', as: 'subscriber', path: (s) => `/instance/restore/${mine(s)}`, body: { backup_id: UNKNOWN_BACKUP }, status: 404, documented: true },
     { operationId: 'restoreBackup', why: 'no backup id', as: 'subscriber', path: (s) => `/instance/restore/${mine(s)}`, body: {}, status: 400 },
     { operationId: 'waitForInstance', why: 'restored and running', as: 'subscriber', path: running, status: 200, documented: true },
@@ -87,7 +87,7 @@ export function instanceCases(a: Actors): Case[] {
       body: (s) => ({ backup_id: s.backup, name: 'contract clone' }),
       status: 200,
       documented: true,
-      then: (b, s) => {
+      keep: (b, s) => {
         recordSecret(b.access_token);
         s.clone = b.instance_id;
       },

@@ -1,4 +1,4 @@
-import type { Actors, Case, State } from './cases.ts';
+import type { Actors, Case, State } from './types.ts';
 
 const MISSING_HOOK = 'wh_0123456789abcdef0123';
 const MISSING_DELIVERY = 'msg_0123456789abcdef0123';
@@ -29,7 +29,7 @@ export async function webhookCases(a: Actors): Promise<{ before: Case[]; after: 
       status: 200,
       documented: true,
       // Fan-out runs from a JetStream consumer: the deliveries of the instance's events land shortly after them.
-      then: async (_body, s: State) => {
+      keep: async (_body, s: State) => {
         for (let i = 0; i < 300 && !s.delivery; i++) {
           const list = (await a.subscriber.api.get(`${deliveries}?limit=10`)).body as { deliveries?: Array<{ id: string }> };
           s.delivery = list.deliveries?.[0]?.id ?? '';
