@@ -18,6 +18,9 @@ source "$AGENTHOST_STATE/infra.env"
 source "$RUN_DIR/services.env"
 set +a
 unset TEST_DATABASE_URL
+# The backup bucket's secret (agenthost.env names its file) is the provisioner's alone; another service would also
+# try to read the file, which is not its to read.
+[ "$name" = provisioner ] || unset BACKUP_S3_SECRET_ACCESS_KEY BACKUP_S3_SECRET_ACCESS_KEY_FILE
 case "$name" in
   devchain)
     unset MASTER_KEY_ENCRYPTION AUTH_JWT_PRIVATE_KEY GATEWAY_ASSERTION_PRIVATE_KEY KEYVAULT_SEAL_PRIVATE_KEY BACKUP_KEY ;;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, starts the Docker engine, builds the instance images and the
-# Postgres and NATS images, typechecks, runs the vitest suites (one Postgres container for the run, a database
-# in it and a NATS container per suite, through testcontainers; each suite starts its own devchain and service
-# processes), then scans every log line of the run for the secrets the tests used.
+# Postgres and NATS images, lints (biome), typechecks, runs the vitest suites (one Postgres container for the run,
+# a database in it and a NATS container per suite, through testcontainers; each suite starts its own devchain and
+# service processes), then scans every log line of the run for the secrets the tests used.
 source "$(dirname "$0")/env.sh"
 
 AGENTHOST_TEST_TOOLS=1 bash "$DEPLOY_DIR/install.sh"
@@ -12,6 +12,9 @@ bash "$DEPLOY_DIR/images/build.sh" infra
 
 cd "$REPO_DIR"
 rm -rf .test-logs && mkdir -p .test-logs
+# Format, lint and import cycles (biome.jsonc) before anything slower: a finding fails the run.
+say "lint"
+npx --no-install biome ci --error-on-warnings .
 say "typecheck"
 npx --no-install tsc -p tsconfig.json --noEmit
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { parseConfig } from '../../packages/shared/src/config.ts';
 import { baseConfig } from '../../services/edge/src/caddy-config.ts';
 import { edgeSettings } from '../../services/edge/src/settings.ts';
-import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
+import { closedLoop, merge, openLoop, pairedAdded, r3, report, type RunResult, type Target } from './load.ts';
 import { cpuSeconds } from './processes.ts';
 
 // Caddy's ports for the benchmark (the edge suites use 18740-18743).
@@ -55,15 +55,11 @@ export async function edgeCost(o: { direct: Target; gatewayHost: string; connect
     }
     const d = merge(dHalf);
     const e = merge(eHalf);
-    const r3 = (x: number) => Math.round(x * 1000) / 1000;
-    // The median over adjacent (direct, edge) slice pairs: a burst of someone else's work lands in one slice.
-    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 0;
-    const paired = (k: 'p50' | 'p99') => r3(median(eHalf.map((x, i) => x.latencyMs[k] - dHalf[i]!.latencyMs[k])));
     const result = {
       path: 'client → Caddy (HTTPS, keep-alive) → gateway, against client → gateway (HTTP), same run, alternating slices',
       max_throughput: { direct: report(direct), edge: report(viaEdge), ratio: r3(viaEdge.rps / direct.rps) },
       caddy_cpu_us_per_request: Math.round((caddyCpu / Math.max(1, viaEdge.requests)) * 1_000_000),
-      half_load: { rate_rps: rate, direct: report(d), edge: report(e), added_ms: { p50: paired('p50'), p99: paired('p99') }, added_ms_pooled: { p50: r3(e.latencyMs.p50 - d.latencyMs.p50), p99: r3(e.latencyMs.p99 - d.latencyMs.p99) } },
+      half_load: { rate_rps: rate, direct: report(d), edge: report(e), added_ms: pairedAdded(eHalf, dHalf), added_ms_pooled: { p50: r3(e.latencyMs.p50 - d.latencyMs.p50), p99: r3(e.latencyMs.p99 - d.latencyMs.p99) } },
       load_average: os.loadavg()[0],
       errors: [direct, viaEdge, d, e].reduce((n, r) => n + r.errors + r.non2xx, 0),
     };

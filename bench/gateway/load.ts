@@ -149,3 +149,19 @@ export const report = (r: RunResult): Omit<RunResult, 'raw'> => {
   const { raw: _raw, ...rest } = r;
   return rest;
 };
+
+/** Rounded to the microsecond, in milliseconds. */
+export const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/**
+ * Latency `a` adds over `b`, measured in adjacent slices (a[i] ran right after b[i]): the median of the per-pair
+ * differences. The machine is shared, and a burst of someone else's work lands in one slice; the median ignores it.
+ */
+export function pairedAdded(a: RunResult[], b: RunResult[]): { p50: number; p99: number } {
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((x, y) => x - y);
+    return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  };
+  const added = (k: 'p50' | 'p99') => r3(median(a.map((x, i) => x.latencyMs[k] - b[i]!.latencyMs[k])));
+  return { p50: added('p50'), p99: added('p99') };
+}

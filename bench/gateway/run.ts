@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { assertionCost } from './assertions.ts';
 import { edgeCost } from './edge.ts';
 import { observabilityCost, otlpSink } from './observability.ts';
-import { closedLoop, merge, openLoop, report, type RunResult, type Target } from './load.ts';
+import { closedLoop, merge, openLoop, pairedAdded, r3, report, type RunResult, type Target } from './load.ts';
 import { cpuSeconds, spawnLogged, spawnReady, startBare, type BenchProcess } from './processes.ts';
 import { usageWrites } from './usage-writes.ts';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
@@ -197,27 +197,12 @@ try {
   }
   const bareHalf = merge(bareHalfParts);
   const gwHalf = merge(gwHalfParts);
-  const r3 = (x: number) => Math.round(x * 1000) / 1000;
-  const median = (xs: number[]) => {
-    const a = [...xs].sort((x, y) => x - y);
-    return a.length % 2 ? a[(a.length - 1) / 2]! : (a[a.length / 2 - 1]! + a[a.length / 2]!) / 2;
-  };
-  // Pooled over all slices, and the median over adjacent (bare, gateway) slice pairs: this machine is
-  // shared, and a burst of someone else's work lands in one slice; the paired median ignores it.
+  // Pooled over all slices, and the median over adjacent (bare, gateway) slice pairs (pairedAdded says why).
   const pooled = { p50: r3(gwHalf.latencyMs.p50 - bareHalf.latencyMs.p50), p99: r3(gwHalf.latencyMs.p99 - bareHalf.latencyMs.p99) };
-  const paired = {
-    p50: r3(median(gwHalfParts.map((g, i) => g.latencyMs.p50 - bareHalfParts[i]!.latencyMs.p50))),
-    p99: r3(median(gwHalfParts.map((g, i) => g.latencyMs.p99 - bareHalfParts[i]!.latencyMs.p99))),
-  };
+  const paired = pairedAdded(gwHalfParts, bareHalfParts);
   const added = paired;
-  const overFloor = {
-    p50: r3(median(gwHalfParts.map((g, i) => g.latencyMs.p50 - floorHalfParts[i]!.latencyMs.p50))),
-    p99: r3(median(gwHalfParts.map((g, i) => g.latencyMs.p99 - floorHalfParts[i]!.latencyMs.p99))),
-  };
-  const beforeOverFloor = before && {
-    p50: r3(median(beforeHalfParts.map((g, i) => g.latencyMs.p50 - floorHalfParts[i]!.latencyMs.p50))),
-    p99: r3(median(beforeHalfParts.map((g, i) => g.latencyMs.p99 - floorHalfParts[i]!.latencyMs.p99))),
-  };
+  const overFloor = pairedAdded(gwHalfParts, floorHalfParts);
+  const beforeOverFloor = before && pairedAdded(beforeHalfParts, floorHalfParts);
   if (beforeOverFloor) log(`before: added over the floor relay at half load p50 ${beforeOverFloor.p50} ms, p99 ${beforeOverFloor.p99} ms`);
   log(`added over the floor relay at half load: median of paired slices p50 ${overFloor.p50} ms, p99 ${overFloor.p99} ms (floor p99 ${merge(floorHalfParts).latencyMs.p99} ms)`);
   log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);

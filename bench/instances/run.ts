@@ -10,16 +10,14 @@
 // bootstrap's key fetch (AGENTHOST_BOOTSTRAP_SKIP_KEYS=1: a bare container has no keyvault), so the
 // difference is the provisioning overhead. Results go to bench/results/instances.json.
 
-import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
+import { bareRound, docker, dockerQuiet, type BareOptions } from './bare.ts';
 
-const exec = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
 
@@ -27,11 +25,8 @@ const repo = path.resolve(here, '../..');
 loadInfraEnv();
 const { startStack } = await import('../../packages/testkit/src/index.ts');
 const { contracts, request } = await import('../../packages/shared/src/index.ts');
-const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
-const { createRequire } = await import('node:module');
 type Nc = Parameters<typeof request>[0];
-// bench/ is not a workspace package: borrow the testkit's nats client.
-const { connect } = createRequire(path.join(repo, 'packages/testkit/package.json'))('nats') as { connect(o: { servers: string }): Promise<Nc> };
+const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
 
 const num = (name: string, def: number) => Number(process.env[name] ?? def);
 const N = num('BENCH_CONCURRENCY', 20);
@@ -49,69 +44,12 @@ const bareLabel = `agenthost.bench=${tag}`;
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const docker = async (...args: string[]) => (await exec('docker', args, { maxBuffer: 16 << 20 })).stdout.trim();
-const dockerQuiet = (...args: string[]) => docker(...args).catch(() => '');
-
-async function readyz(port: number, deadline: number): Promise<boolean> {
-  while (Date.now() < deadline) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1000) });
-      await r.arrayBuffer();
-      if (r.status === 200) return true;
-    } catch {
-      /* not yet */
-    }
-    await sleep(POLL_MS);
-  }
-  return false;
-}
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : NaN;
 };
 const stats = (xs: number[]) => ({ n: xs.length, p50: Math.round(pct(xs, 50)), p99: Math.round(pct(xs, 99)), min: Math.round(Math.min(...xs)), max: Math.round(Math.max(...xs)) });
-
-// ---------------------------------------------------------------- bare docker run
-
-async function bareRound(round: number): Promise<{ ms: number[]; runMs: number[]; failures: number; ports: number[] }> {
-  const ms: number[] = [];
-  const runMs: number[] = [];
-  let failures = 0;
-  const ports: number[] = [];
-  await Promise.all(
-    Array.from({ length: N }, async (_, i) => {
-      const name = `ah-bench-bare-${tag}-${round}-${i}`;
-      const port = BARE_PORT0 + i;
-      ports.push(port);
-      const mem = `${LIMITS.memory_mb}m`;
-      const t0 = performance.now();
-      try {
-        // The same flags the provisioner sets (see services/provisioner/src/docker/spec.ts).
-        await docker(
-          'run', '-d', '--name', name, '--label', bareLabel,
-          '--user', '10001:10001', '--read-only', '--tmpfs', '/tmp:rw,nosuid,nodev,size=64m,mode=1777',
-          '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges:true', '--ipc', 'private',
-          '--pids-limit', String(LIMITS.pids), '--memory', mem, '--memory-swap', mem, '--cpus', String(LIMITS.cpus),
-          '--restart', 'on-failure:3', '--log-driver', 'json-file', '--log-opt', 'max-size=10m', '--log-opt', 'max-file=3',
-          '--network', bareNetwork, '-p', `127.0.0.1:${port}:18789`, '--mount', `type=volume,source=${name},target=/data,volume-label=${bareLabel}`,
-          '-e', 'AGENTHOST_BOOTSTRAP_SKIP_KEYS=1', '-e', `AGENTHOST_INSTANCE_ID=${name}`, '-e', 'NODE_OPTIONS=--max-old-space-size=192',
-          IMAGE,
-        );
-        runMs.push(performance.now() - t0);
-        if (await readyz(port, Date.now() + 60_000)) ms.push(performance.now() - t0);
-        else failures++;
-      } catch (err) {
-        failures++;
-        log(`bare docker run failed: ${(err as Error).message.split('\n')[0]}`);
-      }
-    }),
-  );
-  const ids = (await dockerQuiet('ps', '-aq', '--filter', `label=${bareLabel}`)).split('\n').filter(Boolean);
-  if (ids.length) await dockerQuiet('rm', '-f', '-v', ...ids);
-  for (let i = 0; i < N; i++) await dockerQuiet('volume', 'rm', '-f', `ah-bench-bare-${tag}-${round}-${i}`);
-  return { ms, runMs, failures, ports };
-}
 
 // ---------------------------------------------------------------- provisioner
 
@@ -209,12 +147,13 @@ const stack = await startStack({
   },
 });
 await docker('network', 'create', '-o', 'com.docker.network.bridge.enable_icc=false', '--label', bareLabel, bareNetwork);
+const bareRun: BareOptions = { n: N, tag, image: IMAGE, limits: LIMITS, network: bareNetwork, label: bareLabel, port0: BARE_PORT0, pollMs: POLL_MS, log };
 const nc = await stack.nats.connect();
 let exitCode = 0;
 try {
   // Warm-up (page cache, first-use costs on both paths), not measured.
   log('warm-up');
-  await bareRound(-1);
+  await bareRound(bareRun, -1);
   await provisionerRound(nc);
 
   const bare = { ms: [] as number[], runMs: [] as number[], failures: 0, collisions: 0 };
@@ -223,7 +162,7 @@ try {
   const rounds = Array.from({ length: ROUNDS }, () => ({ bare: NaN, provisioner: NaN }));
   const runBare = async (r: number) => {
     log(`round ${r + 1}/${ROUNDS}: bare docker run × ${N}`);
-    const b = await bareRound(r);
+    const b = await bareRound(bareRun, r);
     bare.ms.push(...b.ms);
     bare.runMs.push(...b.runMs);
     rounds[r]!.bare = Math.round(pct(b.ms, 50));

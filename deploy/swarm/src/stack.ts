@@ -80,7 +80,7 @@ const hardened = {
   StopGracePeriod: 15_000_000_000,
 };
 
-function service(o: StackOptions, name: string, p: {
+function service(name: string, p: {
   image: string;
   replicas?: number;
   global?: boolean;
@@ -154,7 +154,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
   const specs: Spec[] = [];
   for (const node of NATS_NODES) {
     specs.push(
-      service(o, node, {
+      service(node, {
         image: o.images.nats,
         args: ['-c', `${SECRET_DIR}/nats.conf`],
         secrets: [secret(o, `${node}.conf`, '10200', 'nats.conf'), secret(o, 'nats-cert.pem', '10200'), secret(o, 'nats-key.pem', '10200'), secret(o, 'nats-ca.pem', '10200')],
@@ -172,7 +172,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
   if (o.postgres) {
     const schemas = [...new Set(Object.values(SCHEMAS))];
     specs.push(
-      service(o, 'postgres', {
+      service('postgres', {
         image: o.images.postgres,
         env: { POSTGRES_PASSWORD_FILE: `${SECRET_DIR}/pg-admin`, PG_SCHEMAS: schemas.join(' ') },
         secrets: [secret(o, 'pg-admin', '10300'), ...schemas.map((s) => secret(o, `pg-${s}`, '10300'))],
@@ -187,7 +187,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
   }
   if (!o.solanaRpcUrl) {
     specs.push(
-      service(o, 'devchain', {
+      service('devchain', {
         image: o.images.devchain,
         env: { DEVCHAIN_HOST: '0.0.0.0', DEVCHAIN_PORT: '8899' },
         healthTest: ['CMD', '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:8899',{method:'POST',headers:{'content-type':'application/json'},body:'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getHealth\"}',signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"],
@@ -203,8 +203,8 @@ export function stackSpecs(o: StackOptions): Spec[] {
     );
   }
   const rpc = o.solanaRpcUrl ?? 'http://devchain:8899';
-  const backend = (svc: 'auth' | 'billing-chain' | 'keyvault' | 'provisioner', p: Partial<Parameters<typeof service>[2]> & { env?: Record<string, string> }) =>
-    service(o, svc, {
+  const backend = (svc: 'auth' | 'billing-chain' | 'keyvault' | 'provisioner', p: Partial<Parameters<typeof service>[1]> & { env?: Record<string, string> }) =>
+    service(svc, {
       image: o.images[svc],
       replicas: o.replicas[svc],
       healthTest: healthCheckCommand(HEALTH_PORT),
@@ -241,7 +241,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
     }),
   );
   specs.push(
-    service(o, 'gateway', {
+    service('gateway', {
       image: o.images.gateway,
       replicas: o.replicas.gateway,
       env: serviceEnv(o, 'gateway', { GATEWAY_PORT: '8080', TRUSTED_PROXIES: SUBNET, GATEWAY_ASSERTION_PRIVATE_KEY_FILE: `${SECRET_DIR}/gateway-assertion.pem` }),
@@ -251,7 +251,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
     }),
   );
   specs.push(
-    service(o, 'edge', {
+    service('edge', {
       image: o.images.edge,
       global: true,
       args: ['run', '--config', `${SECRET_DIR}/Caddyfile`, '--adapter', 'caddyfile'],

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { DEFAULT_CONFIG } from '@agenthost/devchain';
-import { recordSecret, repoRoot, testLogDir, type StackChain } from '../../../packages/testkit/src/index.ts';
+import { recordSecret, repoRoot, testLogDir, waitFor, type StackChain } from '../../../packages/testkit/src/index.ts';
 
 // The two-node swarm of deploy/swarm/two-node.sh (this engine the manager at 10.99.0.1, a second engine in
 // the network namespace agenthost-n2 at 10.99.0.2) with the stack deployed by deploy/swarm/src/cli.ts.
@@ -101,6 +101,19 @@ export async function saveServiceLogs(): Promise<void> {
 export async function runningTasks(service: string): Promise<{ node: string }[]> {
   const tasks = await manager.listTasks({ filters: JSON.stringify({ service: [service], 'desired-state': ['running'] }) });
   return tasks.filter((t) => t.Status?.State === 'running').map((t) => ({ node: t.NodeID! }));
+}
+
+/** SIGKILL one running task container of a service, on whichever node it runs; resolves once the swarm has replaced it. */
+export async function killOne(service: string): Promise<void> {
+  const before = (await runningTasks(service)).length;
+  for (const d of [manager, worker]) {
+    const [c] = await d.listContainers({ filters: JSON.stringify({ label: [`com.docker.swarm.service.name=${service}`], status: ['running'] }) });
+    if (c) {
+      await d.getContainer(c.Id).kill({ signal: 'SIGKILL' });
+      break;
+    }
+  }
+  await waitFor(`${service} replaced`, async () => (await runningTasks(service)).length === before, 120_000, 500);
 }
 
 /** Swarm objects still labelled with an instance id (services, networks, secrets) and its volume on either node. */

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, leftovers, manager, MANAGER, rebalanceStack, nodeCommand, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
+import { apiUrl, deployStack, killOne, leftovers, manager, MANAGER, rebalanceStack, nodeCommand, removeStrayInstances, runningTasks, saveServiceLogs, scale, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -10,19 +10,6 @@ import { apiUrl, deployStack, leftovers, manager, MANAGER, rebalanceStack, nodeC
 // (a new CA and new identities at once would not roll: old and new tasks could not talk).
 const state = process.env.AGENTHOST_STATE ?? '/var/lib/agenthost';
 const CLIENTS = 4;
-
-/** SIGKILL one running task container of a service, on whichever node it runs; resolves once the swarm has replaced it. */
-async function killOne(service: string): Promise<void> {
-  const before = (await runningTasks(service)).length;
-  for (const d of [manager, worker]) {
-    const [c] = await d.listContainers({ filters: JSON.stringify({ label: [`com.docker.swarm.service.name=${service}`], status: ['running'] }) });
-    if (c) {
-      await d.getContainer(c.Id).kill({ signal: 'SIGKILL' });
-      break;
-    }
-  }
-  await waitFor(`${service} replaced`, async () => (await runningTasks(service)).length === before, 120_000, 500);
-}
 
 const SCALED = { gateway: 2, auth: 2, 'billing-chain': 1, provisioner: 2, keyvault: 2 } as const;
 
@@ -56,7 +43,7 @@ describe('agenthost on a two-node swarm', () => {
     expect(nodes.size).toBe(2);
     // Each part runs by image id: no task waited on a registry (a pull attempt names the image by tag).
     for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.stack=agenthost'] }) })) {
-      expect((s.Spec?.TaskTemplate as { ContainerSpec?: { Image?: string } }).ContainerSpec?.Image, s.Spec?.Name).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect((s.Spec?.TaskTemplate as { ContainerSpec?: { Image?: string } } | undefined)?.ContainerSpec?.Image, s.Spec?.Name).toMatch(/^sha256:[0-9a-f]{64}$/);
     }
     const ready = await apiClient(apiUrl(WORKER)).get('/health/ready');
     expect(ready.status).toBe(200);

@@ -1,6 +1,11 @@
 import { createAgenthost, type Agenthost } from '@agenthost/sdk';
-import type { Env } from './commands.ts';
 import { readJson } from './state.ts';
+
+export interface Env {
+  apiUrl: string;
+  rpcUrl: string;
+  out: (line: string) => void;
+}
 
 export interface Session {
   token: string;

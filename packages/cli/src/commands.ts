@@ -3,14 +3,10 @@ import bs58 from 'bs58';
 import nacl from 'tweetnacl';
 import { cancelInstruction, depositInstruction, subscribeInstruction, tierId, type TierName } from '@agenthost/subscription-program';
 import { unwrap } from '@agenthost/sdk';
-import { client } from './client.ts';
+import { client, type Env } from './client.ts';
 import { readJson, writeJson } from './state.ts';
 
-export interface Env {
-  apiUrl: string;
-  rpcUrl: string;
-  out: (line: string) => void;
-}
+export type { Env } from './client.ts';
 
 
 export function loadWallet(): Keypair {

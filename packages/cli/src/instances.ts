@@ -1,7 +1,6 @@
 import type { InstanceState } from '@agenthost/sdk';
 import { unwrap } from '@agenthost/sdk';
-import { client } from './client.ts';
-import type { Env } from './commands.ts';
+import { client, type Env } from './client.ts';
 
 /** What a verb's --wait waits for. */
 const TARGET: Record<string, InstanceState> = { create: 'running', start: 'running', restart: 'running', stop: 'stopped' };
@@ -42,7 +41,11 @@ const print = (env: Env, body: unknown) => env.out(JSON.stringify(body, null, 2)
 
 export async function create(env: Env, opts: { name?: string; version?: string; wait: boolean }): Promise<void> {
   const { api } = client(env, true);
-  const body = unwrap(await api.POST('/instance/create', { body: { framework: 'openclaw', ...(opts.name ? { name: opts.name } : {}), ...(opts.version ? { version: opts.version } : {}) } }));
+  const body = unwrap(
+    await api.POST('/instance/create', {
+      body: { framework: 'openclaw', ...(opts.name ? { name: opts.name } : {}), ...(opts.version ? { version: opts.version } : {}) },
+    }),
+  );
   print(env, body);
   if (opts.wait) await waitWithProgress(env, body.instance_id, 'running');
 }

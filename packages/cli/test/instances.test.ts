@@ -24,7 +24,11 @@ beforeAll(async () => {
   alice = await sys.subscriber();
   home = mkdtempSync(path.join(os.tmpdir(), 'agenthost-cli-'));
   // The session `agenthost login` would have saved (the sign-in itself is cli.test.ts's).
-  writeFileSync(path.join(home, 'session.json'), JSON.stringify({ token: alice.token, user_id: alice.user_id, wallet_address: alice.wallet.address, expires_at: '' }), { mode: 0o600 });
+  writeFileSync(
+    path.join(home, 'session.json'),
+    JSON.stringify({ token: alice.token, user_id: alice.user_id, wallet_address: alice.wallet.address, expires_at: '' }),
+    { mode: 0o600 },
+  );
 }, 240_000);
 
 afterAll(async () => {

@@ -49,4 +49,4 @@ export function confirmDialog(question: string, confirmLabel: string): Promise<b
 
 export const sol = (lamports: number): string => `${(lamports / 1e9).toLocaleString('en', { maximumFractionDigits: 4 })} SOL`;
 export const limitText = (n: number): string => (n === -1 ? 'unlimited' : n.toLocaleString('en'));
-export const when = (iso: string): string => new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }) + ' UTC';
+export const when = (iso: string): string => `${new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' })} UTC`;

@@ -21,6 +21,7 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 
 /** The visible text of the element matching `selector`, waited for until `expected` matches it. */
 export async function textOf(page: Page, selector: string, expected: RegExp, timeoutMs = 30_000): Promise<string> {
+  // biome-ignore lint/performance/useDomNodeTextContent: the text a user sees (rendered, hidden parts left out) is what the tests assert on
   const read = (sel: string) => page.$eval(sel, (el) => (el as unknown as { innerText: string }).innerText).catch(() => '');
   try {
     return await waitFor(`${selector} to say ${expected}`, async () => {

@@ -69,7 +69,7 @@ function registerInPage(address: string, publicKey: number[], options: { name: s
   const wallet = {
     version: '1.0.0',
     name: options.name,
-    icon: 'data:image/svg+xml;base64,' + btoa('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 8 8"><rect width="8" height="8" fill="#3451b2"/></svg>'),
+    icon: `data:image/svg+xml;base64,${btoa('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 8 8"><rect width="8" height="8" fill="#3451b2"/></svg>')}`,
     chains,
     get accounts() {
       return connected ? [account] : [];

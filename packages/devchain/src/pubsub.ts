@@ -66,7 +66,7 @@ export class PubSub {
 
   private checkSignature(id: number): void {
     const s = this.subs.get(id);
-    if (!s || s.kind !== 'signature') return;
+    if (s?.kind !== 'signature') return;
     const r = this.chain.ledger.get(s.signature);
     if (!r || this.chain.clock.commitmentSlot(s.commitment) < r.slot) return;
     this.subs.delete(id);

@@ -60,7 +60,11 @@ export function createAgenthost(o: AgenthostOptions) {
    * Reads an event stream, reconnecting with the last id after a drop until `last` says the stream is over or the
    * signal aborts. A refusal on the first connection is thrown; on a resume, 404 means the instance is gone: the end.
    */
-  async function* resumable(open: (lastEventId: string | undefined) => Promise<{ data?: ReadableStream<Uint8Array> | null; error?: unknown; response: Response }>, opts: StreamOptions, last: (m: SseMessage) => boolean): AsyncGenerator<SseMessage> {
+  async function* resumable(
+    open: (lastEventId: string | undefined) => Promise<{ data?: ReadableStream<Uint8Array> | null; error?: unknown; response: Response }>,
+    opts: StreamOptions,
+    last: (m: SseMessage) => boolean,
+  ): AsyncGenerator<SseMessage> {
     let lastId = opts.lastEventId;
     let resumed = false;
     while (!opts.signal?.aborted) {
@@ -99,7 +103,10 @@ export function createAgenthost(o: AgenthostOptions) {
       const deadline = Date.now() + (opts.timeoutSeconds ?? 300) * 1000;
       for (;;) {
         const timeout = Math.min(60, Math.max(1, Math.ceil((deadline - Date.now()) / 1000)));
-        const r = await api.GET('/instance/wait/{instanceId}', { params: { path: { instanceId }, query: { state, timeout } }, ...(opts.signal ? { signal: opts.signal } : {}) });
+        const r = await api.GET('/instance/wait/{instanceId}', {
+          params: { path: { instanceId }, query: { state, timeout } },
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
         if (r.response.ok) return r.data!;
         const err = new AgenthostError(r.response.status, r.error);
         if (err.code !== 'WAIT_TIMEOUT' || Date.now() >= deadline) throw err;
@@ -109,7 +116,11 @@ export function createAgenthost(o: AgenthostOptions) {
     /** The instance's lifecycle events (GET /instance/events), resumed after drops; ends after `deleted`. */
     async *events(instanceId: string, opts: StreamOptions = {}): AsyncGenerator<InstanceEvent> {
       const open = (lastEventId: string | undefined) =>
-        api.GET('/instance/events/{instanceId}', { params: { path: { instanceId }, ...(lastEventId ? { header: { 'Last-Event-ID': lastEventId } } : {}) }, parseAs: 'stream', ...(opts.signal ? { signal: opts.signal } : {}) });
+        api.GET('/instance/events/{instanceId}', {
+          params: { path: { instanceId }, ...(lastEventId ? { header: { 'Last-Event-ID': lastEventId } } : {}) },
+          parseAs: 'stream',
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
       for await (const m of resumable(open, opts, (m) => m.event === 'deleted')) {
         yield { ...(m.id === undefined ? {} : { id: m.id }), event: m.event as InstanceEvent['event'], data: JSON.parse(m.data) as InstanceEvent['data'] };
       }

@@ -528,6 +528,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's webhook endpoints (secrets are never shown again) */
+        get: operations["listWebhooks"];
+        put?: never;
+        /** Register an https endpoint for events; the signing secret (whsec_…) is shown only in this answer */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete an endpoint and its delivery log; nothing more is sent to it */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret, shown once; the old one keeps signing (a second v1 signature) until previous_secret_expires_at */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The endpoint's deliveries, newest first: attempts, last status, next attempt */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again now (same webhook-id), with a fresh retry window */
+        post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -973,6 +1059,99 @@ export interface components {
                 limit_mb: number;
                 remaining_mb: number;
             };
+        };
+        CreateWebhookResponse: {
+            id: string;
+            url: string;
+            events: ("instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed")[];
+            description?: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            previous_secret_expires_at?: string;
+            /** @description the signing secret (Standard Webhooks), shown only in this answer */
+            secret: string;
+        };
+        CreateWebhookRequest: {
+            /** @description https URL of a public host; private, loopback and link-local targets are refused */
+            url: string;
+            /** @description the event types to deliver */
+            events: ("instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed")[];
+            description?: string;
+        };
+        ListWebhooksResponse: {
+            webhooks: {
+                id: string;
+                url: string;
+                events: ("instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed")[];
+                description?: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                previous_secret_expires_at?: string;
+            }[];
+        };
+        DeleteWebhookResponse: {
+            success: boolean;
+            id: string;
+        };
+        RotateWebhookSecretResponse: {
+            id: string;
+            /** @description the new signing secret, shown only in this answer */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description until then the old secret signs too (a second v1 signature)
+             */
+            previous_secret_expires_at: string;
+        };
+        ListWebhookDeliveriesResponse: {
+            deliveries: {
+                /** @description the webhook-id header of the delivery (the same on every attempt) */
+                id: string;
+                webhook_id: string;
+                /** @enum {string} */
+                event_type: "instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed";
+                /**
+                 * @description failed: retries ended (24 h) or the payload was refused
+                 * @enum {string}
+                 */
+                status: "pending" | "delivered" | "failed";
+                attempts: number;
+                /** @description the HTTP status of the last attempt */
+                last_status_code?: number;
+                /** @description why the last attempt failed without an HTTP status (e.g. timeout, refused address) */
+                last_error?: string;
+                /** Format: date-time */
+                next_attempt_at?: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                delivered_at?: string;
+            }[];
+        };
+        RedeliverWebhookResponse: {
+            /** @description the webhook-id header of the delivery (the same on every attempt) */
+            id: string;
+            webhook_id: string;
+            /** @enum {string} */
+            event_type: "instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed";
+            /**
+             * @description failed: retries ended (24 h) or the payload was refused
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            /** @description the HTTP status of the last attempt */
+            last_status_code?: number;
+            /** @description why the last attempt failed without an HTTP status (e.g. timeout, refused address) */
+            last_error?: string;
+            /** Format: date-time */
+            next_attempt_at?: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            delivered_at?: string;
         };
     };
     responses: never;
@@ -7416,6 +7595,1179 @@ export interface operations {
                         code?: "DAILY_LIMIT_EXCEEDED";
                         /** @constant */
                         status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhooksResponse"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description present on a replay of the first answer to the Idempotency-Key */
+                    "Idempotency-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateWebhookResponse"];
+                };
+            };
+            /** @description INVALID_JSON: Request body is not valid JSON; VALIDATION_FAILED: Request validation failed; WEBHOOK_URL_REFUSED: The webhook URL must be https and reach a public address */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INVALID_JSON" | "VALIDATION_FAILED" | "WEBHOOK_URL_REFUSED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached; WEBHOOK_LIMIT_EXCEEDED: Webhook endpoint limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED" | "WEBHOOK_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Request body is too large */
+            413: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "PAYLOAD_TOO_LARGE";
+                        /** @constant */
+                        status?: 413;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: Content-Type must be application/json */
+            415: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNSUPPORTED_MEDIA_TYPE";
+                        /** @constant */
+                        status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOKS_UNAVAILABLE: Webhooks are not configured on this deployment */
+            501: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "WEBHOOKS_UNAVAILABLE";
+                        /** @constant */
+                        status?: 501;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description present on a replay of the first answer to the Idempotency-Key */
+                    "Idempotency-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteWebhookResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_NOT_FOUND: Webhook endpoint not found */
+            404: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "WEBHOOK_NOT_FOUND";
+                        /** @constant */
+                        status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description present on a replay of the first answer to the Idempotency-Key */
+                    "Idempotency-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotateWebhookSecretResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_NOT_FOUND: Webhook endpoint not found */
+            404: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "WEBHOOK_NOT_FOUND";
+                        /** @constant */
+                        status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOKS_UNAVAILABLE: Webhooks are not configured on this deployment */
+            501: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "WEBHOOKS_UNAVAILABLE";
+                        /** @constant */
+                        status?: 501;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListWebhookDeliveriesResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_NOT_FOUND: Webhook endpoint not found */
+            404: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "WEBHOOK_NOT_FOUND";
+                        /** @constant */
+                        status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    redeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhookId: string;
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description present on a replay of the first answer to the Idempotency-Key */
+                    "Idempotency-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RedeliverWebhookResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_DELIVERY_NOT_FOUND: Webhook delivery not found; WEBHOOK_NOT_FOUND: Webhook endpoint not found */
+            404: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "WEBHOOK_DELIVERY_NOT_FOUND" | "WEBHOOK_NOT_FOUND";
+                        /** @constant */
+                        status?: 404;
                     } & components["schemas"]["Error"];
                 };
             };

@@ -17,7 +17,7 @@ export class ConfigError extends Error {
  * swarm secrets are mounted as files under /run/secrets). So the value is not in the process environment,
  * where child processes and /proc/<pid>/environ would see it.
  */
-export const FILE_SECRETS = ['DATABASE_URL', 'MASTER_KEY_ENCRYPTION', 'MASTER_KEYS_PREVIOUS', 'GATEWAY_ASSERTION_PRIVATE_KEY', 'KEYVAULT_SEAL_PRIVATE_KEY', 'BACKUP_KEY'] as const;
+export const FILE_SECRETS = ['DATABASE_URL', 'MASTER_KEY_ENCRYPTION', 'MASTER_KEYS_PREVIOUS', 'GATEWAY_ASSERTION_PRIVATE_KEY', 'KEYVAULT_SEAL_PRIVATE_KEY', 'BACKUP_KEY', 'BACKUP_S3_SECRET_ACCESS_KEY'] as const;
 
 function withFileSecrets(env: Record<string, string | undefined>): { env: Record<string, string | undefined>; problems: string[] } {
   const out = { ...env };

@@ -74,6 +74,14 @@ export const ERROR_CODES = {
   TX_TIER_MISMATCH: { status: 400, message: 'The transaction subscribed to another tier than the one given' },
   TX_ALREADY_USED: { status: 400, message: 'The transaction was already used to register another wallet' },
   SUBSCRIPTION_ACCOUNT_INVALID: { status: 400, message: 'The on-chain subscription account failed verification' },
+  // webhooks (gateway)
+  /** Not https, or a host that is (or resolves to) a private, loopback, link-local, CGNAT or unique-local address. */
+  WEBHOOK_URL_REFUSED: { status: 400, message: 'The webhook URL must be https and reach a public address' },
+  WEBHOOK_LIMIT_EXCEEDED: { status: 403, message: 'Webhook endpoint limit reached' },
+  WEBHOOK_NOT_FOUND: { status: 404, message: 'Webhook endpoint not found' },
+  WEBHOOK_DELIVERY_NOT_FOUND: { status: 404, message: 'Webhook delivery not found' },
+  /** No GATEWAY_DATA_KEY and no GATEWAY_ASSERTION_PRIVATE_KEY to derive one from: signing secrets cannot be kept sealed. */
+  WEBHOOKS_UNAVAILABLE: { status: 501, message: 'Webhooks are not configured on this deployment' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

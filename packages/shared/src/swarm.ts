@@ -36,7 +36,7 @@ export async function writeAtVersion<S>(
       return true;
     } catch (err) {
       // The provisioner's engine wrapper keeps the engine's own error as the cause.
-      const text = `${(err as Error).message} ${((err as { cause?: Error }).cause ?? {}).message ?? ''}`;
+      const text = `${(err as Error).message} ${(err as { cause?: Error }).cause?.message ?? ''}`;
       if (attempt >= 5 || !/update out of sequence/.test(text)) throw err;
     }
   }

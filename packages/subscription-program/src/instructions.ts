@@ -1,4 +1,4 @@
-import { PublicKey, SystemProgram, TransactionInstruction } from '@solana/web3.js';
+import { type PublicKey, SystemProgram, TransactionInstruction } from '@solana/web3.js';
 import { bytesEqual, instructionDiscriminator } from './discriminator.ts';
 import { findSubscriptionAddress } from './layout.ts';
 import { isTierId } from './tiers.ts';

@@ -115,6 +115,8 @@ describe("each service's identity is refused what it must not use", () => {
     const billing = await as('billing-chain');
     expect(await publishRefused(billing, contracts.provisioner.instanceStatusChanged.subject)).toBeDefined();
     expect(await publishRefused(billing, contracts.billing.subscriptionChanged.subject)).toBeUndefined();
+    expect(await publishRefused(billing, contracts.billing.subscriptionExpiring.subject)).toBeUndefined();
+    expect(await publishRefused(gateway, contracts.billing.subscriptionExpiring.subject)).toBeDefined();
   });
 
   it("a service's identity is refused on another service's JetStream consumer and on stream administration", async () => {
@@ -125,13 +127,15 @@ describe("each service's identity is refused what it must not use", () => {
     expect(await publishRefused(keyvault, `$JS.API.STREAM.DELETE.${EVENT_STREAM}`)).toBeDefined();
     expect(await publishRefused(keyvault, `$JS.API.STREAM.PURGE.${EVENT_STREAM}`)).toBeDefined();
     expect(await publishRefused(keyvault, `$JS.API.CONSUMER.MSG.NEXT.${EVENT_STREAM}.${DURABLES.keyvaultInstanceDeleted}`)).toBeUndefined();
-    // The gateway reads the stream for GET /instance/events (info and message get) and nothing more: no consumer of
-    // its own or anyone's, no stream administration.
+    // The gateway reads the stream for GET /instance/events (info and message get) and pulls from its own webhook
+    // durables only: no one else's consumer, no consumer of another name, no stream administration.
     const gateway = await as('gateway');
     expect(await publishRefused(gateway, `$JS.API.STREAM.INFO.${EVENT_STREAM}`)).toBeUndefined();
     expect(await publishRefused(gateway, `$JS.API.STREAM.MSG.GET.${EVENT_STREAM}`)).toBeUndefined();
     expect(await publishRefused(gateway, `$JS.API.CONSUMER.MSG.NEXT.${EVENT_STREAM}.${theirs}`)).toBeDefined();
     expect(await publishRefused(gateway, `$JS.API.CONSUMER.CREATE.${EVENT_STREAM}.mine`)).toBeDefined();
+    expect(await publishRefused(gateway, `$JS.API.CONSUMER.MSG.NEXT.${EVENT_STREAM}.${DURABLES.gatewayWebhooksInstanceStatus}`)).toBeUndefined();
+    expect(await publishRefused(gateway, `$JS.API.CONSUMER.DELETE.${EVENT_STREAM}.${DURABLES.gatewayWebhooksInstanceStatus}`)).toBeDefined();
     expect(await publishRefused(gateway, `$JS.API.STREAM.UPDATE.${EVENT_STREAM}`)).toBeDefined();
     expect(await publishRefused(gateway, `$JS.API.STREAM.PURGE.${EVENT_STREAM}`)).toBeDefined();
     expect(await publishRefused(gateway, `$JS.API.STREAM.MSG.DELETE.${EVENT_STREAM}`)).toBeDefined();

@@ -51,7 +51,16 @@ await runService<typeof billingConfig, BillingDB>({
       },
     });
     const keeper = await keeperKey(config, db, log);
-    const jobs = new Jobs({ db, chain, subs, keeper, log, intervalMs: config.POLL_INTERVAL_SECONDS * 1000, airdrop: config.KEEPER_AIRDROP });
+    const jobs = new Jobs({
+      db,
+      chain,
+      subs,
+      keeper,
+      log,
+      intervalMs: config.POLL_INTERVAL_SECONDS * 1000,
+      airdrop: config.KEEPER_AIRDROP,
+      expiring: (payload, msgId) => publishEvent(nc, contracts.billing.subscriptionExpiring, payload, msgId),
+    });
     log.info({ rpc: config.SOLANA_RPC_URL, program_id: program.programId, treasury: program.treasury, keeper: keeper.publicKey.toBase58(), commitment: config.SOLANA_COMMITMENT }, 'chain configured');
     return {
       endpoints: [

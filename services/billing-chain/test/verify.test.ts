@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import bs58 from 'bs58';
-import { Keypair, PublicKey, SystemProgram } from '@solana/web3.js';
+import { Keypair, type PublicKey, SystemProgram } from '@solana/web3.js';
 import { depositInstruction, subscribeInstruction } from '@agenthost/subscription-program';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '@agenthost/shared';

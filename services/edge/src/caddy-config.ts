@@ -135,10 +135,11 @@ export function baseConfig(s: EdgeSettings): Json {
           [SERVER]: {
             listen: [listen(s.EDGE_HTTPS_PORT)],
             read_header_timeout: `${s.EDGE_READ_HEADER_TIMEOUT_SECONDS}s`,
+            read_timeout: `${s.EDGE_READ_TIMEOUT_SECONDS}s`,
             idle_timeout: `${s.EDGE_IDLE_TIMEOUT_SECONDS}s`,
             max_header_bytes: 64 * 1024,
             routes,
-            errors: { routes: errorRoutes(domain, keeperSocket(s)) },
+            errors: { routes: errorRoutes(domain, keeperSocket(s), s.EDGE_HTTPS_PORT) },
             // ACME's HTTP challenge cannot issue a wildcard: with ACME, unknown instance hosts get no certificate.
             // With ACME, the wildcard (which needs a DNS challenge) is skipped: each instance host gets its own
             // certificate on demand, once the keeper says it is an instance.
@@ -149,6 +150,7 @@ export function baseConfig(s: EdgeSettings): Json {
           redirect: {
             listen: [listen(s.EDGE_HTTP_PORT)],
             read_header_timeout: `${s.EDGE_READ_HEADER_TIMEOUT_SECONDS}s`,
+            read_timeout: `${s.EDGE_READ_TIMEOUT_SECONDS}s`,
             routes: [{ handle: [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://{http.request.host}${port}{http.request.uri}`] }, close: true }] }],
           },
         },
@@ -165,9 +167,12 @@ export function baseConfig(s: EdgeSettings): Json {
 }
 
 /** What the edge answers when a handler failed: never Caddy's empty page, always the API's error shape. */
-function errorRoutes(domain: string, keeper: string): Json[] {
+function errorRoutes(domain: string, keeper: string, port: number): Json[] {
   const is = (status: number) => ({ expression: `{http.error.status_code} == ${status}` });
   return [
+    // The client's body did not arrive within EDGE_READ_TIMEOUT_SECONDS: the proxy's error names the read from the
+    // client's side of the connection (local address on the edge's port), unlike a dial or read toward an upstream.
+    { match: [{ vars_regexp: { '{http.error.message}': { pattern: `read tcp \\S+:${port}->\\S+: i/o timeout` } } }], handle: [errorAnswer('REQUEST_TIMEOUT', { message: 'The request body was not received in time' })] },
     // A body over the limit that was announced by Content-Length reaches the proxy first, which reports it as a 502.
     { match: [is(413)], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },
     { match: [{ vars_regexp: { '{http.error.message}': { pattern: 'body too large' } } }], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },

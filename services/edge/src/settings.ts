@@ -44,6 +44,13 @@ export const edgeSettings = z.object({
   EDGE_API_BODY_LIMIT_BYTES: configInt(1024 * 1024),
   /** A client must send its request headers within this time (slow-header attacks). */
   EDGE_READ_HEADER_TIMEOUT_SECONDS: configInt(10),
+  /**
+   * A client must send its whole request, headers and body, within this (slow-body attacks): past it the read fails
+   * and the edge answers 408 REQUEST_TIMEOUT. It covers reading only: answers streamed back (server-sent events) and
+   * WebSockets (their connection's deadline is cleared at the upgrade) last as long as they need. An upload to an
+   * instance must reach EDGE_BODY_LIMIT_BYTES / this many seconds (16 MiB in 60 s: about 280 KB/s).
+   */
+  EDGE_READ_TIMEOUT_SECONDS: configInt(60),
   /** An idle keep-alive connection is closed after this. */
   EDGE_IDLE_TIMEOUT_SECONDS: configInt(120),
   /** The gateway must start answering within this (it waits up to 25 s for instance operations). */

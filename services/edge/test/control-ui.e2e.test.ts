@@ -126,7 +126,7 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
       const listed = JSON.parse(await openclaw(a.id, 'devices', 'list', '--json')) as { pending?: Array<{ requestId: string }> };
       return listed.pending?.[0]?.requestId;
     }, 90_000, 1000);
-    expect(await wsLog(a.id, edge.hostOf(a.id) + `:${HTTPS}`)).not.toEqual(expect.arrayContaining([expect.stringMatching(/token_mismatch|token mismatch/)]));
+    expect(await wsLog(a.id, `${edge.hostOf(a.id)}:${HTTPS}`)).not.toEqual(expect.arrayContaining([expect.stringMatching(/token_mismatch|token mismatch/)]));
     await openclaw(a.id, 'devices', 'approve', requestId, '--json');
     // Opened again with the token in the same browser (its device identity is kept in this profile): connected,
     // the gateway's hello over the proxied WebSocket.

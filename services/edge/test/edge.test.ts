@@ -6,6 +6,7 @@ import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../pr
 // Ports of this suite: instances 18700-18709, the edge 18740 (HTTPS) and 18741 (HTTP).
 const HTTPS = 18740;
 const HTTP = 18741;
+const READ_TIMEOUT_SECONDS = 3;
 const network = testNetwork('edge');
 
 let stack: Stack;
@@ -50,7 +51,8 @@ beforeAll(async () => {
       gateway: gatewayEnv,
     },
   });
-  edge = await startEdge(stack, { httpsPort: HTTPS, httpPort: HTTP });
+  // A short read timeout: the WebSocket test shows that an upgraded connection outlives it.
+  edge = await startEdge(stack, { httpsPort: HTTPS, httpPort: HTTP, env: { EDGE_READ_TIMEOUT_SECONDS: String(READ_TIMEOUT_SECONDS) } });
   owner = await signIn(stack.api);
   await subscribe(stack, owner, { tier: 'pro' });
 }, 180_000);
@@ -159,12 +161,15 @@ describe('instances at their https URL', () => {
     const { id, url } = await createRunning('edge-ws');
     await waitFor('the route of the running instance', async () => (await edge.request(`${url}/`)).status === 200);
     const ws = await edge.websocket(`${url}/ws`);
+    const opened = Date.now();
     expect(JSON.parse(await ws.receive())).toEqual({ hello: id });
     ws.send('ping through the edge');
     expect(await ws.receive()).toBe('ping through the edge');
     // Another instance is created, runs and is deleted meanwhile: routes change, this connection does not.
     const other = await createRunning('edge-ws-other');
     expect((await api('DELETE', `/instance/delete/${other.id}`)).status).toBe(200);
+    // Past the edge's read timeout (which bounds reading a request, not an upgraded connection's life).
+    await new Promise((r) => setTimeout(r, Math.max(0, (READ_TIMEOUT_SECONDS + 1) * 1000 - (Date.now() - opened))));
     ws.send('still here');
     expect(await ws.receive()).toBe('still here');
     ws.close();

@@ -91,6 +91,37 @@ export const gatewayConfig = baseConfig.extend({
   IDEMPOTENCY_IN_FLIGHT_SECONDS: configInt(60),
   /** Seconds between the comment lines that keep an idle event stream (GET /instance/events) open through proxies. */
   SSE_HEARTBEAT_SECONDS: configInt(15),
+  /** Outbound webhooks: endpoints per user. */
+  WEBHOOKS_PER_USER: configInt(10),
+  /**
+   * Hosts (names or addresses, comma-separated) a webhook may reach although they are or resolve to private, loopback
+   * or link-local addresses: for tests and for receivers on a private network. https is required all the same.
+   */
+  WEBHOOK_ALLOW_HOSTS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)),
+  /** A PEM file of CA certificates trusted for webhook receivers besides the system's (a private receiver's CA). */
+  WEBHOOK_CA_FILE: z.string().optional(),
+  /**
+   * 32 bytes, base64: seals what the gateway schema keeps that holds a secret (webhook signing secrets, kept
+   * Idempotency-Key answers). Unset: derived from GATEWAY_ASSERTION_PRIVATE_KEY.
+   */
+  GATEWAY_DATA_KEY: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || v === '' || Buffer.from(v.trim(), 'base64').length === 32, 'must be base64 of 32 bytes'),
+  /** After a rotation the previous secret signs too (a second v1 signature) for this long. */
+  WEBHOOK_SECRET_OVERLAP_HOURS: configInt(24),
+  /** The first retry waits this long; each next one twice as long (capped at an hour), for WEBHOOK_RETRY_HOURS. */
+  WEBHOOK_RETRY_BASE_MS: configInt(5000),
+  WEBHOOK_RETRY_HOURS: configInt(24),
+  /** A receiver that has not answered in this long counts as a failed attempt. */
+  WEBHOOK_TIMEOUT_MS: configInt(10_000),
+  /** Largest delivery body; a larger event is recorded as failed, never sent. */
+  WEBHOOK_MAX_PAYLOAD_BYTES: configInt(64 * 1024),
+  /** How often each replica looks for due deliveries (new events wake it at once). */
+  WEBHOOK_POLL_MS: configInt(1000),
   /** The dashboard's built files, served at / (none when the directory holds no index.html). */
   DASHBOARD_DIR: z.string().default(fileURLToPath(new URL('../../../packages/dashboard/dist', import.meta.url))),
   /** The Solana JSON-RPC URL as the user's browser reaches it (the page reads blockhashes and confirmations there). */

@@ -7,6 +7,7 @@ import type { GatewayConfig } from './config.ts';
 import type { GatewayDB } from './db/schema.ts';
 import { coalesce, type Call } from './domain/call.ts';
 import { Entitlements } from './domain/entitlement.ts';
+import { gatewayDataKey } from './domain/data-key.ts';
 import { IdempotencyStore } from './domain/idempotency.ts';
 import { InstanceEvents } from './domain/instance-events.ts';
 import { KeyReload } from './domain/key-reload.ts';
@@ -14,6 +15,7 @@ import { ProvisionerUsage } from './domain/provisioner-usage.ts';
 import { Allowance } from './domain/quota/allowance.ts';
 import { Usage } from './domain/quota/policy.ts';
 import { TokenVerifier } from './domain/tokens.ts';
+import { Webhooks } from './domain/webhooks/index.ts';
 
 /** The composition root: everything the routes need. Tests build it with overrides. */
 export interface GatewayContext {
@@ -34,6 +36,8 @@ export interface GatewayContext {
   keyReload: KeyReload;
   /** Status changes and deletions of instances, from one subscription per replica (wait, the event stream). */
   instanceEvents: InstanceEvents;
+  /** Outbound webhooks: endpoints, the fan-out of events into deliveries, the sender (started by main). */
+  webhooks: Webhooks;
   /** The answers kept per user and Idempotency-Key. */
   idempotency: IdempotencyStore;
   /** Forward a call to a backend over NATS with the gateway's timeout and the request id (and an assertion for a user's call). */
@@ -63,7 +67,8 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
     signInLimits: overrides.signInLimits ?? new SignInLimits(db, config),
     provisionerUsage,
     instanceEvents,
-    idempotency: overrides.idempotency ?? new IdempotencyStore(db, config.IDEMPOTENCY_TTL_HOURS * 3600_000),
+    webhooks: overrides.webhooks ?? new Webhooks(db, config, log),
+    idempotency: overrides.idempotency ?? new IdempotencyStore(db, config.IDEMPOTENCY_TTL_HOURS * 3600_000, gatewayDataKey(config)),
     keyvaultSealKey: overrides.keyvaultSealKey ?? x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
     tokens:
       overrides.tokens ??

@@ -18,6 +18,7 @@ const ctx = buildContext({ config, log, nc, db });
 ctx.entitlements.start(nc);
 ctx.tokens.start();
 await ctx.tokens.followRevocations();
+ctx.webhooks.start(nc);
 const server = createServer(buildApp(ctx));
 server.on('clientError', answerClientError);
 server.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);
@@ -49,6 +50,7 @@ async function shutdown(signal: string): Promise<void> {
   ctx.entitlements.stop();
   ctx.tokens.stop();
   await ctx.usage.stop();
+  await ctx.webhooks.stop();
   await nc.drain().catch(() => {});
   await db.destroy();
   await observe.stop();

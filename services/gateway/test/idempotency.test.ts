@@ -40,6 +40,13 @@ describe('Idempotency-Key', () => {
     expect(rs.filter((r) => r.headers.get('idempotency-replayed') === 'true')).toHaveLength(9);
     // The replays carry the first answer exactly, access token included (it was shown to the first caller).
     for (const r of rs) expect(r.body).toEqual(rs[0]!.body);
+    // The kept answer is sealed at rest: the access token it holds is nowhere in the gateway's table.
+    const token = rs[0]!.body.access_token as string;
+    expect(token).toBeTruthy();
+    const kept = await admin.query('SELECT body::text AS body FROM gateway.idempotency_keys WHERE key = $1', [k]);
+    expect(kept.rows).toHaveLength(1);
+    expect(kept.rows[0].body).not.toContain(token);
+    expect(kept.rows[0].body).not.toContain(rs[0]!.body.instance_id);
     const now = await instances();
     expect(now.length).toBe(before + 1);
     await alice.api.del(`/instance/delete/${[...ids][0]}`);

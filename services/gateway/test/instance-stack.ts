@@ -5,13 +5,13 @@ import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../pr
  * A whole system for a suite that drives real instances through the gateway: every backend, the stand-in agent
  * image as "openclaw", its own Docker network and port range, and pro subscribers on demand.
  */
-export async function instanceStack(file: string, ports: [number, number], gateway: Record<string, string> = {}) {
+export async function instanceStack(file: string, ports: [number, number], gateway: Record<string, string> = {}, provisioner: Record<string, string> = {}) {
   const network = testNetwork(file);
   await cleanupDocker(network);
   const stack: Stack = await startStack({
     services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
     devchain: true,
-    serviceEnv: { provisioner: provisionerEnv({ network, ports }), gateway: { ...gatewayEnv, ...gateway } },
+    serviceEnv: { provisioner: provisionerEnv({ network, ports, extra: provisioner }), gateway: { ...gatewayEnv, ...gateway } },
   });
   return {
     stack,

@@ -31,7 +31,8 @@ const url = (query = 'follow=true') => `${stack.baseUrl}/instance/logs/${id}?${q
 /** Lines written to the agent's stdout from inside its container, as the agent would print them (one write for all). */
 const print = (lines: string[]) => docker('exec', containerName(id), 'sh', '-c', `printf '%s\\n' ${lines.map((l) => `'${l}'`).join(' ')} > /proc/1/fd/1`);
 
-const texts = (events: SseEvent[], prefix: string) => events.filter((e) => e.event === 'line' && String(e.data.text).startsWith(prefix)).map((e) => e.data.text as string);
+const texts = (events: SseEvent[], prefix: string) =>
+  events.filter((e) => e.event === 'line' && String(e.data.text).startsWith(prefix)).map((e) => e.data.text as string);
 
 describe('GET /instance/logs?follow=true', () => {
   it('carries lines written after the stream opened, and heartbeats', async () => {

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,7 +99,10 @@ describe('OpenAPI document', () => {
     expect(status.properties.expires_at).toMatchObject({ type: 'string', format: 'date-time' });
     expect(status.properties.wallet_address.pattern).toBe('^[1-9A-HJ-NP-Za-km-z]{32,44}$');
     expect(doc.components.schemas.LoginResponse.properties.user_id.format).toBe('uuid');
-    expect(doc.info.license.name).toBeTruthy();
+    // The document's license is the one every package.json states (proprietary: UNLICENSED).
+    const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8'));
+    expect(pkg.license).toBe('UNLICENSED');
+    expect(doc.info.license).toEqual({ name: expect.stringContaining(pkg.license), identifier: 'LicenseRef-agenthost-proprietary' });
   });
 
   it("passes Redocly's recommended ruleset with no warning", async () => {

@@ -3,7 +3,8 @@ import { keyringFrom, keyvaultConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { KeyvaultDB } from './db/schema.ts';
 import { AuthLimiter } from './domain/limiter.ts';
-import { deleteKeys, instanceDeleted, issueCredentials, listAudit, listKeys, retrieveKeys, storeKeys, updateKey, type VaultDeps } from './domain/vault.ts';
+import { instanceDeleted, issueCredentials, retrieveKeys } from './domain/instance-access.ts';
+import { deleteKeys, listAudit, listKeys, storeKeys, updateKey, type VaultDeps } from './domain/vault.ts';
 
 const kv = contracts.keyvault;
 

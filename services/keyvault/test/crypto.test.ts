@@ -10,7 +10,6 @@ import {
   newInstanceSecret,
   open,
   parseSealed,
-  seal,
   secretMatches,
   serializeSealed,
   type Sealed,

@@ -3,44 +3,24 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openKey } from '@agenthost/instance-bootstrap/crypto';
 import { contracts, publishEvent } from '@agenthost/shared';
-import { apiClient, recordSecret, signIn, spawnService, startStack, type Session, type Stack } from '@agenthost/testkit';
-import { activeSubscriptions, issue, keyvaultDb, newInstanceId, nextIp, retrieve, secretValue, waitFor } from './helpers.ts';
+import { apiClient, spawnService, type Session, type Stack } from '@agenthost/testkit';
+import { issue, newInstanceId, nextIp, retrieve, waitFor } from './helpers.ts';
+import { expectNotLogged, startKeyvaultSuite, type KeyvaultSuite } from './suite.ts';
 
+// Instance authentication (wrong secrets, rate limits, reissued credentials) is in instance-auth.test.ts.
+let suite: KeyvaultSuite;
 let stack: Stack;
 let nc: NatsConnection;
-let billing: { stop(): Promise<void> };
 let db: pg.Client;
 let alice: Session;
 let bob: Session;
-const values: string[] = [];
-const remember = (label?: string): string => {
-  const v = secretValue(label);
-  values.push(v);
-  return v;
-};
+const remember = (label?: string): string => suite.remember(label);
 
 beforeAll(async () => {
-  stack = await startStack({
-    services: ['auth', 'keyvault'],
-    serviceEnv: {
-      keyvault: { INSTANCE_AUTH_MAX_FAILURES_PER_IP: '5', INSTANCE_AUTH_MAX_FAILURES_PER_INSTANCE: '8', INSTANCE_AUTH_WINDOW_SECONDS: '120' },
-      // The tests stand in for a proxy on this host, which tells the client's address in X-Forwarded-For.
-      gateway: { TRUSTED_PROXIES: '127.0.0.1,::1' },
-    },
-  });
-  recordSecret(stack.env.MASTER_KEY_ENCRYPTION!);
-  nc = await stack.nats.connect();
-  billing = await activeSubscriptions(stack.nats);
-  db = await keyvaultDb(stack);
-  alice = await signIn(stack.api);
-  bob = await signIn(stack.api);
+  suite = await startKeyvaultSuite();
+  ({ stack, nc, db, alice, bob } = suite);
 });
-afterAll(async () => {
-  await db?.end();
-  await billing?.stop();
-  await nc?.drain();
-  await stack?.stop();
-});
+afterAll(() => suite?.stop());
 
 describe('storing keys and retrieving them from the instance', () => {
   it('stores several keys in one call and the instance opens each with its own instance key', async () => {
@@ -99,7 +79,7 @@ describe('storing keys and retrieving them from the instance', () => {
     expect(rows[0].kid).toBe('k1');
     expect(Object.keys(JSON.parse(rows[0].encrypted_value)).sort()).toEqual(['authTag', 'encrypted', 'iv', 'kid']);
     const dump = JSON.stringify((await db.query('select * from api_keys')).rows) + JSON.stringify((await db.query('select * from instances')).rows) + JSON.stringify((await db.query('select * from audit_log')).rows);
-    for (const s of [...values, inst.instance_secret, inst.instance_key]) expect(dump).not.toContain(s);
+    for (const s of [...suite.values, inst.instance_secret, inst.instance_key]) expect(dump).not.toContain(s);
     const { rows: creds } = await db.query('select encode(secret_hash, $2) as h from instances where instance_id = $1', [inst.instance_id, 'hex']);
     expect(creds[0].h).toMatch(/^[0-9a-f]{64}$/);
   });
@@ -125,94 +105,6 @@ describe('storing keys and retrieving them from the instance', () => {
     expect(over.body.code).toBe('KEY_LIMIT_EXCEEDED');
     expect((await store(fifty(49))).status).toBe(200); // 1 already there (A...A) + 99 = 100
     expect((await alice.api.get(`/keys/list?instance_id=${inst.instance_id}`)).body.keys).toHaveLength(100);
-  });
-});
-
-describe('instance authentication', () => {
-  it('refuses a wrong secret, and one instance’s secret with another’s id, with 401', async () => {
-    const a = await issue(nc, alice.user_id);
-    const b = await issue(nc, bob.user_id);
-    await alice.api.post('/keys/store', { instance_id: a.instance_id, keys: { K: remember() } });
-    const wrong = await retrieve(stack, a.instance_id, `${a.instance_secret.slice(0, -2)}xx`, nextIp());
-    expect(wrong.status).toBe(401);
-    expect(wrong.body).toEqual({ error: expect.any(String), code: 'INSTANCE_UNAUTHORIZED', status: 401 });
-    expect((await retrieve(stack, a.instance_id, b.instance_secret, nextIp())).status).toBe(401);
-    expect((await retrieve(stack, b.instance_id, a.instance_secret, nextIp())).status).toBe(401);
-    expect((await retrieve(stack, newInstanceId(), a.instance_secret, nextIp())).status).toBe(401);
-    expect((await stack.api.get('/keys/retrieve', { 'x-forwarded-for': nextIp() })).status).toBe(401);
-    expect((await retrieve(stack, 'NOT AN ID', a.instance_secret, nextIp())).status).toBe(401);
-    expect((await retrieve(stack, a.instance_id, 'x'.repeat(500), nextIp())).status).toBe(401);
-    // A bearer token is no instance credential.
-    expect((await alice.api.get('/keys/retrieve', { 'x-instance-id': a.instance_id, 'x-forwarded-for': nextIp() })).status).toBe(401);
-    expect((await retrieve(stack, a.instance_id, a.instance_secret, nextIp())).status).toBe(200);
-  });
-
-  it('stops accepting the previous secret and key once new credentials are issued (container recreated)', async () => {
-    const first = await issue(nc, alice.user_id);
-    const value = remember('sk-epoch');
-    await alice.api.post('/keys/store', { instance_id: first.instance_id, keys: { EPOCH_KEY: value } });
-    const second = await issue(nc, alice.user_id, first.instance_id);
-    expect(second.instance_secret).not.toBe(first.instance_secret);
-    // A fresh key per issue: a key that leaked dies with the restart.
-    expect(second.instance_key).not.toBe(first.instance_key);
-    expect((await retrieve(stack, first.instance_id, first.instance_secret, nextIp())).status).toBe(401);
-    const got = await retrieve(stack, first.instance_id, second.instance_secret, nextIp());
-    expect(got.status).toBe(200);
-    const sealed = got.body.keys.EPOCH_KEY as string;
-    expect(openKey({ instanceKey: second.instance_key, instanceId: first.instance_id, keyName: 'EPOCH_KEY', sealed })).toBe(value);
-    expect(() => openKey({ instanceKey: first.instance_key, instanceId: first.instance_id, keyName: 'EPOCH_KEY', sealed })).toThrow();
-  });
-
-  it('gives 429 with Retry-After after repeated failures from one address', async () => {
-    const ip = nextIp();
-    const inst = await issue(nc, alice.user_id);
-    for (let i = 0; i < 5; i++) expect((await retrieve(stack, inst.instance_id, 'ahis_wrong-secret-guess', ip)).status).toBe(401);
-    const limited = await retrieve(stack, newInstanceId(), 'ahis_wrong-secret-guess', ip);
-    expect(limited.status).toBe(429);
-    expect(limited.body.code).toBe('RATE_LIMITED');
-    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(Number(limited.headers.get('retry-after'))).toBeLessThanOrEqual(120);
-    // Even the right secret waits while its address is blocked; other addresses are unaffected.
-    expect((await retrieve(stack, inst.instance_id, inst.instance_secret, ip)).status).toBe(429);
-    expect((await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp())).status).toBe(200);
-  });
-
-  it('refuses wrong secrets for one instance from many addresses with 429, and the right secret still gets its keys', async () => {
-    const inst = await issue(nc, alice.user_id);
-    await alice.api.post('/keys/store', { instance_id: inst.instance_id, keys: { FLOOD_KEY: remember() } });
-    for (let i = 0; i < 8; i++) expect((await retrieve(stack, inst.instance_id, `ahis_guess-number-${i}`, nextIp())).status).toBe(401);
-    // The flood goes on from ever new addresses: every further guess is refused...
-    const flood = await Promise.all(Array.from({ length: 30 }, (_, i) => retrieve(stack, inst.instance_id, `ahis_flood-${i}`, nextIp())));
-    expect(new Set(flood.map((r) => r.status))).toEqual(new Set([429]));
-    // ...while the instance, with its right secret, is never locked out of its keys.
-    for (let i = 0; i < 3; i++) {
-      const own = await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
-      expect(own.status).toBe(200);
-      expect(Object.keys(own.body.keys)).toEqual(['FLOOD_KEY']);
-    }
-  });
-
-  it('counts and logs each failure without the presented secret', async () => {
-    const inst = await issue(nc, alice.user_id);
-    const guess = remember('ahis_guess');
-    await retrieve(stack, inst.instance_id, guess, nextIp());
-    const failures = () => stack.services.get('keyvault')!.lines().filter((l) => l.includes('"instance_auth_failed"'));
-    const mine = await waitFor('the failure log line', async () => {
-      const m = failures().filter((l) => l.includes(inst.instance_id));
-      return m.length > 0 ? m : undefined;
-    });
-    const lines = failures();
-    expect(mine).toHaveLength(1);
-    expect(JSON.parse(mine[0]!)).toMatchObject({ reason: 'wrong_secret', instance_id: inst.instance_id, failures_instance: 1, failures_total: expect.any(Number) });
-    for (const l of lines) expect(l).not.toContain(guess);
-  });
-
-  it('does not count instance calls against the owner’s daily quota', async () => {
-    const inst = await issue(nc, alice.user_id);
-    const before = Number((await alice.api.get(`/keys/list?instance_id=${inst.instance_id}`)).headers.get('x-usage-remaining'));
-    for (let i = 0; i < 5; i++) expect((await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp())).status).toBe(200);
-    const after = Number((await alice.api.get(`/keys/list?instance_id=${inst.instance_id}`)).headers.get('x-usage-remaining'));
-    expect(before - after).toBe(1); // only the owner's second list call counted
   });
 });
 
@@ -327,11 +219,8 @@ describe('logs', () => {
     const v = remember();
     await alice.api.post('/keys/store', { instance_id: inst.instance_id, keys: { LOGGED_NAME: v } });
     await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
-    const lines = () => [...stack.services.values(), ...stack.gateways].flatMap((p) => p.lines()).join('\n');
-    // Log lines arrive through a pipe, possibly after the reply.
-    const all = await waitFor('the retrieve log line', async () => (lines().includes(`"keys_retrieved","instance_id":"${inst.instance_id}"`) ? lines() : undefined));
+    const all = await expectNotLogged(stack, `"keys_retrieved","instance_id":"${inst.instance_id}"`, [...suite.values, inst.instance_secret, inst.instance_key]);
     expect(all).toContain('LOGGED_NAME');
     expect(all).toContain(`…${v.slice(-4)}`);
-    for (const s of [...values, inst.instance_secret, inst.instance_key, stack.env.MASTER_KEY_ENCRYPTION!]) expect(all).not.toContain(s);
   });
 });

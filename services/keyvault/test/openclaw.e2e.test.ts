@@ -54,6 +54,7 @@ async function agentEnvironment(id: string): Promise<{ pid: number; cmd: string;
     container(id),
     'sh',
     '-c',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script; ${p#/proc/} is the shell's
     'for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) || continue; echo "${p#/proc/} $(echo "$s" | sed "s/.*) [A-Z] \\([0-9]*\\) .*/\\1/") $(tr "\\0" " " < $p/cmdline)"; done',
   );
   if (list.code !== 0) return undefined;
@@ -148,7 +149,7 @@ describe('bring-your-own keys in a real OpenClaw instance', () => {
     await restart(id);
     const withFirst = await waitFor('agent with the stored key', async () => {
       const a = await agentEnvironment(id);
-      return a && a.env.has('OPENAI_API_KEY') ? a : undefined;
+      return a?.env.has('OPENAI_API_KEY') ? a : undefined;
     }, 60_000);
     expect(withFirst.env.get('OPENAI_API_KEY') === first).toBe(true);
     expect(withFirst.env.get('ANTHROPIC_API_KEY') === other).toBe(true);
@@ -189,7 +190,7 @@ describe('bring-your-own keys in a real OpenClaw instance', () => {
     await restart(id);
     const without = await waitFor('agent without the deleted key', async () => {
       const a = await agentEnvironment(id);
-      return a && a.env.has('ANTHROPIC_API_KEY') ? a : undefined;
+      return a?.env.has('ANTHROPIC_API_KEY') ? a : undefined;
     }, 60_000);
     expect(without.env.has('OPENAI_API_KEY')).toBe(false);
     expect(await grepContainer(id, [first, second, other])).toEqual([]);

@@ -115,12 +115,26 @@ export const provisionerConfig = baseConfig
       .optional(),
     /** Where backup archives are kept (put a separate filesystem here). Default: $AGENTHOST_STATE/backups. */
     BACKUP_DIR: z.string().default(''),
+    /** Set: archives are kept in this S3-compatible bucket (objects <scope>/<id>.bak) instead of BACKUP_DIR. */
+    BACKUP_S3_BUCKET: z.string().min(3).optional(),
+    /** The S3-compatible server (MinIO, Ceph, Garage...), path-style; unset: AWS S3 of BACKUP_S3_REGION. */
+    BACKUP_S3_ENDPOINT: z.string().url().refine((v) => /^https?:\/\//.test(v), 'must be an http(s):// URL').optional(),
+    BACKUP_S3_REGION: z.string().default('us-east-1'),
+    /**
+     * The bucket's access key; its secret comes from BACKUP_S3_SECRET_ACCESS_KEY_FILE (or the variable). Both unset:
+     * the AWS SDK's own chain (AWS_SHARED_CREDENTIALS_FILE, an instance role).
+     */
+    BACKUP_S3_ACCESS_KEY_ID: z.string().optional(),
+    BACKUP_S3_SECRET_ACCESS_KEY: z.string().optional(),
     /** Scheduled backups: each instance of a tier that keeps backups gets one when its last scheduled one is this old (daily). */
     BACKUP_SCHEDULE_SECONDS: configInt(86_400),
     /** Test-only fault injection: comma-separated step names where an operation pauses (see domain/faults.ts). */
     FAULT_PAUSE_AT: z.string().default(''),
   })
   .superRefine((c, ctx) => {
+    if (Boolean(c.BACKUP_S3_ACCESS_KEY_ID) !== Boolean(c.BACKUP_S3_SECRET_ACCESS_KEY)) {
+      ctx.addIssue({ code: 'custom', path: ['BACKUP_S3_ACCESS_KEY_ID'], message: 'set BACKUP_S3_ACCESS_KEY_ID and BACKUP_S3_SECRET_ACCESS_KEY(_FILE) together, or neither' });
+    }
     if (c.PORT_RANGE_START < 1024 || c.PORT_RANGE_END > 65535 || c.PORT_RANGE_START > c.PORT_RANGE_END) {
       ctx.addIssue({ code: 'custom', path: ['PORT_RANGE_START'], message: 'port range must satisfy 1024 <= PORT_RANGE_START <= PORT_RANGE_END <= 65535' });
     }

@@ -26,6 +26,7 @@ import { SwarmInstances } from './swarm/runtime.ts';
 import { Drainer } from './swarm/drain.ts';
 import { Backups } from './backups/backups.ts';
 import { BackupScheduler } from './backups/scheduler.ts';
+import { archiveStore, backupBucket } from './backups/store.ts';
 import { instancesByState, observeContainerEvent } from './metrics.ts';
 
 const P = contracts.provisioner;
@@ -136,7 +137,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       tiers: config.TIER_LIMITS_JSON,
       log,
       masterKey: config.BACKUP_KEY ? Buffer.from(config.BACKUP_KEY, 'base64') : undefined,
-      dir: join(backupDir, scope),
+      store: archiveStore({ dir: backupDir, scope, s3: backupBucket(config) }),
       published: (e) => publishEvent(nc, P.instanceBackup, e, `instance-backup-${e.backup_id}`),
     });
     const backupScheduler = new BackupScheduler({ db, backups, locks, tiers: config.TIER_LIMITS_JSON, log, scope, intervalSeconds: config.BACKUP_SCHEDULE_SECONDS });

@@ -3,10 +3,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { contracts } from '@agenthost/shared';
+import type { contracts } from '@agenthost/shared';
 import { recordSecret, startStack, type Stack } from '@agenthost/testkit';
 import { archiveKey, openArchive, type ArchiveIds } from '../src/backups/archive.ts';
-import { cleanupDocker, docker, gatewayEnv, natsClient, testNetwork, waitFor, type Nats } from './helpers.ts';
+import { cleanupDocker, docker, gatewayEnv, natsClient, testNetwork, waitRunning, type Nats } from './helpers.ts';
 
 /** A backup master key and directory of one suite: the provisioner's settings, and what a test reads of its archives. */
 export interface BackupStore {
@@ -54,15 +54,7 @@ export interface BackupSuite {
  */
 export function backupSuite(file: string, env: (network: string) => Record<string, string>, setup?: (s: BackupSuite) => Promise<void>): BackupSuite {
   const s = { network: testNetwork(file) } as BackupSuite;
-  s.running = (user_id, instance_id, timeoutMs = 60_000) =>
-    waitFor(`${instance_id} running`, async () => {
-      const v = await s.n.call(contracts.provisioner.get, { user_id, instance_id });
-      if (v.status === 'failed') {
-        const { lines } = await s.n.call(contracts.provisioner.logs, { user_id, instance_id, tail: 40 });
-        throw new Error(`failed: ${v.failure_reason}\n${lines.join('\n')}`);
-      }
-      return v.status === 'running' ? v : undefined;
-    }, timeoutMs, 250);
+  s.running = (user_id, instance_id, timeoutMs = 60_000) => waitRunning(s.n, user_id, instance_id, timeoutMs);
   beforeAll(async () => {
     await cleanupDocker(s.network);
     s.store = await backupStore(s.network);

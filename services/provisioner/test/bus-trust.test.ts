@@ -2,33 +2,25 @@ import { generateKeyPairSync } from 'node:crypto';
 import { headers as natsHeaders, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ASSERTION_HEADER, AssertionSigner, contracts, decode, encode } from '@agenthost/shared';
-import { busKeys, startStack, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, type Nats } from './helpers.ts';
+import { busKeys, type Stack } from '@agenthost/testkit';
+import { instanceSuite, newUser, type Nats } from './helpers.ts';
 
 // The review listed, stopped and deleted a victim's instances by naming its user_id on the bus. Repeated here
 // with the gateway's own NATS identity (the one allowed to publish to the provisioner): nothing is believed
 // without the gateway's assertion for that user, that subject and that body.
 
 const P = contracts.provisioner;
-const network = testNetwork('bustrust');
+const suite = instanceSuite('bustrust', [18620, 18624]);
 let stack: Stack;
 let n: Nats;
 let asGateway: NatsConnection;
 
 beforeAll(async () => {
-  await cleanupDocker(network);
-  stack = await startStack({
-    services: ['keyvault', 'provisioner'],
-    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18620, 18624] }), gateway: gatewayEnv },
-  });
-  n = await natsClient(stack.nats);
+  ({ stack, n } = suite);
   asGateway = await stack.nats.connect('gateway');
-}, 180_000);
+});
 afterAll(async () => {
   await asGateway?.drain();
-  await n?.close();
-  await stack?.stop();
-  await cleanupDocker(network);
 });
 
 async function raw(subject: string, body: unknown, assertion?: string): Promise<{ ok: boolean; error?: { code: string; message: string } }> {

@@ -6,7 +6,7 @@ import { contracts } from '@agenthost/shared';
 import { startStack, type Stack } from '@agenthost/testkit';
 import { auditContainer } from '../src/doctor/checks.ts';
 import { firewallTag } from '../src/docker/firewall.ts';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, waitRunning, type Nats } from './helpers.ts';
 
 const P = contracts.provisioner;
 const network = testNetwork('doctor');
@@ -53,8 +53,7 @@ async function doctor(...args: string[]): Promise<Run> {
   return { code: r.code, stdout: (await run(args)).stdout, report: JSON.parse(r.stdout) };
 }
 
-const running = (user_id: string, instance_id: string) =>
-  waitFor(`${instance_id} running`, async () => ((await n.call(P.get, { user_id, instance_id })).status === 'running' ? true : undefined), 60_000);
+const running = (user_id: string, instance_id: string) => waitRunning(n, user_id, instance_id, 60_000);
 
 describe('agenthost doctor', () => {
   it('passes on a fresh stack, then names the instance whose pids limit was loosened by hand and the fix that heals it', async () => {
@@ -118,7 +117,7 @@ describe('agenthost doctor', () => {
     const row = { id: c.instance_id, pids: 64, memory_mb: 256, cpus: 0.5, port: c.port, access_token_hash: '' } as Parameters<typeof auditContainer>[0];
     const intent = { network, publishHost: '127.0.0.1', extraEnv: [] };
     info.Config.Env.push('MY_DB=postgres://app:hunter2@db.internal/app', 'AGENTHOST_INSTANCE_SECRET=x');
-    info.Config.Labels['note'] = '-----BEGIN PRIVATE KEY-----';
+    info.Config.Labels.note = '-----BEGIN PRIVATE KEY-----';
     const secrets = auditContainer(row, info, image, intent).filter((f) => f.check === 'secrets');
     expect(secrets.map((f) => f.problem).sort()).toEqual(['environment variable AGENTHOST_INSTANCE_SECRET holds a credential', 'environment variable MY_DB holds a credential', 'label note holds a credential']);
     await n.call(P.remove, { user_id, instance_id: c.instance_id });

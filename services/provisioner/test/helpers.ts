@@ -4,7 +4,8 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { NatsConnection } from 'nats';
-import { testAsserter, type NatsServer } from '@agenthost/testkit';
+import { afterAll, beforeAll } from 'vitest';
+import { startStack, testAsserter, waitFor, type NatsServer, type Stack } from '@agenthost/testkit';
 import { request, serve, createLogger, endpoint, contracts, type Contract } from '@agenthost/shared';
 import type { z } from 'zod';
 import { firewallTag, removeFirewall } from '../src/docker/firewall.ts';
@@ -156,6 +157,50 @@ export async function fakeKeyvault(nc: NatsConnection): Promise<{ calls: number;
   };
 }
 
-export { waitFor } from '@agenthost/testkit';
+export { waitFor };
 
 export const newUser = (): string => crypto.randomUUID();
+
+/** Waits until the instance runs; a failed one is reported at once, with the last lines of its agent's log. */
+export const waitRunning = (n: Nats, user_id: string, instance_id: string, timeoutMs = 30_000) =>
+  waitFor(
+    `${instance_id} running`,
+    async () => {
+      const v = await n.call(contracts.provisioner.get, { user_id, instance_id });
+      if (v.status === 'failed') {
+        const { lines } = await n.call(contracts.provisioner.logs, { user_id, instance_id, tail: 40 });
+        throw new Error(`failed: ${v.failure_reason}\n${lines.join('\n')}`);
+      }
+      return v.status === 'running' ? v : undefined;
+    },
+    timeoutMs,
+    250,
+  );
+
+export interface InstanceSuite {
+  network: string;
+  stack: Stack;
+  n: Nats;
+}
+
+/**
+ * keyvault and the provisioner of one test file (its own network and host ports), started before its tests and
+ * removed after them, Docker leftovers included. `extra` is added to the provisioner's settings.
+ */
+export function instanceSuite(file: string, ports: [number, number], extra: Record<string, string> = {}): InstanceSuite {
+  const s = { network: testNetwork(file) } as InstanceSuite;
+  beforeAll(async () => {
+    await cleanupDocker(s.network);
+    s.stack = await startStack({
+      services: ['keyvault', 'provisioner'],
+      serviceEnv: { provisioner: provisionerEnv({ network: s.network, ports, extra }), gateway: gatewayEnv },
+    });
+    s.n = await natsClient(s.stack.nats);
+  }, 180_000);
+  afterAll(async () => {
+    await s.n?.close();
+    await s.stack?.stop();
+    await cleanupDocker(s.network);
+  });
+  return s;
+}

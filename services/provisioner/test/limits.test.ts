@@ -1,27 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { startStack, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+import { docker, instanceSuite, newUser, waitFor, type Nats } from './helpers.ts';
 
 const P = contracts.provisioner;
-const network = testNetwork('lim');
+const suite = instanceSuite('lim', [18150, 18179]);
+const { network } = suite;
 
-let stack: Stack;
 let n: Nats;
-
-beforeAll(async () => {
-  await cleanupDocker(network);
-  stack = await startStack({
-    services: ['keyvault', 'provisioner'],
-    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18150, 18179] }), gateway: gatewayEnv },
-  });
-  n = await natsClient(stack.nats);
-});
-
-afterAll(async () => {
-  await n?.close();
-  await stack?.stop();
-  await cleanupDocker(network);
+beforeAll(() => {
+  ({ n } = suite);
 });
 
 const containersOf = async (user_id: string) =>

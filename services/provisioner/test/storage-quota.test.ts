@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
 import { spawnService, startStack, type ServiceProcess, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, dockerTry, exists, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, volumeDir, waitFor, type Nats } from './helpers.ts';
+import { cleanupDocker, docker, dockerTry, exists, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, volumeDir, waitFor, waitRunning, type Nats } from './helpers.ts';
 
 const P = contracts.provisioner;
 const network = testNetwork('quota');
@@ -49,12 +49,7 @@ afterAll(async () => {
   await cleanupDocker(network);
 });
 
-const running = (user_id: string, instance_id: string) =>
-  waitFor(`${instance_id} running`, async () => {
-    const v = await n.call(P.get, { user_id, instance_id });
-    if (v.status === 'failed') throw new Error(`failed: ${v.failure_reason}`);
-    return v.status === 'running' ? v : undefined;
-  }, 30_000);
+const running = (user_id: string, instance_id: string) => waitRunning(n, user_id, instance_id);
 
 /** Run a shell command in the instance as its own user (the Engine API exec behind `docker exec`). */
 const inInstance = (id: string, script: string) => dockerTry('exec', '-u', '10001:10001', `agenthost-${id}`, 'sh', '-c', script);

@@ -98,6 +98,12 @@ describe('config', () => {
     expect(() => parseConfig(provisionerConfig, { PORT_RANGE_START: '19000', PORT_RANGE_END: '18000' })).toThrow(/PORT_RANGE_START/);
     expect(() => parseConfig(provisionerConfig, { FRAMEWORK_IMAGES: '{"openclaw":"Bad Image:tag"}' })).toThrow(/FRAMEWORK_IMAGES/);
   });
+
+  it('takes a backup bucket with both halves of its key or neither, and refuses a malformed endpoint', () => {
+    expect(parseConfig(provisionerConfig, { BACKUP_S3_BUCKET: 'backups' })).toMatchObject({ BACKUP_S3_BUCKET: 'backups', BACKUP_S3_REGION: 'us-east-1' });
+    expect(() => parseConfig(provisionerConfig, { BACKUP_S3_BUCKET: 'backups', BACKUP_S3_ACCESS_KEY_ID: 'AKID' })).toThrow(/BACKUP_S3_ACCESS_KEY_ID/);
+    expect(() => parseConfig(provisionerConfig, { BACKUP_S3_BUCKET: 'backups', BACKUP_S3_ENDPOINT: 'minio:9000' })).toThrow(/BACKUP_S3_ENDPOINT/);
+  });
 });
 
 describe('swarm node address', () => {

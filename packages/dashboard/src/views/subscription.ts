@@ -26,7 +26,7 @@ export const subscriptionView: View = (app, main) => {
   }
 
   function drawStatus(sub: SubscriptionStatus | undefined, lamports: number | undefined): void {
-    const live = sub && sub.is_active && Date.parse(sub.expires_at) > Date.now();
+    const live = sub?.is_active && Date.parse(sub.expires_at) > Date.now();
     fill(status,
       h('h2', { id: 'sub-status' }, 'Your plan'),
       !sub
@@ -42,7 +42,7 @@ export const subscriptionView: View = (app, main) => {
   }
 
   function drawPlans(sub: SubscriptionStatus | undefined): void {
-    const live = sub && sub.is_active && Date.parse(sub.expires_at) > Date.now();
+    const live = sub?.is_active && Date.parse(sub.expires_at) > Date.now();
     fill(plans,
       h('h2', { id: 'plans' }, 'Plans'),
       h('ul', { class: 'cards' }, TIERS.map((t) => {

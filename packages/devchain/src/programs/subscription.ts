@@ -125,7 +125,7 @@ export function createSubscriptionProgram(cfg: { programId: string; treasury: st
       if (e !== null) return e;
     }
     const prev = existing?.state;
-    const extend = prev !== undefined && prev.isActive && prev.expiresAt > ctx.now && prev.tier === tier;
+    const extend = prev?.isActive && prev.expiresAt > ctx.now && prev.tier === tier;
     const expiresAt = extend ? prev.expiresAt + PERIOD : ctx.now + PERIOD;
     const state: Subscription = { tier, expiresAt, isActive: true, owner: new PublicKey(owner.key), bump };
     write(ctx, pda.key, { ...(ctx.get(pda.key) as Account), owner: cfg.programId }, state, false);

@@ -55,5 +55,15 @@ export const refresh = userContract('billing.v1.subscription.refresh', who, subs
 
 export const subscriptionChanged = event(
   'events.subscription.changed',
-  subscription.extend({ reason: z.enum(['registered', 'refreshed', 'renewed', 'expired', 'cancelled', 'picked_up']) }),
+  subscription.extend({
+    reason: z.enum(['registered', 'refreshed', 'renewed', 'expired', 'cancelled', 'picked_up']),
+    /** The wallet's user when billing-chain knows it (a user registered or asked for it): webhooks go to that user. */
+    user_id: uuid.nullish(),
+  }),
+);
+
+/** A subscription that ends within 3 days and will not renew by itself as things stand (once per expires_at). */
+export const subscriptionExpiring = event(
+  'events.subscription.expiring',
+  subscription.extend({ user_id: uuid.nullish(), days_left: z.number().int() }),
 );

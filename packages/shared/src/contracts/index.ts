@@ -7,3 +7,4 @@ export * as keyvault from './keyvault.ts';
 export * as keys from './keys.ts';
 export * as ping from './ping.ts';
 export * as api from './api.ts';
+export * as webhooks from './webhooks.ts';

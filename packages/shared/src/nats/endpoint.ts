@@ -18,6 +18,7 @@ export interface HandlerContext {
 
 export interface Endpoint {
   contract: Contract;
+  // biome-ignore lint/suspicious/noExplicitAny: each handler takes its own contract's parsed input; unknown would make every endpoint list unassignable
   handle: (input: any, ctx: HandlerContext) => Promise<unknown>;
 }
 

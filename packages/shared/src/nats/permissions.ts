@@ -41,7 +41,18 @@ function durableConsumer(durable: string): string[] {
 export const DURABLES = {
   keyvaultInstanceDeleted: 'keyvault-instance-deleted',
   provisionerSubscriptionChanges: 'provisioner-subscription-changes',
+  // The gateway's webhook fan-out: one durable per event subject, shared by every replica (each event once).
+  gatewayWebhooksInstanceCreated: 'gateway-webhooks-instance-created',
+  gatewayWebhooksInstanceStatus: 'gateway-webhooks-instance-status',
+  gatewayWebhooksInstanceDeleted: 'gateway-webhooks-instance-deleted',
+  gatewayWebhooksSubscriptionChanged: 'gateway-webhooks-subscription-changed',
+  gatewayWebhooksSubscriptionExpiring: 'gateway-webhooks-subscription-expiring',
+  gatewayWebhooksKeysChanged: 'gateway-webhooks-keys-changed',
 } as const;
+
+const GATEWAY_WEBHOOK_DURABLES = Object.entries(DURABLES)
+  .filter(([k]) => k.startsWith('gatewayWebhooks'))
+  .map(([, v]) => v);
 
 export interface Permissions {
   publish: string[];
@@ -69,6 +80,9 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       // GET /instance/events reads the stream message by message (no consumer: it cannot touch another's durable).
       `$JS.API.STREAM.INFO.${EVENT_STREAM}`,
       `$JS.API.STREAM.MSG.GET.${EVENT_STREAM}`,
+      // Outbound webhooks: the gateway's own durable consumers of the events it delivers.
+      '$JS.API.INFO',
+      ...GATEWAY_WEBHOOK_DURABLES.flatMap(durableConsumer),
     ],
     subscribe: [
       `${inboxPrefixFor('gateway')}.>`,
@@ -90,7 +104,7 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
     subscribe: ['auth.v1.>', SRV],
   },
   'billing-chain': {
-    publish: [billing.subscriptionChanged.subject, ...JS_STREAM_OWNER],
+    publish: [billing.subscriptionChanged.subject, billing.subscriptionExpiring.subject, ...JS_STREAM_OWNER],
     subscribe: ['billing.v1.>', pingSubject('billing-chain'), SRV, `${inboxPrefixFor('billing-chain')}.>`, billing.subscriptionChanged.subject],
   },
   provisioner: {

@@ -89,7 +89,7 @@ const mux = new WeakMap<NatsConnection, Replies>();
 /** Publish on subject and wait for the first reply's payload; rejects with NoReplyError. */
 export function requestReply(nc: NatsConnection, subject: string, data: Uint8Array, timeoutMs: number, headers?: MsgHdrs): Promise<Uint8Array> {
   let r = mux.get(nc);
-  if (!r || !r.open) {
+  if (!r?.open) {
     if (nc.isClosed()) return Promise.reject(new NoReplyError('closed'));
     r = new Replies(nc);
     mux.set(nc, r);

@@ -21,6 +21,7 @@ export interface Observability {
 }
 
 /** The readiness checks most services share: their Postgres answers a query, their NATS connection is up. */
+// biome-ignore lint/suspicious/noExplicitAny: any service's database (each has its own schema type); only `select 1` is run on it
 export function commonChecks(deps: { db?: Kysely<any> | undefined; nc: NatsConnection }): Record<string, Check> {
   return {
     ...(deps.db ? { postgres: async () => (await sql`select 1`.execute(deps.db!), true) } : {}),

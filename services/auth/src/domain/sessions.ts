@@ -47,7 +47,7 @@ const messageFor = (config: AuthConfig, row: Parameters<typeof fieldsFor>[1]): s
 /** A single-use nonce (128 bits from the CSPRNG) and the message to sign, stored server-side. */
 export async function createNonce(deps: SessionDeps, walletAddress: string) {
   const pub = decodeBase58(walletAddress);
-  if (!pub || pub.length !== 32) throw new AppError('VALIDATION_FAILED', 'wallet_address: must be a 32-byte base58 public key', { details: { field: 'wallet_address' } });
+  if (pub?.length !== 32) throw new AppError('VALIDATION_FAILED', 'wallet_address: must be a 32-byte base58 public key', { details: { field: 'wallet_address' } });
   const issuedAt = new Date(Math.floor((deps.now?.() ?? new Date()).getTime() / 1000) * 1000);
   const row = {
     nonce: bs58.encode(randomBytes(16)),
@@ -95,7 +95,7 @@ async function signedOurMessage(deps: SessionDeps, input: LoginInput): Promise<s
   if (row.wallet_address !== wallet) throw new AppError('INVALID_SIGNATURE');
   const pub = decodeBase58(wallet);
   const sig = decodeBase58(input.signature_base58!);
-  if (!pub || pub.length !== 32 || !sig || sig.length !== 64) throw new AppError('INVALID_SIGNATURE');
+  if (pub?.length !== 32 || !sig || sig.length !== 64) throw new AppError('INVALID_SIGNATURE');
   if (!nacl.sign.detached.verify(new TextEncoder().encode(messageFor(deps.config, row)), sig, pub)) throw new AppError('INVALID_SIGNATURE');
   await consumeNonce(deps, row.nonce);
   return wallet;

@@ -69,7 +69,7 @@ export function verifyWalletSignIn(
   const pub = decode(input.signer, 'base58');
   const bytes = decode(input.signedMessageBase64, 'base64');
   const sig = input.signatureBase64 ? decode(input.signatureBase64, 'base64') : decode(input.signatureBase58, 'base58');
-  if (!pub || pub.length !== 32 || !bytes || !sig || sig.length !== 64) throw new AppError('INVALID_SIGNATURE');
+  if (pub?.length !== 32 || !bytes || !sig || sig.length !== 64) throw new AppError('INVALID_SIGNATURE');
   if (!nacl.sign.detached.verify(bytes, sig, pub)) throw new AppError('INVALID_SIGNATURE');
 
   let text: string;

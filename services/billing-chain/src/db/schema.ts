@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 /** Tables of the billing schema. */
 export interface BillingDB {
@@ -17,6 +17,8 @@ export interface BillingDB {
     /** Lamports of the PDA (rent + prepaid balance). */
     lamports: number;
     refreshed_at: Date;
+    /** The expires_at last announced as expiring within 3 days (events.subscription.expiring). */
+    expiry_warned_for: ColumnType<Date | null, Date | null | undefined, Date | null>;
     updated_at: Generated<Date>;
   };
   /** Every signature accepted by register: a signature registers at most once. */

@@ -227,7 +227,7 @@ export class ChainClient {
     for (;;) {
       const { value } = await this.rpc('read a signature status', () => this.connection.getSignatureStatuses([signature]));
       const st = value[0];
-      if (st && st.confirmationStatus && wanted.includes(st.confirmationStatus)) return { err: st.err };
+      if (st?.confirmationStatus && wanted.includes(st.confirmationStatus)) return { err: st.err };
       if (Date.now() > deadline) throw unavailable('confirm a transaction in time', new Error(`${signature} not confirmed`));
       await new Promise((r) => setTimeout(r, 100));
     }

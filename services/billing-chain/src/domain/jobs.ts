@@ -3,7 +3,8 @@ import { sql, type Kysely } from 'kysely';
 import type { Keypair } from '@solana/web3.js';
 import { ProgramErrorCode, decodeSubscription } from '@agenthost/subscription-program';
 import { PublicKey } from '@solana/web3.js';
-import type { Logger } from '@agenthost/shared';
+import type { z } from 'zod';
+import type { contracts, Logger } from '@agenthost/shared';
 import type { BillingDB } from '../db/schema.ts';
 import type { ChainClient, SignatureInfo } from './chain.ts';
 import { ownerOf, programInstructions } from './transactions.ts';
@@ -17,7 +18,12 @@ export interface JobsDeps {
   log: Logger;
   intervalMs: number;
   airdrop: boolean;
+  /** Publish events.subscription.expiring (errors are the caller's to log; the warning is then tried again). */
+  expiring: (payload: z.input<typeof contracts.billing.subscriptionExpiring.payload>, msgId: string) => Promise<void>;
 }
+
+/** How far ahead a subscription's end is announced. */
+const EXPIRING_WITHIN_MS = 3 * 24 * 3600_000;
 
 const CURSOR = 'program';
 const MAX_PAGES = 10;
@@ -64,6 +70,7 @@ export class Jobs {
       if (!(await this.lease())) return;
       await this.pickUp();
       await this.renewDue();
+      await this.warnExpiring();
     } catch (err) {
       this.d.log.warn({ err }, 'billing background round failed; will retry');
     }
@@ -141,7 +148,7 @@ export class Jobs {
     if (row) return row.wallet_address;
     try {
       const info = await this.d.chain.connection.getAccountInfo(new PublicKey(pda), this.d.chain.commitment);
-      return info && info.owner.equals(this.d.chain.programId) ? decodeSubscription(info.data).owner.toBase58() : undefined;
+      return info?.owner.equals(this.d.chain.programId) ? decodeSubscription(info.data).owner.toBase58() : undefined;
     } catch {
       return undefined;
     }
@@ -180,6 +187,29 @@ export class Jobs {
       }
     }
     return renewed;
+  }
+
+  /**
+   * Announces each subscription that ends within 3 days (chain time), once per expires_at: a renewal moves expires_at
+   * and so arms the next warning. Marked only after the event is stored, so a failed publish is tried next round.
+   */
+  async warnExpiring(): Promise<number> {
+    const now = await this.d.chain.now();
+    const rows = await this.d.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('chain_active', '=', true)
+      .where('expires_at', '>', new Date(now))
+      .where('expires_at', '<=', new Date(now + EXPIRING_WITHIN_MS))
+      .where((eb) => eb.or([eb('expiry_warned_for', 'is', null), eb('expiry_warned_for', '!=', eb.ref('expires_at'))]))
+      .limit(100)
+      .execute();
+    for (const row of rows) {
+      const days_left = Math.max(0, Math.ceil((row.expires_at.getTime() - now) / 86_400_000));
+      await this.d.expiring({ ...this.d.subs.view(row), user_id: row.user_id, days_left }, `expiring:${row.wallet_address}:${row.expires_at.toISOString()}`);
+      await this.d.db.updateTable('subscriptions').set({ expiry_warned_for: row.expires_at }).where('wallet_address', '=', row.wallet_address).execute();
+    }
+    return rows.length;
   }
 
   private async fundKeeper(): Promise<void> {

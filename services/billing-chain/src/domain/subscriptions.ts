@@ -18,7 +18,7 @@ export interface SubscriptionsDeps {
   /** SUBSCRIPTION_CACHE_TTL_SECONDS in ms. */
   ttlMs: number;
   /** Publish events.subscription.changed (failures are logged by the caller, never fatal). */
-  publish: (payload: View & { reason: ChangeReason }, msgId?: string) => Promise<void>;
+  publish: (payload: View & { reason: ChangeReason; user_id?: string | null }, msgId?: string) => Promise<void>;
   now?: () => number;
 }
 
@@ -123,7 +123,7 @@ export class Subscriptions {
     this.remember(wallet, row);
     const view = this.view(row);
     this.d.log.info({ wallet_address: wallet, tier: view.tier, tx_signature: sig, expires_at: view.expires_at }, 'subscription registered');
-    await this.d.publish({ ...view, reason: 'registered' }, `registered:${sig}`);
+    await this.d.publish({ ...view, reason: 'registered', user_id }, `registered:${sig}`);
     return registeredAnswer(view);
   }
 
@@ -217,7 +217,7 @@ export class Subscriptions {
       if ((reason === 'renewed' || reason === 'refreshed') && !row.chain_active && prev?.chain_active) reason = 'expired';
       else if (reason === 'refreshed' && row.cancelled && !prev?.cancelled) reason = 'cancelled';
       this.d.log.info({ wallet_address: wallet, reason, tier: after.tier, is_active: after.is_active, cancelled: after.cancelled, expires_at: after.expires_at }, 'subscription changed');
-      await this.d.publish({ ...after, reason }, opts.msgId);
+      await this.d.publish({ ...after, reason, user_id: row.user_id }, opts.msgId);
     }
     return row;
   }

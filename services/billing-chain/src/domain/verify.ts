@@ -10,7 +10,7 @@ export function checkSignatureFormat(sig: string): void {
   } catch {
     bytes = undefined;
   }
-  if (!bytes || bytes.length !== 64) throw new AppError('TX_SIGNATURE_MALFORMED');
+  if (bytes?.length !== 64) throw new AppError('TX_SIGNATURE_MALFORMED');
 }
 
 export function checkTier(tier: unknown): asserts tier is 0 | 1 | 2 {

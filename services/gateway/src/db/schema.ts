@@ -44,4 +44,35 @@ export interface GatewayDB {
     granted: number;
     served: number;
   };
+  /** Each user's webhook endpoints (domain/webhooks); secrets sealed with GATEWAY_DATA_KEY. */
+  webhook_endpoints: {
+    id: string;
+    user_id: string;
+    url: string;
+    events: string[];
+    description: string | null;
+    secret_sealed: string;
+    /** The secret before the last rotation, signing too until previous_expires_at. */
+    previous_secret_sealed: string | null;
+    previous_expires_at: Date | null;
+    created_at: ColumnType<Date, Date | undefined, never>;
+  };
+  /** One event for one endpoint: retried with backoff until delivered or give_up_at. */
+  webhook_deliveries: {
+    /** The webhook-id header: the same on every attempt. */
+    id: string;
+    webhook_id: string;
+    event_type: string;
+    /** The exact body signed and sent. */
+    payload: string;
+    /** pending, delivered or failed. */
+    status: string;
+    attempts: ColumnType<number, number | undefined, number>;
+    next_attempt_at: Date | null;
+    give_up_at: Date;
+    last_status_code: number | null;
+    last_error: string | null;
+    created_at: ColumnType<Date, Date | undefined, never>;
+    delivered_at: Date | null;
+  };
 }

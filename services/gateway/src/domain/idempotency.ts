@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { GatewayDB } from '../db/schema.ts';
+import { openText, sealText } from './data-key.ts';
 
 export interface KeptAnswer {
   fingerprint: string;
@@ -7,21 +9,27 @@ export interface KeptAnswer {
   /** null while the first request is in flight. */
   status: number | null;
   body: string | null;
+  /** The answer was kept but cannot be opened here: sealed under another process's key (no GATEWAY_DATA_KEY). */
+  unreadable?: true;
 }
 
 /**
  * The answers kept per user and Idempotency-Key, in the gateway's Postgres so every replica (and a restarted one) sees
  * them. A key is claimed by inserting its row before the request is forwarded: the primary key lets exactly one of
- * any number of concurrent duplicates, on any replica, win.
+ * any number of concurrent duplicates, on any replica, win. Kept answers are sealed (a create's answer holds the
+ * instance's access token), bound to their user and key.
  */
 export class IdempotencyStore {
   private readonly db: Kysely<GatewayDB>;
   private readonly ttlMs: number;
+  private readonly key: Buffer;
   private lastSweep = 0;
 
-  constructor(db: Kysely<GatewayDB>, ttlMs: number) {
+  /** Without a data key the answers are sealed under one of this process: readable by it alone (see unreadable). */
+  constructor(db: Kysely<GatewayDB>, ttlMs: number, key: Buffer | undefined) {
     this.db = db;
     this.ttlMs = ttlMs;
+    this.key = key ?? randomBytes(32);
   }
 
   /** true when this request now owns the key; an expired row is taken over in the same statement. */
@@ -50,11 +58,20 @@ export class IdempotencyStore {
       .where('key', '=', key)
       .where('expires_at', '>=', sql<Date>`now()`)
       .executeTakeFirst();
-    return row && { fingerprint: row.fingerprint, startedAt: row.started_at, status: row.status, body: row.body };
+    if (!row) return undefined;
+    const kept: KeptAnswer = { fingerprint: row.fingerprint, startedAt: row.started_at, status: row.status, body: null };
+    if (row.body === null) return kept;
+    try {
+      kept.body = openText(this.key, row.body, aad(userId, key));
+    } catch {
+      kept.unreadable = true;
+    }
+    return kept;
   }
 
   async complete(userId: string, key: string, status: number, body: string): Promise<void> {
-    await this.db.updateTable('idempotency_keys').set({ status, body }).where('user_id', '=', userId).where('key', '=', key).execute();
+    const sealed = sealText(this.key, body, aad(userId, key));
+    await this.db.updateTable('idempotency_keys').set({ status, body: sealed }).where('user_id', '=', userId).where('key', '=', key).execute();
   }
 
   /** Forgets a claim whose request may be tried again (a 5xx: nothing is known to have happened). */
@@ -69,3 +86,5 @@ export class IdempotencyStore {
     void this.db.deleteFrom('idempotency_keys').where('expires_at', '<', sql<Date>`now()`).execute().catch(() => {});
   }
 }
+
+const aad = (userId: string, key: string): string => `idempotency\n${userId}\n${key}`;

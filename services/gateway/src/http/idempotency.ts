@@ -6,6 +6,8 @@ import type { GatewayContext } from '../context.ts';
 import type { KeptAnswer } from '../domain/idempotency.ts';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
+const UNKNOWN =
+  'The request that first used this Idempotency-Key never finished, or its answer is not readable here (its gateway stopped, or the deployment has no GATEWAY_DATA_KEY); its outcome is unknown: check the resource (e.g. GET /instance/list) and retry with a new key';
 
 /**
  * Idempotency-Key on a POST or DELETE (Stripe's rules): the first answer is kept for IDEMPOTENCY_TTL_HOURS and given
@@ -23,14 +25,11 @@ export async function idempotent(ctx: GatewayContext, req: Request, res: Respons
     const kept = await store.read(userId, key);
     if (!kept) continue; // released or expired between the two statements: claim again
     if (kept.fingerprint !== fingerprint) throw new AppError('IDEMPOTENCY_KEY_REUSED');
+    if (kept.unreadable) throw new AppError('IDEMPOTENCY_KEY_IN_FLIGHT', UNKNOWN, { details: { outcome: 'unknown' } });
     if (kept.status !== null) return replay(res, kept);
     if (Date.now() - kept.startedAt.getTime() > ctx.config.IDEMPOTENCY_IN_FLIGHT_SECONDS * 1000) {
       // Its gateway died mid-request: whether it happened is unknown, so it is never run a second time.
-      throw new AppError(
-        'IDEMPOTENCY_KEY_IN_FLIGHT',
-        'The request that first used this Idempotency-Key never finished (its gateway stopped); its outcome is unknown: check the resource (e.g. GET /instance/list) and retry with a new key',
-        { details: { outcome: 'unknown' } },
-      );
+      throw new AppError('IDEMPOTENCY_KEY_IN_FLIGHT', UNKNOWN, { details: { outcome: 'unknown' } });
     }
     if (Date.now() > deadline) throw new AppError('IDEMPOTENCY_KEY_IN_FLIGHT', undefined, { retryable: true, retryAfter: 1 });
     await sleep(pause);

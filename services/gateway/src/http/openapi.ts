@@ -35,7 +35,12 @@ const HEADERS = {
 const RETRY_AFTER = { 'Retry-After': { description: 'seconds until a retry may succeed', schema: { type: 'integer' } } };
 
 /** What a path parameter holds (its backend refuses anything else with 400 VALIDATION_FAILED). */
-const PATH_PARAMS: Record<string, z.ZodType> = { instanceId: contracts.instanceId, backupId: contracts.provisioner.backupId };
+const PATH_PARAMS: Record<string, z.ZodType> = {
+  instanceId: contracts.instanceId,
+  backupId: contracts.provisioner.backupId,
+  webhookId: contracts.webhooks.webhookId,
+  deliveryId: contracts.webhooks.deliveryId,
+};
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const pascal = (id: string) => id[0]!.toUpperCase() + id.slice(1);
@@ -110,8 +115,8 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
       title: 'agenthost API',
       version: '1.0.0',
       description: 'Run your own AI agents in hardened containers, paid with an on-chain subscription.',
-      // The project grants no license yet: say so rather than name one it has not chosen.
-      license: { name: 'All rights reserved', identifier: 'LicenseRef-agenthost-proprietary' },
+      // Proprietary, as every package.json says ("license": "UNLICENSED"): no license is granted.
+      license: { name: 'UNLICENSED (proprietary, all rights reserved)', identifier: 'LicenseRef-agenthost-proprietary' },
     },
     servers: [{ url: '/api' }],
     components: {

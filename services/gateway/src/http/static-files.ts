@@ -57,7 +57,7 @@ export function staticFiles(config: GatewayConfig, log: Logger): StaticFiles | u
   const files = new Map<string, File>();
   try {
     for (const name of walk(dir)) {
-      const path = '/' + relative(dir, name).split(sep).join('/');
+      const path = `/${relative(dir, name).split(sep).join('/')}`;
       const immutable = path.startsWith('/assets/');
       files.set(path, file(readFileSync(name), TYPES[extname(name)] ?? 'application/octet-stream', immutable ? 'public, max-age=31536000, immutable' : 'no-cache'));
     }

@@ -1,5 +1,19 @@
 import bs58 from 'bs58';
 import { newWallet, type ApiClient, type Session } from '@agenthost/testkit';
+import { instanceCases } from './instance-cases.ts';
+
+/** One live request of the contract test: an operation, who sends it, what, and the status it must get. */
+/** Ids the live cases learn as they go (the instance created, its backup, the clone), read by the cases after. */
+export interface State {
+  instance: string;
+  backup: string;
+  clone: string;
+  /** Instance credentials issued for the instance (what its bootstrap would hold). */
+  secret: string;
+}
+
+/** A value, or one computed from what the cases before it learned. */
+export type Live<T> = T | ((s: State) => T);
 
 /** One live request of the contract test: an operation, who sends it, what, and the status it must get. */
 export interface Case {
@@ -8,15 +22,17 @@ export interface Case {
   why: string;
   as: 'anyone' | 'user' | 'subscriber';
   /** Path parameters and query string filled in. */
-  path: string;
-  body?: unknown;
-  headers?: Record<string, string>;
+  path: Live<string>;
+  body?: Live<Record<string, unknown>>;
+  headers?: Live<Record<string, string>>;
   status: number;
   /**
    * The request is one the document describes (a client generated from it would send it): its body is checked
    * against the documented schema, and it must never be refused with VALIDATION_FAILED.
    */
   documented?: true;
+  /** Runs after the answer: keeps an id for the cases after it. */
+  then?: (body: any, s: State) => void | Promise<void>;
 }
 
 export interface Actors {
@@ -26,22 +42,35 @@ export interface Actors {
   subscriber: Session;
   tx_signature: string;
   anyone: ApiClient;
+  /** Instance credentials from keyvault, as the provisioner gets them for a start. */
+  issue(userId: string, instanceId: string): Promise<string>;
 }
 
-const INSTANCE = 'contract-agent';
-const BACKUP = 'bk-0123456789abcdef0123';
+/** An instance id no one has: the error answers of instance-scoped operations. */
+export const UNKNOWN_INSTANCE = 'contract-agent';
 
 /**
- * Every operation with a documented request that is accepted, and the error answers a client meets most. Without a
- * provisioner in the stack (its instances need Docker; its own suites drive them), an accepted instance request is
- * answered 503 SERVICE_UNAVAILABLE: past the gateway's checks, which is what the contract is about.
+ * Every operation with a documented request that is accepted, and the error answers a client meets most, in order:
+ * auth and the subscription first, then an instance's whole life (instance-cases.ts), then logout.
  */
 export async function cases(a: Actors): Promise<Case[]> {
   const wallet = newWallet();
   const nonce = (await a.anyone.get(`/auth/nonce?wallet_address=${wallet.address}`)).body;
   const login = { wallet_address: wallet.address, signature_base58: bs58.encode(wallet.sign(nonce.message)), nonce: nonce.nonce };
-  const noProvisioner = 503;
+  // An endpoint made beforehand, so rotation, the delivery log and deletion are shown on one that exists.
+  const hook = (await a.subscriber.api.post('/webhooks', { url: 'https://localhost/contract', events: ['instance.status'] })).body as { id: string };
+  const MISSING_HOOK = 'wh_0123456789abcdef0123';
   return [
+    { operationId: 'createWebhook', why: 'an allowed https host', as: 'user', path: '/webhooks', body: { url: 'https://localhost/hooks', events: ['instance.status', 'keys.changed'] }, status: 200, documented: true },
+    { operationId: 'createWebhook', why: 'a loopback address', as: 'user', path: '/webhooks', body: { url: 'https://127.0.0.1/hooks', events: ['instance.status'] }, status: 400, documented: true },
+    { operationId: 'createWebhook', why: 'an unknown event type', as: 'user', path: '/webhooks', body: { url: 'https://localhost/hooks', events: ['instance.nope'] }, status: 400 },
+    { operationId: 'listWebhooks', why: 'the endpoints', as: 'subscriber', path: '/webhooks', status: 200, documented: true },
+    { operationId: 'rotateWebhookSecret', why: 'a new secret', as: 'subscriber', path: `/webhooks/${hook.id}/rotate`, status: 200, documented: true },
+    { operationId: 'listWebhookDeliveries', why: 'none yet', as: 'subscriber', path: `/webhooks/${hook.id}/deliveries?limit=10`, status: 200, documented: true },
+    { operationId: 'listWebhookDeliveries', why: "another user's endpoint", as: 'user', path: `/webhooks/${hook.id}/deliveries`, status: 404, documented: true },
+    { operationId: 'redeliverWebhook', why: 'an unknown delivery', as: 'subscriber', path: `/webhooks/${hook.id}/deliveries/msg_0123456789abcdef0123/redeliver`, status: 404, documented: true },
+    { operationId: 'deleteWebhook', why: 'the endpoint', as: 'subscriber', path: `/webhooks/${hook.id}`, status: 200, documented: true },
+    { operationId: 'deleteWebhook', why: 'gone', as: 'subscriber', path: `/webhooks/${MISSING_HOOK}`, status: 404, documented: true },
     { operationId: 'createNonce', why: 'a nonce for a wallet', as: 'anyone', path: `/auth/nonce?wallet_address=${newWallet().address}`, status: 200, documented: true },
     { operationId: 'createNonce', why: 'a malformed wallet', as: 'anyone', path: '/auth/nonce?wallet_address=0OIl', status: 400 },
     { operationId: 'login', why: 'our message signed', as: 'anyone', path: '/auth/login', body: login, status: 200, documented: true },
@@ -58,39 +87,13 @@ export async function cases(a: Actors): Promise<Case[]> {
     { operationId: 'refreshSubscription', why: 'from the chain', as: 'subscriber', path: '/subscription/refresh', status: 200, documented: true },
     { operationId: 'getUsage', why: "today's usage", as: 'subscriber', path: '/usage/metrics', status: 200, documented: true },
     { operationId: 'getUsage', why: 'no subscription', as: 'user', path: '/usage/metrics', status: 402, documented: true },
-    { operationId: 'createInstance', why: 'accepted', as: 'subscriber', path: '/instance/create', body: { framework: 'openclaw', name: 'contract agent' }, status: noProvisioner, documented: true },
-    { operationId: 'createInstance', why: 'no framework', as: 'subscriber', path: '/instance/create', body: { name: 'x' }, status: 400 },
-    { operationId: 'createInstance', why: 'no subscription', as: 'user', path: '/instance/create', body: { framework: 'openclaw' }, status: 402, documented: true },
-    { operationId: 'listInstances', why: 'accepted', as: 'subscriber', path: '/instance/list', status: noProvisioner, documented: true },
-    { operationId: 'getInstance', why: 'accepted', as: 'subscriber', path: `/instance/status/${INSTANCE}`, status: noProvisioner, documented: true },
-    { operationId: 'restartInstance', why: 'accepted', as: 'subscriber', path: `/instance/restart/${INSTANCE}`, status: noProvisioner, documented: true },
-    { operationId: 'stopInstance', why: 'accepted', as: 'subscriber', path: `/instance/stop/${INSTANCE}`, status: noProvisioner, documented: true },
-    { operationId: 'startInstance', why: 'accepted', as: 'subscriber', path: `/instance/start/${INSTANCE}`, status: noProvisioner, documented: true },
-    { operationId: 'deleteInstance', why: 'accepted', as: 'subscriber', path: `/instance/delete/${INSTANCE}`, status: noProvisioner, documented: true },
-    { operationId: 'getInstanceLogs', why: 'accepted', as: 'subscriber', path: `/instance/logs/${INSTANCE}?tail=50`, status: noProvisioner, documented: true },
-    { operationId: 'waitForInstance', why: 'accepted', as: 'subscriber', path: `/instance/wait/${INSTANCE}?state=running&timeout=1`, status: noProvisioner, documented: true },
-    { operationId: 'waitForInstance', why: 'an unknown state', as: 'subscriber', path: `/instance/wait/${INSTANCE}?state=asleep`, status: 400 },
-    { operationId: 'streamInstanceEvents', why: 'accepted', as: 'subscriber', path: `/instance/events/${INSTANCE}`, status: noProvisioner, documented: true },
-    { operationId: 'createBackup', why: 'accepted', as: 'subscriber', path: `/instance/backup/${INSTANCE}`, status: noProvisioner, documented: true },
-    { operationId: 'listBackups', why: 'accepted', as: 'subscriber', path: `/instance/backups/${INSTANCE}`, status: noProvisioner, documented: true },
-    { operationId: 'restoreBackup', why: 'accepted', as: 'subscriber', path: `/instance/restore/${INSTANCE}`, body: { backup_id: BACKUP }, status: noProvisioner, documented: true },
-    { operationId: 'cloneInstance', why: 'accepted', as: 'subscriber', path: `/instance/clone/${INSTANCE}`, body: { backup_id: BACKUP, name: 'clone' }, status: noProvisioner, documented: true },
-    { operationId: 'deleteBackup', why: 'accepted', as: 'subscriber', path: `/instance/backup/${INSTANCE}/${BACKUP}`, status: noProvisioner, documented: true },
-    // keyvault knows no instance of this user's: each documented request passes the gateway and is refused there.
-    { operationId: 'storeKeys', why: 'not my instance', as: 'subscriber', path: '/keys/store', body: { instance_id: INSTANCE, keys: { OPENAI_API_KEY: 'sk-test' } }, status: 404, documented: true },
-    { operationId: 'storeKeys', why: 'a reserved name', as: 'subscriber', path: '/keys/store', body: { instance_id: INSTANCE, keys: { AGENTHOST_X: 'v' } }, status: 400 },
-    { operationId: 'updateKey', why: 'not my instance', as: 'subscriber', path: '/keys/update', body: { instance_id: INSTANCE, key_name: 'OPENAI_API_KEY', key_value: 'sk-2' }, status: 404, documented: true },
-    { operationId: 'deleteKeys', why: 'not my instance', as: 'subscriber', path: '/keys/delete', body: { instance_id: INSTANCE, key_names: ['OPENAI_API_KEY'] }, status: 404, documented: true },
-    { operationId: 'listKeys', why: 'not my instance', as: 'subscriber', path: `/keys/list?instance_id=${INSTANCE}`, status: 404, documented: true },
-    { operationId: 'listKeyAudit', why: 'not my instance', as: 'subscriber', path: `/keys/audit?instance_id=${INSTANCE}&limit=10`, status: 404, documented: true },
-    { operationId: 'retrieveKeys', why: 'unknown instance', as: 'anyone', path: '/keys/retrieve', headers: { 'X-Instance-ID': INSTANCE, 'X-Instance-Secret': 'nope' }, status: 401, documented: true },
-    { operationId: 'watchKeys', why: 'unknown instance', as: 'anyone', path: '/keys/watch', headers: { 'X-Instance-ID': INSTANCE, 'X-Instance-Secret': 'nope' }, status: 401, documented: true },
+    ...instanceCases(a),
     {
       operationId: 'reportKeysApplied',
       why: 'a report',
       as: 'anyone',
       path: '/keys/applied',
-      body: { instance_id: INSTANCE, change_id: 'AAAAAAAAAAAAAAAAAAAAAA', applied: true },
+      body: { instance_id: UNKNOWN_INSTANCE, change_id: 'AAAAAAAAAAAAAAAAAAAAAA', applied: true },
       status: 200,
       documented: true,
     },

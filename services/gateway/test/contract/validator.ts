@@ -64,6 +64,22 @@ export function documentValidator(doc: any) {
       }
       return problems;
     },
+    /** The required fields of the operation's success answer (an object's), as the document names them. */
+    required(o: Operation): string[] | undefined {
+      const schema = o.op.responses['200']?.content?.['application/json']?.schema as { $ref?: string; required?: string[] } | undefined;
+      return (schema?.$ref ? doc.components.schemas[schema.$ref.split('/').pop()!] : schema)?.required;
+    },
+    /** Whether the operation's success answer is a server-sent event stream. */
+    streams(o: Operation): boolean {
+      return Boolean(o.op.responses['200']?.content?.['text/event-stream']);
+    },
+    /** Problems of a stream's opening: the documented status and type, and its first event's data valid for the schema. */
+    event(o: Operation, res: ApiResponse): string[] {
+      if (!o.op.responses[String(res.status)]) return [`status ${res.status} is not documented: ${res.text.slice(0, 300)}`];
+      if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) return [`content-type ${res.headers.get('content-type')} is not text/event-stream`];
+      if (res.body === undefined) return ['the stream ended before its first event'];
+      return check(`${base(o)}/responses/${res.status}/content/text~1event-stream/schema`, res.body);
+    },
     /** Problems of an answer: its status must be documented for the operation, and its body valid for that status. */
     answer(o: Operation, res: ApiResponse): string[] {
       const documented = o.op.responses[String(res.status)];

@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Kysely } from 'kysely';
-import { AppError, UNLIMITED, contracts, type Logger, type TierTable } from '@agenthost/shared';
+import { AppError, UNLIMITED, type contracts, type Logger, type TierTable } from '@agenthost/shared';
 import type { BackupRow, InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { describe } from '../docker/engine.ts';
 import type { Instances } from '../domain/instances.ts';
 import type { OpLocks } from '../domain/locks.ts';
 import type { InstanceRuntime } from '../domain/runtime.ts';
 import { archiveKey, openArchive, sealArchive, verifyArchive, type ArchiveIds } from './archive.ts';
+import type { ArchiveStore } from './store.ts';
 
 type P = typeof contracts.provisioner;
 type In<C extends keyof P> = P[C] extends contracts.Contract ? contracts.In<P[C]> : never;
@@ -24,8 +23,8 @@ export interface BackupsDeps {
   log: Logger;
   /** The backup master key (BACKUP_KEY); undefined: backups are refused. */
   masterKey: Buffer | undefined;
-  /** <BACKUP_DIR>/<scope>: this deployment's archives, one file per backup. */
-  dir: string;
+  /** Where this deployment's archives are kept (<BACKUP_DIR>/<scope>, or <scope>/ in a bucket), one per backup. */
+  store: ArchiveStore;
   published(e: View & { user_id: string }): Promise<void>;
 }
 
@@ -34,7 +33,7 @@ const LOCK_WAIT_MS = 10_000;
 
 /**
  * Backups of instance volumes (docker driver): taken through the runtime's archive of the volume while the
- * agent is paused, encrypted for that user, instance and backup (archive.ts), kept in BACKUP_DIR, at most
+ * agent is paused, encrypted for that user, instance and backup (archive.ts), kept in the store (store.ts), at most
  * the tier's backups_kept per instance, and counted in the owner's storage. Restoring replaces the volume and
  * recreates the container with a new access token (shown once); a clone is a new instance restored the same way.
  */
@@ -59,11 +58,18 @@ export class Backups {
       async () => {
         const row = await this.owned(input.user_id, input.instance_id);
         const ids = { user_id: row.user_id, instance_id: row.id, backup_id: `bk-${randomBytes(10).toString('hex')}` };
-        await mkdir(this.d.dir, { recursive: true, mode: 0o700 });
+        // Sealed while the agent is paused; kept (uploaded, for a bucket) after it runs again.
+        const staged = await this.d.store.stage(ids.backup_id);
         let size = 0;
-        await export_(row.id, async (tar) => {
-          size = await sealArchive(this.file(ids.backup_id), this.key(ids), tar);
-        });
+        try {
+          await export_(row.id, async (tar) => {
+            size = await sealArchive(staged.file, this.key(ids), tar);
+          });
+          await staged.commit();
+        } catch (err) {
+          await staged.discard().catch(() => {});
+          throw err;
+        }
         // The new row and the retention in one transaction: nobody ever sees more backups than the tier keeps.
         const { saved, dropped } = await db.transaction().execute(async (tx) => {
           const saved = await tx
@@ -84,7 +90,7 @@ export class Backups {
           if (old.length) await tx.deleteFrom('backups').where('id', 'in', old.map((o) => o.id)).execute();
           return { saved, dropped: old.map((o) => o.id) };
         });
-        for (const id of dropped) await rm(this.file(id), { force: true });
+        for (const id of dropped) await this.d.store.remove(id).catch((err) => log.warn({ backup_id: id, err: describe(err) }, 'old archive not removed; the sweep retries'));
         log.info({ instance_id: row.id, backup_id: ids.backup_id, kind, size_bytes: size, dropped: dropped.length }, 'backup taken');
         return view(saved);
       },
@@ -127,7 +133,7 @@ export class Backups {
     const backup = await this.backup(input.user_id, backup_id);
     if (backup.instance_id !== source) throw new AppError('BACKUP_NOT_FOUND');
     // Checked before anything is made: a bad archive leaves no instance behind.
-    await verifyArchive(this.file(backup.id), this.key(idsOf(backup)));
+    await this.d.store.withFile(backup.id, (file) => verifyArchive(file, this.key(idsOf(backup))));
     const made = await this.d.instances.creator.create({ ...create, framework: backup.framework, version: backup.version });
     try {
       const token = await this.d.locks.with(made.instance_id, async () => this.restoreLocked(await this.owned(input.user_id, made.instance_id), backup, input.tier, true), LOCK_WAIT_MS);
@@ -148,13 +154,19 @@ export class Backups {
   private async restoreLocked(row: InstanceRow, backup: BackupRow, tier: TierName | undefined, verified = false): Promise<string> {
     const { runtime, instances, log } = this.d;
     const key = this.key(idsOf(backup));
-    const file = this.file(backup.id);
-    if (!verified) await verifyArchive(file, key);
+    let replacing = false;
     try {
-      await runtime.remove(row.id);
-      await runtime.removeVolume(row.id, row.node_host);
-      await runtime.importData!(row, await openArchive(file, key));
+      await this.d.store.withFile(backup.id, async (file) => {
+        if (!verified) await verifyArchive(file, key);
+        // Checked: from here the instance's data is replaced.
+        replacing = true;
+        await runtime.remove(row.id);
+        await runtime.removeVolume(row.id, row.node_host);
+        await runtime.importData!(row, await openArchive(file, key));
+      });
     } catch (err) {
+      // An archive that failed its check (or a store that could not be read) before the data went changed nothing.
+      if (!replacing) throw err;
       log.warn({ instance_id: row.id, backup_id: backup.id, err: describe(err) }, 'restore failed');
       const fresh = await this.owned(row.user_id, row.id);
       await instances.repo.markFailed(row.id, fresh.generation, 'The restore did not finish; restore the backup again').catch(() => {});
@@ -177,16 +189,15 @@ export class Backups {
 
   private async drop(id: string): Promise<void> {
     await this.d.db.deleteFrom('backups').where('id', '=', id).execute();
-    await rm(this.file(id), { force: true });
+    await this.d.store.remove(id);
   }
 
-  /** Archive files without a row (a crash between the file and its row, or after a row's delete) go. */
+  /** Archives without a row (a crash between the archive and its row, or after a row's delete) go. */
   async sweep(): Promise<void> {
-    const names = await readdir(this.d.dir).catch(() => [] as string[]);
-    const ids = names.map((n) => n.replace(/\.bak(\.part)?$/, '')).filter((n) => n.startsWith('bk-'));
+    const ids = await this.d.store.ids();
     if (!ids.length) return;
     const known = new Set((await this.d.db.selectFrom('backups').select('id').where('id', 'in', ids).execute()).map((r) => r.id));
-    for (const n of names) if (n.endsWith('.bak') && !known.has(n.slice(0, -4))) await rm(join(this.d.dir, n), { force: true });
+    for (const id of ids) if (!known.has(id)) await this.d.store.remove(id);
   }
 
   // ------------------------------------------------------------------ helpers
@@ -201,8 +212,6 @@ export class Backups {
   private key(ids: ArchiveIds): Buffer {
     return archiveKey(this.d.masterKey!, ids);
   }
-
-  private file = (id: string): string => join(this.d.dir, `${id}.bak`);
 
   private async owned(userId: string, instanceId: string): Promise<InstanceRow> {
     const row = await this.d.db.selectFrom('instances').selectAll().where('id', '=', instanceId).where('user_id', '=', userId).where('deleting_at', 'is', null).executeTakeFirst();

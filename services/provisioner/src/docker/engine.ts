@@ -106,7 +106,7 @@ export class DockerEngine {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), timeoutMs);
     try {
-      await (this.docker as unknown as { ping(opts: {}): Promise<unknown> }).ping(o({ abortSignal: ac.signal }));
+      await (this.docker as unknown as { ping(opts: object): Promise<unknown> }).ping(o({ abortSignal: ac.signal }));
       return true;
     } catch {
       return false;
@@ -168,7 +168,7 @@ const unavailable = (cause?: unknown) => new AppError('DOCKER_UNAVAILABLE', unde
  * Options for a dockerode call, typed loosely: @types/dockerode lacks abortSignal on several methods,
  * and a loose object keeps overload resolution on the Promise-returning signature.
  */
-export const o = (x: Record<string, unknown>): {} => x;
+export const o = (x: Record<string, unknown>): object => x;
 
 /** Docker answered with this HTTP status. */
 export const dockerStatus = (err: unknown): number | undefined => (err as { statusCode?: number } | undefined)?.statusCode;

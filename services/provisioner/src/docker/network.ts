@@ -54,7 +54,7 @@ export async function ensureNetwork(engine: DockerEngine, name: string, scope: s
 
 async function inspect(engine: DockerEngine, name: string): Promise<Docker.NetworkInspectInfo | undefined> {
   try {
-    const info = (await engine.run('network inspect', (abortSignal) => (engine.docker.getNetwork(name) as unknown as { inspect(opts: {}): Promise<Docker.NetworkInspectInfo> }).inspect(o({ abortSignal })))) as Docker.NetworkInspectInfo;
+    const info = (await engine.run('network inspect', (abortSignal) => (engine.docker.getNetwork(name) as unknown as { inspect(opts: object): Promise<Docker.NetworkInspectInfo> }).inspect(o({ abortSignal })))) as Docker.NetworkInspectInfo;
     // Docker matches ids by prefix too: make sure it is the network with that exact name.
     return info.Name === name ? info : undefined;
   } catch (err) {

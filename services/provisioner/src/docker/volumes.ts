@@ -179,8 +179,8 @@ async function exists(path: string): Promise<boolean> {
 /** The mount points of this mount namespace (/proc/self/mountinfo: field 5, octal-escaped); one read serves a whole pass. */
 export async function mountPoints(): Promise<Set<string>> {
   const info = await readFile('/proc/self/mountinfo', 'utf8');
-  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, n: string) => String.fromCharCode(Number.parseInt(n, 8)));
-  return new Set(info.split('\n').map((l) => unescape(l.split(' ')[4] ?? '')));
+  const unescapeOctal = (s: string) => s.replace(/\\([0-7]{3})/g, (_, n: string) => String.fromCharCode(Number.parseInt(n, 8)));
+  return new Set(info.split('\n').map((l) => unescapeOctal(l.split(' ')[4] ?? '')));
 }
 
 const isMounted = async (path: string): Promise<boolean> => (await mountPoints()).has(path);

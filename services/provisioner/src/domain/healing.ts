@@ -209,7 +209,7 @@ export class SelfHealing {
     const { db, locks, runtime, readiness, policy } = this.d;
     await locks.tryWith(id, async () => {
       const row = await db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
-      if (!row || row.step !== 'backoff' || row.deleting_at) return;
+      if (row?.step !== 'backoff' || row.deleting_at) return;
       if (row.next_restart_at && new Date(row.next_restart_at).getTime() > Date.now()) return this.schedule(id, new Date(row.next_restart_at));
       const creds = await this.d.issueCredentials(row.user_id, row.id);
       const now = new Date();

@@ -52,7 +52,7 @@ export class StorageSampler {
         else sizes.set(id, bytes);
       }
       if (needDf) {
-        const df = (await engine.run('system df', (abortSignal) => (engine.docker as unknown as { df(opts: {}): Promise<unknown> }).df(o({ abortSignal })), 60_000)) as {
+        const df = (await engine.run('system df', (abortSignal) => (engine.docker as unknown as { df(opts: object): Promise<unknown> }).df(o({ abortSignal })), 60_000)) as {
           Volumes?: { Labels?: Record<string, string>; UsageData?: { Size?: number } }[];
         };
         for (const v of df.Volumes ?? []) {

@@ -62,7 +62,7 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   async create(row: InstanceRow, token: string): Promise<{ runtimeId: string; host: string }> {
-    const { engine, config, scope } = this.d;
+    const { engine, config } = this.d;
     const existing = await ignoreGone(engine.run('service inspect', (abortSignal) => this.service(row.id).inspect(o({ abortSignal }))));
     if (existing) return { runtimeId: existing.ID, host: row.node_host ?? '' };
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
@@ -191,7 +191,7 @@ export class SwarmInstances implements InstanceRuntime {
     const node = pinnedNode((current.spec as { TaskTemplate: { Placement?: { Constraints?: string[] } } }).TaskTemplate.Placement?.Constraints);
     if (node && (current.spec.Mode?.Replicated?.Replicas ?? 0) > 0) {
       const info = await ignoreGone(engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal }))));
-      if (!info || info.Status?.State !== 'ready') return { state: 'node_down', error: NODE_DOWN };
+      if (info?.Status?.State !== 'ready') return { state: 'node_down', error: NODE_DOWN };
     }
     const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [serviceName(id)] }, abortSignal })));
     // The task the swarm means to run wins over one it is shutting down, even if that one changed last (an old

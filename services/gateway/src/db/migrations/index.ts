@@ -4,6 +4,7 @@ import * as usageLease from './2026-11-23T00-00-00-usage-lease.ts';
 import * as usageLeases from './2026-11-24T00-00-00-usage-leases.ts';
 import * as signInLimits from './2026-11-25T00-00-00-sign-in-limits.ts';
 import * as idempotencyKeys from './2026-11-26T00-00-00-idempotency-keys.ts';
+import * as webhooks from './2026-11-27T00-00-00-webhooks.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-usage': usage,
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24T00-00-00-usage-leases': usageLeases,
   '2026-11-25T00-00-00-sign-in-limits': signInLimits,
   '2026-11-26T00-00-00-idempotency-keys': idempotencyKeys,
+  '2026-11-27T00-00-00-webhooks': webhooks,
 };

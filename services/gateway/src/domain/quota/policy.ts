@@ -58,7 +58,6 @@ export interface UsageDecision {
 export class Usage {
   readonly db: Kysely<GatewayDB>;
   readonly tiers: TierTable;
-  private readonly o: UsageOptions;
   private readonly now: () => number;
   private readonly blocks: Blocks;
   private readonly ledger: LeaseLedger;
@@ -69,7 +68,6 @@ export class Usage {
   constructor(db: Kysely<GatewayDB>, tiers: TierTable, opts: Omit<UsageOptions, 'db' | 'tiers'> = {}) {
     this.db = db;
     this.tiers = tiers;
-    this.o = { db, tiers, ...opts };
     this.now = opts.now ?? Date.now;
     const idleReturnMs = opts.idleReturnMs ?? 5000;
     const origin = randomUUID();

@@ -12,6 +12,7 @@ import { subscriptionRoutes } from './subscription.ts';
 import { usageRoutes } from './usage.ts';
 import { eventRoutes } from './events.ts';
 import { waitRoutes } from './wait.ts';
+import { webhookRoutes } from './webhooks.ts';
 
 /** Every route of the API (paths below /api), in the order of the OpenAPI document. */
 export function apiRoutes(ctx: GatewayContext): Route[] {
@@ -27,6 +28,7 @@ export function apiRoutes(ctx: GatewayContext): Route[] {
     ...keyWatchRoutes(ctx),
     ...subscriptionRoutes(ctx),
     ...usageRoutes(ctx),
+    ...webhookRoutes(ctx),
   ];
   // Rendered once, from every route above.
   const document = openApiDocument(routes);

@@ -1,5 +1,5 @@
 import { contracts, request, type Contract } from '@agenthost/shared';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { GatewayContext } from '../../context.ts';
 import { clientShape } from '../openapi.ts';
 import { jsonBody, type Caller, type Route } from '../route.ts';

@@ -7,7 +7,11 @@ import { instanceId } from './instances.ts';
 
 const P = contracts.provisioner;
 
-const lineEvent = z.object({ text: z.string() }).describe('event: line (id: the docker timestamp of the line, "~n" for a further line of the same timestamp); resume with Last-Event-ID; comment lines are heartbeats');
+const lineEvent = z
+  .object({ text: z.string() })
+  .describe(
+    'event: line (id: the docker timestamp of the line, "~n" for a further line of the same timestamp); resume with Last-Event-ID; comment lines are heartbeats',
+  );
 
 /** How long one page request waits for a first line at the provisioner (a long poll, not a busy one). */
 const PAGE_WAIT_MS = 10_000;
@@ -93,7 +97,12 @@ export const logRoutes = (ctx: GatewayContext): Route[] => {
             let page: contracts.provisioner.LogsPageOutput | undefined;
             try {
               const from = after !== undefined ? { after } : since !== undefined ? { since } : tail === undefined ? {} : { tail };
-              page = await request(ctx.nc, P.logsPage, { user_id: caller.user_id, instance_id: id, ...from, wait_ms: PAGE_WAIT_MS }, { timeoutMs: pageTimeout, requestId, asserter: ctx.asserter });
+              page = await request(
+                ctx.nc,
+                P.logsPage,
+                { user_id: caller.user_id, instance_id: id, ...from, wait_ms: PAGE_WAIT_MS },
+                { timeoutMs: pageTimeout, requestId, asserter: ctx.asserter },
+              );
             } catch (err) {
               // The instance was deleted: nothing more will come.
               if (toAppError(err).code === 'INSTANCE_NOT_FOUND') break;
