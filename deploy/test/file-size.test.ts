@@ -8,7 +8,9 @@ import { repoRoot } from '../../packages/testkit/src/index.ts';
 const MAX_LINES = 300;
 const SOURCE = /\.(ts|tsx|mts|cts|js|mjs|cjs|sh|css|html)$/;
 // Files written by a tool, not by hand, may be longer. Name each one here with the tool that writes it.
-const GENERATED = new Set<string>([]);
+const GENERATED = new Set<string>([
+  'packages/sdk/src/schema.ts', // openapi-typescript, from GET /api/openapi.json (packages/sdk/src/generate.ts)
+]);
 
 describe('source files', () => {
   it(`have at most ${MAX_LINES} lines each, generated files aside`, () => {

@@ -2,48 +2,17 @@ import { Connection, Keypair, PublicKey, Transaction, type TransactionInstructio
 import bs58 from 'bs58';
 import nacl from 'tweetnacl';
 import { cancelInstruction, depositInstruction, subscribeInstruction, tierId, type TierName } from '@agenthost/subscription-program';
+import { unwrap } from '@agenthost/sdk';
+import { client, type Env } from './client.ts';
 import { readJson, writeJson } from './state.ts';
 
-export interface Env {
-  apiUrl: string;
-  rpcUrl: string;
-  out: (line: string) => void;
-}
+export type { Env } from './client.ts';
 
-interface Session {
-  token: string;
-  user_id: string;
-  wallet_address: string;
-  expires_at: string;
-}
 
 export function loadWallet(): Keypair {
   const secret = readJson<number[]>('wallet.json');
   if (!secret) throw new Error('no wallet yet: run `agenthost wallet create`');
   return Keypair.fromSecretKey(Uint8Array.from(secret));
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: the CLI prints any JSON answer the API gives; each command reads its own fields
-async function http(env: Env, method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${env.apiUrl}${path}`, {
-    method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = text ? JSON.parse(text) : {};
-  } catch {
-    /* keep text */
-  }
-  return { status: res.status, body: parsed };
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: the same untyped API answer as http()
-function ok(r: { status: number; body: any }, what: string) {
-  if (r.status >= 400) throw new Error(`${what} failed: ${r.status} ${r.body?.code ?? ''} ${r.body?.error ?? JSON.stringify(r.body)}`);
-  return r.body;
 }
 
 export async function walletCreate(env: Env): Promise<void> {
@@ -61,9 +30,10 @@ export async function walletShow(env: Env): Promise<void> {
 export async function login(env: Env): Promise<void> {
   const kp = loadWallet();
   const address = kp.publicKey.toBase58();
-  const n = ok(await http(env, 'GET', `/auth/nonce?wallet_address=${address}`), 'nonce');
+  const { api } = client(env);
+  const n = unwrap(await api.GET('/auth/nonce', { params: { query: { wallet_address: address } } }));
   const signature = bs58.encode(nacl.sign.detached(new TextEncoder().encode(n.message), kp.secretKey));
-  const session = ok(await http(env, 'POST', '/auth/login', { wallet_address: address, signature_base58: signature, nonce: n.nonce }), 'login') as Session;
+  const session = unwrap(await api.POST('/auth/login', { body: { wallet_address: address, signature_base58: signature, nonce: n.nonce } }));
   writeJson('session.json', session);
   env.out(`signed in as ${address} (user ${session.user_id}) until ${session.expires_at}`);
 }
@@ -113,7 +83,7 @@ export async function subscribe(env: Env, tier: TierName): Promise<void> {
   const { programId, treasury } = await chainConfig(env);
   const signature = await send(env, subscribeInstruction({ programId, owner: kp.publicKey, treasury, tier: tierId(tier) }), kp);
   env.out(`subscribe transaction ${signature} confirmed`);
-  const body = ok(await http(env, 'POST', '/subscription/register', { tx_signature: signature, tier: tierId(tier) }, session().token), 'register');
+  const body = unwrap(await client(env, true).api.POST('/subscription/register', { body: { tx_signature: signature, tier: tierId(tier) } }));
   env.out(JSON.stringify(body, null, 2));
 }
 
@@ -129,15 +99,11 @@ export async function cancel(env: Env): Promise<void> {
   env.out(`cancel ${await send(env, cancelInstruction({ programId, owner: kp.publicKey, treasury }), kp)} confirmed`);
 }
 
-function session(): Session {
-  const s = readJson<Session>('session.json');
-  if (!s) throw new Error('not signed in: run `agenthost login`');
-  return s;
-}
-
 /** Any API call with the saved token: `agenthost call POST /instance/create '{"framework":"openclaw"}'`. */
 export async function call(env: Env, method: string, path: string, json?: string): Promise<number> {
-  const r = await http(env, method.toUpperCase(), path, json === undefined ? undefined : JSON.parse(json), session().token);
-  env.out(JSON.stringify(r.body, null, 2));
-  return r.status >= 400 ? 1 : 0;
+  // A path typed by the user is checked by the API, not by the types: the generic request of the same client.
+  const request = client(env, true).api.request as unknown as (method: string, path: string, init: { body?: unknown }) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
+  const r = await request(method.toLowerCase(), path, json === undefined ? {} : { body: JSON.parse(json) });
+  env.out(JSON.stringify(r.data ?? r.error ?? {}, null, 2));
+  return r.response.ok ? 0 : 1;
 }

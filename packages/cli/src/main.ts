@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { airdrop, call, cancel, deposit, login, subscribe, walletCreate, walletShow, type Env } from './commands.ts';
 import { isTierName } from '@agenthost/subscription-program';
+import { create, events, list, logs, status, verb } from './instances.ts';
 
 const USAGE = `agenthost — command line for the agenthost API
 
@@ -11,6 +12,12 @@ const USAGE = `agenthost — command line for the agenthost API
   agenthost subscribe <tier>         free | pro | enterprise: send the transaction and register it
   agenthost deposit <SOL>            prepay renewals into the subscription account
   agenthost cancel                   cancel (access continues until expiry)
+  agenthost create [--name N] [--version V] [--wait]   a new OpenClaw instance (--wait: until it runs, with progress)
+  agenthost list                     your instances
+  agenthost status <id>              status with CPU, memory, uptime
+  agenthost stop|start|restart|delete <id> [--wait]   (--wait: until stopped, running or deleted)
+  agenthost logs <id> [-f] [--tail N]   the agent's output; -f follows it (resumes by itself after a drop)
+  agenthost events <id>              lifecycle events as they happen, until the instance is deleted
   agenthost call <METHOD> <PATH> [JSON]   any API call with the saved token
   agenthost doctor [--json]          operator, as root on the host (bin/agenthost): audit every instance container,
                                      the instance network and its firewall against what the provisioner intended;
@@ -25,9 +32,46 @@ const env: Env = {
   out: (line) => process.stdout.write(`${line}\n`),
 };
 
+/** Splits flags (--wait, -f, --name N, --tail N, --version V) from the positional arguments. */
+function parse(argv: string[]): { args: string[]; flags: Record<string, string | true> } {
+  const args: string[] = [];
+  const flags: Record<string, string | true> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '-f' || a === '--follow') flags.follow = true;
+    else if (a === '--wait') flags.wait = true;
+    else if (['--name', '--version', '--tail'].includes(a) && argv[i + 1] !== undefined) flags[a.slice(2)] = argv[++i]!;
+    else args.push(a);
+  }
+  return { args, flags };
+}
+
 async function main(argv: string[]): Promise<number> {
+  const { args, flags } = parse(argv);
   const [cmd, a, b, c] = argv;
+  const id = args[1];
+  const wait = flags.wait === true;
+  const str = (v: string | true | undefined) => (typeof v === 'string' ? v : undefined);
   switch (cmd) {
+    case 'create':
+      return create(env, { ...(str(flags.name) ? { name: str(flags.name)! } : {}), ...(str(flags.version) ? { version: str(flags.version)! } : {}), wait }).then(() => 0);
+    case 'list':
+      return list(env).then(() => 0);
+    case 'status':
+      if (id) return status(env, id).then(() => 0);
+      break;
+    case 'stop':
+    case 'start':
+    case 'restart':
+    case 'delete':
+      if (id) return verb(env, cmd, id, wait).then(() => 0);
+      break;
+    case 'logs':
+      if (id) return logs(env, id, { follow: flags.follow === true, ...(str(flags.tail) ? { tail: Number(flags.tail) } : {}) }).then(() => 0);
+      break;
+    case 'events':
+      if (id) return events(env, id).then(() => 0);
+      break;
     case 'wallet':
       if (a === 'create') return walletCreate(env).then(() => 0);
       if (a === 'show') return walletShow(env).then(() => 0);
@@ -55,8 +99,9 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (err: Error) => {
-    process.stderr.write(`error: ${err.message}\n`);
+  (err: Error & { code?: string; status?: number }) => {
+    // An API refusal says its code too (AgenthostError), so a script can tell one from another.
+    process.stderr.write(`error: ${err.message}${err.name === 'AgenthostError' ? ` (${err.status} ${err.code})` : ''}\n`);
     process.exit(1);
   },
 );

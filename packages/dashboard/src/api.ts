@@ -1,5 +1,7 @@
+import { createAgenthost } from '@agenthost/sdk';
+
 /**
- * The dashboard's typed client of the public REST API (a generated SDK replaces it later). Every failure is
+ * The dashboard's calls of the public REST API, made with the generated SDK (packages/sdk). Every failure is
  * an ApiError carrying the API's code; a 401 on a signed-in call ends the session (onUnauthorized).
  */
 export type TierName = 'free' | 'pro' | 'enterprise';
@@ -106,49 +108,47 @@ export interface ApiOptions {
   onUnauthorized: (err: ApiError) => void;
 }
 
+type Answer = { data?: unknown; error?: unknown; response: Response };
+
 export function apiClient(o: ApiOptions) {
-  const base = o.base ?? '/api';
-  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const sdk = createAgenthost({ baseUrl: o.base ?? '/api', token: o.token });
+  const { api } = sdk;
+  /** The answer's data, or an ApiError with the API's code (a 401 on a signed-in call ends the session). */
+  async function call<T>(pending: Promise<Answer>): Promise<T> {
     const token = o.token();
-    const res = await fetch(base + path, {
-      method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    // biome-ignore lint/suspicious/noExplicitAny: an answer or an error body, read by field below before it is typed as T
-    let parsed: any = {};
-    try {
-      parsed = text ? JSON.parse(text) : {};
-    } catch {
-      parsed = { error: text };
-    }
-    if (res.ok) return parsed as T;
-    const retry = Number(res.headers.get('retry-after')) || undefined;
-    const err = new ApiError(String(parsed.code ?? 'INTERNAL'), res.status, String(parsed.error ?? res.statusText), retry);
-    if (res.status === 401 && token) o.onUnauthorized(err);
+    const r = await pending;
+    if (r.response.ok) return r.data as T;
+    const body = (r.error && typeof r.error === 'object' ? r.error : { error: String(r.error ?? '') }) as { code?: string; error?: string };
+    const retry = Number(r.response.headers.get('retry-after')) || undefined;
+    const err = new ApiError(String(body.code ?? 'INTERNAL'), r.response.status, String(body.error || r.response.statusText), retry);
+    if (r.response.status === 401 && token) o.onUnauthorized(err);
     throw err;
   }
-  const q = encodeURIComponent;
+  const path = (instanceId: string) => ({ params: { path: { instanceId } } });
   return {
-    nonce: (wallet: string) => call<Nonce>('GET', `/auth/nonce?wallet_address=${q(wallet)}`),
-    login: (b: Login) => call<Session>('POST', '/auth/login', b),
-    logout: () => call<{ success: boolean }>('POST', '/auth/logout'),
-    subscription: () => call<SubscriptionStatus>('GET', '/subscription/status'),
-    register: (tx_signature: string, tier: 0 | 1 | 2) => call<{ success: boolean; tx_verified: boolean }>('POST', '/subscription/register', { tx_signature, tier }),
-    refresh: () => call<SubscriptionStatus>('POST', '/subscription/refresh'),
-    usage: () => call<UsageMetrics>('GET', '/usage/metrics'),
-    instances: () => call<{ instances: Instance[] }>('GET', '/instance/list'),
-    instance: (id: string) => call<Instance>('GET', `/instance/status/${q(id)}`),
-    create: (name?: string) => call<Instance>('POST', '/instance/create', { framework: 'openclaw', ...(name ? { name } : {}) }),
-    lifecycle: (action: 'stop' | 'start' | 'restart', id: string) => call<{ status: InstanceStatus; access_token?: string }>('POST', `/instance/${action}/${q(id)}`),
-    remove: (id: string) => call<{ success: boolean }>('DELETE', `/instance/delete/${q(id)}`),
-    logs: (id: string, tail = 100) => call<{ lines: string[] }>('GET', `/instance/logs/${q(id)}?tail=${tail}`),
-    keys: (id: string) => call<{ keys: KeyEntry[] }>('GET', `/keys/list?instance_id=${q(id)}`),
-    audit: (id: string) => call<{ records: AuditRecord[] }>('GET', `/keys/audit?instance_id=${q(id)}&limit=50`),
-    storeKey: (id: string, name: string, value: string) => call<KeyChange>('POST', '/keys/store', { instance_id: id, keys: { [name]: value } }),
-    updateKey: (id: string, name: string, value: string) => call<KeyChange>('PUT', '/keys/update', { instance_id: id, key_name: name, key_value: value }),
-    deleteKey: (id: string, name: string) => call<KeyChange>('DELETE', '/keys/delete', { instance_id: id, key_names: [name] }),
+    nonce: (wallet: string) => call<Nonce>(api.GET('/auth/nonce', { params: { query: { wallet_address: wallet } } })),
+    login: (b: Login) => call<Session>(api.POST('/auth/login', { body: b })),
+    logout: () => call<{ success: boolean }>(api.POST('/auth/logout')),
+    subscription: () => call<SubscriptionStatus>(api.GET('/subscription/status')),
+    register: (tx_signature: string, tier: 0 | 1 | 2) => call<{ success: boolean; tx_verified: boolean }>(api.POST('/subscription/register', { body: { tx_signature, tier } })),
+    refresh: () => call<SubscriptionStatus>(api.POST('/subscription/refresh')),
+    usage: () => call<UsageMetrics>(api.GET('/usage/metrics')),
+    instances: () => call<{ instances: Instance[] }>(api.GET('/instance/list')),
+    instance: (id: string) => call<Instance>(api.GET('/instance/status/{instanceId}', path(id))),
+    create: (name?: string) => call<Instance>(api.POST('/instance/create', { body: { framework: 'openclaw', ...(name ? { name } : {}) } })),
+    lifecycle: (action: 'stop' | 'start' | 'restart', id: string) =>
+      call<{ status: InstanceStatus; access_token?: string }>(
+        action === 'stop' ? api.POST('/instance/stop/{instanceId}', path(id)) : action === 'start' ? api.POST('/instance/start/{instanceId}', path(id)) : api.POST('/instance/restart/{instanceId}', path(id)),
+      ),
+    remove: (id: string) => call<{ success: boolean }>(api.DELETE('/instance/delete/{instanceId}', path(id))),
+    logs: (id: string, tail = 100) => call<{ lines: string[] }>(api.GET('/instance/logs/{instanceId}', { params: { path: { instanceId: id }, query: { tail } } })),
+    keys: (id: string) => call<{ keys: KeyEntry[] }>(api.GET('/keys/list', { params: { query: { instance_id: id } } })),
+    audit: (id: string) => call<{ records: AuditRecord[] }>(api.GET('/keys/audit', { params: { query: { instance_id: id, limit: 50 } } })),
+    storeKey: (id: string, name: string, value: string) => call<KeyChange>(api.POST('/keys/store', { body: { instance_id: id, keys: { [name]: value } } })),
+    updateKey: (id: string, name: string, value: string) => call<KeyChange>(api.PUT('/keys/update', { body: { instance_id: id, key_name: name, key_value: value } })),
+    deleteKey: (id: string, name: string) => call<KeyChange>(api.DELETE('/keys/delete', { body: { instance_id: id, key_names: [name] } })),
+    /** The instance's lifecycle events (GET /instance/events over fetch, with the session header), resumed after drops. */
+    events: (id: string, signal: AbortSignal) => sdk.events(id, { signal }),
   };
 }
 export type Api = ReturnType<typeof apiClient>;

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type Page, type SerializedAXNode } from 'puppeteer-core';
+import puppeteer, { type Browser, type HTTPRequest, type Page, type SerializedAXNode } from 'puppeteer-core';
 import { waitFor } from '@agenthost/testkit';
 
 export const SCREENSHOTS = join(import.meta.dirname, '../../../docs/screenshots');
@@ -98,4 +98,18 @@ async function focusedName(page: Page): Promise<string | undefined> {
     return undefined;
   };
   return find(await page.accessibility.snapshot())?.name;
+}
+
+/** Holds back the page's requests to matching URLs (they get no answer) until release(), which lets them go and says how many. */
+export async function holdRequests(page: Page, url: RegExp): Promise<() => Promise<number>> {
+  const held: HTTPRequest[] = [];
+  const hold = (req: HTTPRequest) => (url.test(req.url()) ? held.push(req) : void req.continue());
+  await page.setRequestInterception(true);
+  page.on('request', hold);
+  return async () => {
+    page.off('request', hold);
+    for (const req of held) await req.continue();
+    await page.setRequestInterception(false);
+    return held.length;
+  };
 }

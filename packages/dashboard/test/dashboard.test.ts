@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'puppeteer-core';
 import { chainClient, recordSecret, startStack, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../../services/provisioner/test/helpers.ts';
-import { controlNames, launch, press, screenshot, textOf, unnamedControls, waitForFocus } from './browser.ts';
+import { controlNames, holdRequests, launch, press, screenshot, textOf, unnamedControls, waitForFocus } from './browser.ts';
 import { TestWallet } from './test-wallet.ts';
 
 const DIST = new URL('../dist/index.html', import.meta.url);
@@ -185,6 +185,17 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     await press(page, 'Start');
     await textOf(page, '#instance-status', /running/, 120_000);
     expect(await textOf(page, '#audit tbody', /OPENAI_API_KEY/)).toMatch(/stored/);
+  });
+
+  it('shows a status change made elsewhere (the CLI, another tab) from the event stream, every status read held back', async () => {
+    await textOf(page, '#instance-status', /running/);
+    const headers = { authorization: `Bearer ${(JSON.parse((await session())!) as { token: string }).token}` };
+    const call = (verb: string) => fetch(`${stack.baseUrl}/instance/${verb}/${decodeURIComponent(page.url().split('#/instance/')[1]!)}`, { method: 'POST', headers });
+    const release = await holdRequests(page, /\/api\/instance\/(status|list)/); // what shows next can only come from the stream
+    expect((await call('stop')).status).toBe(200);
+    await textOf(page, '#instance-status', /stopped/, 60_000).finally(async () => console.log(`[dashboard] a stop shown from the stream; ${await release()} status reads held`));
+    expect((await call('start')).status).toBe(200);
+    await textOf(page, '#instance-status', /running/, 120_000);
   });
 
   it('shows the usage changed by the instance and the calls made', async () => {

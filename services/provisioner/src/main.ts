@@ -190,6 +190,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.remove, (input) => instances.lifecycle.remove(input)),
         endpoint(P.upgrade, (input) => instances.upgrades.upgrade(input)),
         endpoint(P.logs, (input) => instances.view.logs(input)),
+        endpoint(P.logsPage, (input) => instances.view.logsPage(input)),
         endpoint(P.usage, (input) => instances.view.usage(input)),
         endpoint(P.backup, (input) => backups.create(input)),
         endpoint(P.backups, (input) => backups.list(input)),

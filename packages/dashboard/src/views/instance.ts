@@ -26,14 +26,34 @@ export const instanceView: View = (app, main, id) => {
   let current: Instance | undefined;
   let busy = false;
 
+  let streaming = false;
+  const live = new AbortController();
+
   async function poll(): Promise<void> {
     try {
       draw(await app.api.instance(id!));
     } catch (err) {
       app.fail(err);
     }
-    // CPU and memory are worth a read every 2 s while the page is looked at; the hidden tab reads nothing.
-    if (!stopped) timer = nextPoll(true, () => { if (!stopped) void poll(); });
+    // CPU and memory are worth a read every 2 s while the page is looked at, unless the event stream carries the
+    // status (then every 20 s); the hidden tab reads nothing.
+    if (!stopped) timer = nextPoll(!streaming, () => { if (!stopped) void poll(); });
+  }
+
+  /** The status from GET /instance/events as it changes; when the stream fails the page goes back to polling. */
+  async function watch(): Promise<void> {
+    try {
+      for await (const ev of app.api.events(id!, live.signal)) {
+        streaming = true;
+        if (ev.event === 'deleted') return app.go('#/instances');
+        const d = ev.data as { status?: Instance['status']; failure_reason?: string };
+        if (current && d.status && d.status !== current.status) draw({ ...current, status: d.status, ...(d.failure_reason ? { failure_reason: d.failure_reason } : { failure_reason: undefined }) } as Instance);
+      }
+    } catch {
+      /* the stream could not be opened or was refused: polling carries the status */
+    } finally {
+      streaming = false;
+    }
   }
 
   function draw(i: Instance): void {
@@ -106,10 +126,12 @@ export const instanceView: View = (app, main, id) => {
   }
 
   void poll();
+  void watch();
   void loadLogs();
   keysSection(app, keys, id);
   return () => {
     stopped = true;
+    live.abort();
     clearTimeout(timer);
   };
 };

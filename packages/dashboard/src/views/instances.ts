@@ -19,7 +19,7 @@ export function nextPoll(changing: boolean, read: () => void): ReturnType<typeof
   }, changing ? POLL_MS : IDLE_POLL_MS);
 }
 
-/** The instances with live status (polled), and create with progress until running. */
+/** The instances with their status (polled), and create with progress until running (from the event stream). */
 export const instancesView: View = (app, main) => {
   const created = h('section', { id: 'created', 'aria-live': 'polite' });
   const table = h('div', { class: 'table' });
@@ -31,6 +31,7 @@ export const instancesView: View = (app, main) => {
   let last = '';
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopStream = () => {};
 
   async function refresh(): Promise<void> {
     let changing = false;
@@ -89,17 +90,32 @@ export const instancesView: View = (app, main) => {
     const bar = h('progress', { id: 'create-progress', 'aria-label': `Starting ${inst.name}` });
     const label = h('span', {}, `${inst.name}: provisioning…`);
     created.append(h('p', { class: 'progress' }, bar, ' ', label));
+    const done = (now: { status: string; failure_reason?: string }) => {
+      bar.remove();
+      label.textContent = now.status === 'running' ? `${inst.name} is running.` : `${inst.name} failed to start: ${now.failure_reason ?? 'no reason given'}.`;
+      // The progress line (a live region) says it; a failure is also an alert.
+      app.say('');
+      if (now.status === 'failed') app.say(label.textContent, 'error');
+    };
+    // The status from the event stream; polling only if the stream fails.
+    const live = new AbortController();
+    stopStream = () => live.abort();
+    try {
+      for await (const ev of app.api.events(inst.instance_id, live.signal)) {
+        const d = ev.data as { status?: string; failure_reason?: string };
+        if (d.status === 'running' || d.status === 'failed') return done({ status: d.status, ...(d.failure_reason ? { failure_reason: d.failure_reason } : {}) });
+        if (ev.event === 'deleted') return;
+      }
+      if (live.signal.aborted) return;
+    } catch {
+      /* polled below */
+    } finally {
+      live.abort();
+    }
     for (;;) {
       if (stopped) return;
       const now = await app.api.instance(inst.instance_id);
-      if (now.status === 'running' || now.status === 'failed') {
-        bar.remove();
-        label.textContent = now.status === 'running' ? `${inst.name} is running.` : `${inst.name} failed to start: ${now.failure_reason ?? 'no reason given'}.`;
-        // The progress line (a live region) says it; a failure is also an alert.
-        app.say('');
-        if (now.status === 'failed') app.say(label.textContent, 'error');
-        return;
-      }
+      if (now.status === 'running' || now.status === 'failed') return done(now);
       await new Promise((r) => setTimeout(r, POLL_MS / 2));
     }
   }
@@ -107,6 +123,7 @@ export const instancesView: View = (app, main) => {
   void refresh();
   return () => {
     stopped = true;
+    stopStream();
     clearTimeout(timer);
   };
 };

@@ -118,6 +118,33 @@ export const logs = userRead(
   z.object({ instance_id: instanceId, lines: z.array(z.string()) }),
 );
 
+/**
+ * One page of a log follow (GET /instance/logs?follow=true): the lines after `after` (a line id; absent: the last
+ * `tail` lines, or those since `since`), waiting up to `wait_ms` for the first one. The gateway asks for the next
+ * page only after the previous one went out to its client, so a slow reader holds at most one page anywhere.
+ */
+export const logsPage = userRead(
+  'provisioner.v1.instances.logs_page',
+  owned.extend({
+    /** The id of the last line received: its docker timestamp (RFC 3339, nanoseconds), then "~n" for the n-th line of the same timestamp. */
+    after: z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z(~\d{1,6})?$/).optional(),
+    /** Seconds since the epoch (fractions allowed): the first page starts there. */
+    since: z.number().nonnegative().optional(),
+    tail: z.number().int().min(0).max(5000).default(200),
+    limit: z.number().int().min(1).max(1000).default(500),
+    wait_ms: z.number().int().min(0).max(20_000).default(10_000),
+  }),
+  z.object({
+    instance_id: instanceId,
+    lines: z.array(z.object({ id: z.string(), text: z.string() })),
+    /** false when the container is not running: no line follows until it starts again. */
+    running: z.boolean(),
+  }),
+);
+
+export type LogsPageInput = z.output<typeof logsPage.input>;
+export type LogsPageOutput = z.output<typeof logsPage.output>;
+
 /** Per-user usage that feeds /usage/metrics and /subscription/status. */
 export const usage = userRead(
   'provisioner.v1.usage.get',

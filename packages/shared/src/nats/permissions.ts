@@ -67,7 +67,7 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       ...subjects(auth.nonceCreate, auth.login, auth.jwks, auth.revoke, auth.revokedList),
       ...subjects(billing.register, billing.status, billing.refresh),
       ...subjects(kv.store, kv.update, kv.remove, kv.list, kv.retrieve, kv.audit),
-      ...subjects(p.create, p.get, p.list, p.restart, p.stop, p.start, p.remove, p.logs, p.usage, p.upgrade),
+      ...subjects(p.create, p.get, p.list, p.restart, p.stop, p.start, p.remove, p.logs, p.logsPage, p.usage, p.upgrade),
       ...subjects(p.backup, p.backups, p.restore, p.clone, p.removeBackup),
       ...backends.map(pingSubject),
       // Replicas hand back each other's idle quota blocks.

@@ -90,7 +90,12 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
       ...Object.entries(e.requestHeaders ?? {}).map(([name, description]) => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })),
       ...(idempotent(e) ? [IDEMPOTENCY_KEY] : []),
     ];
-    const content = e.response ? { [e.responseType ?? 'application/json']: { schema: named(`${pascal(id)}Response`, e.response, 'output') } } : undefined;
+    const content = e.response
+      ? {
+          [e.responseType ?? 'application/json']: { schema: named(`${pascal(id)}Response`, e.response, 'output') },
+          ...(e.stream ? { 'text/event-stream': { schema: named(`${pascal(id)}Event`, e.stream, 'output') } } : {}),
+        }
+      : undefined;
     const answerHeaders = idempotent(e) ? { ...HEADERS, 'Idempotency-Replayed': { required: false, schema: { type: 'string', enum: ['true'] }, description: 'present on a replay of the first answer to the Idempotency-Key' } } : HEADERS;
     (paths[path] ??= {})[e.method] = {
       operationId: id,

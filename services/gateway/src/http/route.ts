@@ -53,6 +53,8 @@ export interface Route {
   response?: z.ZodType;
   /** The response's media type when it is not JSON (the schema then describes each event's data). */
   responseType?: 'text/event-stream';
+  /** The route also answers as server-sent events (when a query asks for it); each event's data, for the OpenAPI document. */
+  stream?: z.ZodType;
   /** Request headers the route reads, by name, with what they mean (for the OpenAPI document). */
   requestHeaders?: Record<string, string>;
   /** The limit that answers 429 with Retry-After (the sign-in limits of the public endpoints). */

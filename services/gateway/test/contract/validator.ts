@@ -69,9 +69,10 @@ export function documentValidator(doc: any) {
       const schema = o.op.responses['200']?.content?.['application/json']?.schema as { $ref?: string; required?: string[] } | undefined;
       return (schema?.$ref ? doc.components.schemas[schema.$ref.split('/').pop()!] : schema)?.required;
     },
-    /** Whether the operation's success answer is a server-sent event stream. */
+    /** Whether the operation's success answer is a server-sent event stream (only: GET /instance/logs answers JSON unless follow=true). */
     streams(o: Operation): boolean {
-      return Boolean(o.op.responses['200']?.content?.['text/event-stream']);
+      const content = o.op.responses['200']?.content;
+      return Boolean(content?.['text/event-stream']) && !content?.['application/json'];
     },
     /** Problems of a stream's opening: the documented status and type, and its first event's data valid for the schema. */
     event(o: Operation, res: ApiResponse): string[] {

@@ -144,6 +144,14 @@ export class InstanceContainers implements InstanceRuntime {
     return raw === undefined ? '' : Buffer.isBuffer(raw) ? demux(raw) : typeof raw === 'string' ? raw : JSON.stringify(raw);
   }
 
+  async followLogs(id: string, from: { since?: string; tail?: number }): Promise<NodeJS.ReadableStream | undefined> {
+    const { engine } = this.d;
+    const opts = { stdout: true, stderr: true, follow: true, timestamps: true, ...(from.since ? { since: from.since } : { tail: from.tail ?? 200 }) };
+    return ignoreGone(engine.run('container logs follow', (abortSignal) => engine.docker.getContainer(containerName(id)).logs(o({ ...opts, abortSignal })))) as Promise<
+      NodeJS.ReadableStream | undefined
+    >;
+  }
+
   async managed(): Promise<ManagedObject[]> {
     const { engine, scope } = this.d;
     const filters = { label: [`${LABEL_SCOPE}=${scope}`] };

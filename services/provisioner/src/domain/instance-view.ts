@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { InstanceRow } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
 import { lastLines } from '../docker/logs.ts';
+import { LineReader, parseId, readPage, sinceOf } from '../docker/log-follow.ts';
 import { crashView } from './healing.ts';
 import { instanceUrl } from './routes.ts';
 import type { LocalImages } from './images.ts';
@@ -99,6 +100,16 @@ export class LiveView {
     await this.owned(input.user_id, input.instance_id);
     const text = await this.d.runtime.logs(input.instance_id, input.tail);
     return { instance_id: input.instance_id, lines: lastLines(text, input.tail) };
+  }
+
+  /** One page of a log follow (see contracts.provisioner.logsPage); the stream is closed before the answer. */
+  async logsPage(input: contracts.provisioner.LogsPageInput): Promise<contracts.provisioner.LogsPageOutput> {
+    const from = input.after ? { since: sinceOf(parseId(input.after).ts) } : input.since !== undefined ? { since: input.since.toFixed(9) } : { tail: input.tail };
+    await this.owned(input.user_id, input.instance_id);
+    const stream = await this.d.runtime.followLogs(input.instance_id, from);
+    if (!stream) return { instance_id: input.instance_id, lines: [], running: false };
+    const page = await readPage(stream, new LineReader(input.after), input.limit, input.wait_ms);
+    return { instance_id: input.instance_id, lines: page.lines, running: !page.ended };
   }
 
   async usage(input: { user_id: string }): Promise<z.input<typeof contracts.provisioner.usage.output>> {

@@ -53,6 +53,8 @@ export interface InstanceRuntime {
   removeVolume(id: string, host?: string | null): Promise<void>;
   inspect(id: string): Promise<RuntimeState>;
   logs(id: string, tail: number): Promise<string>;
+  /** A follow stream of the logs with timestamps (docker's raw frames), from `since` (seconds) or the last `tail` lines; undefined when the workload is gone. */
+  followLogs(id: string, from: { since?: string; tail?: number }): Promise<NodeJS.ReadableStream | undefined>;
   /** Everything of this scope the runtime holds, for the reconciler's orphan sweep. */
   managed(): Promise<ManagedObject[]>;
   /** The address the readiness watcher probes the instance's published port on. */

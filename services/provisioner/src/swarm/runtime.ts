@@ -216,6 +216,12 @@ export class SwarmInstances implements InstanceRuntime {
     return raw === undefined ? '' : Buffer.isBuffer(raw) ? demux(raw) : String(raw);
   }
 
+  async followLogs(id: string, from: { since?: string; tail?: number }): Promise<NodeJS.ReadableStream | undefined> {
+    const { engine } = this.d;
+    const opts = { stdout: true, stderr: true, follow: true, timestamps: true, ...(from.since ? { since: from.since } : { tail: from.tail ?? 200 }) };
+    return ignoreGone(engine.run('service logs follow', (abortSignal) => this.service(id).logs(o({ ...opts, abortSignal })))) as Promise<NodeJS.ReadableStream | undefined>;
+  }
+
   async managed(): Promise<ManagedObject[]> {
     const { engine, scope } = this.d;
     const filters = { label: [`${LABEL_SCOPE}=${scope}`] };

@@ -1,9 +1,9 @@
 import { AppError, contracts, toAppError } from '@agenthost/shared';
-import type { Response } from 'express';
 import { z } from 'zod';
 import type { GatewayContext } from '../../context.ts';
 import { StreamReader, type StoredEvent } from '../../domain/stream-reader.ts';
 import type { Route } from '../route.ts';
+import { frame, openStream, write } from '../sse.ts';
 import { instanceId } from './instances.ts';
 
 const P = contracts.provisioner;
@@ -63,8 +63,7 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
             if (resumeFrom === undefined || toAppError(err).code !== 'INSTANCE_NOT_FOUND' || !(await deletedSince(reader, resumeFrom, mine))) throw err;
             cursor = resumeFrom;
           }
-          res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
-          res.flushHeaders();
+          openStream(res);
           let open = true;
           const end = () => {
             open = false;
@@ -110,25 +109,6 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
     },
   ];
 };
-
-const frame = (id: number, event: string, data: unknown) => `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-
-/** Writes one frame and waits for the socket to take it (false when the client went away). */
-async function write(res: Response, text: string): Promise<boolean> {
-  if (res.destroyed || res.writableEnded) return false;
-  if (res.write(text)) return true;
-  return new Promise<boolean>((resolve) => {
-    const done = (ok: boolean) => () => {
-      res.off('drain', drained);
-      res.off('close', closed);
-      resolve(ok);
-    };
-    const drained = done(true);
-    const closed = done(false);
-    res.once('drain', drained);
-    res.once('close', closed);
-  });
-}
 
 /** Whether the stream holds, after `from`, the deletion of this user's instance. */
 async function deletedSince(reader: StreamReader, from: number, mine: (ev: StoredEvent) => boolean): Promise<boolean> {

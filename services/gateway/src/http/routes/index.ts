@@ -7,6 +7,7 @@ import { healthRoutes } from './health.ts';
 import { instanceRoutes } from './instances.ts';
 import { keyWatchRoutes } from './key-watch.ts';
 import { keysRoutes } from './keys.ts';
+import { logRoutes } from './logs.ts';
 import { subscriptionRoutes } from './subscription.ts';
 import { usageRoutes } from './usage.ts';
 import { eventRoutes } from './events.ts';
@@ -19,6 +20,7 @@ export function apiRoutes(ctx: GatewayContext): Route[] {
     ...healthRoutes(ctx),
     ...authRoutes(ctx),
     ...instanceRoutes(ctx),
+    ...logRoutes(ctx),
     ...waitRoutes(ctx),
     ...eventRoutes(ctx),
     ...backupRoutes(ctx),

@@ -1,5 +1,5 @@
 import { contracts, request, type Contract } from '@agenthost/shared';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { GatewayContext } from '../../context.ts';
 import { clientShape } from '../openapi.ts';
 import { jsonBody, type Caller, type Route } from '../route.ts';
@@ -22,7 +22,7 @@ export const newInstanceOwner = (c: Caller) => ({ user_id: c.user_id, wallet_add
 const DOCKER_VERB_TIMEOUT_MS = 25_000;
 
 /**
- * Instances (spec §4.7–4.10 plus list/stop/start/logs). Every call is scoped to the caller: the
+ * Instances (spec §4.7–4.10 plus list/stop/start; logs in logs.ts). Every call is scoped to the caller: the
  * provisioner looks instances up by id AND owner, so another user's instance is 404 for every verb.
  */
 /** A call that changes containers, with the longer timeout. */
@@ -126,22 +126,6 @@ export function instanceRoutes(ctx: GatewayContext): Route[] {
       summary: 'Delete the instance, its volume, logs and keys permanently',
       response: P.remove.output,
       handler: ({ req, caller, requestId }) => slow(P.remove, { user_id: caller.user_id, instance_id: id(req.params) }, requestId),
-    },
-    {
-      method: 'get',
-      path: '/instance/logs/:instanceId',
-      access: 'subscriber',
-      operationId: 'getInstanceLogs',
-      errors: ['DOCKER_UNAVAILABLE'],
-      summary: "The last lines of the agent's output",
-      query: z.object({ tail: P.logs.input.shape.tail }),
-      response: P.logs.output,
-      handler: ({ req, caller, requestId }) =>
-        ctx.call(
-          P.logs,
-          { user_id: caller.user_id, instance_id: id(req.params), ...(req.query.tail === undefined ? {} : { tail: req.query.tail as unknown as number }) },
-          requestId,
-        ),
     },
   ];
 }

@@ -1,0 +1,106 @@
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Session } from '@agenthost/testkit';
+import { docker } from '../../../services/provisioner/test/helpers.ts';
+import { containerName } from '../../../services/provisioner/src/docker/spec.ts';
+import { instanceStack } from '../../../services/gateway/test/instance-stack.ts';
+import { AgenthostError, createAgenthost, type Agenthost } from '../src/index.ts';
+
+// The SDK's streams against a real stack, through a TCP relay the test can cut: a dropped connection is resumed by
+// Last-Event-ID, so the caller's loop sees every line and event once.
+
+const RELAY_PORT = 19420;
+let sys: Awaited<ReturnType<typeof instanceStack>>;
+let alice: Session;
+let sdk: Agenthost;
+/** Plain calls go straight to the gateway: a POST on a keep-alive socket the relay just cut would fail, as it should. */
+let direct: Agenthost;
+let relay: net.Server;
+const open = new Set<net.Socket>();
+
+beforeAll(async () => {
+  sys = await instanceStack('sdk', [19421, 19429]);
+  alice = await sys.subscriber();
+  const target = new URL(sys.stack.baseUrl);
+  relay = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    client.pipe(upstream).pipe(client);
+    for (const s of [client, upstream]) {
+      open.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => (open.delete(s), client.destroy(), upstream.destroy()));
+    }
+  });
+  await new Promise<void>((r) => relay.listen(RELAY_PORT, '127.0.0.1', r));
+  sdk = createAgenthost({ baseUrl: `http://127.0.0.1:${RELAY_PORT}${target.pathname}`, token: alice.token, retryMs: 200 });
+  direct = createAgenthost({ baseUrl: sys.stack.baseUrl, token: alice.token });
+}, 240_000);
+
+afterAll(async () => {
+  relay?.close();
+  for (const s of open) s.destroy();
+  await sys?.stop();
+});
+
+/** Drops every connection through the relay, as a network failure would. */
+const cut = () => {
+  const n = open.size;
+  for (const s of open) s.destroy();
+  return n;
+};
+
+describe('the SDK', () => {
+  it('waitFor, then logs and events that resume after a cut connection, losing and repeating nothing', async () => {
+    const created = await direct.api.POST('/instance/create', { body: { framework: 'openclaw' } });
+    const id = created.data!.instance_id;
+    expect((await direct.waitFor(id, 'running', { timeoutSeconds: 120 })).status).toBe('running');
+    const print = (lines: string[]) => docker('exec', containerName(id), 'sh', '-c', `printf '%s\\n' ${lines.join(' ')} > /proc/1/fd/1`);
+
+    const stop = new AbortController();
+    const seen: string[] = [];
+    const events: string[] = [];
+    const ids: string[] = [];
+    let wake = () => {};
+    const until = async (pred: () => boolean) => {
+      while (!pred()) await new Promise<void>((r) => ((wake = r), setTimeout(r, 500)));
+    };
+    const reading = (async () => {
+      for await (const line of sdk.logs(id, { follow: true, tail: 1, signal: stop.signal })) {
+        if (line.text.startsWith('sdk-')) seen.push(line.text);
+        wake();
+      }
+    })();
+    const watching = (async () => {
+      for await (const ev of sdk.events(id)) {
+        events.push(ev.event === 'deleted' ? 'deleted' : `${ev.event}:${(ev.data as { status: string }).status}`);
+        if (ev.event !== 'current') ids.push(ev.id!);
+        wake();
+      }
+    })();
+    const batch = (from: number) => Array.from({ length: 10 }, (_, i) => `sdk-${from + i}`);
+    await until(() => events.length > 0);
+    await print(batch(0));
+    await until(() => seen.length === 10);
+    expect(cut()).toBeGreaterThan(0);
+    await print(batch(10)); // written while the connection is down
+    await until(() => seen.length === 20);
+    await print(batch(20));
+    await until(() => seen.length === 30);
+    expect(seen).toEqual([...batch(0), ...batch(10), ...batch(20)]);
+
+    await direct.api.POST('/instance/stop/{instanceId}', { params: { path: { instanceId: id } } });
+    await until(() => events.includes('status:stopped'));
+    cut();
+    await direct.api.DELETE('/instance/delete/{instanceId}', { params: { path: { instanceId: id } } });
+    await watching; // ends by itself after `deleted`
+    expect(events[0]).toBe('current:running');
+    expect(events.at(-1)).toBe('deleted');
+    expect(new Set(ids).size).toBe(ids.length); // none repeated across the cut
+    await reading; // the log stream ends with the instance
+
+    // The first connection's refusal is thrown with the API's code.
+    const err = await sdk.waitFor(id, 'running', { timeoutSeconds: 5 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AgenthostError);
+    expect(err).toMatchObject({ status: 404, code: 'INSTANCE_NOT_FOUND' });
+  }, 240_000);
+});

@@ -1,0 +1,27 @@
+import type { Response } from 'express';
+
+/** One server-sent event. */
+export const frame = (id: number | string, event: string, data: unknown) => `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/** The headers of an event stream (no proxy buffering: a reverse proxy would hold the events back). */
+export function openStream(res: Response): void {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
+  res.flushHeaders();
+}
+
+/** Writes one frame and waits for the socket to take it (false when the client went away). */
+export async function write(res: Response, text: string): Promise<boolean> {
+  if (res.destroyed || res.writableEnded) return false;
+  if (res.write(text)) return true;
+  return new Promise<boolean>((resolve) => {
+    const done = (ok: boolean) => () => {
+      res.off('drain', drained);
+      res.off('close', closed);
+      resolve(ok);
+    };
+    const drained = done(true);
+    const closed = done(false);
+    res.once('drain', drained);
+    res.once('close', closed);
+  });
+}
