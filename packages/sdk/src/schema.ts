@@ -171,6 +171,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/instance/upgrade/{instanceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move the instance to another version (data, URL and access token kept); rolls itself back if the agent is not ready on it */
+        post: operations["upgradeInstance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/instance/delete/{instanceId}": {
         parameters: {
             query?: never;
@@ -692,10 +709,24 @@ export interface components {
             failure_reason?: string;
             restarts?: number;
             last_exit_reason?: string;
+            /** @enum {string} */
+            last_exit_kind?: "oom_killed" | "signal" | "exit";
+            oom_kills?: number;
             /** Format: date-time */
             last_exit_at?: string;
             /** Format: date-time */
             next_restart_at?: string;
+            image_digest?: string;
+            update_available?: boolean;
+            update_version?: string;
+            upgrade?: {
+                /** @enum {string} */
+                state: "upgrading" | "upgraded" | "rolled_back";
+                from_version: string;
+                to_version: string;
+                from_digest?: string;
+                reason?: string;
+            };
             access_token?: string;
         };
         CreateInstanceRequest: {
@@ -726,10 +757,24 @@ export interface components {
                 failure_reason?: string;
                 restarts?: number;
                 last_exit_reason?: string;
+                /** @enum {string} */
+                last_exit_kind?: "oom_killed" | "signal" | "exit";
+                oom_kills?: number;
                 /** Format: date-time */
                 last_exit_at?: string;
                 /** Format: date-time */
                 next_restart_at?: string;
+                image_digest?: string;
+                update_available?: boolean;
+                update_version?: string;
+                upgrade?: {
+                    /** @enum {string} */
+                    state: "upgrading" | "upgraded" | "rolled_back";
+                    from_version: string;
+                    to_version: string;
+                    from_digest?: string;
+                    reason?: string;
+                };
             }[];
         };
         GetInstanceResponse: {
@@ -754,10 +799,24 @@ export interface components {
             failure_reason?: string;
             restarts?: number;
             last_exit_reason?: string;
+            /** @enum {string} */
+            last_exit_kind?: "oom_killed" | "signal" | "exit";
+            oom_kills?: number;
             /** Format: date-time */
             last_exit_at?: string;
             /** Format: date-time */
             next_restart_at?: string;
+            image_digest?: string;
+            update_available?: boolean;
+            update_version?: string;
+            upgrade?: {
+                /** @enum {string} */
+                state: "upgrading" | "upgraded" | "rolled_back";
+                from_version: string;
+                to_version: string;
+                from_digest?: string;
+                reason?: string;
+            };
         };
         RestartInstanceResponse: {
             success: boolean;
@@ -778,6 +837,26 @@ export interface components {
             /** @enum {string} */
             status: "provisioning" | "running" | "stopped" | "failed";
             access_token?: string;
+        };
+        UpgradeInstanceResponse: {
+            success: boolean;
+            instance_id: string;
+            /** @enum {string} */
+            status: "provisioning" | "running" | "stopped" | "failed";
+            version: string;
+            image_digest?: string;
+            upgrade?: {
+                /** @enum {string} */
+                state: "upgrading" | "upgraded" | "rolled_back";
+                from_version: string;
+                to_version: string;
+                from_digest?: string;
+                reason?: string;
+            };
+        };
+        UpgradeInstanceRequest: {
+            version: string;
+            ready_timeout_seconds?: number;
         };
         DeleteInstanceResponse: {
             success: boolean;
@@ -813,8 +892,13 @@ export interface components {
             seq: number;
             restarts?: number;
             exit_reason?: string;
+            /** @enum {string} */
+            exit_kind?: "oom_killed" | "signal" | "exit";
             /** Format: date-time */
             next_restart_at?: string;
+            /** @enum {string} */
+            upgrade?: "upgrading" | "upgraded" | "rolled_back";
+            upgrade_reason?: string;
         } | {
             instance_id: string;
             /** Format: uuid */
@@ -882,10 +966,24 @@ export interface components {
             failure_reason?: string;
             restarts?: number;
             last_exit_reason?: string;
+            /** @enum {string} */
+            last_exit_kind?: "oom_killed" | "signal" | "exit";
+            oom_kills?: number;
             /** Format: date-time */
             last_exit_at?: string;
             /** Format: date-time */
             next_restart_at?: string;
+            image_digest?: string;
+            update_available?: boolean;
+            update_version?: string;
+            upgrade?: {
+                /** @enum {string} */
+                state: "upgrading" | "upgraded" | "rolled_back";
+                from_version: string;
+                to_version: string;
+                from_digest?: string;
+                reason?: string;
+            };
             access_token: string;
             backup_id: string;
             cloned_from: string;
@@ -1053,6 +1151,10 @@ export interface components {
                 active: number;
                 limit: number;
                 remaining: number;
+                restarts: number;
+                oom_kills: number;
+                cpu_usage_percent: number;
+                memory_usage_mb: number;
             };
             storage: {
                 used_mb: number;
@@ -2988,6 +3090,313 @@ export interface operations {
                         code?: "INTERNAL";
                         /** @constant */
                         status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; DOCKER_UNAVAILABLE: The container engine is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "DOCKER_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    upgradeInstance: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                instanceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpgradeInstanceRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description present on a replay of the first answer to the Idempotency-Key */
+                    "Idempotency-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpgradeInstanceResponse"];
+                };
+            };
+            /** @description INVALID_JSON: Request body is not valid JSON; VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INVALID_JSON" | "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description SUBSCRIPTION_REQUIRED: An active subscription is required */
+            402: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "SUBSCRIPTION_REQUIRED";
+                        /** @constant */
+                        status?: 402;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INSTANCE_NOT_FOUND: Instance not found */
+            404: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INSTANCE_NOT_FOUND";
+                        /** @constant */
+                        status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INSTANCE_STATE_CONFLICT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Request body is too large */
+            413: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "PAYLOAD_TOO_LARGE";
+                        /** @constant */
+                        status?: 413;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: Content-Type must be application/json */
+            415: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNSUPPORTED_MEDIA_TYPE";
+                        /** @constant */
+                        status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UPGRADES_UNSUPPORTED: Upgrades are not available on this deployment (the swarm driver) */
+            501: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UPGRADES_UNSUPPORTED";
+                        /** @constant */
+                        status?: 501;
                     } & components["schemas"]["Error"];
                 };
             };
