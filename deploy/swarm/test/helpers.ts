@@ -173,3 +173,25 @@ export async function expectUsageExact(token: string, ok: number, failed: number
   // client connection. Tracked in the README.
   expect(counted).toBeLessThanOrEqual(ok + failed + clients);
 }
+
+/**
+ * `clients` clients, each sending GET `path` one after another (odd ones through the worker's edge unless
+ * managerOnly), counting the answered and the failed; `seen` gets each answer's body. end() stops and tallies.
+ */
+export function steadyLoad(token: string, clients: number, path: string, seen?: (body: any) => void, pauseMs = 0) {
+  let stop = false;
+  const failures: string[] = [];
+  const load = { ok: 0, managerOnly: false, end: async () => (stop = true, await running, { ok: load.ok, failures }) };
+  const running = Promise.all(
+    Array.from({ length: clients }, async (_, i) => {
+      const [viaManager, viaWorker] = [MANAGER, WORKER].map((h) => apiClient(apiUrl(h), token));
+      while (!stop) {
+        const r = await (i % 2 && !load.managerOnly ? viaWorker! : viaManager!).get(path).catch((e: Error) => ({ status: 0, text: e.message, body: undefined }));
+        if (r.status === 200) (load.ok++, seen?.(r.body));
+        else failures.push(`${r.status} ${r.text.slice(0, 160)}`);
+        if (pauseMs) await new Promise((res) => setTimeout(res, pauseMs));
+      }
+    }),
+  );
+  return load;
+}

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, expectSpread, expectUsageExact, killOne, leftovers, manager, MANAGER, rebalanceStack, nodeCommand, removeStrayInstances, runningTasks, saveServiceLogs, scale, SCALED, statusIs, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
+import { apiUrl, deployStack, steadyLoad, expectSpread, expectUsageExact, killOne, leftovers, manager, MANAGER, rebalanceStack, nodeCommand, removeStrayInstances, runningTasks, saveServiceLogs, scale, SCALED, statusIs, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
 import { expectComplete, instanceHistory } from './history.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
@@ -125,7 +125,7 @@ describe('agenthost on a two-node swarm', () => {
     expect(ok).toBeGreaterThan(100);
   }, 600_000);
 
-  it('drains a node: its instances move to the other with their data, keys and access token and run again there, then its platform tasks; back in service the platform spreads again', async () => {
+  it('backs up an instance on the worker, drains the node: its instances move to the other with their data, keys and access token and run again there, then its platform tasks; back in service the platform spreads again; the deleted instance comes back from its backup', async () => {
     const session = await signIn(apiClient(apiUrl()));
     await subscribe({ chain: swarmChain }, session, { tier: 'pro' });
     const api = session.api;
@@ -134,6 +134,7 @@ describe('agenthost on a two-node swarm', () => {
     const workerNode = (await worker.info()).Swarm.NodeID as string;
     type Agent = { state: { born: string; boots: number }; sha256: Record<string, string> };
     const agent = async (url: string, path = '/') => (await fetch(`${url}${path}`)).json() as Promise<Agent>;
+    let [backedUp, backupId, born] = ['', '', ''];
     const sha = (s: string) => createHash('sha256').update(s).digest('hex');
     try {
       for (let i = 0; i < 3; i++) {
@@ -147,6 +148,14 @@ describe('agenthost on a two-node swarm', () => {
       const views = await Promise.all(ids.map((id) => waitFor(`running ${id}`, () => statusIs(api, id, 'running'), 180_000, 500)));
       const moving = views.filter((v) => new URL(v.url).hostname === WORKER);
       expect(moving.length).toBeGreaterThan(0);
+      // A backup on the swarm: the volume streamed from the worker to the provisioner, the agent stopped for the
+      // copy and started again (a boot more, before the move's are counted).
+      backedUp = moving[0]!.instance_id;
+      const b = await api.post(`/instance/backup/${backedUp}`);
+      expect(b.status, b.text).toBe(200);
+      expect(b.body.size_bytes).toBeGreaterThan(0);
+      backupId = b.body.backup_id;
+      born = (await waitFor('the agent back after its backup', () => agent(moving[0]!.url).catch(() => undefined), 180_000, 500)).state.born;
       // Each agent on the worker has state in its volume (the stand-in counts its boots there) and a key.
       const before = new Map<string, { born: string; boots: number }>();
       const keys = new Map<string, string>();
@@ -191,19 +200,29 @@ describe('agenthost on a two-node swarm', () => {
     }
     for (const id of ids) expect(await leftovers(id)).toEqual([]);
     await expectSpread();
+    // Deleted, and back from its backup: a new instance holding the backup's files.
+    const c = await api.post(`/instance/clone/${backedUp}`, { backup_id: backupId });
+    expect(c.status, c.text).toBe(200);
+    recordSecret(c.body.access_token);
+    try {
+      const clone = await waitFor('the restored instance running', () => statusIs(api, c.body.instance_id, 'running'), 180_000, 500);
+      expect((await waitFor('its agent', () => agent(clone.url).catch(() => undefined), 60_000, 500)).state.born).toBe(born);
+    } finally {
+      await api.del(`/instance/delete/${c.body.instance_id}`);
+    }
+    expect(await leftovers(c.body.instance_id)).toEqual([]);
   }, 900_000);
 
   it('chaos under load: a replica of each service and a NATS node killed, then the second engine stopped and started again; only requests in flight fail, quotas stay exact, nothing is orphaned, every status history on JetStream is complete', async () => {
-    // The load's user (its usage is checked against the answers) and an owner of instances on both nodes.
+    // The load's user (its usage checked against the answers) and an owner of instances on both nodes.
     const session = await signIn(apiClient(apiUrl()));
     await subscribe({ chain: swarmChain }, session, { tier: 'enterprise' });
     const owner = await signIn(apiClient(apiUrl()));
     await subscribe({ chain: swarmChain }, owner, { tier: 'pro' });
-    const api = owner.api;
-    // Seven creates at once against pro's limit of five: exactly five are accepted.
+    const api = owner.api; // seven creates at once against pro's limit of five: exactly five are accepted
     const created = await Promise.all(Array.from({ length: 7 }, () => api.post('/instance/create', { framework: 'openclaw' })));
     const ids = created.filter((r) => r.status === 200).map((r) => (recordSecret(r.body.access_token), r.body.instance_id as string));
-    // What the API answered for each instance, in order: its history on JetStream must hold all of it.
+    // What the API answered for each instance, in order: its history on JetStream must hold it all.
     const observed = new Map<string, Array<{ status: string; failure_reason?: string }>>(ids.map((id) => [id, []]));
     try {
       expect(created.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.body.code}`)).toEqual(Array(2).fill('403 INSTANCE_LIMIT_EXCEEDED'));
@@ -212,38 +231,19 @@ describe('agenthost on a two-node swarm', () => {
       for (const id of ids) observed.get(id)!.push({ status: 'running' });
       const onWorker = views.filter((v) => new URL(v.url).hostname === WORKER).map((v) => v.instance_id as string);
       const onManager = views.filter((v) => new URL(v.url).hostname === MANAGER).map((v) => v.instance_id as string);
-      expect(onWorker.length).toBeGreaterThan(0);
-      expect(onManager.length).toBeGreaterThan(0);
-
-      let ok = 0;
-      const failures: string[] = [];
-      let stop = false;
-      // While the second engine is away its edge is too: the load goes to the manager's edge meanwhile.
-      let managerOnly = false;
-      const clients = Array.from({ length: CLIENTS }, async (_, i) => {
-        const [viaManager, viaWorker] = [MANAGER, WORKER].map((h) => apiClient(apiUrl(h), session.token));
-        while (!stop) {
-          const r = await (i % 2 && !managerOnly ? viaWorker! : viaManager!).get('/instance/list').catch((e: Error) => ({ status: 0, text: e.message }));
-          if (r.status === 200) ok++;
-          else failures.push(`${r.status} ${r.text.slice(0, 160)}`);
-        }
-      });
-      // The owner's instances never exceed the tier limit, whatever is killed.
+      expect([onWorker.length > 0, onManager.length > 0]).toEqual([true, true]);
+      // The load's user's requests (half through the worker's edge) and the owner's view of its instances.
       let most = 0;
-      const watcher = (async () => {
-        while (!stop) {
-          const r = await api.get('/instance/list').catch(() => undefined);
-          if (r?.status === 200) most = Math.max(most, r.body.instances.length);
-          await new Promise((res) => setTimeout(res, 1000));
-        }
-      })();
+      const load = steadyLoad(session.token, CLIENTS, '/instance/list');
+      const owned = steadyLoad(owner.token, 1, '/instance/list', (body) => void (most = Math.max(most, body.instances.length)), 1000);
       const kills = (process.env.CHAOS_KILLS ?? 'gateway,auth,billing-chain,provisioner,keyvault,nats-3').split(',').map((s) => `agenthost-${s}`);
       for (const s of kills) {
         await new Promise((r) => setTimeout(r, 2000));
         await killOne(s);
       }
 
-      managerOnly = true;
+      // While the second engine is away its edge is too: the load goes to the manager's edge meanwhile.
+      load.managerOnly = true;
       await twoNode('stop-worker');
       // The issue's bound: failed with node_down within 30 s of the node going away. The view asserted on is the
       // one that said failed (a second request could meet a replica that died with the node).
@@ -262,10 +262,10 @@ describe('agenthost on a two-node swarm', () => {
         observed.get(id)!.push({ status: 'running' });
       }
       await waitFor("the worker's edge back", async () => (await runningTasks('agenthost-edge')).length === 2, 180_000, 1000);
-      managerOnly = false;
+      load.managerOnly = false;
       await new Promise((r) => setTimeout(r, 2000));
-      stop = true;
-      await Promise.all([...clients, watcher]);
+      const { ok, failures } = await load.end();
+      await owned.end();
 
       expect(most).toBeLessThanOrEqual(5);
       // Each client has one request in flight at a time: at most one failure per client per killed process, and
