@@ -20,6 +20,7 @@ const BACKUP_DIR = '/var/lib/agenthost/backups';
 export const SUBNET = '10.213.0.0/16';
 const SERVICE_UID = '10100';
 const HEALTH_PORT = 9090;
+export const METRICS_PORT = 9464;
 const MB = 1024 * 1024;
 
 export type ImageName = 'gateway' | 'auth' | 'billing-chain' | 'provisioner' | 'keyvault' | 'devchain' | 'postgres' | 'nats' | 'edge';
@@ -131,7 +132,11 @@ function service(o: StackOptions, name: string, p: {
   } as Spec;
 }
 
-/** What every agenthost service is given: its NATS identity, its own database role, a health port. */
+/**
+ * What every agenthost service is given: its NATS identity, its own database role, a health port, and its
+ * operator port (/metrics) on the overlay only (published nowhere): a Prometheus attached to the overlay scrapes
+ * every task by DNS (deploy/observability/prometheus-swarm.yml).
+ */
 function serviceEnv(o: StackOptions, svc: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
     NATS_URL: NATS_CLIENT_URL,
@@ -140,6 +145,8 @@ function serviceEnv(o: StackOptions, svc: string, extra: Record<string, string> 
     NATS_STREAM_REPLICAS: '3',
     DATABASE_URL_FILE: `${SECRET_DIR}/database-url`,
     HEALTH_PORT: String(HEALTH_PORT),
+    METRICS_PORT: String(METRICS_PORT),
+    METRICS_HOST: '0.0.0.0',
     INSTANCE_NAME: `${svc}.{{.Task.Slot}}`,
     ...extra,
     ...o.env,

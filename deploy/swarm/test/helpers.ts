@@ -195,3 +195,15 @@ export function steadyLoad(token: string, clients: number, path: string, seen?: 
   );
   return load;
 }
+
+/** A provisioner replica's /metrics (its operator port on the overlay, read from inside its container on the manager). */
+export async function provisionerMetrics(): Promise<string> {
+  const [c] = await manager.listContainers({ filters: JSON.stringify({ label: ['com.docker.swarm.service.name=agenthost-provisioner'], status: ['running'] }) });
+  if (!c) throw new Error('no provisioner running on the manager');
+  const { stdout } = await run('docker', ['exec', c.Id, '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:9464/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))"], { timeout: 60_000, maxBuffer: 16 * 1024 * 1024 });
+  return stdout;
+}
+
+/** A gauge's value per `node` label from a metrics page. */
+export const perNode = (page: string, metric: string): Record<string, number> =>
+  Object.fromEntries([...page.matchAll(new RegExp(`^${metric}\\{node="([^"]+)"\\} (\\S+)$`, 'gm'))].map((m) => [m[1]!, Number(m[2])]));

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, steadyLoad, expectSpread, expectUsageExact, killOne, leftovers, manager, MANAGER, rebalanceStack, nodeCommand, removeStrayInstances, runningTasks, saveServiceLogs, scale, SCALED, statusIs, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
+import { apiUrl, deployStack, perNode, provisionerMetrics, steadyLoad, expectSpread, expectUsageExact, killOne, leftovers, manager, MANAGER, rebalanceStack, nodeCommand, removeStrayInstances, runningTasks, saveServiceLogs, scale, SCALED, statusIs, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
 import { expectComplete, instanceHistory } from './history.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
@@ -232,16 +232,16 @@ describe('agenthost on a two-node swarm', () => {
       const onWorker = views.filter((v) => new URL(v.url).hostname === WORKER).map((v) => v.instance_id as string);
       const onManager = views.filter((v) => new URL(v.url).hostname === MANAGER).map((v) => v.instance_id as string);
       expect([onWorker.length > 0, onManager.length > 0]).toEqual([true, true]);
+      // Placement's view per node, as the provisioner exports it: the instances where they run, and room left.
+      const page = await provisionerMetrics();
+      expect(perNode(page, 'agenthost_swarm_node_instances')).toEqual({ [(await manager.info()).Name]: onManager.length, [(await worker.info()).Name]: onWorker.length });
+      expect(Object.values(perNode(page, 'agenthost_swarm_node_unreserved_memory_bytes')).every((b) => b > 0)).toBe(true);
       // The load's user's requests (half through the worker's edge) and the owner's view of its instances.
       let most = 0;
       const load = steadyLoad(session.token, CLIENTS, '/instance/list');
       const owned = steadyLoad(owner.token, 1, '/instance/list', (body) => void (most = Math.max(most, body.instances.length)), 1000);
       const kills = (process.env.CHAOS_KILLS ?? 'gateway,auth,billing-chain,provisioner,keyvault,nats-3').split(',').map((s) => `agenthost-${s}`);
-      for (const s of kills) {
-        await new Promise((r) => setTimeout(r, 2000));
-        await killOne(s);
-      }
-
+      for (const s of kills) await new Promise((r) => setTimeout(r, 2000)).then(() => killOne(s));
       // While the second engine is away its edge is too: the load goes to the manager's edge meanwhile.
       load.managerOnly = true;
       await twoNode('stop-worker');
@@ -264,9 +264,7 @@ describe('agenthost on a two-node swarm', () => {
       await waitFor("the worker's edge back", async () => (await runningTasks('agenthost-edge')).length === 2, 180_000, 1000);
       load.managerOnly = false;
       await new Promise((r) => setTimeout(r, 2000));
-      const { ok, failures } = await load.end();
-      await owned.end();
-
+      const [{ ok, failures }] = await Promise.all([load.end(), owned.end()]);
       expect(most).toBeLessThanOrEqual(5);
       // Each client has one request in flight at a time: at most one failure per client per killed process, and
       // one for the engine that went away.

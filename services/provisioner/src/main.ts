@@ -26,7 +26,8 @@ import { SwarmInstances } from './swarm/runtime.ts';
 import { Drainer } from './swarm/drain.ts';
 import { Backups } from './backups/backups.ts';
 import { BackupScheduler } from './backups/scheduler.ts';
-import { instancesByState, observeContainerEvent } from './metrics.ts';
+import { instancesByState, observeContainerEvent, swarmCapacity } from './metrics.ts';
+import { nodeRoom } from './swarm/placement.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -171,6 +172,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     });
     engine.onRecovery(() => void reconciler.trigger());
     instancesByState(db);
+    if (swarm) swarmCapacity(() => nodeRoom(engine));
     let subscriptionChanges: Subscription | undefined;
     let stopNodeWatch: (() => void) | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
