@@ -181,7 +181,7 @@ export async function expectUsageExact(token: string, ok: number, failed: number
 export function steadyLoad(token: string, clients: number, path: string, seen?: (body: any) => void, pauseMs = 0) {
   let stop = false;
   const failures: string[] = [];
-  const load = { ok: 0, managerOnly: false, end: async () => (stop = true, await running, { ok: load.ok, failures }) };
+  const load = { ok: 0, failures, managerOnly: false, end: async () => (stop = true, await running, { ok: load.ok, failures }) };
   const running = Promise.all(
     Array.from({ length: clients }, async (_, i) => {
       const [viaManager, viaWorker] = [MANAGER, WORKER].map((h) => apiClient(apiUrl(h), token));
