@@ -206,4 +206,4 @@ export async function provisionerMetrics(): Promise<string> {
 
 /** A gauge's value per `node` label from a metrics page. */
 export const perNode = (page: string, metric: string): Record<string, number> =>
-  Object.fromEntries([...page.matchAll(new RegExp(`^${metric}\\{node="([^"]+)"\\} (\\S+)$`, 'gm'))].map((m) => [m[1]!, Number(m[2])]));
+  Object.fromEntries([...page.matchAll(new RegExp(`^${metric}\\{node="([^"]+)"[^}]*\\} (\\S+)$`, 'gm'))].map((m) => [m[1]!, Number(m[2])]));
