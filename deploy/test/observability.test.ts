@@ -14,14 +14,16 @@ const exec = promisify(execFile);
 const dir = path.join(repoRoot, 'deploy/observability');
 
 describe('deploy/observability', () => {
-  it('promtool checks the alert rules and the scrape configuration', async () => {
+  it('promtool checks the alert rules and the scrape configurations (single host, swarm)', async () => {
     const rules = await exec('promtool', ['check', 'rules', path.join(dir, 'alerts.yml')]);
     expect(rules.stdout).toMatch(/SUCCESS: \d+ rules found/);
     const tmp = mkdtempSync(path.join(os.tmpdir(), 'agenthost-promcfg-'));
     try {
       cpSync(dir, tmp, { recursive: true });
-      const config = await exec('promtool', ['check', 'config', path.join(tmp, 'prometheus.yml')]);
-      expect(config.stdout).toContain('is valid prometheus config file syntax');
+      for (const file of ['prometheus.yml', 'prometheus-swarm.yml']) {
+        const config = await exec('promtool', ['check', 'config', path.join(tmp, file)]);
+        expect(config.stdout, file).toContain('is valid prometheus config file syntax');
+      }
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }

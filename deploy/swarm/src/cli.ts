@@ -16,7 +16,8 @@ import { pinnedNode } from '@agenthost/shared';
 import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, findService, imageId, pinPostgres, pruneSecrets, rebalance, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
 import { busPublicKeys, ensureMaterial, NATS_NODES } from './material.ts';
 import { activateNode, drainNode } from './nodes.ts';
-import { caddyfile, NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
+import { caddyfile } from './caddyfile.ts';
+import { NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
 
 const SCALABLE = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault'] as const;
 type Scalable = (typeof SCALABLE)[number];

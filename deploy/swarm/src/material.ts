@@ -42,6 +42,8 @@ export function ensureMaterial(opts: MaterialOptions): Material {
   chmodSync(dir, 0o700);
   const secrets: Record<string, string> = {};
   secrets['master-key'] = kept(dir, 'master-key', () => randomBytes(32).toString('base64'));
+  // The provisioner's alone: every backup archive is encrypted under a key derived from it.
+  secrets['backup-key'] = kept(dir, 'backup-key', () => randomBytes(32).toString('base64'));
   secrets['auth-jwt.pem'] = kept(dir, 'auth-jwt.pem', () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
   // The gateway's assertion key and keyvault's seal key; their public halves are plain settings (busPublicKeys).
   secrets['gateway-assertion.pem'] = kept(dir, 'gateway-assertion.pem', () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());

@@ -13,10 +13,14 @@ import { NATS_CLIENT_URL, NATS_NODES, SCHEMAS, SECRET_DIR } from './material.ts'
 export const STACK = 'agenthost';
 export const LABEL_STACK = 'agenthost.stack';
 export const NETWORK = `${STACK}`;
+/** Where the provisioner keeps backup archives (the image makes it, owned by the service user, so the volume is). */
+const BACKUP_DIR = '/var/lib/agenthost/backups';
+
 /** The overlay's subnet: the gateway trusts X-Forwarded-For from the edge only on it. */
 export const SUBNET = '10.213.0.0/16';
 const SERVICE_UID = '10100';
 const HEALTH_PORT = 9090;
+export const METRICS_PORT = 9464;
 const MB = 1024 * 1024;
 
 export type ImageName = 'gateway' | 'auth' | 'billing-chain' | 'provisioner' | 'keyvault' | 'devchain' | 'postgres' | 'nats' | 'edge';
@@ -128,7 +132,11 @@ function service(name: string, p: {
   } as Spec;
 }
 
-/** What every agenthost service is given: its NATS identity, its own database role, a health port. */
+/**
+ * What every agenthost service is given: its NATS identity, its own database role, a health port, and its
+ * operator port (/metrics) on the overlay only (published nowhere): a Prometheus attached to the overlay scrapes
+ * every task by DNS (deploy/observability/prometheus-swarm.yml).
+ */
 function serviceEnv(o: StackOptions, svc: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
     NATS_URL: NATS_CLIENT_URL,
@@ -137,6 +145,8 @@ function serviceEnv(o: StackOptions, svc: string, extra: Record<string, string> 
     NATS_STREAM_REPLICAS: '3',
     DATABASE_URL_FILE: `${SECRET_DIR}/database-url`,
     HEALTH_PORT: String(HEALTH_PORT),
+    METRICS_PORT: String(METRICS_PORT),
+    METRICS_HOST: '0.0.0.0',
     INSTANCE_NAME: `${svc}.{{.Task.Slot}}`,
     ...extra,
     ...o.env,
@@ -233,10 +243,17 @@ export function stackSpecs(o: StackOptions): Spec[] {
         // The loop-mounted size-limited volumes and the host firewall are the docker driver's (README).
         VOLUME_QUOTA: 'off',
         FIREWALL: 'off',
+        BACKUP_KEY_FILE: `${SECRET_DIR}/backup-key`,
+        BACKUP_DIR: BACKUP_DIR,
       },
-      // It drives the swarm through a manager's Engine API (the socket's group, not root).
+      secrets: [secret(o, 'backup-key')],
+      // It drives the swarm through a manager's Engine API (the socket's group, not root). Its replicas share the
+      // backup archives in a volume of the manager they run on (several managers: put shared storage there).
       groups: [o.dockerGid],
-      mounts: [{ Type: 'bind', Source: '/var/run/docker.sock', Target: '/var/run/docker.sock' }],
+      mounts: [
+        { Type: 'bind', Source: '/var/run/docker.sock', Target: '/var/run/docker.sock' },
+        { Type: 'volume', Source: `${STACK}-backups`, Target: BACKUP_DIR },
+      ],
       constraints: ['node.role == manager'],
     }),
   );
@@ -266,33 +283,3 @@ export function stackSpecs(o: StackOptions): Spec[] {
   );
   return specs;
 }
-
-/**
- * The edge's Caddyfile: every gateway task (DNS, refreshed each second). Only a request that reached no gateway
- * (a dial error) is tried on another: Caddy would also retry a GET that a dying gateway had already counted, and
- * the user would pay for it twice (lb_retry_match with a method nobody uses turns that off).
- */
-export const caddyfile = (): string => `{
-\tadmin off
-\tauto_https off
-}
-:8080 {
-\treverse_proxy {
-\t\tdynamic a {
-\t\t\tname tasks.${STACK}-gateway
-\t\t\tport 8080
-\t\t\trefresh 1s
-\t\t}
-\t\tlb_policy round_robin
-\t\tlb_try_duration 5s
-\t\tlb_try_interval 100ms
-\t\tlb_retry_match {
-\t\t\tmethod NONE
-\t\t}
-\t\tfail_duration 2s
-\t}
-}
-http://127.0.0.1:8081 {
-\trespond /healthz "ok" 200
-}
-`;

@@ -52,7 +52,7 @@ export const ERROR_CODES = {
   RATE_LIMITED: { status: 429, message: 'Too many requests' },
   // 5xx
   INTERNAL: { status: 500, message: 'Internal server error' },
-  BACKUPS_UNSUPPORTED: { status: 501, message: 'Backups are not available on this deployment (no BACKUP_KEY, or the swarm driver)' },
+  BACKUPS_UNSUPPORTED: { status: 501, message: 'Backups are not available on this deployment (no BACKUP_KEY)' },
   UPGRADES_UNSUPPORTED: { status: 501, message: 'Upgrades are not available on this deployment (the swarm driver)' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'A backend service is unavailable' },
   CHAIN_UNAVAILABLE: { status: 503, message: 'The blockchain RPC is unavailable' },

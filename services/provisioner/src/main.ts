@@ -27,7 +27,8 @@ import { Drainer } from './swarm/drain.ts';
 import { Backups } from './backups/backups.ts';
 import { BackupScheduler } from './backups/scheduler.ts';
 import { archiveStore, backupBucket } from './backups/choose-store.ts';
-import { instancesByState, observeContainerEvent } from './metrics.ts';
+import { instancesByState, observeContainerEvent, swarmCapacity } from './metrics.ts';
+import { nodeRoom } from './swarm/placement.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -174,6 +175,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     });
     engine.onRecovery(() => void reconciler.trigger());
     instancesByState(db);
+    if (swarm) swarmCapacity(() => nodeRoom(engine));
     let subscriptionChanges: Subscription | undefined;
     let stopNodeWatch: (() => void) | undefined;
     let drainTimer: NodeJS.Timeout | undefined;

@@ -32,7 +32,7 @@ export interface BackupsDeps {
 const LOCK_WAIT_MS = 10_000;
 
 /**
- * Backups of instance volumes (docker driver): taken through the runtime's archive of the volume while the
+ * Backups of instance volumes (either driver): taken through the runtime's archive of the volume while the
  * agent is paused, encrypted for that user, instance and backup (archive.ts), kept in the store (store.ts), at most
  * the tier's backups_kept per instance, and counted in the owner's storage. Restoring replaces the volume and
  * recreates the container with a new access token (shown once); a clone is a new instance restored the same way.
@@ -202,7 +202,7 @@ export class Backups {
 
   // ------------------------------------------------------------------ helpers
 
-  /** The runtime's export, or 501 where backups cannot be made (no key configured, or the swarm driver). */
+  /** The runtime's export, or 501 where backups cannot be made (no key configured). */
   private exporter() {
     const { runtime, masterKey } = this.d;
     if (!masterKey || !runtime.exportData || !runtime.importData) throw new AppError('BACKUPS_UNSUPPORTED');

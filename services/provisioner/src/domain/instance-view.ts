@@ -9,7 +9,7 @@ import { instanceUrl } from './routes.ts';
 import type { LocalImages } from './images.ts';
 import { upgradeView } from './upgrades.ts';
 import type { InstanceRepo } from './instance-repo.ts';
-import type { InstanceRuntime, RuntimeState } from './runtime.ts';
+import { NODE_DOWN, type InstanceRuntime, type RuntimeState } from './runtime.ts';
 import type { StatsSampler } from './stats.ts';
 
 type View = contracts.provisioner.InstanceView;
@@ -60,7 +60,9 @@ export function instanceView(row: InstanceRow, urlTemplate: string): View {
 function deadReason(row: InstanceRow, s: RuntimeState, runtimeKind: InstanceRuntime['kind']): string | undefined {
   if (row.status !== 'running' || row.step !== 'done') return undefined;
   if (s.state === 'missing') return 'The instance container is missing; restart the instance';
-  if ((s.state === 'exited' && runtimeKind !== 'docker') || s.state === 'node_down') return s.error ?? `The agent exited with code ${s.exitCode}`;
+  // The reason the reconciler records for it (reconciler.deadReason): the view and the row never disagree on it.
+  if (s.state === 'node_down') return NODE_DOWN;
+  if (s.state === 'exited' && runtimeKind !== 'docker') return s.error ?? `The agent exited with code ${s.exitCode}`;
   return undefined;
 }
 

@@ -9,22 +9,34 @@ export interface NodeChoice {
   addr: string;
 }
 
+/** A node as placement sees it: what is left of its memory and CPU after every reservation meant to run there. */
+export interface NodeRoom extends NodeChoice {
+  hostname: string;
+  /** Ready, active and not being drained: it takes new instances. */
+  open: boolean;
+  freeBytes: number;
+  freeNanoCpus: number;
+  tasks: number;
+  instances: number;
+}
+
 /**
- * The ready, active node with the most unreserved memory (reservations of every task meant to run there,
- * ours and the platform's); ties go to the node with fewer tasks. 503 when none has room for the reservation.
+ * Every node's unreserved memory and CPU (reservations of every task meant to run there, ours and the platform's)
+ * and its instances: placement's input, and the per-node capacity gauges (metrics.ts).
  */
-export async function pickNode(engine: DockerEngine, memoryMb: number, cpus: number): Promise<NodeChoice> {
+export async function nodeRoom(engine: DockerEngine): Promise<NodeRoom[]> {
   const [nodes, tasks, instances] = await Promise.all([
     engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal }))),
     engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { 'desired-state': ['running'] }, abortSignal }))),
     engine.run('service list', (abortSignal) => engine.docker.listServices(o({ filters: { label: [LABEL_INSTANCE] }, abortSignal }))),
   ]);
-  const reserved = new Map<string, { bytes: number; nanoCpus: number; tasks: number }>();
-  const add = (node: string, res: { MemoryBytes?: number; NanoCPUs?: number } | undefined) => {
-    const r = reserved.get(node) ?? { bytes: 0, nanoCpus: 0, tasks: 0 };
+  const reserved = new Map<string, { bytes: number; nanoCpus: number; tasks: number; instances: number }>();
+  const add = (node: string, res: { MemoryBytes?: number; NanoCPUs?: number } | undefined, instance = false) => {
+    const r = reserved.get(node) ?? { bytes: 0, nanoCpus: 0, tasks: 0, instances: 0 };
     r.bytes += res?.MemoryBytes ?? 0;
     r.nanoCpus += res?.NanoCPUs ?? 0;
     r.tasks++;
+    if (instance) r.instances++;
     reserved.set(node, r);
   };
   // Instances count by their spec (pinned, started), not by their tasks: the task of an instance created a
@@ -35,21 +47,31 @@ export async function pickNode(engine: DockerEngine, memoryMb: number, cpus: num
     const node = pinnedNode(svc.Spec?.TaskTemplate?.Placement?.Constraints);
     // One created a moment ago is still at replicas 0: its start follows at once.
     const starting = Date.now() - Date.parse(svc.CreatedAt ?? '') < 60_000;
-    if (node && ((svc.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0 || starting)) add(node, svc.Spec?.TaskTemplate?.Resources?.Reservations);
+    if (node && ((svc.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0 || starting)) add(node, svc.Spec?.TaskTemplate?.Resources?.Reservations, true);
   }
   for (const t of tasks) if (t.NodeID && !pinned.has(t.ServiceID ?? '')) add(t.NodeID, t.Spec?.Resources?.Reservations);
+  return nodes.map((n) => {
+    const r = reserved.get(n.ID!) ?? { bytes: 0, nanoCpus: 0, tasks: 0, instances: 0 };
+    return {
+      id: n.ID!,
+      addr: nodeAddr(n),
+      hostname: n.Description?.Hostname ?? n.ID!,
+      open: n.Status?.State === 'ready' && n.Spec?.Availability === 'active' && !isDraining(n),
+      freeBytes: (n.Description?.Resources?.MemoryBytes ?? 0) - r.bytes,
+      freeNanoCpus: (n.Description?.Resources?.NanoCPUs ?? 0) - r.nanoCpus,
+      tasks: r.tasks,
+      instances: r.instances,
+    };
+  });
+}
+
+/** The open node with the most unreserved memory; ties go to the node with fewer tasks. 503 when none has room for the reservation. */
+export async function pickNode(engine: DockerEngine, memoryMb: number, cpus: number): Promise<NodeChoice> {
   const need = memoryMb * 1024 * 1024;
-  const candidates = nodes
-    .filter((n) => n.Status?.State === 'ready' && n.Spec?.Availability === 'active' && !isDraining(n))
-    .map((n) => {
-      const r = reserved.get(n.ID!) ?? { bytes: 0, nanoCpus: 0, tasks: 0 };
-      const freeCpu = (n.Description?.Resources?.NanoCPUs ?? 0) - r.nanoCpus;
-      return { id: n.ID!, addr: nodeAddr(n), free: (n.Description?.Resources?.MemoryBytes ?? 0) - r.bytes, freeCpu, tasks: r.tasks };
-    })
+  const best = (await nodeRoom(engine))
     // The swarm would leave a task pending on a node without room: refuse instead, at once.
-    .filter((n) => n.free >= need && n.freeCpu >= Math.round(cpus * 1e9))
-    .sort((a, b) => b.free - a.free || a.tasks - b.tasks);
-  const best = candidates[0];
+    .filter((n) => n.open && n.freeBytes >= need && n.freeNanoCpus >= Math.round(cpus * 1e9))
+    .sort((a, b) => b.freeBytes - a.freeBytes || a.tasks - b.tasks)[0];
   if (!best) throw new AppError('DOCKER_UNAVAILABLE', `No node has ${memoryMb} MB of memory and ${cpus} CPU unreserved; add a node or free one`);
   return { id: best.id, addr: best.addr };
 }

@@ -5,12 +5,13 @@ import type { InstanceRow } from '../db/schema.ts';
 import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import { demux } from '../docker/logs.ts';
 import { labels, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
+import { exportInstance, importInstance, LABEL_COPYING, type CopyOps } from './backup-copy.ts';
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { isDraining, nodeByAddr, pickNode } from './placement.ts';
 import { credentialsSecretPrefix, instanceServiceSpec, networkName, serviceName, volumeName } from './spec.ts';
 
-type Spec = { Name: string; Mode?: { Replicated?: { Replicas?: number } }; TaskTemplate: { ContainerSpec?: { Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number } };
+export type Spec = { Name: string; Labels?: Record<string, string>; Mode?: { Replicated?: { Replicas?: number } }; TaskTemplate: { ContainerSpec?: { Image?: string; Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number; Placement?: { Constraints?: string[] } } };
 
 /** How long a node that came back must stay ready before its given-up instances are started anew. */
 const NODE_SETTLE_MS = 20_000;
@@ -188,7 +189,8 @@ export class SwarmInstances implements InstanceRuntime {
     const { engine } = this.d;
     const current = await this.spec(id);
     if (!current) return { state: 'missing' };
-    const node = pinnedNode((current.spec as { TaskTemplate: { Placement?: { Constraints?: string[] } } }).TaskTemplate.Placement?.Constraints);
+    if (current.spec.Labels?.[LABEL_COPYING]) return { state: 'starting' };
+    const node = pinnedNode(current.spec.TaskTemplate.Placement?.Constraints);
     if (node && (current.spec.Mode?.Replicated?.Replicas ?? 0) > 0) {
       const info = await ignoreGone(engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal }))));
       if (info?.Status?.State !== 'ready') return { state: 'node_down', error: NODE_DOWN };
@@ -209,6 +211,18 @@ export class SwarmInstances implements InstanceRuntime {
     if (latest.DesiredState === 'running') return { state: 'starting' };
     return { state: 'exited', exitCode: exit ?? 0, ...(latest.Status?.Err ? { error: `The agent stopped: ${latest.Status.Err}` } : {}) };
   }
+
+  /** Backups: the volume copied from and to its node, as a drain moves it (backup-copy.ts). */
+  exportData = (id: string, sink: (tar: NodeJS.ReadableStream) => Promise<void>): Promise<void> => exportInstance(this.copyOps, id, sink);
+  importData = (row: InstanceRow, tar: NodeJS.ReadableStream): Promise<void> => importInstance(this.copyOps, row, tar);
+
+  private readonly copyOps: CopyOps = {
+    engine: () => this.d.engine,
+    scope: () => this.d.scope,
+    spec: async (id) => (await this.spec(id))?.spec,
+    update: (id, change) => this.updateService(id, change),
+    waitStopped: (id) => this.waitNoTasks(id, (this.d.config.STOP_TIMEOUT_SECONDS + 15) * 1000),
+  };
 
   async logs(id: string, tail: number): Promise<string> {
     const { engine } = this.d;
