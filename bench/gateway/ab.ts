@@ -53,7 +53,8 @@ export async function alternate(o: Comparison, beforeSlice?: (side: 'on' | 'off'
   }
   const on = merge(parts.on);
   const off = merge(parts.off);
-  const perRequest = (m: Record<string, number>, n: number) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / Math.max(1, n)) * 1_000_000)]));
+  const perRequest = (m: Record<string, number>, n: number) =>
+    Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / Math.max(1, n)) * 1_000_000)]));
   const pairs = parts.on.map((p, i) => 1 - p.rps / parts.off[i]!.rps).sort((a, b) => a - b);
   return {
     on,

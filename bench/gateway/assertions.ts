@@ -43,8 +43,12 @@ export async function assertionCost(o: Comparison): Promise<AssertionCost> {
     // The in-process figure decides: on this shared 2-core machine, two identical gateways differ by ±12 % in throughput.
     pass: inProcess.read_percent <= 5,
   };
-  o.log(`in process: sign + verify ${micro.read} µs for a repeated read, ${micro.write} µs for a write; ${inProcess.read_percent} % / ${inProcess.write_percent} % of the ${pathCpu} µs of CPU one request costs`);
-  o.log(`assertions on ${on.rps} req/s, off ${off.rps} req/s: cost ${cost} % (paired median ${pairedMedian} %); cpu µs/request on ${JSON.stringify(result.cpu_us_per_request.on)}, off ${JSON.stringify(result.cpu_us_per_request.off)}`);
+  o.log(
+    `in process: sign + verify ${micro.read} µs for a repeated read, ${micro.write} µs for a write; ${inProcess.read_percent} % / ${inProcess.write_percent} % of the ${pathCpu} µs of CPU one request costs`,
+  );
+  o.log(
+    `assertions on ${on.rps} req/s, off ${off.rps} req/s: cost ${cost} % (paired median ${pairedMedian} %); cpu µs/request on ${JSON.stringify(result.cpu_us_per_request.on)}, off ${JSON.stringify(result.cpu_us_per_request.off)}`,
+  );
   return result;
 }
 

@@ -27,7 +27,10 @@ export async function edgeCost(o: { direct: Target; gatewayHost: string; connect
     EDGE_GATEWAYS: o.gatewayHost,
   });
   writeFileSync(path.join(dir, 'caddy.json'), JSON.stringify(baseConfig(settings)));
-  const caddy = spawn('caddy', ['run', '--config', path.join(dir, 'caddy.json')], { env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir }, stdio: 'ignore' });
+  const caddy = spawn('caddy', ['run', '--config', path.join(dir, 'caddy.json')], {
+    env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+    stdio: 'ignore',
+  });
   try {
     const caFile = path.join(dir, 'data', 'pki', 'authorities', 'local', 'root.crt');
     for (let i = 0; i < 200 && !existsSync(caFile); i++) await new Promise((r) => setTimeout(r, 100));
@@ -59,11 +62,19 @@ export async function edgeCost(o: { direct: Target; gatewayHost: string; connect
       path: 'client → Caddy (HTTPS, keep-alive) → gateway, against client → gateway (HTTP), same run, alternating slices',
       max_throughput: { direct: report(direct), edge: report(viaEdge), ratio: r3(viaEdge.rps / direct.rps) },
       caddy_cpu_us_per_request: Math.round((caddyCpu / Math.max(1, viaEdge.requests)) * 1_000_000),
-      half_load: { rate_rps: rate, direct: report(d), edge: report(e), added_ms: pairedAdded(eHalf, dHalf), added_ms_pooled: { p50: r3(e.latencyMs.p50 - d.latencyMs.p50), p99: r3(e.latencyMs.p99 - d.latencyMs.p99) } },
+      half_load: {
+        rate_rps: rate,
+        direct: report(d),
+        edge: report(e),
+        added_ms: pairedAdded(eHalf, dHalf),
+        added_ms_pooled: { p50: r3(e.latencyMs.p50 - d.latencyMs.p50), p99: r3(e.latencyMs.p99 - d.latencyMs.p99) },
+      },
       load_average: os.loadavg()[0],
       errors: [direct, viaEdge, d, e].reduce((n, r) => n + r.errors + r.non2xx, 0),
     };
-    o.log(`edge: ${viaEdge.rps} vs ${direct.rps} req/s direct (ratio ${result.max_throughput.ratio}), Caddy ${result.caddy_cpu_us_per_request} µs CPU/request, added at ${rate} req/s (median of paired slices) p50 ${result.half_load.added_ms.p50} ms p99 ${result.half_load.added_ms.p99} ms; load average ${os.loadavg()[0]!.toFixed(1)}`);
+    o.log(
+      `edge: ${viaEdge.rps} vs ${direct.rps} req/s direct (ratio ${result.max_throughput.ratio}), Caddy ${result.caddy_cpu_us_per_request} µs CPU/request, added at ${rate} req/s (median of paired slices) p50 ${result.half_load.added_ms.p50} ms p99 ${result.half_load.added_ms.p99} ms; load average ${os.loadavg()[0]!.toFixed(1)}`,
+    );
     return result;
   } finally {
     caddy.kill('SIGTERM');

@@ -84,7 +84,10 @@ if (role === 'echo') {
     };
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
-    writeFileSync(path.join(repo, 'bench/results/gateway-floor.json'), `${JSON.stringify({ benchmark: 'gateway floor: node:http → NATS request → echo process', when: new Date().toISOString(), ...out }, null, 2)}\n`);
+    writeFileSync(
+      path.join(repo, 'bench/results/gateway-floor.json'),
+      `${JSON.stringify({ benchmark: 'gateway floor: node:http → NATS request → echo process', when: new Date().toISOString(), ...out }, null, 2)}\n`,
+    );
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await broker.stop();

@@ -14,7 +14,9 @@ export interface Target {
 
 /** A keep-alive agent for the target's scheme. */
 function agentFor(t: Target, maxSockets: number): http.Agent {
-  return t.url.startsWith('https:') ? new https.Agent({ keepAlive: true, maxSockets, ...(t.ca ? { ca: t.ca } : {}) }) : new http.Agent({ keepAlive: true, maxSockets });
+  return t.url.startsWith('https:')
+    ? new https.Agent({ keepAlive: true, maxSockets, ...(t.ca ? { ca: t.ca } : {}) })
+    : new http.Agent({ keepAlive: true, maxSockets });
 }
 
 export interface RunResult {
@@ -31,7 +33,14 @@ export interface RunResult {
 function send(agent: http.Agent, u: URL, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
     const tls = u.protocol === 'https:';
-    const opts = { agent, host: tls ? '127.0.0.1' : u.hostname, port: u.port, path: u.pathname + u.search, method: 'GET', headers: tls ? { host: u.host, ...headers } : headers };
+    const opts = {
+      agent,
+      host: tls ? '127.0.0.1' : u.hostname,
+      port: u.port,
+      path: u.pathname + u.search,
+      method: 'GET',
+      headers: tls ? { host: u.host, ...headers } : headers,
+    };
     const req = (tls ? https : http).request(tls ? { ...opts, servername: u.hostname } : opts, (res) => {
       res.on('data', () => {});
       res.on('end', () => resolve(res.statusCode ?? 0));
@@ -140,7 +149,12 @@ export async function openLoop(t: Target, rate: number, durationMs: number, maxC
 export function merge(parts: RunResult[]): RunResult {
   const lat = parts.flatMap((p) => p.raw ?? []);
   const seconds = parts.reduce((n, p) => n + p.seconds, 0);
-  const r = summarize(lat, parts.reduce((n, p) => n + p.errors, 0), parts.reduce((n, p) => n + p.non2xx, 0), seconds);
+  const r = summarize(
+    lat,
+    parts.reduce((n, p) => n + p.errors, 0),
+    parts.reduce((n, p) => n + p.non2xx, 0),
+    seconds,
+  );
   return r;
 }
 

@@ -41,7 +41,9 @@ export async function observabilityCost(o: Comparison & { metricsUrl: string; sa
   const hooks = hooksMicros();
   const inProcess = { hooks_us: hooks, path_cpu_us: o.pathCpuUs, hooks_percent: Math.round((hooks / o.pathCpuUs) * 1000) / 10 };
   const cost = ab.costPercentPairedMedian;
-  o.log(`observability on ${ab.on.rps} req/s, off ${ab.off.rps} req/s: cost ${ab.costPercent} % (paired median ${cost} %); cpu µs/request on ${JSON.stringify(ab.cpuUsPerRequest.on)}, off ${JSON.stringify(ab.cpuUsPerRequest.off)}`);
+  o.log(
+    `observability on ${ab.on.rps} req/s, off ${ab.off.rps} req/s: cost ${ab.costPercent} % (paired median ${cost} %); cpu µs/request on ${JSON.stringify(ab.cpuUsPerRequest.on)}, off ${JSON.stringify(ab.cpuUsPerRequest.off)}`,
+  );
   o.log(`in process: the metric hooks of one request ${hooks} µs, ${inProcess.hooks_percent} % of the ${o.pathCpuUs} µs of CPU one request costs`);
   return {
     sample_ratio: o.sampleRatio,

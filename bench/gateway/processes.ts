@@ -14,7 +14,14 @@ export interface BenchProcess {
   stop(): Promise<void>;
 }
 
-export async function spawnLogged(repo: string, name: string, env: Record<string, string>, logDir: string, label = name, execArgv: string[] = []): Promise<BenchProcess> {
+export async function spawnLogged(
+  repo: string,
+  name: string,
+  env: Record<string, string>,
+  logDir: string,
+  label = name,
+  execArgv: string[] = [],
+): Promise<BenchProcess> {
   mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, `${label}-${Date.now()}.log`);
   const fd = openSync(logFile, 'a');

@@ -61,12 +61,26 @@ const logDir = path.join(repo, '.test-logs', 'bench');
 const procs: BenchProcess[] = [];
 const [auth, billing] = await Promise.all([
   spawnLogged(repo, 'auth', { ...env, ...nats.envFor('auth'), DATABASE_URL: db.urlFor('auth') }, logDir),
-  spawnLogged(repo, 'billing-chain', { ...env, ...nats.envFor('billing-chain'), DATABASE_URL: db.urlFor('billing-chain') }, logDir, 'billing-chain', (process.env.BENCH_BILLING_NODE_ARGS ?? '').split(' ').filter(Boolean)),
+  spawnLogged(
+    repo,
+    'billing-chain',
+    { ...env, ...nats.envFor('billing-chain'), DATABASE_URL: db.urlFor('billing-chain') },
+    logDir,
+    'billing-chain',
+    (process.env.BENCH_BILLING_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  ),
 ]);
 procs.push(auth, billing);
 const args = (name: string) => (process.env[name] ?? '').split(' ').filter(Boolean);
 const spawnGateway = async (label: string, extra: Record<string, string>, execArgv: string[] = []) => {
-  const genv = { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem };
+  const genv = {
+    ...env,
+    ...nats.envFor('gateway'),
+    DATABASE_URL: db.urlFor('gateway'),
+    GATEWAY_HOST: '127.0.0.1',
+    GATEWAY_PORT: '0',
+    GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem,
+  };
   const p = await spawnLogged(repo, 'gateway', { ...genv, ...extra }, logDir, label, execArgv);
   procs.push(p);
   return p;
@@ -93,7 +107,20 @@ const gwTraceAll = await twin('gateway-traced-all', { TRACE_SAMPLE_RATIO: '1' })
 // billing-chain) to every throughput and half-load slice.
 const baseRepo = process.env.BENCH_BASE_REPO;
 const gwBase = baseRepo
-  ? await spawnLogged(baseRepo, 'gateway', { ...env, ...nats.envFor('gateway'), DATABASE_URL: db.urlFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem }, logDir, 'gateway-base')
+  ? await spawnLogged(
+      baseRepo,
+      'gateway',
+      {
+        ...env,
+        ...nats.envFor('gateway'),
+        DATABASE_URL: db.urlFor('gateway'),
+        GATEWAY_HOST: '127.0.0.1',
+        GATEWAY_PORT: '0',
+        GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem,
+      },
+      logDir,
+      'gateway-base',
+    )
   : undefined;
 if (gwBase) procs.push(gwBase);
 const baseUrl = `${String(gw.ready.url)}/api`;
@@ -144,7 +171,14 @@ try {
   const gwParts: RunResult[] = [];
   const beforeParts: RunResult[] = [];
   // CPU time each process spends per request, to show where the time goes.
-  const pids: Record<string, number> = { client: process.pid, bare: bare.pid, gateway: gw.pid, 'billing-chain': billing.pid, 'nats-server': nats.pid()!, ...(gwBase ? { before: gwBase.pid } : {}) };
+  const pids: Record<string, number> = {
+    client: process.pid,
+    bare: bare.pid,
+    gateway: gw.pid,
+    'billing-chain': billing.pid,
+    'nats-server': nats.pid()!,
+    ...(gwBase ? { before: gwBase.pid } : {}),
+  };
   const cpu = (): Record<string, number> => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuSeconds(pid) : 0]));
   const spent = { bare: {} as Record<string, number>, gateway: {} as Record<string, number>, before: {} as Record<string, number> };
   const add = (into: Record<string, number>, a: Record<string, number>, b: Record<string, number>) => {
@@ -169,17 +203,26 @@ try {
   const ratio = gwMax.rps / bareMax.rps;
   const perRequest = (m: Record<string, number>, n: number) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / n) * 1_000_000)]));
   const beforeMax = before && merge(beforeParts);
-  const cpuUsPerRequest = { bare: perRequest(spent.bare, bareMax.requests), gateway: perRequest(spent.gateway, gwMax.requests), ...(beforeMax ? { before: perRequest(spent.before, beforeMax.requests) } : {}) };
+  const cpuUsPerRequest = {
+    bare: perRequest(spent.bare, bareMax.requests),
+    gateway: perRequest(spent.gateway, gwMax.requests),
+    ...(beforeMax ? { before: perRequest(spent.before, beforeMax.requests) } : {}),
+  };
   log(`cpu µs per request: bare ${JSON.stringify(cpuUsPerRequest.bare)}, gateway ${JSON.stringify(cpuUsPerRequest.gateway)}`);
   log(`bare ${bareMax.rps} req/s, gateway ${gwMax.rps} req/s, ratio ${ratio.toFixed(3)}`);
-  if (beforeMax) log(`before (${baseRepo}): gateway ${beforeMax.rps} req/s, ratio ${(beforeMax.rps / bareMax.rps).toFixed(3)}, cpu µs per request ${JSON.stringify(cpuUsPerRequest.before)}`);
+  if (beforeMax)
+    log(
+      `before (${baseRepo}): gateway ${beforeMax.rps} req/s, ratio ${(beforeMax.rps / bareMax.rps).toFixed(3)}, cpu µs per request ${JSON.stringify(cpuUsPerRequest.before)}`,
+    );
 
   if (process.env.BENCH_RATES) {
     // Diagnostics: latency at given rates (comma-separated), alternating bare and gateway.
     for (const rate of process.env.BENCH_RATES.split(',').map(Number)) {
       const b = await openLoop(baseline, rate, SLICE_MS);
       const g = onGateway(await openLoop(gateway, rate, SLICE_MS));
-      log(`rate ${rate}: bare p50 ${b.latencyMs.p50} p99 ${b.latencyMs.p99} max ${b.latencyMs.max} | gateway p50 ${g.latencyMs.p50} p99 ${g.latencyMs.p99} max ${g.latencyMs.max}`);
+      log(
+        `rate ${rate}: bare p50 ${b.latencyMs.p50} p99 ${b.latencyMs.p99} max ${b.latencyMs.max} | gateway p50 ${g.latencyMs.p50} p99 ${g.latencyMs.p99} max ${g.latencyMs.max}`,
+      );
     }
   }
   const half = Math.max(1, Math.round(gwMax.rps / 2));
@@ -204,7 +247,9 @@ try {
   const overFloor = pairedAdded(gwHalfParts, floorHalfParts);
   const beforeOverFloor = before && pairedAdded(beforeHalfParts, floorHalfParts);
   if (beforeOverFloor) log(`before: added over the floor relay at half load p50 ${beforeOverFloor.p50} ms, p99 ${beforeOverFloor.p99} ms`);
-  log(`added over the floor relay at half load: median of paired slices p50 ${overFloor.p50} ms, p99 ${overFloor.p99} ms (floor p99 ${merge(floorHalfParts).latencyMs.p99} ms)`);
+  log(
+    `added over the floor relay at half load: median of paired slices p50 ${overFloor.p50} ms, p99 ${overFloor.p99} ms (floor p99 ${merge(floorHalfParts).latencyMs.p99} ms)`,
+  );
   log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
   log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
 
@@ -230,7 +275,14 @@ try {
   };
   const observability = { default_sampling: await observe(gwObserved, 'default (0.1)'), every_request_traced: await observe(gwTraceAll, '1') };
   // The same path through the HTTPS edge (Caddy), against the direct path, in this run.
-  const edge = await edgeCost({ direct: gateway, gatewayHost: new URL(String(gw.ready.url)).host, connections: CONNECTIONS, rounds: ROUNDS, sliceMs: SLICE_MS, log });
+  const edge = await edgeCost({
+    direct: gateway,
+    gatewayHost: new URL(String(gw.ready.url)).host,
+    connections: CONNECTIONS,
+    rounds: ROUNDS,
+    sliceMs: SLICE_MS,
+    log,
+  });
   gatewayRequests += edge.max_throughput.direct.requests + edge.max_throughput.edge.requests + edge.half_load.direct.requests + edge.half_load.edge.requests;
 
   // Stop the gateways: their database sessions end (so Postgres flushes their statistics) and they give
@@ -249,9 +301,23 @@ try {
     benchmark: 'gateway: authenticated GET /api/subscription/status (JWT → cached entitlement → usage count → NATS → billing-chain cache)',
     when: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? '', node: process.version },
-    settings: { connections: CONNECTIONS, duration_s: DURATION_MS / 1000, slice_s: SLICE_MS / 1000, warmup_s: WARMUP_MS / 1000, log_level: LOG_LEVEL, client: 'in-process node:http keep-alive, loopback' },
-    max_throughput: { bare: report(bareMax), gateway: report(gwMax), cpu_us_per_request: cpuUsPerRequest, ratio: Math.round(ratio * 1000) / 1000, target: 0.33, pass: ratio >= 0.33,
-      ...(beforeMax ? { before: { repo: baseRepo, gateway: report(beforeMax), ratio: Math.round((beforeMax.rps / bareMax.rps) * 1000) / 1000 } } : {}) },
+    settings: {
+      connections: CONNECTIONS,
+      duration_s: DURATION_MS / 1000,
+      slice_s: SLICE_MS / 1000,
+      warmup_s: WARMUP_MS / 1000,
+      log_level: LOG_LEVEL,
+      client: 'in-process node:http keep-alive, loopback',
+    },
+    max_throughput: {
+      bare: report(bareMax),
+      gateway: report(gwMax),
+      cpu_us_per_request: cpuUsPerRequest,
+      ratio: Math.round(ratio * 1000) / 1000,
+      target: 0.33,
+      pass: ratio >= 0.33,
+      ...(beforeMax ? { before: { repo: baseRepo, gateway: report(beforeMax), ratio: Math.round((beforeMax.rps / bareMax.rps) * 1000) / 1000 } } : {}),
+    },
     half_load: {
       rate_rps: half,
       slices: ROUNDS_HALF,
@@ -262,7 +328,11 @@ try {
       floor: report(merge(floorHalfParts)),
       added_over_floor_ms: overFloor,
       ...(beforeOverFloor ? { before_added_over_floor_ms: beforeOverFloor } : {}),
-      per_slice_p99_ms: { bare: bareHalfParts.map((b) => b.latencyMs.p99), gateway: gwHalfParts.map((g) => g.latencyMs.p99), floor: floorHalfParts.map((f) => f.latencyMs.p99) },
+      per_slice_p99_ms: {
+        bare: bareHalfParts.map((b) => b.latencyMs.p99),
+        gateway: gwHalfParts.map((g) => g.latencyMs.p99),
+        floor: floorHalfParts.map((f) => f.latencyMs.p99),
+      },
       target_p99_added_over_floor_ms: 1,
       pass: overFloor.p99 <= 1,
     },
@@ -281,7 +351,9 @@ try {
   };
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
   writeFileSync(path.join(repo, 'bench/results/gateway.json'), `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write(`${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, observability_cost_percent: observability.default_sampling.throughput_cost_percent_paired_median, edge_ratio: edge.max_throughput.ratio, edge_added_ms: edge.half_load.added_ms, errors }, null, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, observability_cost_percent: observability.default_sampling.throughput_cost_percent_paired_median, edge_ratio: edge.max_throughput.ratio, edge_added_ms: edge.half_load.added_ms, errors }, null, 2)}\n`,
+  );
   log('wrote bench/results/gateway.json');
   if (errors > 0) exitCode = 1;
 } catch (err) {

@@ -51,7 +51,13 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : NaN;
 };
-const stats = (xs: number[]) => ({ n: xs.length, p50: Math.round(pct(xs, 50)), p99: Math.round(pct(xs, 99)), min: Math.round(Math.min(...xs)), max: Math.round(Math.max(...xs)) });
+const stats = (xs: number[]) => ({
+  n: xs.length,
+  p50: Math.round(pct(xs, 50)),
+  p99: Math.round(pct(xs, 99)),
+  min: Math.round(Math.min(...xs)),
+  max: Math.round(Math.max(...xs)),
+});
 
 // ---------------------------------------------------------------- provisioner
 
@@ -97,7 +103,9 @@ async function provisionerRound(nc: Nc): Promise<{ ms: number[]; createMs: numbe
   // The ports Docker actually published, to check for collisions independently of the database.
   const published = await dockerQuiet('ps', '--filter', `label=agenthost.scope=${provNetwork}`, '--format', '{{.Ports}}');
   const dockerPorts = [...published.matchAll(/127\.0\.0\.1:(\d+)->18789/g)].map((m) => Number(m[1]));
-  await Promise.all([...started.keys()].map((instance_id) => request(nc, P.remove, { user_id, instance_id }, { timeoutMs: 60_000, asserter }).catch(() => failures++)));
+  await Promise.all(
+    [...started.keys()].map((instance_id) => request(nc, P.remove, { user_id, instance_id }, { timeoutMs: 60_000, asserter }).catch(() => failures++)),
+  );
   return { ms, createMs, failures, ports, dockerPorts };
 }
 
@@ -226,7 +234,9 @@ try {
   console.log(row('  (create call alone)', c));
   console.log(`ratio p50 ${result.ratio_p50}  p99 ${result.ratio_p99}   added p50 ${result.added_p50_ms} ms  p99 ${result.added_p99_ms} ms`);
   console.log(`per round p50 (bare/provisioner): ${rounds.map((x) => `${x.bare}/${x.provisioner}`).join('  ')}`);
-  console.log(`port collisions ${result.port_collisions}   failures ${result.failures}   target (p50 +≤100 ms, 0 collisions, 0 failures): ${result.target_met ? 'met' : 'NOT met'}\n`);
+  console.log(
+    `port collisions ${result.port_collisions}   failures ${result.failures}   target (p50 +≤100 ms, 0 collisions, 0 failures): ${result.target_met ? 'met' : 'NOT met'}\n`,
+  );
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
   // BENCH_RESULT_FILE: the swarm benchmark runs this one as its docker-driver baseline.
   writeFileSync(process.env.BENCH_RESULT_FILE ?? path.join(repo, 'bench/results/instances.json'), `${JSON.stringify(result, null, 2)}\n`);

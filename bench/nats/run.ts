@@ -32,7 +32,19 @@ const { natsOptions } = await import('../../packages/shared/src/nats/connect.ts'
 const busOptions = () => natsOptions({ url: process.env.NATS_URL!, seedFile: process.env.NATS_NKEY_SEED_FILE!, caFile: process.env.NATS_CA_FILE! });
 const SUBJECT = 'bench.echo';
 // The size of billing-chain's status answer, the gateway's hottest call.
-const reply = new TextEncoder().encode(JSON.stringify({ ok: true, result: { wallet_address: 'x'.repeat(44), tier: 'pro', is_active: true, expires_at: new Date().toISOString(), cancelled: false, refreshed_at: new Date().toISOString() } }));
+const reply = new TextEncoder().encode(
+  JSON.stringify({
+    ok: true,
+    result: {
+      wallet_address: 'x'.repeat(44),
+      tier: 'pro',
+      is_active: true,
+      expires_at: new Date().toISOString(),
+      cancelled: false,
+      refreshed_at: new Date().toISOString(),
+    },
+  }),
+);
 
 interface Slice {
   requests: number;

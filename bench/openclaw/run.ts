@@ -74,13 +74,48 @@ const stats = (xs: number[]) => ({ n: xs.length, p50: Math.round(pct(xs, 50)), p
 async function bareRun(name: string, port: number): Promise<void> {
   const mem = `${LIMITS.memory_mb}m`;
   await docker(
-    'run', '-d', '--name', name, '--label', bareLabel,
-    '--user', '10001:10001', '--read-only', '--tmpfs', '/tmp:rw,nosuid,nodev,size=64m,mode=1777',
-    '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges:true', '--pids-limit', String(LIMITS.pids),
-    '--memory', mem, '--memory-swap', mem, '--cpus', String(LIMITS.cpus),
-    '-p', `127.0.0.1:${port}:18789`, '--mount', `type=volume,source=${name},target=/data,volume-label=${bareLabel}`,
-    '-e', `OPENCLAW_GATEWAY_TOKEN=${TOKEN}`, '-e', `NODE_OPTIONS=--max-old-space-size=${heapMb(LIMITS.memory_mb)}`,
-    '--entrypoint', '/usr/local/bin/openclaw', IMAGE, 'gateway', '--allow-unconfigured', '--bind', 'lan', '--port', '18789', '--auth', 'token',
+    'run',
+    '-d',
+    '--name',
+    name,
+    '--label',
+    bareLabel,
+    '--user',
+    '10001:10001',
+    '--read-only',
+    '--tmpfs',
+    '/tmp:rw,nosuid,nodev,size=64m,mode=1777',
+    '--cap-drop',
+    'ALL',
+    '--security-opt',
+    'no-new-privileges:true',
+    '--pids-limit',
+    String(LIMITS.pids),
+    '--memory',
+    mem,
+    '--memory-swap',
+    mem,
+    '--cpus',
+    String(LIMITS.cpus),
+    '-p',
+    `127.0.0.1:${port}:18789`,
+    '--mount',
+    `type=volume,source=${name},target=/data,volume-label=${bareLabel}`,
+    '-e',
+    `OPENCLAW_GATEWAY_TOKEN=${TOKEN}`,
+    '-e',
+    `NODE_OPTIONS=--max-old-space-size=${heapMb(LIMITS.memory_mb)}`,
+    '--entrypoint',
+    '/usr/local/bin/openclaw',
+    IMAGE,
+    'gateway',
+    '--allow-unconfigured',
+    '--bind',
+    'lan',
+    '--port',
+    '18789',
+    '--auth',
+    'token',
   );
 }
 
@@ -105,7 +140,11 @@ async function startProfile(container: string): Promise<Record<string, number>> 
 
 /** RSS of the container's processes and its parts (MB): anonymous = V8 heap + native buffers, file = code and mapped files. */
 async function memoryOf(container: string) {
-  const pids = (await docker('top', container, '-eo', 'pid')).split('\n').slice(1).map((s) => Number(s.trim())).filter(Boolean);
+  const pids = (await docker('top', container, '-eo', 'pid'))
+    .split('\n')
+    .slice(1)
+    .map((s) => Number(s.trim()))
+    .filter(Boolean);
   const sum = { rss_mb: 0, anonymous_mb: 0, file_mb: 0, shmem_mb: 0 };
   for (const pid of pids) {
     try {
@@ -121,7 +160,14 @@ async function memoryOf(container: string) {
   }
   const cg = await dockerQuiet('stats', '--no-stream', '--format', '{{.MemUsage}}', container);
   const mb = (v: number) => Math.round(v);
-  return { processes: pids.length, rss_mb: mb(sum.rss_mb), anonymous_mb: mb(sum.anonymous_mb), file_mb: mb(sum.file_mb), shmem_mb: mb(sum.shmem_mb), cgroup_usage: cg };
+  return {
+    processes: pids.length,
+    rss_mb: mb(sum.rss_mb),
+    anonymous_mb: mb(sum.anonymous_mb),
+    file_mb: mb(sum.file_mb),
+    shmem_mb: mb(sum.shmem_mb),
+    cgroup_usage: cg,
+  };
 }
 
 async function createAndWait(nc: Nc, user_id: string, n: number): Promise<{ ms: number[]; ids: string[]; failures: number }> {

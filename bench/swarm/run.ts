@@ -45,11 +45,21 @@ async function gatewayRun(replicas: number, token: string) {
   const cpu0 = await gatewayCpuNs();
   const half = Math.max(1, CONNECTIONS / 2);
   const parts = await Promise.all(
-    [MANAGER, WORKER].map((host) => closedLoop({ url: `${apiUrl(host)}/subscription/status`, headers: { authorization: `Bearer ${token}` } }, half, SECONDS * 1000)),
+    [MANAGER, WORKER].map((host) =>
+      closedLoop({ url: `${apiUrl(host)}/subscription/status`, headers: { authorization: `Bearer ${token}` } }, half, SECONDS * 1000),
+    ),
   );
   const cpu1 = await gatewayCpuNs();
   const r = merge(parts);
-  return { replicas, rps: r.rps, errors: r.errors, non2xx: r.non2xx, p50_ms: r.latencyMs.p50, p99_ms: r.latencyMs.p99, cpu_us_per_request: Math.round((cpu1 - cpu0) / 1000 / Math.max(1, r.requests)) };
+  return {
+    replicas,
+    rps: r.rps,
+    errors: r.errors,
+    non2xx: r.non2xx,
+    p50_ms: r.latencyMs.p50,
+    p99_ms: r.latencyMs.p99,
+    cpu_us_per_request: Math.round((cpu1 - cpu0) / 1000 / Math.max(1, r.requests)),
+  };
 }
 
 async function swarmCreates(api: ReturnType<typeof apiClient>): Promise<number[]> {
@@ -86,15 +96,25 @@ const avg = (n: number, k: 'rps' | 'cpu_us_per_request') => Math.round(gateway.f
 
 log('create → running: docker driver (bench/instances) and swarm driver, same concurrency');
 const dockerFile = path.join(os.tmpdir(), `bench-docker-driver-${process.pid}.json`);
-await exec(process.execPath, [path.join(repo, 'bench/instances/run.ts')], { env: { ...process.env, BENCH_CONCURRENCY: String(CREATES), BENCH_ROUNDS: '2', BENCH_RESULT_FILE: dockerFile }, maxBuffer: 16 << 20 });
+await exec(process.execPath, [path.join(repo, 'bench/instances/run.ts')], {
+  env: { ...process.env, BENCH_CONCURRENCY: String(CREATES), BENCH_ROUNDS: '2', BENCH_RESULT_FILE: dockerFile },
+  maxBuffer: 16 << 20,
+});
 const dockerDriver = JSON.parse(readFileSync(dockerFile, 'utf8')) as { provisioner_create_to_running_ms: { p50: number } };
 const swarmMs = [...(await swarmCreates(session.api)), ...(await swarmCreates(session.api))];
 
 const result = {
   benchmark: 'swarm',
   when: new Date().toISOString(),
-  host: { cpus: os.cpus().length, nodes: 2, note: 'both swarm nodes share this machine\'s cores' },
-  gateway: { runs: gateway, rps_x1: avg(1, 'rps'), rps_x2: avg(2, 'rps'), ratio_x2_over_x1: Math.round((avg(2, 'rps') / avg(1, 'rps')) * 100) / 100, cpu_us_per_request_x1: avg(1, 'cpu_us_per_request'), cpu_us_per_request_x2: avg(2, 'cpu_us_per_request') },
+  host: { cpus: os.cpus().length, nodes: 2, note: "both swarm nodes share this machine's cores" },
+  gateway: {
+    runs: gateway,
+    rps_x1: avg(1, 'rps'),
+    rps_x2: avg(2, 'rps'),
+    ratio_x2_over_x1: Math.round((avg(2, 'rps') / avg(1, 'rps')) * 100) / 100,
+    cpu_us_per_request_x1: avg(1, 'cpu_us_per_request'),
+    cpu_us_per_request_x2: avg(2, 'cpu_us_per_request'),
+  },
   create_to_running: {
     concurrency: CREATES,
     docker_driver_p50_ms: dockerDriver.provisioner_create_to_running_ms.p50,

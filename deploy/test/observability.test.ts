@@ -37,11 +37,21 @@ describe('deploy/observability', () => {
   it('the dashboard queries only metrics the services export', () => {
     const dashboard = JSON.parse(readFileSync(path.join(dir, 'grafana-dashboard.json'), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
     const exported = new Set<string>();
-    for (const file of ['packages/shared/src/observe/metrics.ts', 'packages/shared/src/observe/index.ts', 'services/gateway/src/http/observe.ts', 'services/gateway/src/domain/metrics.ts', 'services/provisioner/src/metrics.ts', 'services/billing-chain/src/metrics.ts', 'services/keyvault/src/metrics.ts']) {
+    for (const file of [
+      'packages/shared/src/observe/metrics.ts',
+      'packages/shared/src/observe/index.ts',
+      'services/gateway/src/http/observe.ts',
+      'services/gateway/src/domain/metrics.ts',
+      'services/provisioner/src/metrics.ts',
+      'services/billing-chain/src/metrics.ts',
+      'services/keyvault/src/metrics.ts',
+    ]) {
       for (const m of readFileSync(path.join(repoRoot, file), 'utf8').matchAll(/'(agenthost_[a-z_]+)'/g)) exported.add(m[1]!);
     }
     const defaults = /^agenthost_(process|nodejs)_/; // prom-client's process metrics under our prefix
-    const asked = dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/\b(agenthost_[a-z_]+?)(_bucket|_sum|_count)?\b/g)].map((m) => m[1]!)));
+    const asked = dashboard.panels.flatMap((p) =>
+      p.targets.flatMap((t) => [...t.expr.matchAll(/\b(agenthost_[a-z_]+?)(_bucket|_sum|_count)?\b/g)].map((m) => m[1]!)),
+    );
     expect(asked.length).toBeGreaterThan(10);
     for (const name of asked) expect(exported.has(name) || defaults.test(name), name).toBe(true);
   });

@@ -61,7 +61,8 @@ describe('deploy/start.sh', () => {
   it('runs every service under supervisord and answers ready', async () => {
     expect(await ready()).toBe(true);
     const status = await supervisorctl('status');
-    for (const p of ['auth', 'billing-chain', 'provisioner', 'keyvault', 'gateway', 'devchain', 'edge', 'caddy']) expect(status).toMatch(new RegExp(`^${p}\\s+RUNNING`, 'm'));
+    for (const p of ['auth', 'billing-chain', 'provisioner', 'keyvault', 'gateway', 'devchain', 'edge', 'caddy'])
+      expect(status).toMatch(new RegExp(`^${p}\\s+RUNNING`, 'm'));
   });
 
   it('serves the API through the HTTPS edge, trusted with the local CA it made, and redirects HTTP to it', async () => {
@@ -69,7 +70,14 @@ describe('deploy/start.sh', () => {
     const origin = `https://agenthost.localhost:${EDGE_HTTPS}`;
     const { stdout } = await run('curl', ['-s', '--cacert', ca, '-w', ' %{http_code}', `${origin}/api/health/ready`]);
     expect(stdout).toMatch(/ 200$/);
-    const redirect = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{redirect_url}', `http://agenthost.localhost:${EDGE_HTTPS + 1}/api/health/ready`]);
+    const redirect = await run('curl', [
+      '-s',
+      '-o',
+      '/dev/null',
+      '-w',
+      '%{http_code} %{redirect_url}',
+      `http://agenthost.localhost:${EDGE_HTTPS + 1}/api/health/ready`,
+    ]);
     expect(redirect.stdout).toBe(`308 ${origin}/api/health/ready`);
     // Caddy runs as the edge's user, not root.
     const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${await pidOf('caddy')}/status`, 'utf8'))![1]);
@@ -81,7 +89,9 @@ describe('deploy/start.sh', () => {
     await waitFor(
       'every service up in Prometheus',
       async () => {
-        const r = (await (await fetch(`http://127.0.0.1:${prometheusPort}/api/v1/query?query=up`)).json()) as { data: { result: { metric: { job: string }; value: [number, string] }[] } };
+        const r = (await (await fetch(`http://127.0.0.1:${prometheusPort}/api/v1/query?query=up`)).json()) as {
+          data: { result: { metric: { job: string }; value: [number, string] }[] };
+        };
         const up = r.data.result.filter((s) => s.value[1] === '1').map((s) => s.metric.job);
         return up.length === 5 ? up : undefined;
       },
@@ -114,7 +124,8 @@ describe('deploy/start.sh', () => {
     }
     // auth's signing key stays in its file, which only auth is pointed at.
     expect(environ(await pidOf('auth'))).toContain(`AUTH_JWT_PRIVATE_KEY_FILE=${path.join(state, 'secrets', 'auth-jwt.pem')}`);
-    for (const p of ['gateway', 'keyvault', 'billing-chain', 'provisioner']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain('AUTH_JWT_PRIVATE_KEY');
+    for (const p of ['gateway', 'keyvault', 'billing-chain', 'provisioner'])
+      expect(environ(await pidOf(p)).join('\n'), p).not.toContain('AUTH_JWT_PRIVATE_KEY');
   });
 
   it('gives the backup key to the provisioner alone, as the path of a file only root reads', async () => {
@@ -123,7 +134,8 @@ describe('deploy/start.sh', () => {
     expect(Buffer.from(key, 'base64')).toHaveLength(32);
     expect(statSync(file).mode & 0o077).toBe(0);
     expect(environ(await pidOf('provisioner'))).toContain(`BACKUP_KEY_FILE=${file}`);
-    for (const p of ['gateway', 'auth', 'billing-chain', 'keyvault', 'provisioner', 'devchain']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain(key);
+    for (const p of ['gateway', 'auth', 'billing-chain', 'keyvault', 'provisioner', 'devchain'])
+      expect(environ(await pidOf(p)).join('\n'), p).not.toContain(key);
     for (const p of ['gateway', 'auth', 'billing-chain', 'keyvault', 'devchain']) expect(environ(await pidOf(p)).join('\n'), p).not.toContain('BACKUP_KEY');
   });
 
@@ -134,11 +146,14 @@ describe('deploy/start.sh', () => {
       expect(vars, p).toContain(`NATS_NKEY_SEED_FILE=${path.join(state, 'nats-auth', `${p}.nk`)}`);
       const url = new URL(vars.find((v) => v.startsWith('DATABASE_URL='))!.slice('DATABASE_URL='.length));
       expect(url.username, p).toBe(`agenthost_${schema[p]}`);
-      expect(vars.some((v) => v.startsWith('TEST_DATABASE_URL=')), p).toBe(false);
+      expect(
+        vars.some((v) => v.startsWith('TEST_DATABASE_URL=')),
+        p,
+      ).toBe(false);
     }
   });
 
-  it('runs each service but the provisioner as its own unprivileged user, who cannot read the others\' secrets', async () => {
+  it("runs each service but the provisioner as its own unprivileged user, who cannot read the others' secrets", async () => {
     const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
     const uids = new Map<string, number>();
     for (const p of ['gateway', 'auth', 'billing-chain', 'keyvault', 'devchain']) {
@@ -149,7 +164,11 @@ describe('deploy/start.sh', () => {
     }
     expect(new Set(uids.values()).size).toBe(5);
     expect(uidOf(await pidOf('provisioner'))).toBe(0); // Docker, the firewall and loop mounts
-    const as = (user: string, file: string) => run('runuser', ['-u', user, '--', 'cat', file]).then(() => 'read', () => 'refused');
+    const as = (user: string, file: string) =>
+      run('runuser', ['-u', user, '--', 'cat', file]).then(
+        () => 'read',
+        () => 'refused',
+      );
     const secrets = path.join(state, 'secrets');
     expect(await as('agenthost-gateway', path.join(secrets, 'master-key'))).toBe('refused');
     expect(await as('agenthost-gateway', path.join(secrets, 'auth-jwt.pem'))).toBe('refused');

@@ -13,15 +13,15 @@
 // the platform's secret provider `secrets.providers.agenthost`, the one key of a user's config we own: an exec
 // provider that asks the bootstrap for the instance's keys. Users point any SecretRef at it, e.g.
 //   models.providers.openai.apiKey = { source: "exec", provider: "agenthost", id: "OPENAI_API_KEY" }
-import fs from "node:fs";
-import { hostname } from "node:os";
-import path from "node:path";
+import fs from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
 
-const PACKAGE_DIR = "/opt/openclaw/node_modules/openclaw";
-const ENTRY = path.join(PACKAGE_DIR, "openclaw.mjs");
+const PACKAGE_DIR = '/opt/openclaw/node_modules/openclaw';
+const ENTRY = path.join(PACKAGE_DIR, 'openclaw.mjs');
 
 function log(level, msg, fields = {}) {
-  const line = JSON.stringify({ ts: new Date().toISOString(), level, msg, component: "openclaw-launch", ...fields });
+  const line = JSON.stringify({ ts: new Date().toISOString(), level, msg, component: 'openclaw-launch', ...fields });
   try {
     fs.writeSync(2, `${line}\n`);
   } catch {
@@ -32,10 +32,10 @@ function log(level, msg, fields = {}) {
 const HOT_RELOAD = Boolean(process.env.AGENTHOST_KEYS_SOCKET);
 /** OpenClaw passes the resolver only these variables (passEnv); the keys themselves never are. */
 const KEYS_PROVIDER = Object.freeze({
-  source: "exec",
-  command: "/opt/agenthost/keys-resolver.mjs",
-  passEnv: ["AGENTHOST_KEYS_SOCKET", "AGENTHOST_KEYS_TOKEN"],
-  trustedDirs: ["/opt/agenthost"],
+  source: 'exec',
+  command: '/opt/agenthost/keys-resolver.mjs',
+  passEnv: ['AGENTHOST_KEYS_SOCKET', 'AGENTHOST_KEYS_TOKEN'],
+  trustedDirs: ['/opt/agenthost'],
   timeoutMs: 5000,
 });
 
@@ -46,25 +46,25 @@ const KEYS_PROVIDER = Object.freeze({
  */
 const PUBLIC_ORIGINS = (() => {
   try {
-    return [new URL(process.env.AGENTHOST_PUBLIC_URL ?? "").origin, "http://localhost:18789", "http://127.0.0.1:18789"];
+    return [new URL(process.env.AGENTHOST_PUBLIC_URL ?? '').origin, 'http://localhost:18789', 'http://127.0.0.1:18789'];
   } catch {
     return [];
   }
 })();
 
 function configPathOf() {
-  const home = process.env.OPENCLAW_HOME || process.env.HOME || "/data/home";
-  const stateDir = process.env.OPENCLAW_STATE_DIR || path.join(home, ".openclaw");
-  return process.env.OPENCLAW_CONFIG_PATH || path.join(stateDir, "openclaw.json");
+  const home = process.env.OPENCLAW_HOME || process.env.HOME || '/data/home';
+  const stateDir = process.env.OPENCLAW_STATE_DIR || path.join(home, '.openclaw');
+  return process.env.OPENCLAW_CONFIG_PATH || path.join(stateDir, 'openclaw.json');
 }
 
 /** Adds or refreshes the platform's settings in an existing config (the key provider, the public origin); a config that is not plain JSON is left alone. */
 function ensurePlatformSettings(configPath) {
   let config;
   try {
-    config = JSON.parse(fs.readFileSync(configPath, "utf8"));
+    config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
   } catch (err) {
-    log("warn", "config is not plain JSON; secrets.providers.agenthost not checked", { path: configPath, error: err?.code ?? "parse" });
+    log('warn', 'config is not plain JSON; secrets.providers.agenthost not checked', { path: configPath, error: err?.code ?? 'parse' });
     return;
   }
   const before = JSON.stringify(config);
@@ -79,10 +79,10 @@ function ensurePlatformSettings(configPath) {
   try {
     fs.writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
     fs.renameSync(tmp, configPath);
-    log("info", "set the platform's settings (secrets.providers.agenthost, gateway.controlUi.allowedOrigins)", { path: configPath });
+    log('info', "set the platform's settings (secrets.providers.agenthost, gateway.controlUi.allowedOrigins)", { path: configPath });
   } catch (err) {
     fs.rmSync(tmp, { force: true });
-    log("warn", "could not set secrets.providers.agenthost", { path: configPath, error: err?.code ?? String(err) });
+    log('warn', 'could not set secrets.providers.agenthost', { path: configPath, error: err?.code ?? String(err) });
   }
 }
 
@@ -94,18 +94,18 @@ function seedConfig() {
   }
   const config = {
     gateway: {
-      mode: "local",
-      controlUi: { root: path.join(PACKAGE_DIR, "dist", "control-ui"), ...(PUBLIC_ORIGINS.length ? { allowedOrigins: PUBLIC_ORIGINS } : {}) },
+      mode: 'local',
+      controlUi: { root: path.join(PACKAGE_DIR, 'dist', 'control-ui'), ...(PUBLIC_ORIGINS.length ? { allowedOrigins: PUBLIC_ORIGINS } : {}) },
     },
     logging: { maxFileBytes: 16 * 1024 * 1024 },
     ...(HOT_RELOAD ? { secrets: { providers: { agenthost: KEYS_PROVIDER } } } : {}),
   };
   try {
     fs.mkdirSync(path.dirname(configPath), { recursive: true, mode: 0o700 });
-    fs.writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: "wx" });
-    log("info", "seeded OpenClaw config", { path: configPath });
+    fs.writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+    log('info', 'seeded OpenClaw config', { path: configPath });
   } catch (err) {
-    if (err?.code !== "EEXIST") log("warn", "could not seed OpenClaw config", { path: configPath, error: err?.code ?? String(err) });
+    if (err?.code !== 'EEXIST') log('warn', 'could not seed OpenClaw config', { path: configPath, error: err?.code ?? String(err) });
   }
 }
 
@@ -116,19 +116,19 @@ function seedConfig() {
  * same host and otherwise waits the lease out (5 minutes, failing each start meanwhile), so it is dropped here.
  */
 function dropForeignGatewayLease() {
-  const stateDir = process.env.OPENCLAW_STATE_DIR || path.join(process.env.OPENCLAW_HOME || process.env.HOME || "/data/home", ".openclaw");
-  const file = path.join(stateDir, "state", "openclaw.sqlite");
+  const stateDir = process.env.OPENCLAW_STATE_DIR || path.join(process.env.OPENCLAW_HOME || process.env.HOME || '/data/home', '.openclaw');
+  const file = path.join(stateDir, 'state', 'openclaw.sqlite');
   if (!fs.existsSync(file)) return;
   let db;
   try {
-    const { DatabaseSync } = process.getBuiltinModule("node:sqlite");
+    const { DatabaseSync } = process.getBuiltinModule('node:sqlite');
     db = new DatabaseSync(file);
     const dropped = db
       .prepare("DELETE FROM state_leases WHERE scope = 'gateway-owner' AND coalesce(json_extract(payload_json, '$.owner.host'), '') <> ?")
       .run(hostname()).changes;
-    if (dropped) log("info", "dropped the gateway lease of another host (restored or moved state)", { path: file });
+    if (dropped) log('info', 'dropped the gateway lease of another host (restored or moved state)', { path: file });
   } catch (err) {
-    log("warn", "could not check the gateway lease", { path: file, error: err?.code ?? String(err?.message ?? err) });
+    log('warn', 'could not check the gateway lease', { path: file, error: err?.code ?? String(err?.message ?? err) });
   } finally {
     try {
       db?.close();
@@ -141,10 +141,10 @@ function dropForeignGatewayLease() {
 seedConfig();
 dropForeignGatewayLease();
 const argv = [process.execPath, ENTRY, ...process.argv.slice(2)];
-if (typeof process.execve === "function") {
+if (typeof process.execve === 'function') {
   process.execve(process.execPath, argv, process.env);
 } else {
-  const { spawnSync } = await import("node:child_process");
-  const r = spawnSync(process.execPath, argv.slice(1), { stdio: "inherit" });
+  const { spawnSync } = await import('node:child_process');
+  const r = spawnSync(process.execPath, argv.slice(1), { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }

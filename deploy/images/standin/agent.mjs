@@ -21,25 +21,25 @@
 //   STANDIN_READY_DELAY_MS   readiness delay after listening (default 0)
 //   STANDIN_NEVER_READY=1    never become ready
 //   STANDIN_EXIT_AFTER_MS    exit with STANDIN_EXIT_CODE (default 1) after this many ms (crash tests)
-import { execFile } from "node:child_process";
-import { createHash, randomUUID } from "node:crypto";
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
-import http from "node:http";
+import { execFile } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 
-const port = intEnv("STANDIN_PORT", 18789);
-const readyDelayMs = intEnv("STANDIN_READY_DELAY_MS", 0);
-const neverReady = process.env.STANDIN_NEVER_READY === "1";
-const exitAfterMs = intEnv("STANDIN_EXIT_AFTER_MS", -1);
-const exitCode = intEnv("STANDIN_EXIT_CODE", 1);
+const port = intEnv('STANDIN_PORT', 18789);
+const readyDelayMs = intEnv('STANDIN_READY_DELAY_MS', 0);
+const neverReady = process.env.STANDIN_NEVER_READY === '1';
+const exitAfterMs = intEnv('STANDIN_EXIT_AFTER_MS', -1);
+const exitCode = intEnv('STANDIN_EXIT_CODE', 1);
 const startedAt = Date.now();
 let ready = false;
-const state = bootState(process.env.STANDIN_STATE_FILE ?? "/data/standin-state.json");
+const state = bootState(process.env.STANDIN_STATE_FILE ?? '/data/standin-state.json');
 
 /** The state of earlier starts, one more boot counted; none (null) when the volume is not writable. */
 function bootState(file) {
   let prev = { born: randomUUID(), boots: 0 };
   try {
-    prev = JSON.parse(readFileSync(file, "utf8"));
+    prev = JSON.parse(readFileSync(file, 'utf8'));
   } catch {}
   const next = { born: prev.born, boots: prev.boots + 1 };
   try {
@@ -56,14 +56,19 @@ let reloads = 0;
 
 function resolveKeys() {
   return new Promise((resolve, reject) => {
-    execFile("/opt/agenthost/keys-resolver.mjs", ["--all"], { timeout: 5000, env: { AGENTHOST_KEYS_SOCKET: process.env.AGENTHOST_KEYS_SOCKET ?? "", AGENTHOST_KEYS_TOKEN: process.env.AGENTHOST_KEYS_TOKEN ?? "" } }, (err, stdout) => {
-      if (err) return reject(new Error("the resolver failed"));
-      try {
-        resolve(JSON.parse(stdout).values ?? {});
-      } catch {
-        reject(new Error("the resolver answered no JSON"));
-      }
-    });
+    execFile(
+      '/opt/agenthost/keys-resolver.mjs',
+      ['--all'],
+      { timeout: 5000, env: { AGENTHOST_KEYS_SOCKET: process.env.AGENTHOST_KEYS_SOCKET ?? '', AGENTHOST_KEYS_TOKEN: process.env.AGENTHOST_KEYS_TOKEN ?? '' } },
+      (err, stdout) => {
+        if (err) return reject(new Error('the resolver failed'));
+        try {
+          resolve(JSON.parse(stdout).values ?? {});
+        } catch {
+          reject(new Error('the resolver answered no JSON'));
+        }
+      },
+    );
   });
 }
 
@@ -72,54 +77,60 @@ async function reload() {
   reloads++;
 }
 
-const sha = (v) => createHash("sha256").update(v ?? "").digest("hex");
+const sha = (v) =>
+  createHash('sha256')
+    .update(v ?? '')
+    .digest('hex');
 
 function intEnv(name, fallback) {
   const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
+  if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   return Number.isInteger(n) ? n : fallback;
 }
 
 function log(msg, fields = {}) {
-  process.stdout.write(`${JSON.stringify({ ts: new Date().toISOString(), level: "info", msg, component: "standin", ...fields })}\n`);
+  process.stdout.write(`${JSON.stringify({ ts: new Date().toISOString(), level: 'info', msg, component: 'standin', ...fields })}\n`);
 }
 
 function send(res, status, body) {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), "cache-control": "no-store" });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
   res.end(text);
 }
 
 const server = http.createServer((req, res) => {
-  const path = (req.url ?? "/").split("?")[0];
-  if (req.method === "POST" && path === "/reload") {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method === 'POST' && path === '/reload') {
     return void reload().then(
       () => send(res, 200, { ok: true }),
       (err) => send(res, 500, { ok: false, reason: err.message }),
     );
   }
-  if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, { ok: false, error: "method not allowed" });
+  if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { ok: false, error: 'method not allowed' });
   switch (path) {
-    case "/healthz":
-    case "/health":
+    case '/healthz':
+    case '/health':
       return send(res, 200, { ok: true });
-    case "/readyz":
-    case "/ready":
+    case '/readyz':
+    case '/ready':
       return ready ? send(res, 200, { ok: true, ready: true }) : send(res, 503, { ok: false, ready: false });
-    case "/env": {
+    case '/env': {
       const names = Object.keys(process.env).sort();
       const sha256 = {};
-      for (const name of names) sha256[name] = createHash("sha256").update(process.env[name] ?? "").digest("hex");
+      for (const name of names)
+        sha256[name] = createHash('sha256')
+          .update(process.env[name] ?? '')
+          .digest('hex');
       return send(res, 200, { names, sha256 });
     }
-    case "/keys": {
+    case '/keys': {
       const names = Object.keys(keys).sort();
       return send(res, 200, { names, sha256: Object.fromEntries(names.map((n) => [n, sha(keys[n])])), reloads });
     }
-    case "/":
+    case '/':
       return send(res, 200, {
-        agent: "standin",
+        agent: 'standin',
         instance_id: process.env.AGENTHOST_INSTANCE_ID ?? null,
         ready,
         uptime_ms: Date.now() - startedAt,
@@ -128,16 +139,16 @@ const server = http.createServer((req, res) => {
         state,
       });
     default:
-      return send(res, 404, { ok: false, error: "not found" });
+      return send(res, 404, { ok: false, error: 'not found' });
   }
 });
 server.keepAliveTimeout = 5000;
 
 // A minimal WebSocket endpoint (RFC 6455): text frames up to 64 KiB, echoed back unmasked; anything else closes.
-server.on("upgrade", (req, socket) => {
-  const key = req.headers["sec-websocket-key"];
-  if ((req.url ?? "").split("?")[0] !== "/ws" || typeof key !== "string") return socket.end("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
-  const accept = createHash("sha1").update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest("base64");
+server.on('upgrade', (req, socket) => {
+  const key = req.headers['sec-websocket-key'];
+  if ((req.url ?? '').split('?')[0] !== '/ws' || typeof key !== 'string') return socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
+  const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
   socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
   const frame = (text) => {
     const data = Buffer.from(text);
@@ -146,7 +157,7 @@ server.on("upgrade", (req, socket) => {
   };
   socket.write(frame(JSON.stringify({ hello: process.env.AGENTHOST_INSTANCE_ID ?? null })));
   let buf = Buffer.alloc(0);
-  socket.on("data", (chunk) => {
+  socket.on('data', (chunk) => {
     buf = Buffer.concat([buf, chunk]);
     while (buf.length >= 2) {
       const opcode = buf[0] & 0x0f;
@@ -168,19 +179,19 @@ server.on("upgrade", (req, socket) => {
       else return socket.end(Buffer.from([0x88, 0]));
     }
   });
-  socket.on("error", () => {});
+  socket.on('error', () => {});
 });
 
 if (process.env.AGENTHOST_KEYS_SOCKET) {
-  reload().catch((err) => log("could not resolve keys at start", { error: err.message }));
+  reload().catch((err) => log('could not resolve keys at start', { error: err.message }));
 }
 
-server.listen(port, "0.0.0.0", () => {
-  log("listening", { port, ready_delay_ms: readyDelayMs, never_ready: neverReady });
+server.listen(port, '0.0.0.0', () => {
+  log('listening', { port, ready_delay_ms: readyDelayMs, never_ready: neverReady });
   if (neverReady) return;
   const markReady = () => {
     ready = true;
-    log("ready");
+    log('ready');
   };
   if (readyDelayMs > 0) setTimeout(markReady, readyDelayMs);
   else markReady();
@@ -188,15 +199,15 @@ server.listen(port, "0.0.0.0", () => {
 
 if (exitAfterMs >= 0) {
   setTimeout(() => {
-    log("exiting on purpose", { exit_code: exitCode });
+    log('exiting on purpose', { exit_code: exitCode });
     process.exit(exitCode);
   }, exitAfterMs);
 }
 
 // As PID 1 (the bootstrap execs the agent) nothing handles signals unless we do.
-for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"]) {
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
   process.on(sig, () => {
-    log("stopping", { signal: sig });
+    log('stopping', { signal: sig });
     server.close(() => process.exit(0));
     server.closeAllConnections();
     setTimeout(() => process.exit(0), 2000).unref();

@@ -11,7 +11,9 @@ import { LABEL_STACK, NETWORK, STACK, SUBNET } from './stack.ts';
 type Spec = Docker.ServiceSpec & { Name: string };
 
 export const dockerFrom = (host = process.env.DOCKER_HOST ?? ''): Docker =>
-  host.startsWith('tcp://') ? new Docker({ host: new URL(host).hostname, port: Number(new URL(host).port) }) : new Docker({ socketPath: host.replace(/^unix:\/\//, '') || '/var/run/docker.sock' });
+  host.startsWith('tcp://')
+    ? new Docker({ host: new URL(host).hostname, port: Number(new URL(host).port) })
+    : new Docker({ socketPath: host.replace(/^unix:\/\//, '') || '/var/run/docker.sock' });
 
 /** The overlay every part of the stack talks on (not attachable: no stray container can join it). */
 export async function ensureNetwork(docker: Docker): Promise<void> {
@@ -38,7 +40,11 @@ export async function ensureSecrets(docker: Docker, secrets: Record<string, stri
     const name = `${STACK}-${key.replace(/[^A-Za-z0-9_.-]/g, '-')}-${createHash('sha256').update(content).digest('hex').slice(0, 12)}`;
     let id = existing.get(name);
     if (!id) {
-      const created = (await docker.createSecret({ Name: name, Data: Buffer.from(content).toString('base64'), Labels: { [LABEL_STACK]: STACK, 'agenthost.secret': key } })) as { id?: string; ID?: string };
+      const created = (await docker.createSecret({
+        Name: name,
+        Data: Buffer.from(content).toString('base64'),
+        Labels: { [LABEL_STACK]: STACK, 'agenthost.secret': key },
+      })) as { id?: string; ID?: string };
       id = created.id ?? created.ID ?? (await docker.getSecret(name).inspect()).ID;
     }
     out[key] = { id: id!, name };
@@ -49,7 +55,11 @@ export async function ensureSecrets(docker: Docker, secrets: Record<string, stri
 /** Remove our secrets that no service refers to any more (the engine refuses to remove one in use). */
 export async function pruneSecrets(docker: Docker, keep: Set<string>): Promise<void> {
   for (const s of await docker.listSecrets({ filters: JSON.stringify({ label: [`${LABEL_STACK}=${STACK}`] }) })) {
-    if (!keep.has(s.ID)) await docker.getSecret(s.ID).remove().catch(() => {});
+    if (!keep.has(s.ID))
+      await docker
+        .getSecret(s.ID)
+        .remove()
+        .catch(() => {});
   }
 }
 
@@ -67,7 +77,10 @@ export async function upsertService(docker: Docker, spec: Spec): Promise<'create
     return 'created';
   }
   // Keep the count of forced updates (a rebalance's): a different one would replace every task again.
-  await writeService(svc, (current) => ({ ...spec, TaskTemplate: { ...spec.TaskTemplate, ForceUpdate: (current.TaskTemplate as { ForceUpdate?: number } | undefined)?.ForceUpdate } }));
+  await writeService(svc, (current) => ({
+    ...spec,
+    TaskTemplate: { ...spec.TaskTemplate, ForceUpdate: (current.TaskTemplate as { ForceUpdate?: number } | undefined)?.ForceUpdate },
+  }));
   return 'updated';
 }
 

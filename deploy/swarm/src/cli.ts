@@ -13,7 +13,21 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pinnedNode } from '@agenthost/shared';
-import { currentReplicas, dockerFrom, ensureNetwork, ensureSecrets, findService, imageId, pinPostgres, pruneSecrets, rebalance, setReplicas, taskCounts, upsertService, waitConverged } from './apply.ts';
+import {
+  currentReplicas,
+  dockerFrom,
+  ensureNetwork,
+  ensureSecrets,
+  findService,
+  imageId,
+  pinPostgres,
+  pruneSecrets,
+  rebalance,
+  setReplicas,
+  taskCounts,
+  upsertService,
+  waitConverged,
+} from './apply.ts';
 import { busPublicKeys, ensureMaterial, NATS_NODES } from './material.ts';
 import { activateNode, drainNode } from './nodes.ts';
 import { caddyfile } from './caddyfile.ts';
@@ -31,7 +45,8 @@ function parseCounts(args: string[]): Partial<Record<Scalable, number>> {
   const out: Partial<Record<Scalable, number>> = {};
   for (const a of args) {
     const m = /^([a-z-]+)=(\d+)$/.exec(a);
-    if (!m || !(SCALABLE as readonly string[]).includes(m[1]!)) throw new Error(`expected <service>=<replicas> with a service of ${SCALABLE.join(', ')}; got "${a}"`);
+    if (!m || !(SCALABLE as readonly string[]).includes(m[1]!))
+      throw new Error(`expected <service>=<replicas> with a service of ${SCALABLE.join(', ')}; got "${a}"`);
     out[m[1] as Scalable] = Number(m[2]);
   }
   return out;
@@ -63,7 +78,10 @@ async function up(args: string[]): Promise<void> {
     edge: 'agenthost/edge:2.6',
   };
   // By image id: a task starts from the image its node has, without asking a registry first.
-  const images = Object.fromEntries(await Promise.all(Object.entries(refs).map(async ([k, ref]) => [k, await imageId(docker, ref)]))) as Record<ImageName, string>;
+  const images = Object.fromEntries(await Promise.all(Object.entries(refs).map(async ([k, ref]) => [k, await imageId(docker, ref)]))) as Record<
+    ImageName,
+    string
+  >;
   const replicas = {} as Record<Scalable, number>;
   for (const s of SCALABLE) replicas[s] = asked[s] ?? (await currentReplicas(docker, `${STACK}-${s}`)) ?? DEFAULT_REPLICAS[s];
 
@@ -89,10 +107,20 @@ async function up(args: string[]): Promise<void> {
   // Infrastructure first, so that the services find NATS and Postgres when they start.
   const infra = specs.filter((s) => /-(nats-\d|postgres|devchain)$/.test(s.Name));
   for (const spec of infra) say(`${spec.Name}: ${await upsertService(docker, spec)}`);
-  await waitConverged(docker, infra.map((s) => s.Name), 240_000, say);
+  await waitConverged(
+    docker,
+    infra.map((s) => s.Name),
+    240_000,
+    say,
+  );
   const rest = specs.filter((s) => !infra.includes(s));
   for (const spec of rest) say(`${spec.Name}: ${await upsertService(docker, spec)}`);
-  await waitConverged(docker, specs.map((s) => s.Name), 300_000, say);
+  await waitConverged(
+    docker,
+    specs.map((s) => s.Name),
+    300_000,
+    say,
+  );
   await spread();
   await pruneSecrets(docker, new Set(Object.values(secrets).map((s) => s.id)));
   say(`agenthost is up on every node's port ${opts.edgePort}: http://<node address>:${opts.edgePort}/api`);
@@ -100,7 +128,12 @@ async function up(args: string[]): Promise<void> {
 
 /** Spread the services whose replicas all run on one node (after a node was away), and wait for them. */
 async function spread(): Promise<void> {
-  const moved = await rebalance(docker, SCALABLE.map((s) => `${STACK}-${s}`), 300_000, say);
+  const moved = await rebalance(
+    docker,
+    SCALABLE.map((s) => `${STACK}-${s}`),
+    300_000,
+    say,
+  );
   say(moved.length ? `spread ${moved.join(', ')}` : 'every scaled service already runs on more than one node');
 }
 
@@ -124,7 +157,9 @@ async function natsPlacement(): Promise<Record<string, string>> {
 
 /** The group of the Docker socket, so that the provisioner reaches the engine without being root. */
 function dockerGid(): string {
-  const group = readFileSync('/etc/group', 'utf8').split('\n').find((l) => l.startsWith('docker:'));
+  const group = readFileSync('/etc/group', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('docker:'));
   return group?.split(':')[2] ?? '0';
 }
 
@@ -135,7 +170,12 @@ async function scale(args: string[]): Promise<void> {
     say(`${svc}: ${n} replica(s)`);
     await setReplicas(docker, `${STACK}-${svc}`, n);
   }
-  await waitConverged(docker, Object.keys(counts).map((s) => `${STACK}-${s}`), 180_000, say);
+  await waitConverged(
+    docker,
+    Object.keys(counts).map((s) => `${STACK}-${s}`),
+    180_000,
+    say,
+  );
 }
 
 async function status(): Promise<void> {
@@ -152,13 +192,20 @@ async function down(args: string[]): Promise<void> {
   say(`removed ${services.length} service(s)`);
   // Tasks take a moment to go; the network and secrets can be removed only then.
   const end = Date.now() + 60_000;
-  while (Date.now() < end && (await docker.listTasks({ filters: JSON.stringify({ label: [`agenthost.stack=${STACK}`] }) })).length) await new Promise((r) => setTimeout(r, 500));
-  await docker.getNetwork(NETWORK).remove().catch(() => {});
+  while (Date.now() < end && (await docker.listTasks({ filters: JSON.stringify({ label: [`agenthost.stack=${STACK}`] }) })).length)
+    await new Promise((r) => setTimeout(r, 500));
+  await docker
+    .getNetwork(NETWORK)
+    .remove()
+    .catch(() => {});
   await pruneSecrets(docker, new Set());
   if (args.includes('--volumes')) {
     const { Volumes } = await docker.listVolumes();
     for (const v of Volumes.filter((v) => v.Name.startsWith(`${STACK}-`) && (v.Name.includes('nats-') || v.Name.endsWith('-postgres')))) {
-      await docker.getVolume(v.Name).remove().catch((err: Error) => say(`volume ${v.Name}: ${err.message}`));
+      await docker
+        .getVolume(v.Name)
+        .remove()
+        .catch((err: Error) => say(`volume ${v.Name}: ${err.message}`));
     }
   }
 }

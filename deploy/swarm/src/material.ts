@@ -10,7 +10,13 @@ import { ensureNatsTls, natsServerConfig, natsUsers, rawPublicKey, SERVICES } fr
  */
 
 /** The Postgres schema each service owns (as deploy/env.sh's SERVICE_SCHEMAS). */
-export const SCHEMAS: Record<string, string> = { gateway: 'gateway', auth: 'auth', 'billing-chain': 'billing', provisioner: 'provisioner', keyvault: 'keyvault' };
+export const SCHEMAS: Record<string, string> = {
+  gateway: 'gateway',
+  auth: 'auth',
+  'billing-chain': 'billing',
+  provisioner: 'provisioner',
+  keyvault: 'keyvault',
+};
 
 export const NATS_NODES = ['nats-1', 'nats-2', 'nats-3'];
 export const NATS_CLIENT_URL = NATS_NODES.map((n) => `nats://${n}:4222`).join(',');
@@ -46,8 +52,12 @@ export function ensureMaterial(opts: MaterialOptions): Material {
   secrets['backup-key'] = kept(dir, 'backup-key', () => randomBytes(32).toString('base64'));
   secrets['auth-jwt.pem'] = kept(dir, 'auth-jwt.pem', () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
   // The gateway's assertion key and keyvault's seal key; their public halves are plain settings (busPublicKeys).
-  secrets['gateway-assertion.pem'] = kept(dir, 'gateway-assertion.pem', () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
-  secrets['keyvault-seal.pem'] = kept(dir, 'keyvault-seal.pem', () => generateKeyPairSync('x25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
+  secrets['gateway-assertion.pem'] = kept(dir, 'gateway-assertion.pem', () =>
+    generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  );
+  secrets['keyvault-seal.pem'] = kept(dir, 'keyvault-seal.pem', () =>
+    generateKeyPairSync('x25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  );
 
   if (opts.databaseUrl) {
     for (const svc of Object.keys(SCHEMAS)) secrets[`database-url-${svc}`] = opts.databaseUrl;

@@ -45,7 +45,10 @@ export async function drainNode(docker: Docker, ref: string, timeoutMs: number, 
     if (!left.length) break;
     if (left.length !== last) log(`${left.length} instance(s) still on ${ref}, moving`);
     last = left.length;
-    if (Date.now() > end) throw new Error(`${left.length} instance(s) still on ${ref} after ${Math.round(timeoutMs / 1000)} s (see the provisioner's log); the node stays labelled draining`);
+    if (Date.now() > end)
+      throw new Error(
+        `${left.length} instance(s) still on ${ref} after ${Math.round(timeoutMs / 1000)} s (see the provisioner's log); the node stays labelled draining`,
+      );
     await new Promise((r) => setTimeout(r, 2000));
   }
   log(`no instance left on ${ref}: the swarm drains its platform tasks`);

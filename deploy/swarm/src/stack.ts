@@ -84,24 +84,27 @@ const hardened = {
   StopGracePeriod: 15_000_000_000,
 };
 
-function service(name: string, p: {
-  image: string;
-  replicas?: number;
-  global?: boolean;
-  env?: Record<string, string>;
-  secrets?: ReturnType<typeof secret>[];
-  healthTest: string[];
-  res: ReturnType<typeof resources>;
-  order?: 'start-first' | 'stop-first';
-  constraints?: string[];
-  mounts?: Mount[];
-  user?: string;
-  groups?: string[];
-  args?: string[];
-  ports?: PortConfig[];
-  readOnly?: boolean;
-  alias?: string;
-}): Spec {
+function service(
+  name: string,
+  p: {
+    image: string;
+    replicas?: number;
+    global?: boolean;
+    env?: Record<string, string>;
+    secrets?: ReturnType<typeof secret>[];
+    healthTest: string[];
+    res: ReturnType<typeof resources>;
+    order?: 'start-first' | 'stop-first';
+    constraints?: string[];
+    mounts?: Mount[];
+    user?: string;
+    groups?: string[];
+    args?: string[];
+    ports?: PortConfig[];
+    readOnly?: boolean;
+    alias?: string;
+  },
+): Spec {
   return {
     Name: `${STACK}-${name}`,
     Labels: { [LABEL_STACK]: STACK, 'agenthost.part': name },
@@ -167,7 +170,12 @@ export function stackSpecs(o: StackOptions): Spec[] {
       service(node, {
         image: o.images.nats,
         args: ['-c', `${SECRET_DIR}/nats.conf`],
-        secrets: [secret(o, `${node}.conf`, '10200', 'nats.conf'), secret(o, 'nats-cert.pem', '10200'), secret(o, 'nats-key.pem', '10200'), secret(o, 'nats-ca.pem', '10200')],
+        secrets: [
+          secret(o, `${node}.conf`, '10200', 'nats.conf'),
+          secret(o, 'nats-cert.pem', '10200'),
+          secret(o, 'nats-key.pem', '10200'),
+          secret(o, 'nats-ca.pem', '10200'),
+        ],
         mounts: [{ Type: 'volume', Source: `${STACK}-${node}`, Target: '/data' }],
         // Liveness with JetStream on, not cluster health: a task's name resolves only once it is healthy, so
         // requiring the routes (found by those names) first would never let a cluster form.
@@ -200,7 +208,12 @@ export function stackSpecs(o: StackOptions): Spec[] {
       service('devchain', {
         image: o.images.devchain,
         env: { DEVCHAIN_HOST: '0.0.0.0', DEVCHAIN_PORT: '8899' },
-        healthTest: ['CMD', '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:8899',{method:'POST',headers:{'content-type':'application/json'},body:'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getHealth\"}',signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"],
+        healthTest: [
+          'CMD',
+          '/usr/local/bin/node',
+          '-e',
+          'fetch(\'http://127.0.0.1:8899\',{method:\'POST\',headers:{\'content-type\':\'application/json\'},body:\'{"jsonrpc":"2.0","id":1,"method":"getHealth"}\',signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))',
+        ],
         res: resources(96, 0.05, 384, 1),
         order: 'stop-first',
         // Wallets send their transactions here: on a manager, whose address the operator knows.
@@ -261,9 +274,18 @@ export function stackSpecs(o: StackOptions): Spec[] {
     service('gateway', {
       image: o.images.gateway,
       replicas: o.replicas.gateway,
-      env: serviceEnv(o, 'gateway', { GATEWAY_PORT: '8080', TRUSTED_PROXIES: SUBNET, GATEWAY_ASSERTION_PRIVATE_KEY_FILE: `${SECRET_DIR}/gateway-assertion.pem` }),
+      env: serviceEnv(o, 'gateway', {
+        GATEWAY_PORT: '8080',
+        TRUSTED_PROXIES: SUBNET,
+        GATEWAY_ASSERTION_PRIVATE_KEY_FILE: `${SECRET_DIR}/gateway-assertion.pem`,
+      }),
       secrets: serviceSecrets(o, 'gateway', [secret(o, 'gateway-assertion.pem')]),
-      healthTest: ['CMD', '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:8080/api/health/live',{signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"],
+      healthTest: [
+        'CMD',
+        '/usr/local/bin/node',
+        '-e',
+        "fetch('http://127.0.0.1:8080/api/health/live',{signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))",
+      ],
       res: resources(128, 0.1, 512, 1),
     }),
   );
@@ -273,7 +295,10 @@ export function stackSpecs(o: StackOptions): Spec[] {
       global: true,
       args: ['run', '--config', `${SECRET_DIR}/Caddyfile`, '--adapter', 'caddyfile'],
       secrets: [secret(o, 'Caddyfile', '10400')],
-      mounts: [{ Type: 'tmpfs', Target: '/data', TmpfsOptions: { SizeBytes: 16 * MB } }, { Type: 'tmpfs', Target: '/config', TmpfsOptions: { SizeBytes: 16 * MB } }],
+      mounts: [
+        { Type: 'tmpfs', Target: '/data', TmpfsOptions: { SizeBytes: 16 * MB } },
+        { Type: 'tmpfs', Target: '/config', TmpfsOptions: { SizeBytes: 16 * MB } },
+      ],
       healthTest: ['CMD', 'curl', '-fsS', '-o', '/dev/null', 'http://127.0.0.1:8081/healthz'],
       res: resources(32, 0.05, 256, 1),
       // Its host port is taken until the old task stops: one node at a time, stop first.

@@ -39,7 +39,8 @@ export async function deployStack(state: string, replicas: string[] = []): Promi
   });
   // Every secret of the deployment goes to the log scan: none may appear in any service's log.
   const dir = path.join(state, 'swarm');
-  for (const f of readdirSync(dir)) if (!f.endsWith('.conf') && f !== 'nats') for (const line of readFileSync(path.join(dir, f), 'utf8').split('\n')) recordSecret(line.trim());
+  for (const f of readdirSync(dir))
+    if (!f.endsWith('.conf') && f !== 'nats') for (const line of readFileSync(path.join(dir, f), 'utf8').split('\n')) recordSecret(line.trim());
   for (const f of readdirSync(path.join(dir, 'nats'))) if (f.endsWith('.nk')) recordSecret(readFileSync(path.join(dir, 'nats', f), 'utf8').trim());
 }
 
@@ -67,7 +68,11 @@ export async function scale(...counts: string[]): Promise<void> {
 export async function removeStrayInstances(): Promise<void> {
   // A new machine is no swarm manager yet (deployStack makes it one): nothing is left over then.
   if ((await manager.info()).Swarm?.LocalNodeState !== 'active') return;
-  for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.instance'] }) })) await manager.getService(s.ID).remove().catch(() => {});
+  for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.instance'] }) }))
+    await manager
+      .getService(s.ID)
+      .remove()
+      .catch(() => {});
 }
 
 /** The stack's devchain as the testkit's subscribe() wants it (wallets reach it on the manager). */
@@ -90,9 +95,10 @@ export async function saveServiceLogs(): Promise<void> {
     services.map(async (s) => {
       const name = s.Spec?.Name ?? s.ID;
       // Bounded: the log broker can wait long on a task whose node went away.
-      const out = await run('docker', ['service', 'logs', '--raw', '--no-trunc', '--tail', '20000', name], { maxBuffer: 64 * 1024 * 1024, timeout: 30_000 }).catch(
-        (e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
-      );
+      const out = await run('docker', ['service', 'logs', '--raw', '--no-trunc', '--tail', '20000', name], {
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: 30_000,
+      }).catch((e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? '', stderr: e.stderr ?? '' }));
       writeFileSync(path.join(dir, `${name}.log`), `${out.stdout}${out.stderr}`);
     }),
   );
@@ -124,7 +130,10 @@ export async function leftovers(instanceId: string): Promise<string[]> {
   for (const s of await manager.listServices({ filters: f })) out.push(`service ${s.Spec?.Name}`);
   for (const n of await manager.listNetworks({ filters: f })) out.push(`network ${n.Name}`);
   for (const s of await manager.listSecrets({ filters: f })) out.push(`secret ${s.Spec?.Name}`);
-  for (const [name, d] of [['manager', manager], ['worker', worker]] as const) {
+  for (const [name, d] of [
+    ['manager', manager],
+    ['worker', worker],
+  ] as const) {
     for (const v of (await d.listVolumes()).Volumes ?? []) if (v.Name.includes(instanceId)) out.push(`volume ${v.Name} on ${name}`);
   }
   return out;
@@ -140,7 +149,6 @@ export async function expectSpread(): Promise<void> {
     if (n > 1 && svc !== 'provisioner') expect(new Set(tasks.map((t) => t.node)).size, svc).toBe(2);
   }
 }
-
 
 type Api = ReturnType<typeof apiClient>;
 
@@ -159,12 +167,17 @@ export async function expectUsageExact(token: string, ok: number, failed: number
   const api = apiClient(apiUrl(), token);
   let seen = 0;
   let checks = 0;
-  const counted = await waitFor('the count to settle', async () => {
-    const r = await api.get('/subscription/status');
-    checks++;
-    seen = (r.body.requests_today as number) - checks; // each of these checks counts itself
-    return seen <= ok + failed + clients ? seen : undefined;
-  }, 90_000, 6000).catch((err: Error) => {
+  const counted = await waitFor(
+    'the count to settle',
+    async () => {
+      const r = await api.get('/subscription/status');
+      checks++;
+      seen = (r.body.requests_today as number) - checks; // each of these checks counts itself
+      return seen <= ok + failed + clients ? seen : undefined;
+    },
+    90_000,
+    6000,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}: counted ${seen}, answered ${ok}, failed ${failed}`);
   });
   expect(counted).toBeGreaterThanOrEqual(ok);
@@ -181,13 +194,15 @@ export async function expectUsageExact(token: string, ok: number, failed: number
 export function steadyLoad(token: string, clients: number, path: string, seen?: (body: any) => void, pauseMs = 0) {
   let stop = false;
   const failures: string[] = [];
-  const load = { ok: 0, failures, managerOnly: false, end: async () => (stop = true, await running, { ok: load.ok, failures }) };
+  const load = { ok: 0, failures, managerOnly: false, end: async () => ((stop = true), await running, { ok: load.ok, failures }) };
   const running = Promise.all(
     Array.from({ length: clients }, async (_, i) => {
       const [viaManager, viaWorker] = [MANAGER, WORKER].map((h) => apiClient(apiUrl(h), token));
       while (!stop) {
-        const r = await (i % 2 && !load.managerOnly ? viaWorker! : viaManager!).get(path).catch((e: Error) => ({ status: 0, text: e.message, body: undefined }));
-        if (r.status === 200) (load.ok++, seen?.(r.body));
+        const r = await (i % 2 && !load.managerOnly ? viaWorker! : viaManager!)
+          .get(path)
+          .catch((e: Error) => ({ status: 0, text: e.message, body: undefined }));
+        if (r.status === 200) load.ok++, seen?.(r.body);
         else failures.push(`${r.status} ${r.text.slice(0, 160)}`);
         if (pauseMs) await new Promise((res) => setTimeout(res, pauseMs));
       }
@@ -198,9 +213,15 @@ export function steadyLoad(token: string, clients: number, path: string, seen?: 
 
 /** A provisioner replica's /metrics (its operator port on the overlay, read from inside its container on the manager). */
 export async function provisionerMetrics(): Promise<string> {
-  const [c] = await manager.listContainers({ filters: JSON.stringify({ label: ['com.docker.swarm.service.name=agenthost-provisioner'], status: ['running'] }) });
+  const [c] = await manager.listContainers({
+    filters: JSON.stringify({ label: ['com.docker.swarm.service.name=agenthost-provisioner'], status: ['running'] }),
+  });
   if (!c) throw new Error('no provisioner running on the manager');
-  const { stdout } = await run('docker', ['exec', c.Id, '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:9464/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))"], { timeout: 60_000, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run(
+    'docker',
+    ['exec', c.Id, '/usr/local/bin/node', '-e', "fetch('http://127.0.0.1:9464/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))"],
+    { timeout: 60_000, maxBuffer: 16 * 1024 * 1024 },
+  );
   return stdout;
 }
 

@@ -43,18 +43,29 @@ export function expectComplete(id: string, h: HistoryEvent[], observed: Array<{ 
   const trail = h.map((e) => (e.event === 'deleted' ? 'deleted' : `${e.data.status}${e.data.failure_reason ? `(${e.data.failure_reason})` : ''}`)).join(' → ');
   expect(h[0]?.data.status, `${id}: ${trail}`).toBe('provisioning');
   expect(h.at(-1)?.event, `${id}: ${trail}`).toBe('deleted');
-  expect(h.filter((e) => e.event === 'deleted'), `${id}: ${trail}`).toHaveLength(1);
+  expect(
+    h.filter((e) => e.event === 'deleted'),
+    `${id}: ${trail}`,
+  ).toHaveLength(1);
   const statuses = h.filter((e) => e.event === 'status');
   for (let i = 1; i < h.length; i++) expect(h[i]!.id, `${id}: stream sequence`).toBeGreaterThan(h[i - 1]!.id);
   for (let i = 1; i < statuses.length; i++) {
     const [a, b] = [statuses[i - 1]!.data, statuses[i]!.data];
     expect(b.seq!, `${id}: outbox sequence`).toBeGreaterThan(a.seq!);
-    expect(`${b.status}/${b.failure_reason}/${b.generation}`, `${id}: a repeated event in ${trail}`).not.toBe(`${a.status}/${a.failure_reason}/${a.generation}`);
+    expect(`${b.status}/${b.failure_reason}/${b.generation}`, `${id}: a repeated event in ${trail}`).not.toBe(
+      `${a.status}/${a.failure_reason}/${a.generation}`,
+    );
   }
   let at = 0;
   for (const o of observed) {
-    while (at < statuses.length && !(statuses[at]!.data.status === o.status && (o.failure_reason === undefined || statuses[at]!.data.failure_reason === o.failure_reason))) at++;
-    expect(at, `${id}: ${o.status}${o.failure_reason ? ` (${o.failure_reason})` : ''} seen through the API is missing from ${trail}`).toBeLessThan(statuses.length);
+    while (
+      at < statuses.length &&
+      !(statuses[at]!.data.status === o.status && (o.failure_reason === undefined || statuses[at]!.data.failure_reason === o.failure_reason))
+    )
+      at++;
+    expect(at, `${id}: ${o.status}${o.failure_reason ? ` (${o.failure_reason})` : ''} seen through the API is missing from ${trail}`).toBeLessThan(
+      statuses.length,
+    );
     at++;
   }
 }

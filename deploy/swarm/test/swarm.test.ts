@@ -1,7 +1,31 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, deployStack, perNode, provisionerMetrics, steadyLoad, expectSpread, expectUsageExact, killOne, leftovers, manager, MANAGER, rebalanceStack, nodeCommand, removeStrayInstances, runningTasks, saveServiceLogs, scale, SCALED, statusIs, swarmChain, twoNode, worker, WORKER } from './helpers.ts';
+import {
+  apiUrl,
+  deployStack,
+  perNode,
+  provisionerMetrics,
+  steadyLoad,
+  expectSpread,
+  expectUsageExact,
+  killOne,
+  leftovers,
+  manager,
+  MANAGER,
+  rebalanceStack,
+  nodeCommand,
+  removeStrayInstances,
+  runningTasks,
+  saveServiceLogs,
+  scale,
+  SCALED,
+  statusIs,
+  swarmChain,
+  twoNode,
+  worker,
+  WORKER,
+} from './helpers.ts';
 import { expectComplete, instanceHistory } from './history.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
@@ -14,7 +38,10 @@ const CLIENTS = 4;
 
 beforeAll(async () => {
   await removeStrayInstances();
-  await deployStack(state, Object.entries(SCALED).map(([s, n]) => `${s}=${n}`));
+  await deployStack(
+    state,
+    Object.entries(SCALED).map(([s, n]) => `${s}=${n}`),
+  );
 }, 1_200_000);
 
 afterAll(async () => {
@@ -57,11 +84,18 @@ describe('agenthost on a two-node swarm', () => {
       expect(over.body.code).toBe('INSTANCE_LIMIT_EXCEEDED');
 
       const views = await Promise.all(
-        ids.map((id) => waitFor(`instance ${id} running`, async () => {
-          const r = await api.get(`/instance/status/${id}`);
-          if (r.body.status === 'failed') throw new Error(`instance failed: ${r.text}`);
-          return r.body.status === 'running' ? r.body : undefined;
-        }, 180_000, 500)),
+        ids.map((id) =>
+          waitFor(
+            `instance ${id} running`,
+            async () => {
+              const r = await api.get(`/instance/status/${id}`);
+              if (r.body.status === 'failed') throw new Error(`instance failed: ${r.text}`);
+              return r.body.status === 'running' ? r.body : undefined;
+            },
+            180_000,
+            500,
+          ),
+        ),
       );
       const hosts = new Set(views.map((v) => new URL(v.url).hostname));
       expect(hosts).toEqual(new Set([MANAGER, WORKER]));
@@ -75,17 +109,29 @@ describe('agenthost on a two-node swarm', () => {
       expect(stored.status, stored.text).toBe(200);
       const restarted = await api.post(`/instance/restart/${onWorker.instance_id}`);
       expect(restarted.status, restarted.text).toBe(200);
-      const env = await waitFor('the agent to have its key', async () => {
-        const r = await fetch(`${onWorker.url}/env`).then((x) => x.json() as Promise<{ sha256: Record<string, string> }>).catch(() => undefined);
-        return r?.sha256.OPENAI_API_KEY ? r : undefined;
-      }, 180_000, 500);
+      const env = await waitFor(
+        'the agent to have its key',
+        async () => {
+          const r = await fetch(`${onWorker.url}/env`)
+            .then((x) => x.json() as Promise<{ sha256: Record<string, string> }>)
+            .catch(() => undefined);
+          return r?.sha256.OPENAI_API_KEY ? r : undefined;
+        },
+        180_000,
+        500,
+      );
       expect(env.sha256.OPENAI_API_KEY).toBe(createHash('sha256').update(value).digest('hex'));
       // Its logs, from the worker, through a manager's Engine API.
-      await waitFor('the agent log through the API', async () => {
-        const logs = await api.get(`/instance/logs/${onWorker.instance_id}?tail=50`);
-        expect(logs.status).toBe(200);
-        return logs.body.lines.join('\n').includes('keys fetched');
-      }, 30_000, 1000);
+      await waitFor(
+        'the agent log through the API',
+        async () => {
+          const logs = await api.get(`/instance/logs/${onWorker.instance_id}?tail=50`);
+          expect(logs.status).toBe(200);
+          return logs.body.lines.join('\n').includes('keys fetched');
+        },
+        30_000,
+        1000,
+      );
     } catch (err) {
       // Leave nothing behind for the next run on this machine (the assertions below run only on success).
       for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});
@@ -174,10 +220,15 @@ describe('agenthost on a two-node swarm', () => {
       for (const v of moving) {
         const id = v.instance_id as string;
         // Moved already (the drain waited for that): running again once its agent is ready.
-        const moved = await waitFor(`${id} running on the manager`, async () => {
-          const now = await status(id);
-          return now.status === 'running' ? now : undefined;
-        }, 120_000, 500);
+        const moved = await waitFor(
+          `${id} running on the manager`,
+          async () => {
+            const now = await status(id);
+            return now.status === 'running' ? now : undefined;
+          },
+          120_000,
+          500,
+        );
         expect(new URL(moved.url).hostname).toBe(MANAGER);
         expect(moved.instance_id).toBe(id);
         // Same data (one boot more), the key stored before the move, the same access token.
@@ -234,7 +285,10 @@ describe('agenthost on a two-node swarm', () => {
       expect([onWorker.length > 0, onManager.length > 0]).toEqual([true, true]);
       // Placement's view per node, as the provisioner exports it: the instances where they run, and room left.
       const page = await provisionerMetrics();
-      expect(perNode(page, 'agenthost_swarm_node_instances')).toEqual({ [(await manager.info()).Name]: onManager.length, [(await worker.info()).Name]: onWorker.length });
+      expect(perNode(page, 'agenthost_swarm_node_instances')).toEqual({
+        [(await manager.info()).Name]: onManager.length,
+        [(await worker.info()).Name]: onWorker.length,
+      });
       expect(Object.values(perNode(page, 'agenthost_swarm_node_unreserved_memory_bytes')).every((b) => b > 0)).toBe(true);
       // The load's user's requests (half through the worker's edge) and the owner's view of its instances.
       let most = 0;
@@ -254,7 +308,12 @@ describe('agenthost on a two-node swarm', () => {
         observed.get(id)!.push({ status: 'failed', failure_reason: 'node_down' });
       }
       for (const id of onManager) {
-        const v = await waitFor(`an answer for ${id}`, async () => ((await api.get(`/instance/status/${id}`)) as { status: number; body: any }).body, 30_000, 500);
+        const v = await waitFor(
+          `an answer for ${id}`,
+          async () => ((await api.get(`/instance/status/${id}`)) as { status: number; body: any }).body,
+          30_000,
+          500,
+        );
         expect(v.status, JSON.stringify(v)).toBe('running');
       }
       await twoNode('start-worker');
@@ -288,10 +347,15 @@ describe('agenthost on a two-node swarm', () => {
     expect((await api.get('/usage/metrics')).body.instances.active).toBe(0);
     for (const id of ids) {
       // Read from the start of the stream to the deletion, and resumed halfway (Last-Event-ID) to the same end.
-      const h = await waitFor(`the deletion of ${id} on the stream`, async () => {
-        const all = await instanceHistory(apiUrl(), owner.token, id);
-        return all.at(-1)?.event === 'deleted' ? all : undefined;
-      }, 60_000, 1000);
+      const h = await waitFor(
+        `the deletion of ${id} on the stream`,
+        async () => {
+          const all = await instanceHistory(apiUrl(), owner.token, id);
+          return all.at(-1)?.event === 'deleted' ? all : undefined;
+        },
+        60_000,
+        1000,
+      );
       expectComplete(id, h, observed.get(id)!);
       const half = Math.floor(h.length / 2);
       expect(await instanceHistory(apiUrl(), owner.token, id, h[half - 1]!.id)).toEqual(h.slice(half));

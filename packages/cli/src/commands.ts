@@ -8,7 +8,6 @@ import { readJson, writeJson } from './state.ts';
 
 export type { Env } from './client.ts';
 
-
 export function loadWallet(): Keypair {
   const secret = readJson<number[]>('wallet.json');
   if (!secret) throw new Error('no wallet yet: run `agenthost wallet create`');
@@ -43,7 +42,11 @@ async function chainConfig(env: Env): Promise<{ programId: PublicKey; treasury: 
   const treasury = process.env.TREASURY_ADDRESS;
   if (programId && treasury) return { programId: new PublicKey(programId), treasury: new PublicKey(treasury) };
   // devchain publishes its program id and treasury; a real cluster needs the two variables above.
-  const res = await fetch(env.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'devchain_getConfig' }) });
+  const res = await fetch(env.rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'devchain_getConfig' }),
+  });
   const body = (await res.json()) as { result?: { programId: string; treasury: string } };
   if (!body.result) throw new Error('set SUBSCRIPTION_PROGRAM_ID and TREASURY_ADDRESS (the RPC is not a devchain)');
   return { programId: new PublicKey(body.result.programId), treasury: new PublicKey(body.result.treasury) };
@@ -90,7 +93,9 @@ export async function subscribe(env: Env, tier: TierName): Promise<void> {
 export async function deposit(env: Env, sol: number): Promise<void> {
   const kp = loadWallet();
   const { programId, treasury } = await chainConfig(env);
-  env.out(`deposit ${await send(env, depositInstruction({ programId, owner: kp.publicKey, treasury, lamports: BigInt(Math.round(sol * 1e9)) }), kp)} confirmed`);
+  env.out(
+    `deposit ${await send(env, depositInstruction({ programId, owner: kp.publicKey, treasury, lamports: BigInt(Math.round(sol * 1e9)) }), kp)} confirmed`,
+  );
 }
 
 export async function cancel(env: Env): Promise<void> {
@@ -102,7 +107,11 @@ export async function cancel(env: Env): Promise<void> {
 /** Any API call with the saved token: `agenthost call POST /instance/create '{"framework":"openclaw"}'`. */
 export async function call(env: Env, method: string, path: string, json?: string): Promise<number> {
   // A path typed by the user is checked by the API, not by the types: the generic request of the same client.
-  const request = client(env, true).api.request as unknown as (method: string, path: string, init: { body?: unknown }) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
+  const request = client(env, true).api.request as unknown as (
+    method: string,
+    path: string,
+    init: { body?: unknown },
+  ) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
   const r = await request(method.toLowerCase(), path, json === undefined ? {} : { body: JSON.parse(json) });
   env.out(JSON.stringify(r.data ?? r.error ?? {}, null, 2));
   return r.response.ok ? 0 : 1;

@@ -54,7 +54,11 @@ async function main(argv: string[]): Promise<number> {
   const str = (v: string | true | undefined) => (typeof v === 'string' ? v : undefined);
   switch (cmd) {
     case 'create':
-      return create(env, { ...(str(flags.name) ? { name: str(flags.name)! } : {}), ...(str(flags.version) ? { version: str(flags.version)! } : {}), wait }).then(() => 0);
+      return create(env, {
+        ...(str(flags.name) ? { name: str(flags.name)! } : {}),
+        ...(str(flags.version) ? { version: str(flags.version)! } : {}),
+        wait,
+      }).then(() => 0);
     case 'list':
       return list(env).then(() => 0);
     case 'status':

@@ -130,7 +130,8 @@ export function apiClient(o: ApiOptions) {
     login: (b: Login) => call<Session>(api.POST('/auth/login', { body: b })),
     logout: () => call<{ success: boolean }>(api.POST('/auth/logout')),
     subscription: () => call<SubscriptionStatus>(api.GET('/subscription/status')),
-    register: (tx_signature: string, tier: 0 | 1 | 2) => call<{ success: boolean; tx_verified: boolean }>(api.POST('/subscription/register', { body: { tx_signature, tier } })),
+    register: (tx_signature: string, tier: 0 | 1 | 2) =>
+      call<{ success: boolean; tx_verified: boolean }>(api.POST('/subscription/register', { body: { tx_signature, tier } })),
     refresh: () => call<SubscriptionStatus>(api.POST('/subscription/refresh')),
     usage: () => call<UsageMetrics>(api.GET('/usage/metrics')),
     instances: () => call<{ instances: Instance[] }>(api.GET('/instance/list')),
@@ -138,14 +139,20 @@ export function apiClient(o: ApiOptions) {
     create: (name?: string) => call<Instance>(api.POST('/instance/create', { body: { framework: 'openclaw', ...(name ? { name } : {}) } })),
     lifecycle: (action: 'stop' | 'start' | 'restart', id: string) =>
       call<{ status: InstanceStatus; access_token?: string }>(
-        action === 'stop' ? api.POST('/instance/stop/{instanceId}', path(id)) : action === 'start' ? api.POST('/instance/start/{instanceId}', path(id)) : api.POST('/instance/restart/{instanceId}', path(id)),
+        action === 'stop'
+          ? api.POST('/instance/stop/{instanceId}', path(id))
+          : action === 'start'
+            ? api.POST('/instance/start/{instanceId}', path(id))
+            : api.POST('/instance/restart/{instanceId}', path(id)),
       ),
     remove: (id: string) => call<{ success: boolean }>(api.DELETE('/instance/delete/{instanceId}', path(id))),
-    logs: (id: string, tail = 100) => call<{ lines: string[] }>(api.GET('/instance/logs/{instanceId}', { params: { path: { instanceId: id }, query: { tail } } })),
+    logs: (id: string, tail = 100) =>
+      call<{ lines: string[] }>(api.GET('/instance/logs/{instanceId}', { params: { path: { instanceId: id }, query: { tail } } })),
     keys: (id: string) => call<{ keys: KeyEntry[] }>(api.GET('/keys/list', { params: { query: { instance_id: id } } })),
     audit: (id: string) => call<{ records: AuditRecord[] }>(api.GET('/keys/audit', { params: { query: { instance_id: id, limit: 50 } } })),
     storeKey: (id: string, name: string, value: string) => call<KeyChange>(api.POST('/keys/store', { body: { instance_id: id, keys: { [name]: value } } })),
-    updateKey: (id: string, name: string, value: string) => call<KeyChange>(api.PUT('/keys/update', { body: { instance_id: id, key_name: name, key_value: value } })),
+    updateKey: (id: string, name: string, value: string) =>
+      call<KeyChange>(api.PUT('/keys/update', { body: { instance_id: id, key_name: name, key_value: value } })),
     deleteKey: (id: string, name: string) => call<KeyChange>(api.DELETE('/keys/delete', { body: { instance_id: id, key_names: [name] } })),
     /** The instance's lifecycle events (GET /instance/events over fetch, with the session header), resumed after drops. */
     events: (id: string, signal: AbortSignal) => sdk.events(id, { signal }),

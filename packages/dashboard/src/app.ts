@@ -63,7 +63,10 @@ export function startApp(cfg: ChainConfig, views: Record<string, View>, root: HT
       localStorage.setItem(STORE, JSON.stringify(app.session));
       app.say('');
       alert.hidden = true;
-      const subscribed = await app.api.subscription().then(() => true, (err) => !(err instanceof ApiError && err.code === 'SUBSCRIPTION_NOT_FOUND'));
+      const subscribed = await app.api.subscription().then(
+        () => true,
+        (err) => !(err instanceof ApiError && err.code === 'SUBSCRIPTION_NOT_FOUND'),
+      );
       if (!subscribed && location.hash !== '#/subscription') app.go('#/subscription');
       else render();
     },
@@ -95,8 +98,11 @@ export function startApp(cfg: ChainConfig, views: Record<string, View>, root: HT
   function renderNav(route: string): void {
     if (!app.session || route === 'signin') return fill(nav);
     const link = (to: string, label: string) => h('a', { href: `#/${to}`, ...(route === to ? { 'aria-current': 'page' } : {}) }, label);
-    fill(nav,
-      link('instances', 'Instances'), link('subscription', 'Subscription'), link('usage', 'Usage'),
+    fill(
+      nav,
+      link('instances', 'Instances'),
+      link('subscription', 'Subscription'),
+      link('usage', 'Usage'),
       h('span', { class: 'who', title: app.session.wallet_address }, short(app.session.wallet_address)),
       h('button', { type: 'button', onclick: () => void logout() }, 'Sign out'),
     );

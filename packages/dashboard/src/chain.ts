@@ -29,7 +29,11 @@ export async function loadConfig(): Promise<ChainConfig> {
   let { program_id, treasury, prices } = c;
   if (!program_id || !treasury || !prices) {
     // devchain publishes these; a real cluster's are set in the gateway's configuration (README, "Dashboard").
-    const res = await fetch(c.solana_rpc_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'devchain_getConfig' }) });
+    const res = await fetch(c.solana_rpc_url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'devchain_getConfig' }),
+    });
     const dc = ((await res.json()) as { result?: { programId: string; treasury: string; prices: Record<TierName, number> } }).result;
     if (!dc) throw new Error('The chain is not a devchain and the operator set no SUBSCRIPTION_PROGRAM_ID, TREASURY and DASHBOARD_TIER_PRICES_LAMPORTS.');
     program_id ??= dc.programId;
@@ -45,7 +49,11 @@ export function balance(cfg: ChainConfig, address: string): Promise<number> {
   return new Connection(cfg.rpcUrl, 'confirmed').getBalance(new PublicKey(address), 'confirmed');
 }
 
-type SignAndSend = { signAndSendTransaction(...i: { account: WalletAccount; chain: string; transaction: Uint8Array; options?: Record<string, unknown> }[]): Promise<{ signature: Uint8Array }[]> };
+type SignAndSend = {
+  signAndSendTransaction(
+    ...i: { account: WalletAccount; chain: string; transaction: Uint8Array; options?: Record<string, unknown> }[]
+  ): Promise<{ signature: Uint8Array }[]>;
+};
 type SignTx = { signTransaction(...i: { account: WalletAccount; chain: string; transaction: Uint8Array }[]): Promise<{ signedTransaction: Uint8Array }[]> };
 
 /**

@@ -31,9 +31,13 @@ export function fill(el: Element, ...children: Child[]): void {
 /** A modal confirmation with the native <dialog> (focus trapping and Escape come with it). */
 export function confirmDialog(question: string, confirmLabel: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const dialog = h('dialog', { 'aria-labelledby': 'confirm-question' },
+    const dialog = h(
+      'dialog',
+      { 'aria-labelledby': 'confirm-question' },
       h('p', { id: 'confirm-question' }, question),
-      h('div', { class: 'row' },
+      h(
+        'div',
+        { class: 'row' },
         h('button', { type: 'button', class: 'danger', onclick: () => dialog.close('yes') }, confirmLabel),
         h('button', { type: 'button', onclick: () => dialog.close('no') }, 'Cancel'),
       ),

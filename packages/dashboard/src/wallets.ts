@@ -9,7 +9,9 @@ import type { Api, Login, Session, SignInInput } from './api.ts';
  * @solana/wallet-standard-features, to keep the bundle to what the page calls.
  */
 type SignIn = { signIn(...inputs: SignInInput[]): Promise<{ account: WalletAccount; signedMessage: Uint8Array; signature: Uint8Array }[]> };
-type SignMessage = { signMessage(...inputs: { account: WalletAccount; message: Uint8Array }[]): Promise<{ signedMessage: Uint8Array; signature: Uint8Array }[]> };
+type SignMessage = {
+  signMessage(...inputs: { account: WalletAccount; message: Uint8Array }[]): Promise<{ signedMessage: Uint8Array; signature: Uint8Array }[]>;
+};
 type Connect = { connect(input?: { silent?: boolean }): Promise<{ accounts: readonly WalletAccount[] }> };
 
 const feature = <T>(w: Wallet, name: string): T | undefined => (w.features as Record<string, unknown>)[name] as T | undefined;
@@ -28,7 +30,10 @@ export function onWalletsChanged(cb: () => void): () => void {
   return () => offs.forEach((off) => off());
 }
 
-export const walletByName = (name: string): Wallet | undefined => getWallets().get().find((w) => w.name === name);
+export const walletByName = (name: string): Wallet | undefined =>
+  getWallets()
+    .get()
+    .find((w) => w.name === name);
 
 /** The wallet's account for `address` (connecting first, silently when the wallet allows). */
 export async function accountOf(wallet: Wallet, address?: string): Promise<WalletAccount> {
@@ -37,7 +42,10 @@ export async function accountOf(wallet: Wallet, address?: string): Promise<Walle
     accounts = (await feature<Connect>(wallet, 'standard:connect')!.connect()).accounts;
   }
   const account = address ? accounts.find((a) => a.address === address) : accounts[0];
-  if (!account) throw new Error(address ? `The wallet ${wallet.name} does not hold the account ${address} you signed in with.` : `The wallet ${wallet.name} shared no account.`);
+  if (!account)
+    throw new Error(
+      address ? `The wallet ${wallet.name} does not hold the account ${address} you signed in with.` : `The wallet ${wallet.name} shared no account.`,
+    );
   return account;
 }
 

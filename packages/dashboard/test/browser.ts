@@ -24,10 +24,15 @@ export async function textOf(page: Page, selector: string, expected: RegExp, tim
   // biome-ignore lint/performance/useDomNodeTextContent: the text a user sees (rendered, hidden parts left out) is what the tests assert on
   const read = (sel: string) => page.$eval(sel, (el) => (el as unknown as { innerText: string }).innerText).catch(() => '');
   try {
-    return await waitFor(`${selector} to say ${expected}`, async () => {
-      const text = await read(selector);
-      return expected.test(text) ? text : undefined;
-    }, timeoutMs, 100);
+    return await waitFor(
+      `${selector} to say ${expected}`,
+      async () => {
+        const text = await read(selector);
+        return expected.test(text) ? text : undefined;
+      },
+      timeoutMs,
+      100,
+    );
   } catch (err) {
     // What the user saw instead: the page's messages and its main content.
     const seen = { url: page.url(), alert: await read('#alert'), status: await read('#status'), main: (await read('main')).slice(0, 600) };
@@ -49,7 +54,21 @@ export async function press(page: Page, name: string): Promise<void> {
   }
 }
 
-const CONTROLS = new Set(['button', 'link', 'textbox', 'checkbox', 'radio', 'combobox', 'listbox', 'menuitem', 'slider', 'spinbutton', 'switch', 'tab', 'searchbox']);
+const CONTROLS = new Set([
+  'button',
+  'link',
+  'textbox',
+  'checkbox',
+  'radio',
+  'combobox',
+  'listbox',
+  'menuitem',
+  'slider',
+  'spinbutton',
+  'switch',
+  'tab',
+  'searchbox',
+]);
 
 /** Every control in the accessibility tree that has no accessible name (must be none). */
 export async function unnamedControls(page: Page): Promise<string[]> {

@@ -9,7 +9,11 @@ import { TestWallet } from './test-wallet.ts';
 const DIST = new URL('../dist/index.html', import.meta.url);
 const network = testNetwork('dashboard');
 // One instance on pro, so that the quota is reached by the second create of the walk.
-const tiers = { free: { memory_mb: 256, cpus: 0.5, pids: 64 }, pro: { instances: 1, memory_mb: 256, cpus: 0.5, pids: 64 }, enterprise: { memory_mb: 256, cpus: 0.5, pids: 64 } };
+const tiers = {
+  free: { memory_mb: 256, cpus: 0.5, pids: 64 },
+  pro: { instances: 1, memory_mb: 256, cpus: 0.5, pids: 64 },
+  enterprise: { memory_mb: 256, cpus: 0.5, pids: 64 },
+};
 
 let stack: Stack;
 let browser: Browser;
@@ -129,7 +133,9 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     await screenshot(page, 'instances');
     await page.setViewport({ width: 390, height: 844 });
     // At phone width nothing pushes the page sideways (a wide table scrolls inside its own box).
-    expect(await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(
+      await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth),
+    ).toBeLessThanOrEqual(390);
     await screenshot(page, 'instances-phone');
     await page.setViewport({ width: 1100, height: 800 });
     // Create → running takes seconds, far more on a loaded engine: the waits above allow up to three minutes.
@@ -156,7 +162,9 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     expect(await textOf(page, '#audit tbody', /OPENAI_API_KEY/)).toMatch(/OPENAI_API_KEY\s+stored\s+28 bytes/);
     expect(await page.content()).not.toContain('sk-dashboard-test-value-1234');
     expect(await unnamedControls(page)).toEqual([]);
-    expect(await controlNames(page)).toEqual(expect.arrayContaining(['button: Delete OPENAI_API_KEY', 'button: Replace the value of OPENAI_API_KEY', 'button: Delete instance']));
+    expect(await controlNames(page)).toEqual(
+      expect.arrayContaining(['button: Delete OPENAI_API_KEY', 'button: Replace the value of OPENAI_API_KEY', 'button: Delete instance']),
+    );
     await screenshot(page, 'instance');
 
     // Replace its value, then delete it: each is one more line of the audit log.
@@ -190,10 +198,13 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
   it('shows a status change made elsewhere (the CLI, another tab) from the event stream, every status read held back', async () => {
     await textOf(page, '#instance-status', /running/);
     const headers = { authorization: `Bearer ${(JSON.parse((await session())!) as { token: string }).token}` };
-    const call = (verb: string) => fetch(`${stack.baseUrl}/instance/${verb}/${decodeURIComponent(page.url().split('#/instance/')[1]!)}`, { method: 'POST', headers });
+    const call = (verb: string) =>
+      fetch(`${stack.baseUrl}/instance/${verb}/${decodeURIComponent(page.url().split('#/instance/')[1]!)}`, { method: 'POST', headers });
     const release = await holdRequests(page, /\/api\/instance\/(status|list)/); // what shows next can only come from the stream
     expect((await call('stop')).status).toBe(200);
-    await textOf(page, '#instance-status', /stopped/, 60_000).finally(async () => console.log(`[dashboard] a stop shown from the stream; ${await release()} status reads held`));
+    await textOf(page, '#instance-status', /stopped/, 60_000).finally(async () =>
+      console.log(`[dashboard] a stop shown from the stream; ${await release()} status reads held`),
+    );
     expect((await call('start')).status).toBe(200);
     await textOf(page, '#instance-status', /running/, 120_000);
   });

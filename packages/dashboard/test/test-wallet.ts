@@ -60,12 +60,30 @@ function registerInPage(address: string, publicKey: number[], options: { name: s
     addEventListener(type: string, listener: (e: Event) => void): void;
   };
   const chains = ['solana:localnet'];
-  const account = { address, publicKey: new Uint8Array(publicKey), chains, features: [...(options.signIn ? ['solana:signIn'] : []), 'solana:signMessage', 'solana:signAndSendTransaction'], label: 'Test account' };
+  const account = {
+    address,
+    publicKey: new Uint8Array(publicKey),
+    chains,
+    features: [...(options.signIn ? ['solana:signIn'] : []), 'solana:signMessage', 'solana:signAndSendTransaction'],
+    label: 'Test account',
+  };
   let connected = false;
   const sign = async (message: Uint8Array) => new Uint8Array(await w.__testWalletSign(Array.from(message)));
   // The Sign-In With Solana text as wallets build it from the input's fields (the ABNF of EIP-4361).
   const siws = (i: Record<string, string | undefined>) =>
-    [`${i.domain} wants you to sign in with your Solana account:`, i.address ?? address, '', i.statement, '', `URI: ${i.uri}`, `Version: ${i.version}`, `Chain ID: ${i.chainId}`, `Nonce: ${i.nonce}`, `Issued At: ${i.issuedAt}`, `Expiration Time: ${i.expirationTime}`].join('\n');
+    [
+      `${i.domain} wants you to sign in with your Solana account:`,
+      i.address ?? address,
+      '',
+      i.statement,
+      '',
+      `URI: ${i.uri}`,
+      `Version: ${i.version}`,
+      `Chain ID: ${i.chainId}`,
+      `Nonce: ${i.nonce}`,
+      `Issued At: ${i.issuedAt}`,
+      `Expiration Time: ${i.expirationTime}`,
+    ].join('\n');
   const wallet = {
     version: '1.0.0',
     name: options.name,
@@ -83,16 +101,19 @@ function registerInPage(address: string, publicKey: number[], options: { name: s
             'solana:signIn': {
               version: '1.0.0',
               signIn: async (...inputs: Record<string, string | undefined>[]) =>
-                Promise.all(inputs.map(async (input) => {
-                  const signedMessage = new TextEncoder().encode(siws(input));
-                  return { account, signedMessage, signature: await sign(signedMessage), signatureType: 'ed25519' };
-                })),
+                Promise.all(
+                  inputs.map(async (input) => {
+                    const signedMessage = new TextEncoder().encode(siws(input));
+                    return { account, signedMessage, signature: await sign(signedMessage), signatureType: 'ed25519' };
+                  }),
+                ),
             },
           }
         : {}),
       'solana:signMessage': {
         version: '1.0.0',
-        signMessage: async (...inputs: { message: Uint8Array }[]) => Promise.all(inputs.map(async ({ message }) => ({ signedMessage: message, signature: await sign(message) }))),
+        signMessage: async (...inputs: { message: Uint8Array }[]) =>
+          Promise.all(inputs.map(async ({ message }) => ({ signedMessage: message, signature: await sign(message) }))),
       },
       'solana:signAndSendTransaction': {
         version: '1.0.0',

@@ -59,9 +59,7 @@ export class Chain {
     this.config = config;
     this.clock = new SlotClock(config.slotMs, config.finalizeSlots);
     const subscription = createSubscriptionProgram(config);
-    this.programs = new Map<string, Program>(
-      [systemProgram, computeBudgetProgram, memoProgram, subscription].map((p) => [p.id, p]),
-    );
+    this.programs = new Map<string, Program>([systemProgram, computeBudgetProgram, memoProgram, subscription].map((p) => [p.id, p]));
     // Genesis (slot 0).
     const text = (s: string) => new TextEncoder().encode(s);
     this.accounts.set(SYSTEM_PROGRAM_ID, programAccount(NATIVE_LOADER_ID, text('system_program')), 0);

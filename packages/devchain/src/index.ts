@@ -84,7 +84,9 @@ export async function startDevchain(options: DevchainOptions = {}): Promise<Devc
       await closeServer(main);
       alias = null;
       if (config.port !== 0 || attempt >= 20) {
-        throw new Error(`cannot listen on port ${port + 1} (WebSocket alias of ${port}, where web3.js connects): ${(e as Error).message}; free it or set DEVCHAIN_WS_PORT_ALIAS=false`);
+        throw new Error(
+          `cannot listen on port ${port + 1} (WebSocket alias of ${port}, where web3.js connects): ${(e as Error).message}; free it or set DEVCHAIN_WS_PORT_ALIAS=false`,
+        );
       }
     }
   }

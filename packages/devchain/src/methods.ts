@@ -14,7 +14,6 @@ import { transactionMethods } from './methods/transactions.ts';
 import type { Methods } from './rpc.ts';
 import { LAMPORTS_PER_SIGNATURE } from './runtime.ts';
 
-
 function devMethods(chain: Chain): Methods {
   const clock = chain.clock;
   return {

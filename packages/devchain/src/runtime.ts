@@ -118,13 +118,7 @@ export function executeTransaction(opts: {
   let units = 0;
   let err: TransactionError | null = null;
 
-  const runInstruction = (
-    programId: string,
-    metas: AccountMeta[],
-    data: Uint8Array,
-    depth: number,
-    ixIndex: number,
-  ): InstructionError | null => {
+  const runInstruction = (programId: string, metas: AccountMeta[], data: Uint8Array, depth: number, ixIndex: number): InstructionError | null => {
     const program = programs.get(programId);
     if (!program) return 'UnsupportedProgramId';
     logs.push(`Program ${programId} invoke [${depth}]`);

@@ -25,7 +25,9 @@ function handleHttp(methods: Methods, req: IncomingMessage, res: ServerResponse)
     return;
   }
   if (req.method !== 'POST') {
-    res.writeHead(405, { allow: 'POST, GET, OPTIONS', 'content-type': 'text/plain', ...CORS }).end('Used HTTP Method is not allowed. POST or OPTIONS is required');
+    res
+      .writeHead(405, { allow: 'POST, GET, OPTIONS', 'content-type': 'text/plain', ...CORS })
+      .end('Used HTTP Method is not allowed. POST or OPTIONS is required');
     return;
   }
   const chunks: Buffer[] = [];

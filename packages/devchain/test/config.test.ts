@@ -40,7 +40,16 @@ describe('configuration from the environment', () => {
       DEVCHAIN_WS_PORT_ALIAS: '0',
     });
     expect(errors).toEqual([]);
-    expect(config).toMatchObject({ port: 9000, host: '0.0.0.0', programId: DEFAULT_TREASURY, prices: { free: 1, pro: 2, enterprise: 3 }, slotMs: 50, finalizeSlots: 5, devMethods: false, wsPortAlias: false });
+    expect(config).toMatchObject({
+      port: 9000,
+      host: '0.0.0.0',
+      programId: DEFAULT_TREASURY,
+      prices: { free: 1, pro: 2, enterprise: 3 },
+      slotMs: 50,
+      finalizeSlots: 5,
+      devMethods: false,
+      wsPortAlias: false,
+    });
   });
 
   it('reports every problem at once', () => {

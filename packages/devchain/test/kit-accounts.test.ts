@@ -149,7 +149,9 @@ describe('getProgramAccounts', () => {
     const { owner, pda } = subscribers[2]!;
     const ownerBytes = getBase58Encoder().encode(owner.address);
     const base64 = Buffer.from(ownerBytes).toString('base64');
-    expect(await owned({ encoding: 'base64', filters: [{ memcmp: { offset: 18n, bytes: owner.address as unknown as Base58EncodedBytes, encoding: 'base58' } }] })).toEqual([pda]);
+    expect(
+      await owned({ encoding: 'base64', filters: [{ memcmp: { offset: 18n, bytes: owner.address as unknown as Base58EncodedBytes, encoding: 'base58' } }] }),
+    ).toEqual([pda]);
     expect(await owned({ encoding: 'base64', filters: [{ memcmp: { offset: 18n, bytes: base64 as never, encoding: 'base64' } }] })).toEqual([pda]);
   });
 
@@ -173,9 +175,13 @@ describe('getProgramAccounts', () => {
 
   it('refuses more than four filters and a bad memcmp with -32602', async () => {
     const five = Array.from({ length: 5 }, () => ({ dataSize: 51n }));
-    await expect(k.rpc.getProgramAccounts(programId, { encoding: 'base64', filters: five }).send()).rejects.toSatisfy((e) => isSolanaError(e, SOLANA_ERROR__JSON_RPC__INVALID_PARAMS));
+    await expect(k.rpc.getProgramAccounts(programId, { encoding: 'base64', filters: five }).send()).rejects.toSatisfy((e) =>
+      isSolanaError(e, SOLANA_ERROR__JSON_RPC__INVALID_PARAMS),
+    );
     const bad = [{ memcmp: { offset: 0n, bytes: '0OIl' as Base58EncodedBytes, encoding: 'base58' as const } }];
-    await expect(k.rpc.getProgramAccounts(programId, { encoding: 'base64', filters: bad }).send()).rejects.toSatisfy((e) => isSolanaError(e, SOLANA_ERROR__JSON_RPC__INVALID_PARAMS));
+    await expect(k.rpc.getProgramAccounts(programId, { encoding: 'base64', filters: bad }).send()).rejects.toSatisfy((e) =>
+      isSolanaError(e, SOLANA_ERROR__JSON_RPC__INVALID_PARAMS),
+    );
   });
 });
 

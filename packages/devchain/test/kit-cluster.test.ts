@@ -28,7 +28,9 @@ afterAll(async () => {
 
 describe('what a wallet asks about tokens', () => {
   it('lists no token accounts for a wallet, by program or by a mint that is not there', async () => {
-    const byProgram = await k.rpc.getTokenAccountsByOwner(wallet.address, { programId: TOKEN_PROGRAM }, { encoding: 'jsonParsed', commitment: 'confirmed' }).send();
+    const byProgram = await k.rpc
+      .getTokenAccountsByOwner(wallet.address, { programId: TOKEN_PROGRAM }, { encoding: 'jsonParsed', commitment: 'confirmed' })
+      .send();
     expect(byProgram.value).toEqual([]);
     const missingMint = (await generateKeyPairSigner()).address;
     await expect(k.rpc.getTokenAccountsByOwner(wallet.address, { mint: missingMint }, { encoding: 'jsonParsed' }).send()).rejects.toSatisfy(
@@ -37,9 +39,9 @@ describe('what a wallet asks about tokens', () => {
   });
 
   it('refuses a program that is not a token program, and a wallet as a token account, with -32602', async () => {
-    await expect(k.rpc.getTokenAccountsByOwner(wallet.address, { programId: address('11111111111111111111111111111111') }, { encoding: 'base64' }).send()).rejects.toSatisfy(
-      isError(SOLANA_ERROR__JSON_RPC__INVALID_PARAMS),
-    );
+    await expect(
+      k.rpc.getTokenAccountsByOwner(wallet.address, { programId: address('11111111111111111111111111111111') }, { encoding: 'base64' }).send(),
+    ).rejects.toSatisfy(isError(SOLANA_ERROR__JSON_RPC__INVALID_PARAMS));
     const res = await k.t.rpc('getTokenAccountBalance', [wallet.address, { commitment: 'confirmed' }]);
     expect(res.error).toEqual({ code: -32602, message: 'Invalid param: not a Token account' });
     expect((await k.t.rpc('getTokenSupply', [(await generateKeyPairSigner()).address])).error?.message).toBe('Invalid param: could not find account');

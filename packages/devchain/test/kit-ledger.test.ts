@@ -73,11 +73,15 @@ describe('blocks and time', () => {
     expect(block?.blockTime).toBe(time);
     expect(block?.blockHeight).toBe(slot);
     expect(block?.parentSlot).toBe(slot - 1n);
-    const parent = await k.rpc.getBlock(slot - 1n, { maxSupportedTransactionVersion: 0, commitment: 'confirmed', transactionDetails: 'none', rewards: false }).send();
+    const parent = await k.rpc
+      .getBlock(slot - 1n, { maxSupportedTransactionVersion: 0, commitment: 'confirmed', transactionDetails: 'none', rewards: false })
+      .send();
     expect(block?.previousBlockhash).toBe(parent?.blockhash);
     const signatures = await k.rpc.getBlock(slot, { commitment: 'confirmed', transactionDetails: 'signatures', rewards: false }).send();
     expect(signatures?.signatures).toContain(v0);
-    const accounts = await k.rpc.getBlock(slot, { maxSupportedTransactionVersion: 0, commitment: 'confirmed', transactionDetails: 'accounts', rewards: true }).send();
+    const accounts = await k.rpc
+      .getBlock(slot, { maxSupportedTransactionVersion: 0, commitment: 'confirmed', transactionDetails: 'accounts', rewards: true })
+      .send();
     const entry = accounts?.transactions.find((t) => t.transaction.signatures[0] === v0);
     expect(entry?.transaction.accountKeys[0]).toEqual({ pubkey: payer.address, signer: true, source: 'transaction', writable: true });
     expect(entry?.meta?.fee).toBe(5000n);
@@ -95,12 +99,16 @@ describe('blocks and time', () => {
   it('answers a block or time that does not exist yet with -32004', async () => {
     const future = (await k.rpc.getSlot({ commitment: 'processed' }).send()) + 1000n;
     await expect(k.rpc.getBlockTime(future).send()).rejects.toSatisfy(isError(SOLANA_ERROR__JSON_RPC__SERVER_ERROR_BLOCK_NOT_AVAILABLE));
-    await expect(k.rpc.getBlock(future, { commitment: 'confirmed' }).send()).rejects.toSatisfy(isError(SOLANA_ERROR__JSON_RPC__SERVER_ERROR_BLOCK_NOT_AVAILABLE));
+    await expect(k.rpc.getBlock(future, { commitment: 'confirmed' }).send()).rejects.toSatisfy(
+      isError(SOLANA_ERROR__JSON_RPC__SERVER_ERROR_BLOCK_NOT_AVAILABLE),
+    );
   });
 
   it('refuses a block holding a v0 transaction without maxSupportedTransactionVersion, and processed commitment', async () => {
     const { slot } = (await k.rpc.getTransaction(v0, { maxSupportedTransactionVersion: 0, commitment: 'confirmed', encoding: 'json' }).send())!;
-    await expect(k.rpc.getBlock(slot, { commitment: 'confirmed' }).send()).rejects.toSatisfy(isError(SOLANA_ERROR__JSON_RPC__SERVER_ERROR_UNSUPPORTED_TRANSACTION_VERSION));
+    await expect(k.rpc.getBlock(slot, { commitment: 'confirmed' }).send()).rejects.toSatisfy(
+      isError(SOLANA_ERROR__JSON_RPC__SERVER_ERROR_UNSUPPORTED_TRANSACTION_VERSION),
+    );
     await expect(k.rpc.getBlock(slot, { commitment: 'processed' as 'confirmed' }).send()).rejects.toSatisfy(isError(SOLANA_ERROR__JSON_RPC__INVALID_PARAMS));
   });
 

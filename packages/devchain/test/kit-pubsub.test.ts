@@ -71,7 +71,9 @@ describe('programSubscribe', () => {
 describe('accountSubscribe', () => {
   it('reports a closed account as the default account: 0 lamports, system-owned, no data', async () => {
     const [gone, heir] = await Promise.all([k.funded(1n), k.funded(1n)]);
-    const stream = await k.subscriptions.accountNotifications(gone.address, { encoding: 'base64', commitment: 'confirmed' }).subscribe({ abortSignal: signal() });
+    const stream = await k.subscriptions
+      .accountNotifications(gone.address, { encoding: 'base64', commitment: 'confirmed' })
+      .subscribe({ abortSignal: signal() });
     const notes = listen(stream);
     await k.send(gone, [transferInstruction(gone.address, heir.address, 1_000_000_000n - 5000n)]);
     const note = await notes.first();

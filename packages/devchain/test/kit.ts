@@ -71,7 +71,13 @@ export function fromWeb3(ix: TransactionInstruction): Instruction {
     programAddress: address(ix.programId.toBase58()),
     accounts: ix.keys.map((k) => ({
       address: address(k.pubkey.toBase58()),
-      role: k.isSigner ? (k.isWritable ? AccountRole.WRITABLE_SIGNER : AccountRole.READONLY_SIGNER) : k.isWritable ? AccountRole.WRITABLE : AccountRole.READONLY,
+      role: k.isSigner
+        ? k.isWritable
+          ? AccountRole.WRITABLE_SIGNER
+          : AccountRole.READONLY_SIGNER
+        : k.isWritable
+          ? AccountRole.WRITABLE
+          : AccountRole.READONLY,
     })),
     data: new Uint8Array(ix.data),
   };

@@ -64,16 +64,56 @@ describe('JSON-RPC envelope', () => {
 
   it('answers odd params of every method with a result or a validation error, never an internal error', async () => {
     const methods = [
-      'getLatestBlockhash', 'isBlockhashValid', 'getBlockHeight', 'getSlot', 'getEpochInfo', 'getVersion', 'getHealth',
-      'getGenesisHash', 'getMinimumBalanceForRentExemption', 'getBalance', 'getAccountInfo', 'getMultipleAccounts',
-      'requestAirdrop', 'sendTransaction', 'simulateTransaction', 'getSignatureStatuses', 'getTransaction',
-      'getSignaturesForAddress', 'getFeeForMessage', 'getRecentPrioritizationFees', 'getProgramAccounts', 'getBlock',
-      'getBlockTime', 'getBlocks', 'getBlocksWithLimit', 'getEpochSchedule', 'getTransactionCount', 'getSupply',
-      'getSlotLeaders', 'getLargestAccounts', 'getTokenAccountsByOwner', 'getTokenAccountBalance', 'getTokenSupply', 'devchain_advanceClock',
-      'devchain_getClock', 'devchain_getConfig',
+      'getLatestBlockhash',
+      'isBlockhashValid',
+      'getBlockHeight',
+      'getSlot',
+      'getEpochInfo',
+      'getVersion',
+      'getHealth',
+      'getGenesisHash',
+      'getMinimumBalanceForRentExemption',
+      'getBalance',
+      'getAccountInfo',
+      'getMultipleAccounts',
+      'requestAirdrop',
+      'sendTransaction',
+      'simulateTransaction',
+      'getSignatureStatuses',
+      'getTransaction',
+      'getSignaturesForAddress',
+      'getFeeForMessage',
+      'getRecentPrioritizationFees',
+      'getProgramAccounts',
+      'getBlock',
+      'getBlockTime',
+      'getBlocks',
+      'getBlocksWithLimit',
+      'getEpochSchedule',
+      'getTransactionCount',
+      'getSupply',
+      'getSlotLeaders',
+      'getLargestAccounts',
+      'getTokenAccountsByOwner',
+      'getTokenAccountBalance',
+      'getTokenSupply',
+      'devchain_advanceClock',
+      'devchain_getClock',
+      'devchain_getConfig',
     ];
     const random = (n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(Math.random() * 256))).toString('base64');
-    const odd: unknown[] = [[null], [{}], [1, 2, 3], { a: 1 }, [[]], ['x', 'y'], [random(200), { encoding: 'base64' }], [random(64)], [true, { commitment: 5 }], [[1], { dataSlice: { offset: -1 } }]];
+    const odd: unknown[] = [
+      [null],
+      [{}],
+      [1, 2, 3],
+      { a: 1 },
+      [[]],
+      ['x', 'y'],
+      [random(200), { encoding: 'base64' }],
+      [random(64)],
+      [true, { commitment: 5 }],
+      [[1], { dataSlice: { offset: -1 } }],
+    ];
     for (const method of methods) {
       for (const params of odd) {
         const res = await t.rpc(method, params);
@@ -86,7 +126,11 @@ describe('JSON-RPC envelope', () => {
 
   it('reads integers beyond 2^53 exactly: echoes a u64 id and refuses a huge commitment as a param error', async () => {
     const text = await (
-      await fetch(t.chain.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":18446744073709551615,"method":"getHealth"}' })
+      await fetch(t.chain.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"jsonrpc":"2.0","id":18446744073709551615,"method":"getHealth"}',
+      })
     ).text();
     expect(text).toBe('{"jsonrpc":"2.0","id":18446744073709551615,"result":"ok"}');
     const huge = await post('{"jsonrpc":"2.0","id":1,"method":"getSlot","params":[{"commitment":99999999999999999999}]}');
@@ -121,7 +165,12 @@ describe('cluster info', () => {
     // one batch: no slot can pass between the three answers
     const { body } = await post(
       JSON.stringify(
-        (['processed', 'confirmed', 'finalized'] as const).map((commitment, id) => ({ jsonrpc: '2.0', id, method: 'getBlockHeight', params: [{ commitment }] })),
+        (['processed', 'confirmed', 'finalized'] as const).map((commitment, id) => ({
+          jsonrpc: '2.0',
+          id,
+          method: 'getBlockHeight',
+          params: [{ commitment }],
+        })),
       ),
     );
     const [p, c, f] = (body as Array<{ result: number }>).map((r) => r.result);
@@ -177,7 +226,9 @@ describe('websocket endpoints', () => {
     expect(t.chain.wsAliasUrl).toBe(`ws://127.0.0.1:${t.chain.config.port + 1}`);
     const conn = new Connection(t.chain.url, { commitment: 'confirmed', wsEndpoint: t.chain.wsUrl });
     const from = await t.funded(1);
-    const tx = new Transaction().add(SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: Keypair.generate().publicKey, lamports: LAMPORTS_PER_SOL / 2 }));
+    const tx = new Transaction().add(
+      SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: Keypair.generate().publicKey, lamports: LAMPORTS_PER_SOL / 2 }),
+    );
     const sig = await sendAndConfirmTransaction(conn, tx, [from], { commitment: 'confirmed' });
     expect((await conn.getSignatureStatus(sig)).value?.err).toBeNull();
   });

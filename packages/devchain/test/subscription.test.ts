@@ -117,7 +117,9 @@ describe('subscribe', () => {
     expect(keys[ix.accountKeyIndexes[0]!]?.equals(owner.publicKey)).toBe(true);
     expect(msg.isAccountSigner(ix.accountKeyIndexes[0]!)).toBe(true);
     expect(got!.transaction.signatures[0]).toBe(sig);
-    expect(got!.meta?.logMessages).toEqual(expect.arrayContaining([`Program ${programId.toBase58()} invoke [1]`, 'Program log: Instruction: Subscribe', `Program ${programId.toBase58()} success`]));
+    expect(got!.meta?.logMessages).toEqual(
+      expect.arrayContaining([`Program ${programId.toBase58()} invoke [1]`, 'Program log: Instruction: Subscribe', `Program ${programId.toBase58()} success`]),
+    );
     // the CPI transfers (account creation, price) are inner instructions
     expect(got!.meta?.innerInstructions?.[0]?.instructions).toHaveLength(2);
   });
@@ -275,4 +277,3 @@ describe('history of the program', () => {
     expect(decodeSubscription(sub!.data).tier).toBe(0);
   });
 });
-

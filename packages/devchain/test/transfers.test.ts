@@ -273,7 +273,9 @@ describe('history', () => {
     const from = await t.funded(2);
     const sigs: string[] = [];
     for (let i = 0; i < 4; i++) {
-      const tx = new Transaction().add(SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: Keypair.generate().publicKey, lamports: LAMPORTS_PER_SOL / 10 }));
+      const tx = new Transaction().add(
+        SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: Keypair.generate().publicKey, lamports: LAMPORTS_PER_SOL / 10 }),
+      );
       sigs.push(await sendAndConfirmTransaction(t.conn, tx, [from], { commitment: 'confirmed' }));
     }
     const all = await t.conn.getSignaturesForAddress(from.publicKey, {}, 'confirmed');

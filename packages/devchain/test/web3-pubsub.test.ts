@@ -45,12 +45,15 @@ describe('web3.js v1 subscriptions', () => {
     const owner = await t.funded(1);
     const [pda] = findSubscriptionAddress(programId, owner.publicKey);
     const watch = waitFor<KeyedAccountInfo>(
-      (cb) => t.conn.onProgramAccountChange(programId, cb, { commitment: 'confirmed', filters: [{ memcmp: { offset: 18, bytes: owner.publicKey.toBase58() } }] }),
+      (cb) =>
+        t.conn.onProgramAccountChange(programId, cb, { commitment: 'confirmed', filters: [{ memcmp: { offset: 18, bytes: owner.publicKey.toBase58() } }] }),
       () => true,
     );
     await watch.id;
     await subscribed(t.conn);
-    await sendAndConfirmTransaction(t.conn, new Transaction().add(subscribeInstruction({ programId, owner: owner.publicKey, treasury, tier: 1 })), [owner], { commitment: 'confirmed' });
+    await sendAndConfirmTransaction(t.conn, new Transaction().add(subscribeInstruction({ programId, owner: owner.publicKey, treasury, tier: 1 })), [owner], {
+      commitment: 'confirmed',
+    });
     const change = await watch.done;
     expect(change.accountId.equals(pda)).toBe(true);
     expect(decodeSubscription(change.accountInfo.data)).toMatchObject({ tier: 1, isActive: true });
@@ -59,10 +62,17 @@ describe('web3.js v1 subscriptions', () => {
 
   it('onLogs delivers the memo logs of a transaction that mentions the key', async () => {
     const payer = await t.funded(1);
-    const watch = waitFor<Logs>((cb) => t.conn.onLogs(payer.publicKey, cb, 'confirmed'), (l) => l.logs.some((m) => m.includes('hello logs')));
+    const watch = waitFor<Logs>(
+      (cb) => t.conn.onLogs(payer.publicKey, cb, 'confirmed'),
+      (l) => l.logs.some((m) => m.includes('hello logs')),
+    );
     await watch.id;
     await subscribed(t.conn);
-    const memo = new TransactionInstruction({ programId: new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr'), keys: [{ pubkey: payer.publicKey, isSigner: true, isWritable: false }], data: Buffer.from('hello logs') });
+    const memo = new TransactionInstruction({
+      programId: new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr'),
+      keys: [{ pubkey: payer.publicKey, isSigner: true, isWritable: false }],
+      data: Buffer.from('hello logs'),
+    });
     const sig = await sendAndConfirmTransaction(t.conn, new Transaction().add(memo), [payer], { commitment: 'confirmed' });
     const logs = await watch.done;
     expect(logs.signature).toBe(sig);

@@ -1,11 +1,11 @@
 // What the agent is given: the keys that open (by name; bad ones skipped) and its environment without the
 // instance credentials. Zero dependencies, like every file of the bootstrap.
-import { KEY_NAME_RE, openKey } from "./crypto.mjs";
+import { KEY_NAME_RE, openKey } from './crypto.mjs';
 
 /** Variables the agent must never see. */
-export const STRIPPED_ENV = Object.freeze(["AGENTHOST_INSTANCE_SECRET", "AGENTHOST_INSTANCE_KEY"]);
+export const STRIPPED_ENV = Object.freeze(['AGENTHOST_INSTANCE_SECRET', 'AGENTHOST_INSTANCE_KEY']);
 /** Key names with this prefix are reserved for the platform and never injected. */
-export const RESERVED_PREFIX = "AGENTHOST_";
+export const RESERVED_PREFIX = 'AGENTHOST_';
 
 function describeName(name) {
   // Names are not secret, but an arbitrary string from the server is capped for the log.
@@ -23,7 +23,7 @@ export function decryptKeys({ keys, instanceId, instanceKey, log = () => {} }) {
   for (const [name, sealed] of Object.entries(keys)) {
     let reason;
     if (!KEY_NAME_RE.test(name)) {
-      reason = "name is not a valid environment variable name";
+      reason = 'name is not a valid environment variable name';
     } else if (name.toUpperCase().startsWith(RESERVED_PREFIX)) {
       reason = `names starting with ${RESERVED_PREFIX} are reserved`;
     } else {
@@ -32,11 +32,11 @@ export function decryptKeys({ keys, instanceId, instanceKey, log = () => {} }) {
         loaded.push(name);
         continue;
       } catch (err) {
-        reason = err?.name === "KeyOpenError" ? err.message : "decryption failed";
+        reason = err?.name === 'KeyOpenError' ? err.message : 'decryption failed';
       }
     }
     skipped.push({ name, reason });
-    log("warn", "skipping key", { key_name: describeName(name), reason });
+    log('warn', 'skipping key', { key_name: describeName(name), reason });
   }
   return { env, loaded, skipped };
 }

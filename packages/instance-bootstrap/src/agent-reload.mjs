@@ -11,11 +11,11 @@ const PROTOCOL = 4;
 
 export async function reloadAgent({ url, gatewayToken, timeoutMs = 4000 }) {
   const deadline = Date.now() + timeoutMs;
-  let last = "the agent did not answer";
+  let last = 'the agent did not answer';
   // The agent may still be starting (or restarting its listener): try again until the deadline.
   while (Date.now() < deadline) {
     try {
-      return url.startsWith("ws") ? await openclawReload(url, gatewayToken, deadline) : await httpReload(url, deadline);
+      return url.startsWith('ws') ? await openclawReload(url, gatewayToken, deadline) : await httpReload(url, deadline);
     } catch (err) {
       last = err?.message ?? String(err);
       await new Promise((r) => setTimeout(r, 250));
@@ -25,7 +25,7 @@ export async function reloadAgent({ url, gatewayToken, timeoutMs = 4000 }) {
 }
 
 async function httpReload(url, deadline) {
-  const res = await fetch(url, { method: "POST", signal: AbortSignal.timeout(Math.max(200, deadline - Date.now())) });
+  const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(Math.max(200, deadline - Date.now())) });
   const body = await res.json().catch(() => ({}));
   if (res.ok && body?.ok === true) return { applied: true };
   return { applied: false, reason: String(body?.reason ?? `the agent answered HTTP ${res.status}`).slice(0, 200) };
@@ -47,9 +47,9 @@ function openclawReload(url, gatewayToken, deadline) {
       }
       fn(value);
     };
-    const timer = setTimeout(() => finish(reject, new Error("timed out")), Math.max(200, deadline - Date.now()));
-    ws.onerror = () => finish(reject, new Error("connection failed"));
-    ws.onclose = () => finish(reject, new Error("connection closed"));
+    const timer = setTimeout(() => finish(reject, new Error('timed out')), Math.max(200, deadline - Date.now()));
+    ws.onerror = () => finish(reject, new Error('connection failed'));
+    ws.onclose = () => finish(reject, new Error('connection closed'));
     ws.onmessage = (ev) => {
       let m;
       try {
@@ -57,30 +57,30 @@ function openclawReload(url, gatewayToken, deadline) {
       } catch {
         return;
       }
-      if (m.type === "event" && m.event === "connect.challenge") {
+      if (m.type === 'event' && m.event === 'connect.challenge') {
         ws.send(
           JSON.stringify({
-            type: "req",
-            id: "connect",
-            method: "connect",
+            type: 'req',
+            id: 'connect',
+            method: 'connect',
             params: {
               minProtocol: PROTOCOL,
               maxProtocol: PROTOCOL,
-              client: { id: "gateway-client", version: "1", platform: "linux", mode: "backend" },
-              role: "operator",
-              scopes: ["operator.admin"],
+              client: { id: 'gateway-client', version: '1', platform: 'linux', mode: 'backend' },
+              role: 'operator',
+              scopes: ['operator.admin'],
               caps: [],
               auth: { token: gatewayToken },
             },
           }),
         );
-      } else if (m.type === "res" && m.id === "connect") {
+      } else if (m.type === 'res' && m.id === 'connect') {
         // A gateway still starting its sidecars answers a retryable UNAVAILABLE: ask again.
-        if (!m.ok && m.error?.retryable) return finish(reject, new Error("the agent is starting"));
-        if (!m.ok) return finish(resolve, { applied: false, reason: `the agent refused the connection (${m.error?.code ?? "error"})` });
-        ws.send(JSON.stringify({ type: "req", id: "reload", method: "secrets.reload", params: {} }));
-      } else if (m.type === "res" && m.id === "reload") {
-        if (!m.ok) return finish(resolve, { applied: false, reason: `secrets.reload failed (${m.error?.code ?? "error"}); the agent keeps its previous keys` });
+        if (!m.ok && m.error?.retryable) return finish(reject, new Error('the agent is starting'));
+        if (!m.ok) return finish(resolve, { applied: false, reason: `the agent refused the connection (${m.error?.code ?? 'error'})` });
+        ws.send(JSON.stringify({ type: 'req', id: 'reload', method: 'secrets.reload', params: {} }));
+      } else if (m.type === 'res' && m.id === 'reload') {
+        if (!m.ok) return finish(resolve, { applied: false, reason: `secrets.reload failed (${m.error?.code ?? 'error'}); the agent keeps its previous keys` });
         const warnings = Number(m.payload?.warningCount ?? 0);
         if (warnings > 0) {
           return finish(resolve, { applied: false, reason: `the agent could not resolve ${warnings} of its secrets and keeps their previous values` });

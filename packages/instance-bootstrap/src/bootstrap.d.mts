@@ -9,13 +9,13 @@ export {
   openKey,
   parseSealed,
   TAG_BYTES,
-} from "./crypto.mjs";
-export type { SealedKey } from "./crypto.mjs";
+} from './crypto.mjs';
+export type { SealedKey } from './crypto.mjs';
 
-export type Logger = (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+export type Logger = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
 
-export declare const STRIPPED_ENV: readonly ["AGENTHOST_INSTANCE_SECRET", "AGENTHOST_INSTANCE_KEY"];
-export declare const RESERVED_PREFIX: "AGENTHOST_";
+export declare const STRIPPED_ENV: readonly ['AGENTHOST_INSTANCE_SECRET', 'AGENTHOST_INSTANCE_KEY'];
+export declare const RESERVED_PREFIX: 'AGENTHOST_';
 export declare const DEFAULT_TIMEOUT_MS: 60000;
 
 export declare class FatalError extends Error {
@@ -36,21 +36,13 @@ export declare function fetchKeys(args: {
   now?: () => number;
 }): Promise<Record<string, unknown>>;
 
-export declare function decryptKeys(args: {
-  keys: Record<string, unknown>;
-  instanceId: string;
-  instanceKey: string | Uint8Array;
-  log?: Logger;
-}): {
+export declare function decryptKeys(args: { keys: Record<string, unknown>; instanceId: string; instanceKey: string | Uint8Array; log?: Logger }): {
   env: Record<string, string>;
   loaded: string[];
   skipped: { name: string; reason: string }[];
 };
 
-export declare function buildAgentEnv(
-  baseEnv: Record<string, string | undefined>,
-  decrypted: Record<string, string>,
-): Record<string, string>;
+export declare function buildAgentEnv(baseEnv: Record<string, string | undefined>, decrypted: Record<string, string>): Record<string, string>;
 
 export declare function resolveCommand(command: string, searchPath?: string): string | null;
 

@@ -13,19 +13,19 @@
 //
 // Zero dependencies (node: built-ins only): the files of src/ are copied, alone, into images (deploy/images/build.sh).
 // Plaintext never touches disk; log lines (JSON on stderr) never carry secrets or values.
-import { spawn } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { decodeInstanceKey } from "./crypto.mjs";
-import { buildAgentEnv, decryptKeys, STRIPPED_ENV } from "./agent-env.mjs";
-import { startKeyServer } from "./key-server.mjs";
-import { siblingUrl, watchKeys } from "./hot-reload.mjs";
-import { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from "./keys-fetch.mjs";
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { decodeInstanceKey } from './crypto.mjs';
+import { buildAgentEnv, decryptKeys, STRIPPED_ENV } from './agent-env.mjs';
+import { startKeyServer } from './key-server.mjs';
+import { siblingUrl, watchKeys } from './hot-reload.mjs';
+import { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from './keys-fetch.mjs';
 
-export { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from "./keys-fetch.mjs";
-export { buildAgentEnv, decryptKeys, RESERVED_PREFIX, STRIPPED_ENV } from "./agent-env.mjs";
+export { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from './keys-fetch.mjs';
+export { buildAgentEnv, decryptKeys, RESERVED_PREFIX, STRIPPED_ENV } from './agent-env.mjs';
 
 export {
   AAD_VERSION,
@@ -38,9 +38,9 @@ export {
   openKey,
   parseSealed,
   TAG_BYTES,
-} from "./crypto.mjs";
+} from './crypto.mjs';
 
-const FORWARDED_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"];
+const FORWARDED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /** Makes a logger writing one JSON object per line to fd 2 (synchronously, so nothing is
  *  lost on exit/exec, and without switching the inherited stderr to non-blocking mode). */
@@ -50,7 +50,7 @@ export function makeLogger(instanceId, write = (line) => fs.writeSync(2, line)) 
       ts: new Date().toISOString(),
       level,
       msg,
-      component: "agenthost-bootstrap",
+      component: 'agenthost-bootstrap',
       instance_id: instanceId ?? null,
       ...fields,
     });
@@ -64,10 +64,10 @@ export function makeLogger(instanceId, write = (line) => fs.writeSync(2, line)) 
 
 /** execvp-style lookup of the command in PATH. */
 export function resolveCommand(command, searchPath) {
-  if (command.includes("/")) return path.resolve(command);
-  const dirs = (searchPath || "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin").split(":");
+  if (command.includes('/')) return path.resolve(command);
+  const dirs = (searchPath || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin').split(':');
   for (const dir of dirs) {
-    const candidate = path.join(dir || ".", command);
+    const candidate = path.join(dir || '.', command);
     try {
       fs.accessSync(candidate, fs.constants.X_OK);
       if (fs.statSync(candidate).isFile()) return candidate;
@@ -97,7 +97,7 @@ export async function readCredentials(fd, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const left = deadline - Date.now();
-    if (left <= 0) throw new FatalError("no credentials arrived on stdin in time");
+    if (left <= 0) throw new FatalError('no credentials arrived on stdin in time');
     const buf = Buffer.alloc(4096);
     let timer;
     const n = await Promise.race([
@@ -106,18 +106,18 @@ export async function readCredentials(fd, timeoutMs) {
         timer = setTimeout(() => resolve(-1), left);
       }),
     ]).finally(() => clearTimeout(timer));
-    if (n === -1) throw new FatalError("no credentials arrived on stdin in time");
-    if (n === 0) throw new FatalError("stdin closed before the credentials arrived");
+    if (n === -1) throw new FatalError('no credentials arrived on stdin in time');
+    if (n === 0) throw new FatalError('stdin closed before the credentials arrived');
     chunks.push(buf.subarray(0, n));
     size += n;
-    const text = Buffer.concat(chunks).toString("utf8");
-    const nl = text.indexOf("\n");
+    const text = Buffer.concat(chunks).toString('utf8');
+    const nl = text.indexOf('\n');
     if (nl >= 0 || size > 64 * 1024) {
       let parsed;
       try {
         parsed = JSON.parse(nl >= 0 ? text.slice(0, nl) : text);
       } catch {
-        throw new FatalError("the credentials on stdin are not JSON");
+        throw new FatalError('the credentials on stdin are not JSON');
       }
       for (const c of chunks) c.fill(0);
       return { secret: parsed?.instance_secret, key: parsed?.instance_key };
@@ -142,39 +142,39 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
         }
         return;
       }
-      log("warn", "signal received before the agent started; exiting", { signal: sig });
+      log('warn', 'signal received before the agent started; exiting', { signal: sig });
       process.exit(signalExitCode(sig));
     });
   }
 
   const fail = (msg, fields = {}, code = 1) => {
-    log("error", msg, fields);
+    log('error', msg, fields);
     process.exit(code);
   };
 
-  if (argv.length === 0) fail("no agent command given (usage: bootstrap.mjs <command> [args...])", {}, 2);
+  if (argv.length === 0) fail('no agent command given (usage: bootstrap.mjs <command> [args...])', {}, 2);
 
   let decrypted = {};
   // Hot reload: the provisioner asks for it (AGENTHOST_KEYS_WATCH=1) and the image says how its agent reloads
   // (AGENTHOST_RELOAD_URL). The bootstrap then stays beside the agent, keeps the instance credentials in memory
   // and hands the keys out over a private socket, never in the agent's environment (see hot-reload.mjs).
-  const hotReload = env.AGENTHOST_KEYS_WATCH === "1" && Boolean(env.AGENTHOST_RELOAD_URL) && env.AGENTHOST_BOOTSTRAP_SKIP_KEYS !== "1";
+  const hotReload = env.AGENTHOST_KEYS_WATCH === '1' && Boolean(env.AGENTHOST_RELOAD_URL) && env.AGENTHOST_BOOTSTRAP_SKIP_KEYS !== '1';
   let held;
-  if (env.AGENTHOST_BOOTSTRAP_SKIP_KEYS === "1") {
-    log("warn", "key retrieval skipped (AGENTHOST_BOOTSTRAP_SKIP_KEYS=1)");
+  if (env.AGENTHOST_BOOTSTRAP_SKIP_KEYS === '1') {
+    log('warn', 'key retrieval skipped (AGENTHOST_BOOTSTRAP_SKIP_KEYS=1)');
   } else {
     // The provisioner hands the credentials over on stdin, so they are in no container configuration;
     // the environment variables remain for running an image by hand.
     let creds = { secret: env.AGENTHOST_INSTANCE_SECRET, key: env.AGENTHOST_INSTANCE_KEY };
-    if (env.AGENTHOST_CREDENTIALS?.startsWith("file:")) {
+    if (env.AGENTHOST_CREDENTIALS?.startsWith('file:')) {
       // The swarm driver: a swarm secret, in memory on the node, readable by the agent user only.
       try {
-        const parsed = JSON.parse(fs.readFileSync(env.AGENTHOST_CREDENTIALS.slice(5), "utf8"));
+        const parsed = JSON.parse(fs.readFileSync(env.AGENTHOST_CREDENTIALS.slice(5), 'utf8'));
         creds = { secret: parsed?.instance_secret, key: parsed?.instance_key };
       } catch (err) {
-        fail("the credentials file cannot be read", { error: err.code ?? err.message });
+        fail('the credentials file cannot be read', { error: err.code ?? err.message });
       }
-    } else if (env.AGENTHOST_CREDENTIALS === "stdin") {
+    } else if (env.AGENTHOST_CREDENTIALS === 'stdin') {
       try {
         creds = await readCredentials(0, parseTimeout(env.AGENTHOST_BOOTSTRAP_TIMEOUT_MS));
       } catch (err) {
@@ -182,14 +182,14 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
       }
     }
     const missing = [
-      ["AGENTHOST_INSTANCE_ID", instanceId],
-      ["AGENTHOST_KEYS_URL", env.AGENTHOST_KEYS_URL],
-      ["AGENTHOST_INSTANCE_SECRET", creds.secret],
-      ["AGENTHOST_INSTANCE_KEY", creds.key],
+      ['AGENTHOST_INSTANCE_ID', instanceId],
+      ['AGENTHOST_KEYS_URL', env.AGENTHOST_KEYS_URL],
+      ['AGENTHOST_INSTANCE_SECRET', creds.secret],
+      ['AGENTHOST_INSTANCE_KEY', creds.key],
     ]
       .filter(([, v]) => !v)
       .map(([k]) => k);
-    if (missing.length > 0) fail("missing required environment variables", { missing });
+    if (missing.length > 0) fail('missing required environment variables', { missing });
     let instanceKey;
     try {
       instanceKey = decodeInstanceKey(creds.key);
@@ -206,10 +206,10 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
       });
       const result = decryptKeys({ keys, instanceId, instanceKey, log });
       decrypted = result.env;
-      log("info", "keys loaded", { loaded: result.loaded, skipped: result.skipped.length });
+      log('info', 'keys loaded', { loaded: result.loaded, skipped: result.skipped.length });
     } catch (err) {
       if (err instanceof FatalError) fail(err.message, err.fields);
-      fail("key retrieval failed unexpectedly", { error: err?.name ?? "Error" });
+      fail('key retrieval failed unexpectedly', { error: err?.name ?? 'Error' });
     } finally {
       if (hotReload) held = { secret: creds.secret, instanceKey };
       else instanceKey.fill(0);
@@ -236,30 +236,35 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
 
   const [command, ...args] = argv;
   const resolved = resolveCommand(command, agentEnv.PATH);
-  if (!resolved) fail("agent command not found", { command }, 127);
+  if (!resolved) fail('agent command not found', { command }, 127);
 
   const requested = env.AGENTHOST_BOOTSTRAP_MODE;
-  const mode = hotReload || requested === "spawn" || typeof process.execve !== "function" ? "spawn" : "exec";
-  log("info", "starting agent", { command, mode, keys: hotReload ? Object.keys(watch.state.keys).length : Object.keys(decrypted).length, hot_reload: hotReload });
+  const mode = hotReload || requested === 'spawn' || typeof process.execve !== 'function' ? 'spawn' : 'exec';
+  log('info', 'starting agent', {
+    command,
+    mode,
+    keys: hotReload ? Object.keys(watch.state.keys).length : Object.keys(decrypted).length,
+    hot_reload: hotReload,
+  });
 
-  if (mode === "exec") {
+  if (mode === 'exec') {
     // Replace this process: no process keeps the instance secret/key in its environment
     // (a same-uid agent could otherwise read them from /proc/<pid>/environ), signals
     // reach the agent directly and its exit status is the container's.
     try {
       process.execve(resolved, [command, ...args], agentEnv);
     } catch (err) {
-      fail("could not exec the agent", { command, error: err?.code ?? String(err) }, 126);
+      fail('could not exec the agent', { command, error: err?.code ?? String(err) }, 126);
     }
     return;
   }
 
-  child = spawn(resolved, args, { argv0: command, env: agentEnv, stdio: "inherit" });
-  child.on("error", (err) => fail("could not start the agent", { command, error: err?.code ?? String(err) }, 126));
+  child = spawn(resolved, args, { argv0: command, env: agentEnv, stdio: 'inherit' });
+  child.on('error', (err) => fail('could not start the agent', { command, error: err?.code ?? String(err) }, 126));
   if (watch) {
     void watchKeys({
-      watchUrl: siblingUrl(env.AGENTHOST_KEYS_URL, "watch"),
-      appliedUrl: siblingUrl(env.AGENTHOST_KEYS_URL, "applied"),
+      watchUrl: siblingUrl(env.AGENTHOST_KEYS_URL, 'watch'),
+      appliedUrl: siblingUrl(env.AGENTHOST_KEYS_URL, 'applied'),
       reloadUrl: env.AGENTHOST_RELOAD_URL,
       gatewayToken: env.OPENCLAW_GATEWAY_TOKEN,
       instanceId,
@@ -270,11 +275,11 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
       signal: watch.abort.signal,
     });
   }
-  child.on("exit", (code, signal) => {
+  child.on('exit', (code, signal) => {
     watch?.abort.abort();
     watch?.server.close();
     const exitCode = code ?? signalExitCode(signal);
-    log(exitCode === 0 ? "info" : "warn", "agent exited", { code, signal, exit_code: exitCode });
+    log(exitCode === 0 ? 'info' : 'warn', 'agent exited', { code, signal, exit_code: exitCode });
     process.exit(exitCode);
   });
 }
@@ -290,7 +295,7 @@ function isEntrypoint() {
 
 if (isEntrypoint()) {
   main().catch((err) => {
-    makeLogger(process.env.AGENTHOST_INSTANCE_ID)("error", "bootstrap crashed", { error: err?.name ?? "Error" });
+    makeLogger(process.env.AGENTHOST_INSTANCE_ID)('error', 'bootstrap crashed', { error: err?.name ?? 'Error' });
     process.exit(1);
   });
 }

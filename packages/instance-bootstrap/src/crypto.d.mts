@@ -6,7 +6,7 @@ export interface SealedKey {
   kid?: string;
 }
 
-export declare const AAD_VERSION: "agenthost:v1";
+export declare const AAD_VERSION: 'agenthost:v1';
 export declare const KEY_BYTES: 32;
 export declare const IV_BYTES: 12;
 export declare const TAG_BYTES: 16;
@@ -27,9 +27,4 @@ export declare function parseSealed(sealed: string | SealedKey): {
   kid: string | undefined;
 };
 /** Decrypts one sealed key (AES-256-GCM, AAD as above); throws KeyOpenError on any failure. */
-export declare function openKey(args: {
-  instanceKey: string | Uint8Array;
-  instanceId: string;
-  keyName: string;
-  sealed: string | SealedKey;
-}): string;
+export declare function openKey(args: { instanceKey: string | Uint8Array; instanceId: string; keyName: string; sealed: string | SealedKey }): string;

@@ -3,7 +3,7 @@
 // sealed keys: when the watch opens (so a reconnect catches up on anything missed) and at every change. The
 // bootstrap opens them in memory, serves them to the agent's resolver (key-server.mjs), asks the agent to
 // reload (agent-reload.mjs) and reports the result of a change on POST /keys/applied, quoting its change_id.
-import { reloadAgent } from "./agent-reload.mjs";
+import { reloadAgent } from './agent-reload.mjs';
 
 const MAX_BACKOFF_MS = 30_000;
 const MAX_EVENT_BYTES = 8 * 1024 * 1024;
@@ -18,21 +18,21 @@ function sameKeys(a, b) {
 /** Parses a server-sent event stream: calls onEvent(name, data) for each complete event. */
 async function readEvents(body, onEvent) {
   const decoder = new TextDecoder();
-  let buf = "";
+  let buf = '';
   for await (const chunk of body) {
     buf += decoder.decode(chunk, { stream: true });
-    if (buf.length > MAX_EVENT_BYTES) throw new Error("event too large");
+    if (buf.length > MAX_EVENT_BYTES) throw new Error('event too large');
     let end;
-    while ((end = buf.indexOf("\n\n")) >= 0) {
+    while ((end = buf.indexOf('\n\n')) >= 0) {
       const block = buf.slice(0, end);
       buf = buf.slice(end + 2);
-      let name = "message";
+      let name = 'message';
       const data = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event:")) name = line.slice(6).trim();
-        else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event:')) name = line.slice(6).trim();
+        else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
       }
-      if (data.length) await onEvent(name, data.join("\n"));
+      if (data.length) await onEvent(name, data.join('\n'));
     }
   }
 }
@@ -46,8 +46,8 @@ export async function watchKeys({ watchUrl, appliedUrl, reloadUrl, gatewayToken,
   while (!signal.aborted) {
     try {
       const res = await fetch(watchUrl, {
-        headers: { accept: "text/event-stream", "x-instance-id": instanceId, "x-instance-secret": instanceSecret, "user-agent": "agenthost-bootstrap/1" },
-        redirect: "manual",
+        headers: { accept: 'text/event-stream', 'x-instance-id': instanceId, 'x-instance-secret': instanceSecret, 'user-agent': 'agenthost-bootstrap/1' },
+        redirect: 'manual',
         signal,
       });
       if (res.status !== 200 || !res.body) {
@@ -56,19 +56,19 @@ export async function watchKeys({ watchUrl, appliedUrl, reloadUrl, gatewayToken,
         if (res.status === 401 || res.status === 403 || res.status === 404) backoff = MAX_BACKOFF_MS;
         throw new Error(`watch answered HTTP ${res.status}`);
       }
-      log("info", "key watch open");
+      log('info', 'key watch open');
       backoff = 500;
       await readEvents(res.body, async (name, data) => {
-        if (name !== "keys") return;
+        if (name !== 'keys') return;
         const event = JSON.parse(data);
         const result = await applyKeys({ event, state, open, reload: () => reload({ url: reloadUrl, gatewayToken }), log });
         if (event.change_id) await report({ appliedUrl, instanceId, changeId: event.change_id, result, log });
       });
-      throw new Error("watch closed");
+      throw new Error('watch closed');
     } catch (err) {
       if (signal.aborted) return;
       const wait = Math.min(MAX_BACKOFF_MS, backoff) + Math.floor(Math.random() * 250);
-      log("warn", "key watch lost, reopening", { error: String(err?.cause?.code ?? err?.message ?? err).slice(0, 120), retry_in_ms: wait });
+      log('warn', 'key watch lost, reopening', { error: String(err?.cause?.code ?? err?.message ?? err).slice(0, 120), retry_in_ms: wait });
       await new Promise((r) => setTimeout(r, wait));
       backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
     }
@@ -81,19 +81,25 @@ async function applyKeys({ event, state, open, reload, log }) {
   try {
     opened = open(event.keys ?? {});
   } catch {
-    return { applied: false, reason: "the keys could not be opened; restart the instance" };
+    return { applied: false, reason: 'the keys could not be opened; restart the instance' };
   }
   if (sameKeys(opened.env, state.keys)) return { applied: true };
   state.keys = opened.env;
   const started = Date.now();
   const result = await reload();
-  log(result.applied ? "info" : "warn", result.applied ? "agent reloaded its keys" : "agent did not reload its keys", {
+  log(result.applied ? 'info' : 'warn', result.applied ? 'agent reloaded its keys' : 'agent did not reload its keys', {
     keys: Object.keys(opened.env).length,
     ms: Date.now() - started,
     ...(result.applied ? {} : { reason: result.reason }),
   });
   if (result.applied && opened.skipped.length) {
-    return { applied: false, reason: `${opened.skipped.length} key(s) could not be opened: ${opened.skipped.map((s) => s.name).join(", ").slice(0, 200)}` };
+    return {
+      applied: false,
+      reason: `${opened.skipped.length} key(s) could not be opened: ${opened.skipped
+        .map((s) => s.name)
+        .join(', ')
+        .slice(0, 200)}`,
+    };
   }
   return result;
 }
@@ -101,15 +107,20 @@ async function applyKeys({ event, state, open, reload, log }) {
 async function report({ appliedUrl, instanceId, changeId, result, log }) {
   try {
     const res = await fetch(appliedUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json", "user-agent": "agenthost-bootstrap/1" },
-      body: JSON.stringify({ instance_id: instanceId, change_id: changeId, applied: result.applied, ...(result.reason ? { reason: result.reason.slice(0, 300) } : {}) }),
-      redirect: "manual",
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'agenthost-bootstrap/1' },
+      body: JSON.stringify({
+        instance_id: instanceId,
+        change_id: changeId,
+        applied: result.applied,
+        ...(result.reason ? { reason: result.reason.slice(0, 300) } : {}),
+      }),
+      redirect: 'manual',
       signal: AbortSignal.timeout(5000),
     });
     await res.arrayBuffer().catch(() => {});
   } catch (err) {
-    log("warn", "could not report the reload result", { error: String(err?.cause?.code ?? err?.message ?? err).slice(0, 120) });
+    log('warn', 'could not report the reload result', { error: String(err?.cause?.code ?? err?.message ?? err).slice(0, 120) });
   }
 }
 

@@ -9,7 +9,7 @@ const MAX_BODY_BYTES = 8 * 1024 * 1024;
 export class FatalError extends Error {
   constructor(message, fields = {}) {
     super(message);
-    this.name = "FatalError";
+    this.name = 'FatalError';
     this.fields = fields;
   }
 }
@@ -19,7 +19,7 @@ function safeUrlForLog(url) {
     const u = new URL(url);
     return `${u.origin}${u.pathname}`;
   } catch {
-    return "<invalid url>";
+    return '<invalid url>';
   }
 }
 
@@ -56,29 +56,29 @@ export async function fetchKeys({
   try {
     parsed = new URL(url);
   } catch {
-    throw new FatalError("AGENTHOST_KEYS_URL is not a valid URL");
+    throw new FatalError('AGENTHOST_KEYS_URL is not a valid URL');
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    throw new FatalError("AGENTHOST_KEYS_URL must be http(s)");
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new FatalError('AGENTHOST_KEYS_URL must be http(s)');
   }
   const where = safeUrlForLog(url);
   const deadline = now() + timeoutMs;
   let backoff = 250;
-  let lastError = "";
+  let lastError = '';
   for (let attempt = 1; ; attempt++) {
     const remaining = deadline - now();
     let res;
     try {
       res = await fetchImpl(url, {
-        method: "GET",
+        method: 'GET',
         headers: {
-          accept: "application/json",
-          "user-agent": "agenthost-bootstrap/1",
-          "x-instance-id": instanceId,
-          "x-instance-secret": instanceSecret,
+          accept: 'application/json',
+          'user-agent': 'agenthost-bootstrap/1',
+          'x-instance-id': instanceId,
+          'x-instance-secret': instanceSecret,
         },
         // Never follow a redirect: it would re-send the instance secret elsewhere.
-        redirect: "manual",
+        redirect: 'manual',
         signal: AbortSignal.timeout(Math.max(1000, Math.min(MAX_ATTEMPT_MS, remaining))),
       });
     } catch (err) {
@@ -93,27 +93,24 @@ export async function fetchKeys({
         try {
           json = JSON.parse(body);
         } catch {
-          throw new FatalError("keys endpoint returned a body that is not JSON", { status });
+          throw new FatalError('keys endpoint returned a body that is not JSON', { status });
         }
         const keys = json?.keys;
-        if (keys === null || typeof keys !== "object" || Array.isArray(keys)) {
+        if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
           throw new FatalError('keys endpoint response has no "keys" object', { status });
         }
-        log("info", "keys fetched", { url: where, attempts: attempt, count: Object.keys(keys).length });
+        log('info', 'keys fetched', { url: where, attempts: attempt, count: Object.keys(keys).length });
         return keys;
       }
       await res.arrayBuffer().catch(() => {});
       if (status === 401 || status === 403) {
-        throw new FatalError(
-          `keys endpoint rejected the instance credentials (HTTP ${status}); check AGENTHOST_INSTANCE_ID / AGENTHOST_INSTANCE_SECRET`,
-          { status, url: where },
-        );
+        throw new FatalError(`keys endpoint rejected the instance credentials (HTTP ${status}); check AGENTHOST_INSTANCE_ID / AGENTHOST_INSTANCE_SECRET`, {
+          status,
+          url: where,
+        });
       }
       if (status === 404) {
-        throw new FatalError(
-          "keys endpoint answered 404: the instance is unknown or AGENTHOST_KEYS_URL is wrong",
-          { status, url: where },
-        );
+        throw new FatalError('keys endpoint answered 404: the instance is unknown or AGENTHOST_KEYS_URL is wrong', { status, url: where });
       }
       if (status >= 300 && status < 400) {
         throw new FatalError(`keys endpoint answered a redirect (HTTP ${status}); not followed`, {
@@ -125,32 +122,29 @@ export async function fetchKeys({
         throw new FatalError(`keys endpoint answered HTTP ${status}`, { status, url: where });
       }
       lastError = `HTTP ${status}`;
-      retryAfterMs = parseRetryAfterMs(res.headers.get("retry-after"));
+      retryAfterMs = parseRetryAfterMs(res.headers.get('retry-after'));
     }
     const jitter = Math.floor(Math.random() * (backoff / 4));
     let wait = Math.min(MAX_BACKOFF_MS, backoff) + jitter;
     if (retryAfterMs !== undefined) wait = Math.max(wait, Math.min(retryAfterMs, 10_000));
     if (now() + wait >= deadline) {
-      throw new FatalError(
-        `could not fetch keys within ${timeoutMs} ms (${attempt} attempts, last: ${lastError})`,
-        { url: where, attempts: attempt },
-      );
+      throw new FatalError(`could not fetch keys within ${timeoutMs} ms (${attempt} attempts, last: ${lastError})`, { url: where, attempts: attempt });
     }
-    log("warn", "keys fetch failed, retrying", { url: where, attempt, error: lastError, retry_in_ms: wait });
+    log('warn', 'keys fetch failed, retrying', { url: where, attempt, error: lastError, retry_in_ms: wait });
     await sleep(wait);
     backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
   }
 }
 
 function describeNetworkError(err) {
-  if (err?.name === "TimeoutError" || err?.name === "AbortError") return "timeout";
+  if (err?.name === 'TimeoutError' || err?.name === 'AbortError') return 'timeout';
   const cause = err?.cause;
-  const text = cause?.code ?? err?.code ?? cause?.message ?? err?.message ?? err?.name ?? "error";
+  const text = cause?.code ?? err?.code ?? cause?.message ?? err?.message ?? err?.name ?? 'error';
   return String(text).slice(0, 120);
 }
 
 async function readBody(res) {
   const buf = Buffer.from(await res.arrayBuffer());
-  if (buf.length > MAX_BODY_BYTES) throw new FatalError("keys endpoint response too large");
-  return buf.toString("utf8");
+  if (buf.length > MAX_BODY_BYTES) throw new FatalError('keys endpoint response too large');
+  return buf.toString('utf8');
 }

@@ -17,7 +17,15 @@ export class ConfigError extends Error {
  * swarm secrets are mounted as files under /run/secrets). So the value is not in the process environment,
  * where child processes and /proc/<pid>/environ would see it.
  */
-export const FILE_SECRETS = ['DATABASE_URL', 'MASTER_KEY_ENCRYPTION', 'MASTER_KEYS_PREVIOUS', 'GATEWAY_ASSERTION_PRIVATE_KEY', 'KEYVAULT_SEAL_PRIVATE_KEY', 'BACKUP_KEY', 'BACKUP_S3_SECRET_ACCESS_KEY'] as const;
+export const FILE_SECRETS = [
+  'DATABASE_URL',
+  'MASTER_KEY_ENCRYPTION',
+  'MASTER_KEYS_PREVIOUS',
+  'GATEWAY_ASSERTION_PRIVATE_KEY',
+  'KEYVAULT_SEAL_PRIVATE_KEY',
+  'BACKUP_KEY',
+  'BACKUP_S3_SECRET_ACCESS_KEY',
+] as const;
 
 function withFileSecrets(env: Record<string, string | undefined>): { env: Record<string, string | undefined>; problems: string[] } {
   const out = { ...env };
@@ -67,7 +75,10 @@ export const baseConfig = z.object({
   /** This service's NATS identity (an nkey seed file) and the CA of the server's TLS certificate. */
   NATS_NKEY_SEED_FILE: z.string().min(1).optional(),
   NATS_CA_FILE: z.string().min(1).optional(),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://agenthost@127.0.0.1:5432/agenthost'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .default('postgres://agenthost@127.0.0.1:5432/agenthost'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NATS_REQUEST_TIMEOUT_MS: int(5000),
   /** Replicas of the JetStream event stream: 1 on one nats-server, 3 on a NATS cluster (the swarm deployment). */
@@ -91,7 +102,12 @@ export const baseConfig = z.object({
   CERTIFICATE_FILES: z
     .string()
     .default('')
-    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
   /** Milliseconds spans are batched before they are exported. */
   OTEL_BSP_SCHEDULE_DELAY: int(5000),
   /** Replicas with the same name share a queue group; an id tells them apart in logs. */
@@ -104,7 +120,12 @@ export const baseConfig = z.object({
   GATEWAY_ASSERTION_PUBLIC_KEYS: z
     .string()
     .default('')
-    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .refine((keys) => keys.every((k) => Buffer.from(k, 'base64').length === 32), 'must be comma-separated base64 Ed25519 public keys (32 bytes each)'),
   /** For the gateway benchmark only (assertions on against off in one run): 'off' signs and checks none. */
   ASSERTIONS: z.enum(['on', 'off']).default('on'),

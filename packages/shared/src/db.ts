@@ -33,7 +33,13 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
   // async context). Its text has placeholders, never the values.
   const db = new Kysely<DB>({
     dialect: new PostgresDialect({ pool }),
-    log: (e) => pastSpan(`pg ${verb(e.query.sql)}`, { 'db.system.name': 'postgresql', 'db.namespace': opts.schema, 'db.query.text': e.query.sql }, e.queryDurationMillis / 1000, e.level === 'error' ? e.error : undefined),
+    log: (e) =>
+      pastSpan(
+        `pg ${verb(e.query.sql)}`,
+        { 'db.system.name': 'postgresql', 'db.namespace': opts.schema, 'db.query.text': e.query.sql },
+        e.queryDurationMillis / 1000,
+        e.level === 'error' ? e.error : undefined,
+      ),
   });
   if (opts.readOnly) return db;
   try {

@@ -101,11 +101,7 @@ export class AppError extends Error {
   /** Seconds a client should wait before retrying (sets Retry-After). */
   readonly retryAfter: number | undefined;
 
-  constructor(
-    code: ErrorCode,
-    message?: string,
-    opts: { details?: Record<string, unknown>; retryable?: boolean; retryAfter?: number; cause?: unknown } = {},
-  ) {
+  constructor(code: ErrorCode, message?: string, opts: { details?: Record<string, unknown>; retryable?: boolean; retryAfter?: number; cause?: unknown } = {}) {
     super(message ?? ERROR_CODES[code].message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'AppError';
     this.code = code;
@@ -158,7 +154,8 @@ export function isErrorCode(code: string): code is ErrorCode {
  */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  if (isConnectionError(err)) return new AppError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly', { retryable: true, retryAfter: 1, cause: err });
+  if (isConnectionError(err))
+    return new AppError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly', { retryable: true, retryAfter: 1, cause: err });
   return new AppError('INTERNAL', undefined, { cause: err });
 }
 
@@ -166,9 +163,9 @@ export function toAppError(err: unknown): AppError {
 export function isConnectionError(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   if (!e || typeof e !== 'object') return false;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08004'].includes(e.code)) return true;
+  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08004'].includes(e.code))
+    return true;
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e.message ?? '');
 }
 
-export const validationError = (field: string, problem: string): AppError =>
-  new AppError('VALIDATION_FAILED', `${field}: ${problem}`, { details: { field } });
+export const validationError = (field: string, problem: string): AppError => new AppError('VALIDATION_FAILED', `${field}: ${problem}`, { details: { field } });

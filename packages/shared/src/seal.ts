@@ -5,7 +5,17 @@
 // seal = base64url(0x01 | ephemeral X25519 public key (32) | IV (12) | GCM tag (16) | ciphertext)
 // key  = HKDF-SHA256(X25519(ephemeral, recipient), salt = ephemeral pub | recipient pub, info = "agenthost seal v1")
 // AAD  = the context the caller names (subject and instance id), so a box opens only where it was meant to.
-import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  hkdfSync,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
 import { rawPublicKey } from './nats/assertion.ts';
 
 const VERSION = 1;

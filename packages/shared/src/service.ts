@@ -39,8 +39,13 @@ export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: Servi
   const parts = await def.build({ config: config as z.output<S>, log, nc, db });
   const ping = endpoint(pingFor(def.name), async () => ({ service: def.name, ok: true, version: def.version }));
   const assertions =
-    config.ASSERTIONS === 'off' ? ('unchecked' as const) : config.GATEWAY_ASSERTION_PUBLIC_KEYS.length ? new AssertionVerifier(config.GATEWAY_ASSERTION_PUBLIC_KEYS) : undefined;
-  if (config.ASSERTIONS === 'off') log.warn({ event: 'assertions_off' }, 'ASSERTIONS=off: user ids on the bus are believed without the gateway signature (benchmarks only)');
+    config.ASSERTIONS === 'off'
+      ? ('unchecked' as const)
+      : config.GATEWAY_ASSERTION_PUBLIC_KEYS.length
+        ? new AssertionVerifier(config.GATEWAY_ASSERTION_PUBLIC_KEYS)
+        : undefined;
+  if (config.ASSERTIONS === 'off')
+    log.warn({ event: 'assertions_off' }, 'ASSERTIONS=off: user ids on the bus are believed without the gateway signature (benchmarks only)');
   const service = await serve(nc, { name: def.name, version: def.version, log, ...(assertions ? { assertions } : {}) }, [ping, ...parts.endpoints]);
   await parts.start?.();
   // The subscriptions are sent to the server asynchronously: one round trip makes sure it has them, so "ready"

@@ -24,7 +24,16 @@ export const UNLIMITED = -1;
 export const DEFAULT_TIERS: TierTable = {
   free: { instances: 1, requests_per_day: 1000, requests_per_minute: 60, storage_mb: 100, memory_mb: 1536, cpus: 0.5, pids: 256, backups_kept: 1 },
   pro: { instances: 5, requests_per_day: 10000, requests_per_minute: 600, storage_mb: 1024, memory_mb: 2048, cpus: 1, pids: 512, backups_kept: 7 },
-  enterprise: { instances: UNLIMITED, requests_per_day: UNLIMITED, requests_per_minute: UNLIMITED, storage_mb: 10240, memory_mb: 4096, cpus: 2, pids: 1024, backups_kept: 30 },
+  enterprise: {
+    instances: UNLIMITED,
+    requests_per_day: UNLIMITED,
+    requests_per_minute: UNLIMITED,
+    storage_mb: 10240,
+    memory_mb: 4096,
+    cpus: 2,
+    pids: 1024,
+    backups_kept: 30,
+  },
 };
 
 const override = z.partialRecord(z.enum(['free', 'pro', 'enterprise']), tierLimits.partial());

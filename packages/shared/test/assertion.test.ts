@@ -24,7 +24,11 @@ describe('caller assertions', () => {
     const verifier = new AssertionVerifier([publicKey]);
     const token = signer.sign('u-1', subject, body);
     expect(verifier.verify(token, subject, body).sub).toBe('u-1');
-    expect(refusal(() => verifier.verify(token, subject, body))).toMatchObject({ code: 'ASSERTION_INVALID', status: 401, message: expect.stringMatching(/replay/) });
+    expect(refusal(() => verifier.verify(token, subject, body))).toMatchObject({
+      code: 'ASSERTION_INVALID',
+      status: 401,
+      message: expect.stringMatching(/replay/),
+    });
   });
 
   it('refuses a missing, forged, expired, moved or altered assertion', () => {
@@ -34,8 +38,13 @@ describe('caller assertions', () => {
     expect(refusal(() => verifier.verify(attacker.sign('u-1', subject, body), subject, body)).code).toBe('ASSERTION_INVALID');
     const old = new AssertionSigner(pem(gateway.privateKey), { now: () => Date.now() - 60_000 });
     expect(refusal(() => verifier.verify(old.sign('u-1', subject, body), subject, body)).message).toMatch(/expired/);
-    expect(refusal(() => verifier.verify(signer.sign('u-1', subject, body), 'keyvault.v1.keys.delete', body))).toMatchObject({ code: 'ASSERTION_MISMATCH', status: 403 });
-    expect(refusal(() => verifier.verify(signer.sign('u-1', subject, body), subject, encode({ user_id: 'u-2', instance_id: 'i-1' }))).code).toBe('ASSERTION_MISMATCH');
+    expect(refusal(() => verifier.verify(signer.sign('u-1', subject, body), 'keyvault.v1.keys.delete', body))).toMatchObject({
+      code: 'ASSERTION_MISMATCH',
+      status: 403,
+    });
+    expect(refusal(() => verifier.verify(signer.sign('u-1', subject, body), subject, encode({ user_id: 'u-2', instance_id: 'i-1' }))).code).toBe(
+      'ASSERTION_MISMATCH',
+    );
     // A signature moved onto other claims.
     const [, part, sig] = signer.sign('u-1', subject, body).split('.');
     const claims = JSON.parse(Buffer.from(part!, 'base64url').toString());

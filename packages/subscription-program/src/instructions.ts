@@ -86,9 +86,7 @@ export function decodeInstruction(bytes: Uint8Array): DecodedInstruction | null 
       case 'subscribe':
         return rest.length === 1 ? { name, args: { tier: rest[0] as number } } : null;
       case 'deposit':
-        return rest.length === 8
-          ? { name, args: { lamports: new DataView(rest.buffer, rest.byteOffset, 8).getBigUint64(0, true) } }
-          : null;
+        return rest.length === 8 ? { name, args: { lamports: new DataView(rest.buffer, rest.byteOffset, 8).getBigUint64(0, true) } } : null;
       case 'cancel':
       case 'renew':
         return rest.length === 0 ? { name, args: {} } : null;

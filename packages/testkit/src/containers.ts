@@ -35,7 +35,10 @@ const run = promisify(execFile);
  * test stop a server and start a new container on the same port and data.
  */
 function hostContainer(image: string): GenericContainer {
-  return new GenericContainer(image).withNetworkMode('host').withLabels({ [OWNER]: `${PID_NS}:${process.pid}` }).withStartupTimeout(120_000);
+  return new GenericContainer(image)
+    .withNetworkMode('host')
+    .withLabels({ [OWNER]: `${PID_NS}:${process.pid}` })
+    .withStartupTimeout(120_000);
 }
 
 export interface PostgresContainer {

@@ -39,7 +39,11 @@ export async function createDatabase(prefix = 't'): Promise<TestDatabase> {
   await asAdmin('postgres', [`create database ${name}`]);
   await asAdmin(name, [
     `revoke all on database ${name} from public`,
-    ...roles.flatMap((r) => [`create role ${r.role} login password '${r.password}'`, `grant connect on database ${name} to ${r.role}`, `create schema ${r.schema} authorization ${r.role}`]),
+    ...roles.flatMap((r) => [
+      `create role ${r.role} login password '${r.password}'`,
+      `grant connect on database ${name} to ${r.role}`,
+      `create schema ${r.schema} authorization ${r.role}`,
+    ]),
   ]);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;

@@ -74,7 +74,10 @@ export async function startEdge(stack: Stack, opts: EdgeOptions): Promise<Edge> 
   let caddy: ChildProcess | undefined;
   const startCaddy = async () => {
     const log = createWriteStream(path.join(logDir, `caddy-${process.pid}-${Date.now()}.log`), { flags: 'a' });
-    const child = spawn('caddy', ['run', '--config', configFile], { env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('caddy', ['run', '--config', configFile], {
+      env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout!.pipe(log);
     child.stderr!.pipe(log);
     caddy = child;
@@ -92,7 +95,10 @@ export async function startEdge(stack: Stack, opts: EdgeOptions): Promise<Edge> 
   await startCaddy();
   let keeper: ServiceProcess;
   try {
-    keeper = await spawnService('edge', { env: { ...stack.nats.envFor('edge'), NATS_REQUEST_TIMEOUT_MS: '3000', EDGE_RESYNC_SECONDS: '2', ...env }, label: 'edge' });
+    keeper = await spawnService('edge', {
+      env: { ...stack.nats.envFor('edge'), NATS_REQUEST_TIMEOUT_MS: '3000', EDGE_RESYNC_SECONDS: '2', ...env },
+      label: 'edge',
+    });
   } catch (err) {
     await stopCaddy();
     throw err;
@@ -117,7 +123,17 @@ export async function startEdge(stack: Stack, opts: EdgeOptions): Promise<Edge> 
       const { u, port, servername } = target(url);
       return new Promise((resolve, reject) => {
         const req = https.request(
-          { host: '127.0.0.1', port, servername, path: `${u.pathname}${u.search}`, method: init.method ?? 'GET', ca: ca(), headers: { host: u.host, ...init.headers }, timeout: 15_000, agent: false },
+          {
+            host: '127.0.0.1',
+            port,
+            servername,
+            path: `${u.pathname}${u.search}`,
+            method: init.method ?? 'GET',
+            ca: ca(),
+            headers: { host: u.host, ...init.headers },
+            timeout: 15_000,
+            agent: false,
+          },
           (res) => {
             let text = '';
             res.setEncoding('utf8');
@@ -161,7 +177,9 @@ function websocket(t: { u: URL; port: number; servername: string }, ca: string, 
     const queue: string[] = [];
     const waiting: Array<(m: string) => void> = [];
     const timer = setTimeout(() => (socket.destroy(), reject(new Error(`WebSocket ${t.u.href}: no upgrade within 15 s`))), 15_000);
-    const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    const extra = Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
     socket.once('secureConnect', () =>
       socket.write(
         `GET ${t.u.pathname}${t.u.search} HTTP/1.1\r\nHost: ${t.u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n${extra}\r\n`,

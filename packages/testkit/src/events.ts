@@ -10,7 +10,10 @@ export async function eventHistory<T = Record<string, unknown>>(nc: NatsConnecti
 }
 
 /** As eventHistory, with each event's stream sequence and subject (`subject` may have wildcards). */
-export async function storedEvents<T = Record<string, unknown>>(nc: NatsConnection, subject: string): Promise<Array<{ seq: number; subject: string; data: T }>> {
+export async function storedEvents<T = Record<string, unknown>>(
+  nc: NatsConnection,
+  subject: string,
+): Promise<Array<{ seq: number; subject: string; data: T }>> {
   const out: Array<{ seq: number; subject: string; data: T }> = [];
   for (let seq = 1; ; ) {
     const reply = await nc.request('$JS.API.STREAM.MSG.GET.EVENTS', JSON.stringify({ seq, next_by_subj: subject }), { timeout: 5000 });

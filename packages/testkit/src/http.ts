@@ -33,8 +33,13 @@ export function apiClient(baseUrl: string, token?: string): ApiClient {
     }
     return { status: res.status, body: parsed, headers: res.headers, text };
   };
-  const json = (method: string) => (path: string, body?: unknown, headers: Record<string, string> = {}) =>
-    raw(method, path, body === undefined ? undefined : JSON.stringify(body), { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers });
+  const json =
+    (method: string) =>
+    (path: string, body?: unknown, headers: Record<string, string> = {}) =>
+      raw(method, path, body === undefined ? undefined : JSON.stringify(body), {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      });
   return {
     get: (path, headers = {}) => raw('GET', path, undefined, headers),
     post: json('POST'),

@@ -38,7 +38,9 @@ export async function startOtlpReceiver(): Promise<{ url: string; spans: Receive
                 parentSpanId: s.parentSpanId ?? '',
                 name: s.name,
                 kind: s.kind,
-                attributes: Object.fromEntries((s.attributes ?? []).map((a: { key: string; value: Record<string, unknown> }) => [a.key, Object.values(a.value)[0]])),
+                attributes: Object.fromEntries(
+                  (s.attributes ?? []).map((a: { key: string; value: Record<string, unknown> }) => [a.key, Object.values(a.value)[0]]),
+                ),
               });
         }
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
@@ -53,7 +55,9 @@ export async function startOtlpReceiver(): Promise<{ url: string; spans: Receive
 }
 
 /** Debian's prometheus, scraping the given targets every second, with its HTTP API on a free port. */
-export async function startPrometheus(targets: { job: string; target: string }[]): Promise<{ query(q: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]>; stop(): Promise<void> }> {
+export async function startPrometheus(
+  targets: { job: string; target: string }[],
+): Promise<{ query(q: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]>; stop(): Promise<void> }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'agenthost-prom-'));
   const port = await freePort();
   const jobs = [...new Set(targets.map((t) => t.job))];
@@ -63,7 +67,11 @@ export async function startPrometheus(targets: { job: string; target: string }[]
   };
   // JSON is YAML: no YAML writer needed.
   writeFileSync(path.join(dir, 'prometheus.yml'), JSON.stringify(config));
-  const proc = spawn('prometheus', [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
+  const proc = spawn(
+    'prometheus',
+    [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+    { stdio: 'ignore' },
+  );
   await waitForPort(port, 30_000);
   return {
     async query(q) {

@@ -101,7 +101,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const gateways: ServiceProcess[] = [];
     for (let i = 0; i < (opts.gateways ?? 1); i++) {
       const port = i === 0 ? String(gatewayPort) : '0';
-      const g = await spawnService('gateway', { env: envFor('gateway', { GATEWAY_HOST: '127.0.0.1', ...opts.serviceEnv?.gateway, GATEWAY_PORT: port }), label: `gateway${i}` });
+      const g = await spawnService('gateway', {
+        env: envFor('gateway', { GATEWAY_HOST: '127.0.0.1', ...opts.serviceEnv?.gateway, GATEWAY_PORT: port }),
+        label: `gateway${i}`,
+      });
       gateways.push(g);
       started.push(g);
     }
@@ -117,7 +120,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       api: apiClient(baseUrl),
       ...(chain ? { chain } : {}),
       async addReplica(name, label) {
-        const extra: Record<string, string> = name === 'gateway' ? { GATEWAY_HOST: '127.0.0.1', ...opts.serviceEnv?.gateway, GATEWAY_PORT: '0' } : { INSTANCE_NAME: label };
+        const extra: Record<string, string> =
+          name === 'gateway' ? { GATEWAY_HOST: '127.0.0.1', ...opts.serviceEnv?.gateway, GATEWAY_PORT: '0' } : { INSTANCE_NAME: label };
         const p = await spawnService(name, { env: envFor(name, extra), label });
         started.push(p);
         if (name === 'gateway') gateways.push(p);

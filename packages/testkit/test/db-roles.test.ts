@@ -36,7 +36,7 @@ describe('database roles', () => {
       // 42501: insufficient_privilege.
       expect(await refusal(c, 'select * from keyvault.api_keys')).toBe('42501');
       expect(await refusal(c, 'select * from keyvault.instances')).toBe('42501');
-      expect(await refusal(c, "delete from keyvault.audit_log where true")).toBe('42501');
+      expect(await refusal(c, 'delete from keyvault.audit_log where true')).toBe('42501');
       expect(await refusal(c, 'create table keyvault.planted (x int)')).toBe('42501');
       expect(await refusal(c, 'create schema planted')).toBe('42501');
       // Its own schema is its own.
@@ -58,7 +58,8 @@ describe('database roles', () => {
     try {
       const r = await admin.query('select rolname, rolsuper, rolcreaterole, rolcreatedb from pg_roles where rolname like $1', [`${stack.db.name}_%`]);
       expect(r.rows).toHaveLength(5);
-      for (const row of r.rows as Array<{ rolsuper: boolean; rolcreaterole: boolean; rolcreatedb: boolean }>) expect(row).toMatchObject({ rolsuper: false, rolcreaterole: false, rolcreatedb: false });
+      for (const row of r.rows as Array<{ rolsuper: boolean; rolcreaterole: boolean; rolcreatedb: boolean }>)
+        expect(row).toMatchObject({ rolsuper: false, rolcreaterole: false, rolcreatedb: false });
     } finally {
       await admin.end();
     }

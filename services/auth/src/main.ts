@@ -12,7 +12,11 @@ await runService<typeof authConfig, AuthDB>({
   config: authConfig,
   db: { schema: 'auth', migrations },
   async build({ config, db, log, nc }) {
-    const keys = await loadKeys({ configuredPem: config.AUTH_JWT_PRIVATE_KEY, pemFile: config.AUTH_JWT_PRIVATE_KEY_FILE, previousJwks: config.AUTH_JWT_PREVIOUS_KEYS });
+    const keys = await loadKeys({
+      configuredPem: config.AUTH_JWT_PRIVATE_KEY,
+      pemFile: config.AUTH_JWT_PRIVATE_KEY_FILE,
+      previousJwks: config.AUTH_JWT_PREVIOUS_KEYS,
+    });
     const deps = { db, config, key: keys.signing };
     let pruner: NodeJS.Timeout | undefined;
     return {

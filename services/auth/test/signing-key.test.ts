@@ -29,7 +29,11 @@ describe("auth's signing key", () => {
     const session = await signIn(stack.api);
     expect(decodeProtectedHeader(session.token).kid).toMatch(/^[A-Za-z0-9_-]{16}$/);
     expect((await session.api.get('/auth/me')).status).toBe(200);
-    const { stdout } = await promisify(execFile)('psql', [stack.db.url, '-tAc', "select table_name || '.' || column_name from information_schema.columns where table_schema = 'auth'"]);
+    const { stdout } = await promisify(execFile)('psql', [
+      stack.db.url,
+      '-tAc',
+      "select table_name || '.' || column_name from information_schema.columns where table_schema = 'auth'",
+    ]);
     expect(stdout).toMatch(/^users\./m);
     expect(stdout).not.toMatch(/signing_keys|private_pem/);
   });

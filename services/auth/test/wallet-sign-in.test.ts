@@ -23,9 +23,14 @@ afterAll(async () => {
 });
 
 const b64 = (u: Uint8Array) => Buffer.from(u).toString('base64');
-const nonceFor = async (w: Wallet) => (await stack.api.get(`/auth/nonce?wallet_address=${w.address}`)).body as { nonce: string; sign_in_input: SolanaSignInInput };
+const nonceFor = async (w: Wallet) =>
+  (await stack.api.get(`/auth/nonce?wallet_address=${w.address}`)).body as { nonce: string; sign_in_input: SolanaSignInInput };
 /** What solana:signIn returns, as a dashboard posts it: the account, and the signed bytes and signature in base64. */
-const signInOutput = (w: Wallet, signedMessage: Uint8Array) => ({ account: { address: w.address }, signedMessage: b64(signedMessage), signature: b64(w.sign(signedMessage)) });
+const signInOutput = (w: Wallet, signedMessage: Uint8Array) => ({
+  account: { address: w.address },
+  signedMessage: b64(signedMessage),
+  signature: b64(w.sign(signedMessage)),
+});
 const login = (body: unknown) => stack.api.post('/auth/login', body);
 
 describe('sign-in with a message the wallet built', () => {
@@ -67,7 +72,9 @@ describe('sign-in with a message the wallet built', () => {
     // Without a time there is nothing to bound a replay by.
     const timeless = await login(signInOutput(w, createSignInMessage({ domain: 'agents.example.test', address: w.address })));
     expect(timeless.body).toMatchObject({ code: 'NONCE_INVALID', status: 401 });
-    const stale = await login(signInOutput(w, createSignInMessage({ domain: 'agents.example.test', address: w.address, issuedAt: new Date(Date.now() - 3600_000).toISOString() })));
+    const stale = await login(
+      signInOutput(w, createSignInMessage({ domain: 'agents.example.test', address: w.address, issuedAt: new Date(Date.now() - 3600_000).toISOString() })),
+    );
     expect(stale.body.code).toBe('NONCE_INVALID');
   });
 
@@ -86,7 +93,11 @@ describe('sign-in with a message the wallet built', () => {
   it('accepts the message inside an off-chain message envelope (the newer off-chain message signing)', async () => {
     const w = newWallet();
     const { sign_in_input } = await nonceFor(w);
-    const envelope = getOffchainMessageEncoder().encode({ version: 1, requiredSignatories: [{ address: w.address as never }], content: createSignInMessageText(sign_in_input) });
+    const envelope = getOffchainMessageEncoder().encode({
+      version: 1,
+      requiredSignatories: [{ address: w.address as never }],
+      content: createSignInMessageText(sign_in_input),
+    });
     const r = await login(signInOutput(w, new Uint8Array(envelope)));
     expect(r.status, r.text).toBe(200);
     expect(r.body.wallet_address).toBe(w.address);

@@ -61,7 +61,16 @@ await runService<typeof billingConfig, BillingDB>({
       airdrop: config.KEEPER_AIRDROP,
       expiring: (payload, msgId) => publishEvent(nc, contracts.billing.subscriptionExpiring, payload, msgId),
     });
-    log.info({ rpc: config.SOLANA_RPC_URL, program_id: program.programId, treasury: program.treasury, keeper: keeper.publicKey.toBase58(), commitment: config.SOLANA_COMMITMENT }, 'chain configured');
+    log.info(
+      {
+        rpc: config.SOLANA_RPC_URL,
+        program_id: program.programId,
+        treasury: program.treasury,
+        keeper: keeper.publicKey.toBase58(),
+        commitment: config.SOLANA_COMMITMENT,
+      },
+      'chain configured',
+    );
     return {
       endpoints: [
         endpoint(contracts.billing.register, (input) => subs.register(input)),
@@ -100,7 +109,9 @@ async function programConfig(config: BillingConfig, log: Logger): Promise<{ prog
       throw new Error('the RPC is not a devchain');
     } catch (err) {
       if (Date.now() > deadline) {
-        process.stderr.write(`invalid configuration:\n  - SUBSCRIPTION_PROGRAM_ID and TREASURY must be set (could not ask devchain: ${(err as Error).message})\n`);
+        process.stderr.write(
+          `invalid configuration:\n  - SUBSCRIPTION_PROGRAM_ID and TREASURY must be set (could not ask devchain: ${(err as Error).message})\n`,
+        );
         process.exit(2);
       }
       await new Promise((r) => setTimeout(r, 500));
@@ -113,7 +124,11 @@ async function keeperKey(config: BillingConfig, db: Kysely<BillingDB>, log: Logg
   if (config.KEEPER_SECRET_KEY) return parseSecretKey(config.KEEPER_SECRET_KEY, (s) => bs58.decode(s));
   log.warn('KEEPER_SECRET_KEY is not set: using the generated development keeper key');
   const fresh = Keypair.generate();
-  await db.insertInto('keeper_keys').values({ id: 1, secret_key: bs58.encode(fresh.secretKey) }).onConflict((c) => c.doNothing()).execute();
+  await db
+    .insertInto('keeper_keys')
+    .values({ id: 1, secret_key: bs58.encode(fresh.secretKey) })
+    .onConflict((c) => c.doNothing())
+    .execute();
   const row = await db.selectFrom('keeper_keys').select('secret_key').where('id', '=', 1).executeTakeFirstOrThrow();
   return Keypair.fromSecretKey(bs58.decode(row.secret_key));
 }

@@ -3,7 +3,10 @@ import { children, counter, gauge, histogram, inSpan } from '@agenthost/shared';
 // billing-chain's view of the chain: JSON-RPC calls by method (Solana's fixed method names) and outcome, and
 // how far behind the chain's clock is. No wallet or signature labels.
 
-const calls = counter('agenthost_chain_rpc_calls_total', 'Solana JSON-RPC calls, by method and outcome (ok, error: an RPC error answered, failed: no answer)', ['method', 'outcome']);
+const calls = counter('agenthost_chain_rpc_calls_total', 'Solana JSON-RPC calls, by method and outcome (ok, error: an RPC error answered, failed: no answer)', [
+  'method',
+  'outcome',
+]);
 const seconds = histogram('agenthost_chain_rpc_duration_seconds', 'Time of a Solana JSON-RPC call, by method', ['method']);
 const callChild = children((method, outcome) => calls.labels(method!, outcome!));
 const secondsChild = children((method) => seconds.labels(method!));
@@ -46,10 +49,20 @@ export function chainClock(read: () => { offsetMs: number; readAt: number }): vo
   clock = read;
 }
 
-gauge('agenthost_chain_clock_offset_seconds', 'Chain time minus local time at the last reading (negative: the latest block at our commitment trails the wall clock)', [], function () {
-  if (clock) this.set(clock().offsetMs / 1000);
-});
-gauge('agenthost_chain_clock_age_seconds', 'Seconds since the chain clock was last read successfully (grows while the RPC node does not answer)', [], function () {
-  const at = clock?.().readAt;
-  if (at) this.set((Date.now() - at) / 1000);
-});
+gauge(
+  'agenthost_chain_clock_offset_seconds',
+  'Chain time minus local time at the last reading (negative: the latest block at our commitment trails the wall clock)',
+  [],
+  function () {
+    if (clock) this.set(clock().offsetMs / 1000);
+  },
+);
+gauge(
+  'agenthost_chain_clock_age_seconds',
+  'Seconds since the chain clock was last read successfully (grows while the RPC node does not answer)',
+  [],
+  function () {
+    const at = clock?.().readAt;
+    if (at) this.set((Date.now() - at) / 1000);
+  },
+);

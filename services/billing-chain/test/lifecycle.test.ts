@@ -7,10 +7,15 @@ import { chainClient, signIn, startStack, subscribe, waitFor, type DevchainClien
 // tier changes (refresh, TTL), pick-up without register, renewal by the keeper, expiry, cancellation.
 
 const eventually = <T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> =>
-  waitFor('the condition', async () => {
-    const v = await fn();
-    return ok(v) ? v : undefined;
-  }, timeoutMs, 200);
+  waitFor(
+    'the condition',
+    async () => {
+      const v = await fn();
+      return ok(v) ? v : undefined;
+    },
+    timeoutMs,
+    200,
+  );
 
 describe('tier changes (pick-up off)', () => {
   let stack: Stack;
@@ -93,7 +98,10 @@ describe('keeper, pick-up and cancellation', () => {
   it('picks up a subscription made on chain without register', async () => {
     const s = await signIn(stack.api);
     await subscribe(stack, s, { tier: 'pro', register: false });
-    const st = await eventually(() => s.api.get('/subscription/status'), (r) => r.status === 200);
+    const st = await eventually(
+      () => s.api.get('/subscription/status'),
+      (r) => r.status === 200,
+    );
     expect(st.body).toMatchObject({ tier: 'pro', is_active: true, cancelled: false });
     // The event reached the gateway: its cached "no subscription" was replaced at once (its TTL here is 60 s).
     const m = await s.api.get('/usage/metrics');
@@ -113,7 +121,10 @@ describe('keeper, pick-up and cancellation', () => {
     // Cancellation: observed from the chain, access continues, no new instances.
     const c = await chain.cancel(canceller.wallet);
     expect(c.err).toBeNull();
-    const cancelled = await eventually(() => canceller.api.get('/subscription/status'), (r) => r.body?.cancelled === true);
+    const cancelled = await eventually(
+      () => canceller.api.get('/subscription/status'),
+      (r) => r.body?.cancelled === true,
+    );
     expect(cancelled.body).toMatchObject({ is_active: true, tier: 'pro' });
     expect((await canceller.api.get('/usage/metrics')).status).toBe(200);
     const create = await canceller.api.post('/instance/create', { framework: 'openclaw' });
@@ -126,7 +137,10 @@ describe('keeper, pick-up and cancellation', () => {
     await stack.chain!.advanceClock(PERIOD_SECONDS + 60);
 
     // With a prepaid balance: renewed by the keeper, 30 more days, the price left the balance.
-    const renewed = await eventually(() => renewer.api.get('/subscription/status'), (r) => r.body?.expires_at !== expiresBefore);
+    const renewed = await eventually(
+      () => renewer.api.get('/subscription/status'),
+      (r) => r.body?.expires_at !== expiresBefore,
+    );
     expect(renewed.body).toMatchObject({ is_active: true, tier: 'pro' });
     expect(Date.parse(renewed.body.expires_at) - Date.parse(expiresBefore)).toBe(PERIOD_SECONDS * 1000);
     const after = await chain.subscription(renewer.wallet);
@@ -135,15 +149,27 @@ describe('keeper, pick-up and cancellation', () => {
     expect((await renewer.api.get('/usage/metrics')).status).toBe(200);
 
     // Without one: inactive, and the API answers 402.
-    const lapsed = await eventually(() => lapser.api.get('/subscription/status'), (r) => r.body?.is_active === false);
+    const lapsed = await eventually(
+      () => lapser.api.get('/subscription/status'),
+      (r) => r.body?.is_active === false,
+    );
     expect(lapsed.headers.get('x-subscription-tier')).toBe('none');
     // (The view is inactive as soon as expires_at passes; the keeper's renew then deactivates it on chain.)
-    await eventually(() => chain.subscription(lapser.wallet), (a) => a?.isActive === false);
-    const m = await eventually(() => lapser.api.get('/usage/metrics'), (r) => r.status === 402);
+    await eventually(
+      () => chain.subscription(lapser.wallet),
+      (a) => a?.isActive === false,
+    );
+    const m = await eventually(
+      () => lapser.api.get('/usage/metrics'),
+      (r) => r.status === 402,
+    );
     expect(m.body).toEqual({ error: expect.any(String), code: 'SUBSCRIPTION_REQUIRED', status: 402 });
 
     // Cancelled: access ended at expires_at even though a balance was there.
-    await eventually(() => canceller.api.get('/usage/metrics'), (r) => r.status === 402);
+    await eventually(
+      () => canceller.api.get('/usage/metrics'),
+      (r) => r.status === 402,
+    );
     expect((await canceller.api.get('/subscription/status')).body).toMatchObject({ is_active: false, cancelled: true });
   });
 

@@ -42,7 +42,11 @@ describe('register', () => {
     expect(tx.err).toBeNull();
     const reg = await s.api.post('/subscription/register', { tx_signature: tx.signature, tier: 1 });
     expect(reg.status).toBe(200);
-    expect(reg.body).toEqual({ success: true, subscription: { tier: 'pro', is_active: true, expires_at: expect.any(String), cancelled: false }, tx_verified: true });
+    expect(reg.body).toEqual({
+      success: true,
+      subscription: { tier: 'pro', is_active: true, expires_at: expect.any(String), cancelled: false },
+      tx_verified: true,
+    });
     const onChain = await chain.subscription(s.wallet);
     expect(reg.body.subscription.expires_at).toBe(new Date(onChain!.expiresAt * 1000).toISOString());
     expect(reg.headers.get('x-subscription-tier')).toBe('pro');

@@ -45,7 +45,9 @@ describe('register verification', () => {
     expect(code(() => verifySubscribeTx(facts([sub(other, 2)], [other], { InstructionError: [0, { Custom: 6006 }] }), expectFor))).toBe('TX_FAILED');
     const transfer = SystemProgram.transfer({ fromPubkey: owner, toPubkey: treasury, lamports: 1 });
     expect(code(() => verifySubscribeTx(facts([transfer as never], [owner]), expectFor))).toBe('TX_WRONG_PROGRAM');
-    expect(code(() => verifySubscribeTx(facts([depositInstruction({ programId, owner, treasury, lamports: 5n })], [owner]), expectFor))).toBe('TX_NOT_SUBSCRIBE');
+    expect(code(() => verifySubscribeTx(facts([depositInstruction({ programId, owner, treasury, lamports: 5n })], [owner]), expectFor))).toBe(
+      'TX_NOT_SUBSCRIBE',
+    );
     expect(code(() => verifySubscribeTx(facts([sub(other, 1)], [other, owner]), expectFor))).toBe('TX_WRONG_SIGNER');
     expect(code(() => verifySubscribeTx(facts([sub(owner, 1)], [other]), expectFor))).toBe('TX_WRONG_SIGNER');
     expect(code(() => verifySubscribeTx(facts([sub(owner, 2)], [owner]), expectFor))).toBe('TX_TIER_MISMATCH');

@@ -90,7 +90,14 @@ function gatewayProxy(s: EdgeSettings): Json {
 }
 
 /** Routes only instances call: they reach the gateway on their own network, never through the public edge. */
-export const INSTANCE_ONLY_PATHS = ['/api/keys/retrieve', '/api/keys/retrieve/*', '/api/keys/watch', '/api/keys/watch/*', '/api/keys/applied', '/api/keys/applied/*'];
+export const INSTANCE_ONLY_PATHS = [
+  '/api/keys/retrieve',
+  '/api/keys/retrieve/*',
+  '/api/keys/watch',
+  '/api/keys/watch/*',
+  '/api/keys/applied',
+  '/api/keys/applied/*',
+];
 
 export function baseConfig(s: EdgeSettings): Json {
   const domain = s.EDGE_DOMAIN;
@@ -116,7 +123,12 @@ export function baseConfig(s: EdgeSettings): Json {
       terminal: true,
     },
     // The web dashboard: the gateways serve its built files (and answer 404 in the API's shape for other paths).
-    { '@id': `${BASE_ID_PREFIX}dashboard`, match: [{ host: [domain] }], handle: [HSTS, { handler: 'request_body', max_size: s.EDGE_API_BODY_LIMIT_BYTES }, gatewayProxy(s)], terminal: true },
+    {
+      '@id': `${BASE_ID_PREFIX}dashboard`,
+      match: [{ host: [domain] }],
+      handle: [HSTS, { handler: 'request_body', max_size: s.EDGE_API_BODY_LIMIT_BYTES }, gatewayProxy(s)],
+      terminal: true,
+    },
     instanceRoutes(s),
   ];
   return {
@@ -151,7 +163,18 @@ export function baseConfig(s: EdgeSettings): Json {
             listen: [listen(s.EDGE_HTTP_PORT)],
             read_header_timeout: `${s.EDGE_READ_HEADER_TIMEOUT_SECONDS}s`,
             read_timeout: `${s.EDGE_READ_TIMEOUT_SECONDS}s`,
-            routes: [{ handle: [{ handler: 'static_response', status_code: 308, headers: { Location: [`https://{http.request.host}${port}{http.request.uri}`] }, close: true }] }],
+            routes: [
+              {
+                handle: [
+                  {
+                    handler: 'static_response',
+                    status_code: 308,
+                    headers: { Location: [`https://{http.request.host}${port}{http.request.uri}`] },
+                    close: true,
+                  },
+                ],
+              },
+            ],
           },
         },
       },
@@ -172,7 +195,10 @@ function errorRoutes(domain: string, keeper: string, port: number): Json[] {
   return [
     // The client's body did not arrive within EDGE_READ_TIMEOUT_SECONDS: the proxy's error names the read from the
     // client's side of the connection (local address on the edge's port), unlike a dial or read toward an upstream.
-    { match: [{ vars_regexp: { '{http.error.message}': { pattern: `read tcp \\S+:${port}->\\S+: i/o timeout` } } }], handle: [errorAnswer('REQUEST_TIMEOUT', { message: 'The request body was not received in time' })] },
+    {
+      match: [{ vars_regexp: { '{http.error.message}': { pattern: `read tcp \\S+:${port}->\\S+: i/o timeout` } } }],
+      handle: [errorAnswer('REQUEST_TIMEOUT', { message: 'The request body was not received in time' })],
+    },
     // A body over the limit that was announced by Content-Length reaches the proxy first, which reports it as a 502.
     { match: [is(413)], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },
     { match: [{ vars_regexp: { '{http.error.message}': { pattern: 'body too large' } } }], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },

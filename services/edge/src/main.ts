@@ -16,8 +16,7 @@ await runService<typeof edgeConfig, unknown>({
   async build({ config, nc, log }) {
     const keeper = new RouteKeeper({
       log,
-      routes: async (instance_id) =>
-        (await request(nc, P.routes, instance_id ? { instance_id } : {}, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS })).routes,
+      routes: async (instance_id) => (await request(nc, P.routes, instance_id ? { instance_id } : {}, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS })).routes,
     });
     const server = answerServer(keeper, config.EDGE_DOMAIN);
     // ACME on demand asks over HTTP: a loopback port, only when ACME is configured.

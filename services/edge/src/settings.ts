@@ -32,7 +32,12 @@ export const edgeSettings = z.object({
   EDGE_GATEWAYS: z
     .string()
     .default('127.0.0.1:8080')
-    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(hostPort).min(1)),
   /** Empty: certificates from Caddy's own local CA. An e-mail address: certificates from ACME (EDGE_ACME_CA). */
   EDGE_ACME_EMAIL: z.string().default(''),

@@ -20,7 +20,10 @@ let browser: Browser;
 const instances: Array<{ id: string; url: string; token: string }> = [];
 
 /** base64 SHA-256 of a certificate's public key, as Chromium's --ignore-certificate-errors-spki-list takes it. */
-const spki = (file: string) => createHash('sha256').update(new X509Certificate(readFileSync(file)).publicKey.export({ type: 'spki', format: 'der' })).digest('base64');
+const spki = (file: string) =>
+  createHash('sha256')
+    .update(new X509Certificate(readFileSync(file)).publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('base64');
 
 const api = (method: string, path: string, body?: unknown) =>
   edge.request(`${edge.origin}/api${path}`, {
@@ -69,12 +72,22 @@ const seen = (frames: string[], re: RegExp) => frames.some((f) => re.test(f));
 beforeAll(async () => {
   await cleanupDocker(network);
   // This checkout's launcher (it allows the instance's public origin).
-  const version = await checkoutVariant('agenthost/openclaw', 'edge-ui', [{ from: 'deploy/images/openclaw/launch.mjs', to: '/opt/agenthost/openclaw/launch.mjs' }]);
-  const env = provisionerEnv({ network, ports: [18710, 18714], extra: { INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`, READY_TIMEOUT_SECONDS: '240', DEFAULT_VERSION: version } });
+  const version = await checkoutVariant('agenthost/openclaw', 'edge-ui', [
+    { from: 'deploy/images/openclaw/launch.mjs', to: '/opt/agenthost/openclaw/launch.mjs' },
+  ]);
+  const env = provisionerEnv({
+    network,
+    ports: [18710, 18714],
+    extra: { INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`, READY_TIMEOUT_SECONDS: '240', DEFAULT_VERSION: version },
+  });
   // The real OpenClaw image and the tiers' real resources.
   delete env.FRAMEWORK_IMAGES;
   delete env.TIER_LIMITS_JSON;
-  stack = await startStack({ services: ['auth', 'billing-chain', 'keyvault', 'provisioner'], devchain: true, serviceEnv: { provisioner: env, gateway: gatewayEnv } });
+  stack = await startStack({
+    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
+    devchain: true,
+    serviceEnv: { provisioner: env, gateway: gatewayEnv },
+  });
   edge = await startEdge(stack, { httpsPort: HTTPS, httpPort: 18743 });
   owner = await signIn(stack.api);
   await subscribe(stack, owner, { tier: 'pro' });
@@ -84,11 +97,16 @@ beforeAll(async () => {
     instances.push({ id: c.json.instance_id as string, url: c.json.url as string, token: c.json.access_token as string });
   }
   for (const i of instances) {
-    await waitFor(`${i.id} running`, async () => {
-      const s = (await api('GET', `/instance/status/${i.id}`)).json;
-      if (s.status === 'failed') throw new Error(`failed: ${String(s.failure_reason)}`);
-      return s.status === 'running';
-    }, 240_000, 1000);
+    await waitFor(
+      `${i.id} running`,
+      async () => {
+        const s = (await api('GET', `/instance/status/${i.id}`)).json;
+        if (s.status === 'failed') throw new Error(`failed: ${String(s.failure_reason)}`);
+        return s.status === 'running';
+      },
+      240_000,
+      1000,
+    );
   }
   const ca = edge.caFile.replace(/root\.crt$/, '');
   browser = await puppeteer.launch({
@@ -108,7 +126,8 @@ afterAll(async () => {
 
 /** The instance's own OpenClaw CLI (as its operator would run it on the host). */
 const openclaw = async (id: string, ...args: string[]) =>
-  (await exec('docker', ['exec', `agenthost-${id}`, '/usr/local/bin/node', '/opt/openclaw/node_modules/openclaw/openclaw.mjs', ...args], { timeout: 60_000 })).stdout;
+  (await exec('docker', ['exec', `agenthost-${id}`, '/usr/local/bin/node', '/opt/openclaw/node_modules/openclaw/openclaw.mjs', ...args], { timeout: 60_000 }))
+    .stdout;
 /** What the instance's gateway logged about WebSocket connections from this origin. */
 const wsLog = async (id: string, host: string) =>
   (await exec('docker', ['logs', `agenthost-${id}`], { timeout: 30_000, maxBuffer: 32 * 1024 * 1024 })).stdout
@@ -122,10 +141,15 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
     expect(first.page.url().startsWith(`https://${a.id}.agenthost.localhost:${HTTPS}/`)).toBe(true);
     // The token is accepted; a browser the instance has never seen is then paired once by its operator (OpenClaw's
     // rule for every non-loopback browser): its request is pending on the instance.
-    const requestId = await waitFor('the pairing request of this browser', async () => {
-      const listed = JSON.parse(await openclaw(a.id, 'devices', 'list', '--json')) as { pending?: Array<{ requestId: string }> };
-      return listed.pending?.[0]?.requestId;
-    }, 90_000, 1000);
+    const requestId = await waitFor(
+      'the pairing request of this browser',
+      async () => {
+        const listed = JSON.parse(await openclaw(a.id, 'devices', 'list', '--json')) as { pending?: Array<{ requestId: string }> };
+        return listed.pending?.[0]?.requestId;
+      },
+      90_000,
+      1000,
+    );
     expect(await wsLog(a.id, `${edge.hostOf(a.id)}:${HTTPS}`)).not.toEqual(expect.arrayContaining([expect.stringMatching(/token_mismatch|token mismatch/)]));
     await openclaw(a.id, 'devices', 'approve', requestId, '--json');
     // Opened again with the token in the same browser (its device identity is kept in this profile): connected,
@@ -143,13 +167,23 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
     // B refuses the token through the edge: on its WebSocket (the connect request answered with an error), or on
     // its UI's authenticated config request.
     const { refused } = ui;
-    await waitFor('instance B to refuse the token', async () => {
-      if (refused() || seen(frames, /"ok":\s*false|unauthori[sz]ed|mismatch/i)) return true;
-      const l = await wsLog(b.id, `${edge.hostOf(b.id)}:${HTTPS}`);
-      return l.some((x) => /unauthorized|mismatch/i.test(x));
-    }, 100_000, 1000).catch(async (err: Error) => {
+    await waitFor(
+      'instance B to refuse the token',
+      async () => {
+        if (refused() || seen(frames, /"ok":\s*false|unauthori[sz]ed|mismatch/i)) return true;
+        const l = await wsLog(b.id, `${edge.hostOf(b.id)}:${HTTPS}`);
+        return l.some((x) => /unauthorized|mismatch/i.test(x));
+      },
+      100_000,
+      1000,
+    ).catch(async (err: Error) => {
       const all = (await exec('docker', ['logs', '--tail', '30', `agenthost-${b.id}`], { timeout: 30_000 })).stdout;
-      throw new Error(`${err.message}; frames ${frames.map((f) => f.slice(0, 300)).join(' | ').replaceAll(a.token, '<token>')}; B's last log lines:\n${all.replaceAll(a.token, '<token>')}`);
+      throw new Error(
+        `${err.message}; frames ${frames
+          .map((f) => f.slice(0, 300))
+          .join(' | ')
+          .replaceAll(a.token, '<token>')}; B's last log lines:\n${all.replaceAll(a.token, '<token>')}`,
+      );
     });
     expect(seen(frames, /hello-ok/)).toBe(false);
     expect(JSON.parse(await openclaw(b.id, 'devices', 'list', '--json'))).not.toMatchObject({ pending: [expect.anything()] });

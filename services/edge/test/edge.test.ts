@@ -26,11 +26,16 @@ const api = (method: string, path: string, body?: unknown, token = owner.token) 
 const statusOf = async (id: string) => (await api('GET', `/instance/status/${id}`)).json.status;
 /** A create through the edge; a 503 (a loaded engine on this shared machine) is retried, as a client would. */
 const create = (name: string) =>
-  waitFor(`create ${name}`, async () => {
-    const c = await api('POST', '/instance/create', { framework: 'openclaw', name });
-    if (c.status === 503) return undefined;
-    return c;
-  }, 60_000, 1000);
+  waitFor(
+    `create ${name}`,
+    async () => {
+      const c = await api('POST', '/instance/create', { framework: 'openclaw', name });
+      if (c.status === 503) return undefined;
+      return c;
+    },
+    60_000,
+    1000,
+  );
 const createRunning = async (name: string) => {
   const c = await create(name);
   expect(c.status, c.text).toBe(200);
@@ -47,7 +52,11 @@ beforeAll(async () => {
     services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
     devchain: true,
     serviceEnv: {
-      provisioner: provisionerEnv({ network, ports: [18700, 18709], extra: { INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`, DEFAULT_VERSION: version } }),
+      provisioner: provisionerEnv({
+        network,
+        ports: [18700, 18709],
+        extra: { INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`, DEFAULT_VERSION: version },
+      }),
       gateway: gatewayEnv,
     },
   });
@@ -68,7 +77,11 @@ describe('the API through the HTTPS edge', () => {
     const noToken = await api('GET', '/subscription/status', undefined, 'not-a-token');
     expect(noToken.status).toBe(401);
     expect(noToken.json).toEqual({ ...shape, code: 'UNAUTHORIZED', status: 401 });
-    const badJson = await edge.request(`${edge.origin}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"wallet_address":' });
+    const badJson = await edge.request(`${edge.origin}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"wallet_address":',
+    });
     expect(badJson.json).toEqual({ ...shape, code: 'INVALID_JSON', status: 400 });
     const missing = await api('GET', '/instance/status/inst-00000000000000000000');
     expect(missing.json).toEqual({ ...shape, code: 'INSTANCE_NOT_FOUND', status: 404 });
@@ -180,10 +193,15 @@ describe('instances at their https URL', () => {
     await edge.keeper.stop();
     await edge.stopCaddy();
     // Created through the gateway directly: the edge is down.
-    const c = await waitFor('create while the edge is down', async () => {
-      const r = await owner.api.post('/instance/create', { framework: 'openclaw', name: 'edge-while-down' });
-      return r.status !== 503 && r;
-    }, 60_000, 1000);
+    const c = await waitFor(
+      'create while the edge is down',
+      async () => {
+        const r = await owner.api.post('/instance/create', { framework: 'openclaw', name: 'edge-while-down' });
+        return r.status !== 503 && r;
+      },
+      60_000,
+      1000,
+    );
     expect(c.status, c.text).toBe(200);
     const id = c.body.instance_id as string;
     await waitFor('running', async () => (await owner.api.get(`/instance/status/${id}`)).body.status === 'running', 60_000, 250);

@@ -79,7 +79,10 @@ describe('slow clients at the edge', () => {
   }, 120_000);
 
   it('answers 408 REQUEST_TIMEOUT in the error shape to a body sent a byte at a time, while a normal client is served', async () => {
-    const body = JSON.stringify({ wallet_address: '11111111111111111111111111111111', signature_base58: '1'.repeat(88), nonce: 'x'.repeat(22) }).padEnd(1000, ' ');
+    const body = JSON.stringify({ wallet_address: '11111111111111111111111111111111', signature_base58: '1'.repeat(88), nonce: 'x'.repeat(22) }).padEnd(
+      1000,
+      ' ',
+    );
     const head = `POST /api/auth/login HTTP/1.1\r\nHost: ${edge.domain}:${HTTPS}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
     const { result, statuses } = await servedMeanwhile(trickle(head, body, 100));
     expect(result.sent).toBeLessThan(result.total);

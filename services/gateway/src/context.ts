@@ -52,9 +52,13 @@ export interface GatewayContext {
  * Wires the gateway's parts from its config and connections. A test passes `overrides` to swap one part (a clock-driven
  * Usage, say) and keeps the rest real; an overridden part is not built at all.
  */
-export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: NatsConnection; db: Kysely<GatewayDB> }, overrides: Partial<GatewayContext> = {}): GatewayContext {
+export function buildContext(
+  deps: { config: GatewayConfig; log: Logger; nc: NatsConnection; db: Kysely<GatewayDB> },
+  overrides: Partial<GatewayContext> = {},
+): GatewayContext {
   const { config, log, nc, db } = deps;
-  const asserter = 'asserter' in overrides ? overrides.asserter : config.ASSERTIONS === 'on' ? new AssertionSigner(config.GATEWAY_ASSERTION_PRIVATE_KEY!) : undefined;
+  const asserter =
+    'asserter' in overrides ? overrides.asserter : config.ASSERTIONS === 'on' ? new AssertionSigner(config.GATEWAY_ASSERTION_PRIVATE_KEY!) : undefined;
   const call: Call = overrides.call ?? ((c, input, requestId) => request(nc, c, input, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS, requestId, asserter }));
   const provisionerUsage = overrides.provisionerUsage ?? new ProvisionerUsage(call, log);
   if (!overrides.provisionerUsage) provisionerUsage.start(nc);
@@ -80,13 +84,26 @@ export function buildContext(deps: { config: GatewayConfig; log: Logger; nc: Nat
         refreshMs: config.JWKS_REFRESH_SECONDS * 1000,
         ...(config.AUTH_JWT_PUBLIC_KEYS ? { pinned: config.AUTH_JWT_PUBLIC_KEYS } : {}),
       }),
-    entitlements: overrides.entitlements ?? new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, restartWaitMs: config.ENTITLEMENT_RESTART_WAIT_MS, log }),
+    entitlements:
+      overrides.entitlements ??
+      new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, restartWaitMs: config.ENTITLEMENT_RESTART_WAIT_MS, log }),
     usage:
       overrides.usage ??
-      new Usage(db, config.TIER_LIMITS_JSON, { nc, log, prefetchMax: config.USAGE_PREFETCH_MAX, idleReturnMs: config.USAGE_IDLE_RETURN_MS, leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000 }),
+      new Usage(db, config.TIER_LIMITS_JSON, {
+        nc,
+        log,
+        prefetchMax: config.USAGE_PREFETCH_MAX,
+        idleReturnMs: config.USAGE_IDLE_RETURN_MS,
+        leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000,
+      }),
     allowance: overrides.allowance ?? new Allowance(config.UNCOUNTED_REQUESTS_PER_MINUTE),
     keyReload:
       overrides.keyReload ??
-      new KeyReload(nc, log, config.KEYS_APPLY_WAIT_MS, async (user_id, instance_id) => (await call(contracts.provisioner.get, { user_id, instance_id })).status === 'running'),
+      new KeyReload(
+        nc,
+        log,
+        config.KEYS_APPLY_WAIT_MS,
+        async (user_id, instance_id) => (await call(contracts.provisioner.get, { user_id, instance_id })).status === 'running',
+      ),
   };
 }

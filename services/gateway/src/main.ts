@@ -30,7 +30,15 @@ await new Promise<void>((resolve, reject) => {
   server.once('error', reject);
 });
 let stopping = false;
-const observe = await startObservability({ service: 'gateway', traceRoots: 'sampled', config, log, nc, live: () => !stopping && server.listening, checks: commonChecks({ db, nc }) });
+const observe = await startObservability({
+  service: 'gateway',
+  traceRoots: 'sampled',
+  config,
+  log,
+  nc,
+  live: () => !stopping && server.listening,
+  checks: commonChecks({ db, nc }),
+});
 const { port } = server.address() as AddressInfo;
 const host = config.GATEWAY_HOST === '0.0.0.0' ? '127.0.0.1' : config.GATEWAY_HOST;
 log.info({ event: 'ready', url: `http://${host}:${port}` }, `gateway listening on http://${host}:${port}/api`);

@@ -31,15 +31,24 @@ const SKIP = new Set(['date', 'x-request-id', 'keep-alive', 'connection']);
 const show = (answer: string) => {
   const [head, ...rest] = answer.split('\r\n\r\n');
   const lines = head!.split('\r\n');
-  const hs = lines.slice(1).map((l) => l.toLowerCase().startsWith('x-request-id') ? l.replace(/: .*/, ': <id>') : l).filter((l) => !SKIP.has(l.split(':')[0]!.toLowerCase()) || l.includes('<id>')).sort();
+  const hs = lines
+    .slice(1)
+    .map((l) => (l.toLowerCase().startsWith('x-request-id') ? l.replace(/: .*/, ': <id>') : l))
+    .filter((l) => !SKIP.has(l.split(':')[0]!.toLowerCase()) || l.includes('<id>'))
+    .sort();
   return [lines[0], ...hs, '', rest.join('\r\n\r\n')].join('\n');
 };
 const send = async (method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string) => {
   const b = body === undefined ? undefined : Buffer.from(body);
   const h = { Host: 'x', Connection: 'close', ...headers, ...(b ? { 'Content-Length': String(b.length) } : {}) };
-  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`;
+  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(h)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n')}\r\n\r\n`;
   return new Promise<string>((resolve, reject) => {
-    const s = net.connect(Number(url.port), url.hostname, () => { s.write(head); if (b) s.write(b); });
+    const s = net.connect(Number(url.port), url.hostname, () => {
+      s.write(head);
+      if (b) s.write(b);
+    });
     let d = '';
     s.on('data', (x) => (d += x.toString('latin1')));
     s.on('end', () => resolve(d));

@@ -57,12 +57,26 @@ const live = <T>(v: Live<T>, s: State): T => (typeof v === 'function' ? (v as (s
 
 describe('the OpenAPI document against the live gateway', () => {
   it('documents every route the gateway mounts, and the gateway serves every documented operation', async () => {
-    const documented = documentValidator(doc).operations.map((o) => `${o.method.toUpperCase()} ${o.path}`).sort();
+    const documented = documentValidator(doc)
+      .operations.map((o) => `${o.method.toUpperCase()} ${o.path}`)
+      .sort();
     // The route table mount.ts mounts in full; the handlers are not called here, so they need no context.
-    const mounted = apiRoutes({ config: {} } as never).filter((r) => !r.internal).map((r) => `${r.method.toUpperCase()} ${path(r.path)}`).sort();
+    const mounted = apiRoutes({ config: {} } as never)
+      .filter((r) => !r.internal)
+      .map((r) => `${r.method.toUpperCase()} ${path(r.path)}`)
+      .sort();
     expect(documented).toEqual(mounted);
     for (const o of documentValidator(doc).operations) {
-      const res = await sys.stack.api.raw('OPTIONS', o.path.replace(/\{instanceId\}/, 'contract-agent').replace(/\{backupId\}/, 'bk-0123456789abcdef0123').replace(/\{webhookId\}/, 'wh_0123456789abcdef0123').replace(/\{deliveryId\}/, 'msg_0123456789abcdef0123'), undefined, {});
+      const res = await sys.stack.api.raw(
+        'OPTIONS',
+        o.path
+          .replace(/\{instanceId\}/, 'contract-agent')
+          .replace(/\{backupId\}/, 'bk-0123456789abcdef0123')
+          .replace(/\{webhookId\}/, 'wh_0123456789abcdef0123')
+          .replace(/\{deliveryId\}/, 'msg_0123456789abcdef0123'),
+        undefined,
+        {},
+      );
       expect(res.headers.get('allow')?.split(', '), `${o.method} ${o.path}`).toContain(o.method.toUpperCase());
     }
   });
@@ -119,7 +133,11 @@ describe('the OpenAPI document against the live gateway', () => {
       const drifts: Array<[string, ApiResponse]> = [
         ['an undocumented field', { ...res, body: { ...res.body, undocumented_field: 1 } }],
         ['an undocumented status', { ...res, status: 299 }],
-        ...(required ? ([[`no ${required}`, { ...res, body: Object.fromEntries(Object.entries(res.body).filter(([k]) => k !== required)) }]] as Array<[string, ApiResponse]>) : []),
+        ...(required
+          ? ([[`no ${required}`, { ...res, body: Object.fromEntries(Object.entries(res.body).filter(([k]) => k !== required)) }]] as Array<
+              [string, ApiResponse]
+            >)
+          : []),
       ];
       for (const [what, drifted] of drifts) if (v.answer(o, drifted).length === 0) unnoticed.push(`${o.operationId}: ${what}`);
     }

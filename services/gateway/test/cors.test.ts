@@ -13,7 +13,11 @@ afterAll(async () => {
 });
 
 const preflight = (origin: string, method = 'POST', path = '/auth/login') =>
-  stack.api.raw('OPTIONS', path, undefined, { Origin: origin, 'Access-Control-Request-Method': method, 'Access-Control-Request-Headers': 'authorization, content-type, idempotency-key' });
+  stack.api.raw('OPTIONS', path, undefined, {
+    Origin: origin,
+    'Access-Control-Request-Method': method,
+    'Access-Control-Request-Headers': 'authorization, content-type, idempotency-key',
+  });
 const corsHeaders = (h: Headers) => [...h.keys()].filter((k) => k.startsWith('access-control-'));
 
 describe('CORS', () => {
@@ -31,7 +35,13 @@ describe('CORS', () => {
     const ok = await stack.api.get('/auth/nonce?wallet_address=11111111111111111111111111111111', { Origin: APP });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe(APP);
-    expect(ok.headers.get('access-control-expose-headers')!.split(',')).toEqual(['X-Request-ID', 'X-Usage-Remaining', 'X-Subscription-Tier', 'X-Subscription-Expires', 'Retry-After']);
+    expect(ok.headers.get('access-control-expose-headers')!.split(',')).toEqual([
+      'X-Request-ID',
+      'X-Usage-Remaining',
+      'X-Subscription-Tier',
+      'X-Subscription-Expires',
+      'Retry-After',
+    ]);
     // Errors too: the page must be able to read why it was refused.
     const refused = await stack.api.get('/auth/me', { Origin: APP });
     expect(refused.status).toBe(401);

@@ -1,6 +1,17 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, gatewayUrl, signIn, startStack, subscribe, waitFor, type ApiClient, type ServiceProcess, type Session, type Stack } from '@agenthost/testkit';
+import {
+  apiClient,
+  gatewayUrl,
+  signIn,
+  startStack,
+  subscribe,
+  waitFor,
+  type ApiClient,
+  type ServiceProcess,
+  type Session,
+  type Stack,
+} from '@agenthost/testkit';
 
 // Gateway replicas killed with SIGKILL while holding quota blocks: what they leased and did not serve
 // goes back once USAGE_LEASE_TTL_SECONDS has passed, so the day's count equals the requests answered
@@ -16,7 +27,12 @@ beforeAll(async () => {
   stack = await startStack({
     services: ['auth', 'billing-chain'],
     devchain: true,
-    env: { TIER_LIMITS_JSON: JSON.stringify({ pro: { requests_per_day: 100_000, requests_per_minute: 100_000 }, free: { requests_per_day: SMALL, requests_per_minute: 100_000 } }) },
+    env: {
+      TIER_LIMITS_JSON: JSON.stringify({
+        pro: { requests_per_day: 100_000, requests_per_minute: 100_000 },
+        free: { requests_per_day: SMALL, requests_per_minute: 100_000 },
+      }),
+    },
     serviceEnv: { 'billing-chain': { BACKGROUND_JOBS: 'false' }, gateway: { USAGE_LEASE_TTL_SECONDS: String(TTL_SECONDS), USAGE_IDLE_RETURN_MS: '600000' } },
   });
   admin = new pg.Client({ connectionString: stack.db.url });
@@ -35,13 +51,19 @@ async function subscriber(tier: 'pro' | 'free'): Promise<Session> {
 
 /** The day's counter of a user as the database has it (requests granted to replicas and not given back). */
 async function usedToday(userId: string): Promise<number> {
-  const r = await admin.query<{ used: string }>(`select used from gateway.usage_counters where user_id = $1 and "window" = 'day' and window_start = date_trunc('day', now() at time zone 'utc') at time zone 'utc'`, [userId]);
+  const r = await admin.query<{ used: string }>(
+    `select used from gateway.usage_counters where user_id = $1 and "window" = 'day' and window_start = date_trunc('day', now() at time zone 'utc') at time zone 'utc'`,
+    [userId],
+  );
   return Number(r.rows[0]?.used ?? 0);
 }
 
 /** The day's counter less what live replicas hold unused: the requests counted. */
 async function countedToday(userId: string): Promise<number> {
-  const r = await admin.query<{ held: string }>(`select coalesce(sum(granted - served), 0) as held from gateway.usage_leases where user_id = $1 and "window" = 'day'`, [userId]);
+  const r = await admin.query<{ held: string }>(
+    `select coalesce(sum(granted - served), 0) as held from gateway.usage_leases where user_id = $1 and "window" = 'day'`,
+    [userId],
+  );
   return (await usedToday(userId)) - Number(r.rows[0]?.held ?? 0);
 }
 

@@ -71,7 +71,9 @@ describe('GET /instance/events', () => {
     const held = await heldAfter(id, Number(current.id));
     expect(received.map((e) => ({ id: e.id, event: e.event, data: e.data }))).toEqual(held);
     expect(new Set(received.map((e) => e.id)).size).toBe(received.length);
-    console.log(`[events] ${received.length} events over two connections, ${first.events.length - 1} before the disconnect; ids ${received.map((e) => e.id).join(',')}`);
+    console.log(
+      `[events] ${received.length} events over two connections, ${first.events.length - 1} before the disconnect; ids ${received.map((e) => e.id).join(',')}`,
+    );
 
     // A resume after the deletion still reads up to it, though the instance is gone.
     const late = await openEvents(url(id), alice.token, { lastEventId: lastSeen });
@@ -121,7 +123,18 @@ describe('GET /instance/events', () => {
     for (let i = 0; i < N; i += 500) {
       await Promise.all(
         Array.from({ length: Math.min(500, N - i) }, (_, j) =>
-          js.publish('events.instance.status', JSON.stringify({ instance_id: id, user_id: bob.user_id, status: 'failed', at: new Date().toISOString(), failure_reason: `${i + j} ${pad}`, generation: 99, seq: i + j })),
+          js.publish(
+            'events.instance.status',
+            JSON.stringify({
+              instance_id: id,
+              user_id: bob.user_id,
+              status: 'failed',
+              at: new Date().toISOString(),
+              failure_reason: `${i + j} ${pad}`,
+              generation: 99,
+              seq: i + j,
+            }),
+          ),
         ),
       );
     }

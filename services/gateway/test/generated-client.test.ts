@@ -47,9 +47,23 @@ describe('a client generated from the OpenAPI document', () => {
     await writeFile(join(dir, 'api.d.ts'), astToString(await openapiTS(doc)));
     await writeFile(join(dir, 'register.ts'), CLIENT);
     await writeFile(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
-    const strict = ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--allowImportingTsExtensions', '--types', 'node'];
+    const strict = [
+      '--noEmit',
+      '--strict',
+      '--target',
+      'es2022',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      '--allowImportingTsExtensions',
+      '--types',
+      'node',
+    ];
     // tsc reports type errors on stdout and exits 2: show them.
-    const compiled = await run(tsc, [...strict, '--typeRoots', join(gatewayDir, '../../node_modules/@types'), join(dir, 'register.ts')], { cwd: dir }).catch((e: { stdout: string }) => e);
+    const compiled = await run(tsc, [...strict, '--typeRoots', join(gatewayDir, '../../node_modules/@types'), join(dir, 'register.ts')], { cwd: dir }).catch(
+      (e: { stdout: string }) => e,
+    );
     expect(compiled.stdout).toBe('');
 
     const session = await signIn(stack.api);

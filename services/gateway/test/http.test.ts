@@ -12,7 +12,10 @@ import type { Route } from '../src/http/route.ts';
 
 /** The gateway's Express app with its own routes (no backends): routing and the client address as Express does them. */
 async function localApp(routes: Route[], trustedProxies: string[] = []): Promise<{ url: string; close: () => void }> {
-  const ctx = { config: { TRUSTED_PROXIES: trustedProxies, BODY_LIMIT_BYTES: 65536, CORS_ORIGINS: [] }, log: createLogger('gateway-test', 'silent') } as unknown as GatewayContext;
+  const ctx = {
+    config: { TRUSTED_PROXIES: trustedProxies, BODY_LIMIT_BYTES: 65536, CORS_ORIGINS: [] },
+    log: createLogger('gateway-test', 'silent'),
+  } as unknown as GatewayContext;
   const server = createServer(buildApp(ctx, routes)).listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`, close: () => server.close() };

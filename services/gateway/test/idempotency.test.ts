@@ -33,7 +33,9 @@ describe('Idempotency-Key', () => {
   it('ten concurrent creates with one key make one instance, and all ten get its answer', async () => {
     const k = key();
     const before = (await instances()).length;
-    const rs = await Promise.all(Array.from({ length: 10 }, () => alice.api.post('/instance/create', { framework: 'openclaw', name: 'once' }, { 'idempotency-key': k })));
+    const rs = await Promise.all(
+      Array.from({ length: 10 }, () => alice.api.post('/instance/create', { framework: 'openclaw', name: 'once' }, { 'idempotency-key': k })),
+    );
     expect(rs.map((r) => r.status)).toEqual(Array(10).fill(200));
     const ids = new Set(rs.map((r) => r.body.instance_id));
     expect(ids.size).toBe(1);
@@ -90,11 +92,16 @@ describe('Idempotency-Key', () => {
     const other = await alice.api.post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': k });
     expect(other.status).toBe(422);
     expect(other.body).toEqual({ error: expect.any(String), code: 'IDEMPOTENCY_KEY_REUSED', status: 422 });
-    expect((await alice.api.post('/instance/stop/inst-0000000000000000', { framework: 'nope' }, { 'idempotency-key': k })).body).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect((await alice.api.post('/instance/stop/inst-0000000000000000', { framework: 'nope' }, { 'idempotency-key': k })).body).toMatchObject({
+      code: 'IDEMPOTENCY_KEY_REUSED',
+    });
     // Keys are per user: another user's same key is a new key.
     const bob = await sys.subscriber();
     expect((await bob.api.post('/instance/create', { framework: 'nope' }, { 'idempotency-key': k })).headers.get('idempotency-replayed')).toBeNull();
-    expect((await alice.api.post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': 'x'.repeat(256) })).body).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
+    expect((await alice.api.post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': 'x'.repeat(256) })).body).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      status: 400,
+    });
   });
 
   it('a create retried after its gateway died mid-request never makes a second instance', async () => {
@@ -105,7 +112,12 @@ describe('Idempotency-Key', () => {
       .post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': k })
       .catch(() => 'connection lost' as const);
     // Killed once the key is recorded, i.e. while the create is forwarded (a create takes hundreds of ms).
-    await waitFor('the key is recorded', async () => (await admin.query('select 1 from gateway.idempotency_keys where key = $1', [k])).rowCount === 1, 10_000, 5);
+    await waitFor(
+      'the key is recorded',
+      async () => (await admin.query('select 1 from gateway.idempotency_keys where key = $1', [k])).rowCount === 1,
+      10_000,
+      5,
+    );
     await victim.kill();
     const lost = await first;
     const retry = await alice.api.post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': k });
@@ -122,6 +134,8 @@ describe('Idempotency-Key', () => {
     expect(made).toBeLessThanOrEqual(1);
     expect((await alice.api.post('/instance/create', { framework: 'openclaw' }, { 'idempotency-key': k })).status).toBe(retry.status);
     expect((await instances()).length - before).toBe(made);
-    console.log(`[idempotency] gateway killed mid-create: first ${lost === 'connection lost' ? 'lost' : 'answered'}, retry ${retry.status}, instances made ${made}`);
+    console.log(
+      `[idempotency] gateway killed mid-create: first ${lost === 'connection lost' ? 'lost' : 'answered'}, retry ${retry.status}, instances made ${made}`,
+    );
   });
 });

@@ -13,7 +13,12 @@ let holder: KeyReload;
 let changer: KeyReload;
 const log = createLogger('test', 'silent');
 const notRunning = async () => false;
-const change = (instance_id: string) => ({ user_id: '7d0c1c3e-2f1b-4a8e-9d7a-5b6c0e1f2a3b', instance_id, action: 'updated' as const, key_names: ['OPENAI_API_KEY'] });
+const change = (instance_id: string) => ({
+  user_id: '7d0c1c3e-2f1b-4a8e-9d7a-5b6c0e1f2a3b',
+  instance_id,
+  action: 'updated' as const,
+  key_names: ['OPENAI_API_KEY'],
+});
 
 beforeAll(async () => {
   nats = await startNats();
@@ -53,7 +58,11 @@ describe('key reload across gateway replicas', () => {
   });
 
   it('gives up after the bounded wait when the bootstrap never answers', async () => {
-    const release = holder.hold('inst-silent', async () => {}, () => {});
+    const release = holder.hold(
+      'inst-silent',
+      async () => {},
+      () => {},
+    );
     await holderNc.flush();
     const t = performance.now();
     expect(await changer.apply(change('inst-silent'))).toEqual({ applied: false, reason: 'the instance did not confirm the reload in time' });
@@ -64,6 +73,9 @@ describe('key reload across gateway replicas', () => {
 
   it('says a running instance without a watch does not reload while it runs', async () => {
     const running = new KeyReload(changerNc, log, 1500, async () => true);
-    expect(await running.apply(change('inst-legacy'))).toEqual({ applied: false, reason: 'the instance does not reload keys while it runs; restart it to load them' });
+    expect(await running.apply(change('inst-legacy'))).toEqual({
+      applied: false,
+      reason: 'the instance does not reload keys while it runs; restart it to load them',
+    });
   });
 });

@@ -48,7 +48,9 @@ describe("the gateway trusts only auth's signing keys", () => {
       })();
     });
     const jwk = { ...attacker.publicKey.export({ format: 'jwk' }), kid: forgedKid, alg: 'EdDSA', use: 'sig' };
-    await serve(nc, { name: 'auth', version: '6.6.6', log: createLogger('attacker', 'silent') }, [endpoint(contracts.auth.jwks, async () => ({ keys: [jwk as never] }))]).catch(() => undefined);
+    await serve(nc, { name: 'auth', version: '6.6.6', log: createLogger('attacker', 'silent') }, [
+      endpoint(contracts.auth.jwks, async () => ({ keys: [jwk as never] })),
+    ]).catch(() => undefined);
     expect(await refused).toMatch(/permission/i);
 
     for (let i = 0; i < 5; i++) {

@@ -38,18 +38,30 @@ const sub = activeSubscription;
 const today = () => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
 
 async function used(d: Kysely<GatewayDB>, user: string): Promise<number> {
-  const row = await d.selectFrom('usage_counters').select('used').where('user_id', '=', user).where('window', '=', 'day').where('window_start', '=', today()).executeTakeFirst();
+  const row = await d
+    .selectFrom('usage_counters')
+    .select('used')
+    .where('user_id', '=', user)
+    .where('window', '=', 'day')
+    .where('window_start', '=', today())
+    .executeTakeFirst();
   return row?.used ?? 0;
 }
 
 /** A replica that died holding leases: its heartbeat is an hour old. */
 async function deadReplica(d: Kysely<GatewayDB>, leases: Array<{ user: string; granted: number; served: number }>): Promise<string> {
   const replica = randomUUID();
-  await d.insertInto('usage_replicas').values({ replica_id: replica, heartbeat_at: new Date(Date.now() - 3_600_000) }).execute();
+  await d
+    .insertInto('usage_replicas')
+    .values({ replica_id: replica, heartbeat_at: new Date(Date.now() - 3_600_000) })
+    .execute();
   for (const l of leases) {
     await sql`insert into usage_counters (user_id, "window", window_start, used) values (${l.user}, 'day', ${today()}, ${l.granted})
       on conflict (user_id, "window", window_start) do update set used = usage_counters.used + excluded.used`.execute(d);
-    await d.insertInto('usage_leases').values({ replica_id: replica, user_id: l.user, window: 'day', window_start: today(), granted: l.granted, served: l.served }).execute();
+    await d
+      .insertInto('usage_leases')
+      .values({ replica_id: replica, user_id: l.user, window: 'day', window_start: today(), granted: l.granted, served: l.served })
+      .execute();
   }
   return replica;
 }
@@ -60,7 +72,10 @@ describe('reclaim', () => {
     const [u1, u2] = [randomUUID(), randomUUID()];
     // Three dead replicas over two users; u1 also has 7 requests counted by a live replica (no lease row of a dead one).
     await sql`insert into usage_counters (user_id, "window", window_start, used) values (${u1}, 'day', ${today()}, 7)`.execute(d);
-    await deadReplica(d, [{ user: u1, granted: 500, served: 37 }, { user: u2, granted: 64, served: 64 }]);
+    await deadReplica(d, [
+      { user: u1, granted: 500, served: 37 },
+      { user: u2, granted: 64, served: 64 },
+    ]);
     await deadReplica(d, [{ user: u1, granted: 40, served: 3 }]);
     await deadReplica(d, [{ user: u2, granted: 1000, served: 0 }]);
     const reclaimers = Array.from({ length: 6 }, () => db());
@@ -90,7 +105,12 @@ describe('reclaim', () => {
     }
     expect(await used(d, user)).toBe(held);
     for (let i = 0; i < 5; i++) await (await live.count(user, sub('pro'))).counted;
-    const lease = await d.selectFrom('usage_leases').select(['granted', 'served']).where('user_id', '=', user).where('window', '=', 'day').executeTakeFirstOrThrow();
+    const lease = await d
+      .selectFrom('usage_leases')
+      .select(['granted', 'served'])
+      .where('user_id', '=', user)
+      .where('window', '=', 'day')
+      .executeTakeFirstOrThrow();
     expect(lease.served).toBe(25);
     await live.stop();
     expect(await used(d, user)).toBe(25);

@@ -23,19 +23,38 @@ afterAll(async () => {
 /** A component schema a $ref names. */
 const resolve = (s: { $ref?: string }) => (s.$ref ? doc.components.schemas[s.$ref.split('/').pop()!] : s);
 const operations = () =>
-  Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([p, m]) => Object.entries(m).map(([v, op]) => ({ name: `${v.toUpperCase()} ${p}`, op })));
+  Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([p, m]) =>
+    Object.entries(m).map(([v, op]) => ({ name: `${v.toUpperCase()} ${p}`, op })),
+  );
 
 describe('OpenAPI document', () => {
   it('describes every API route from the shared contracts, without the fields the gateway fills in', () => {
     expect(doc.openapi).toBe('3.1.0');
     const ops = operations().map((o) => o.name);
     for (const op of [
-      'GET /auth/nonce', 'POST /auth/login', 'GET /auth/me',
-      'POST /subscription/register', 'GET /subscription/status', 'POST /subscription/refresh', 'GET /usage/metrics',
-      'POST /instance/create', 'GET /instance/list', 'GET /instance/status/{instanceId}', 'POST /instance/restart/{instanceId}',
-      'POST /instance/stop/{instanceId}', 'POST /instance/start/{instanceId}', 'DELETE /instance/delete/{instanceId}', 'GET /instance/logs/{instanceId}',
-      'POST /keys/store', 'PUT /keys/update', 'DELETE /keys/delete', 'GET /keys/list', 'GET /keys/audit', 'GET /keys/retrieve',
-      'GET /keys/watch', 'POST /keys/applied',
+      'GET /auth/nonce',
+      'POST /auth/login',
+      'GET /auth/me',
+      'POST /subscription/register',
+      'GET /subscription/status',
+      'POST /subscription/refresh',
+      'GET /usage/metrics',
+      'POST /instance/create',
+      'GET /instance/list',
+      'GET /instance/status/{instanceId}',
+      'POST /instance/restart/{instanceId}',
+      'POST /instance/stop/{instanceId}',
+      'POST /instance/start/{instanceId}',
+      'DELETE /instance/delete/{instanceId}',
+      'GET /instance/logs/{instanceId}',
+      'POST /keys/store',
+      'PUT /keys/update',
+      'DELETE /keys/delete',
+      'GET /keys/list',
+      'GET /keys/audit',
+      'GET /keys/retrieve',
+      'GET /keys/watch',
+      'POST /keys/applied',
     ]) {
       expect(ops, op).toContain(op);
     }
@@ -51,7 +70,11 @@ describe('OpenAPI document', () => {
     expect(Object.keys(store.properties).sort()).toEqual(['instance_id', 'keys']);
     expect(doc.paths['/keys/retrieve'].get.security).toEqual([{ instanceId: [], instanceSecret: [] }]);
     // Every key change says whether the running instance took it.
-    for (const [p, m] of [['/keys/store', 'post'], ['/keys/update', 'put'], ['/keys/delete', 'delete']] as const) {
+    for (const [p, m] of [
+      ['/keys/store', 'post'],
+      ['/keys/update', 'put'],
+      ['/keys/delete', 'delete'],
+    ] as const) {
       const out = resolve(doc.paths[p][m].responses['200'].content['application/json'].schema);
       expect(out.properties, p).toHaveProperty('applied');
       expect(out.properties, p).toHaveProperty('reason');
@@ -77,7 +100,10 @@ describe('OpenAPI document', () => {
 
   it('names every operation once, in camelCase, so generated clients get stable method names', () => {
     const ids = operations().map((o) => o.op.operationId as string);
-    expect(ids.every((id) => /^[a-z][A-Za-z0-9]*$/.test(id)), ids.join()).toBe(true);
+    expect(
+      ids.every((id) => /^[a-z][A-Za-z0-9]*$/.test(id)),
+      ids.join(),
+    ).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     expect(doc.paths['/subscription/register'].post.operationId).toBe('registerSubscription');
   });
@@ -91,7 +117,11 @@ describe('OpenAPI document', () => {
     expect(codes('/instance/status/{instanceId}', 'get', '404')).toEqual(['INSTANCE_NOT_FOUND']);
     expect(codes('/subscription/register', 'post', '400')).toEqual(expect.arrayContaining(['INVALID_TIER', 'TX_ALREADY_USED', 'VALIDATION_FAILED']));
     expect(doc.paths['/auth/nonce'].get.responses['429'].headers).toHaveProperty('Retry-After');
-    for (const { name, op } of operations()) expect(Object.keys(op.responses).some((s) => /^4\d\d$/.test(s)), name).toBe(true);
+    for (const { name, op } of operations())
+      expect(
+        Object.keys(op.responses).some((s) => /^4\d\d$/.test(s)),
+        name,
+      ).toBe(true);
   });
 
   it('gives times as date-time and wallet addresses as base58', () => {
@@ -130,7 +160,11 @@ describe('OpenAPI document', () => {
     expect(events.responses['200'].content).toHaveProperty('text/event-stream');
     expect(events.parameters).toContainEqual(expect.objectContaining({ name: 'Last-Event-ID', in: 'header' }));
     // Every POST and DELETE acting for a user takes a key; the public ones (sign-in) do not.
-    for (const [p, m] of [['/instance/create', 'post'], ['/instance/delete/{instanceId}', 'delete'], ['/keys/store', 'post']] as const) {
+    for (const [p, m] of [
+      ['/instance/create', 'post'],
+      ['/instance/delete/{instanceId}', 'delete'],
+      ['/keys/store', 'post'],
+    ] as const) {
       expect(doc.paths[p][m].parameters, p).toContainEqual(expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false }));
       expect(doc.paths[p][m].responses['200'].headers, p).toHaveProperty('Idempotency-Replayed');
     }

@@ -11,7 +11,12 @@ beforeAll(async () => {
   stack = await startStack({
     services: ['auth', 'billing-chain'],
     devchain: true,
-    env: { TIER_LIMITS_JSON: JSON.stringify({ pro: { requests_per_day: N, requests_per_minute: 100_000 }, free: { requests_per_day: 1000, requests_per_minute: 5 } }) },
+    env: {
+      TIER_LIMITS_JSON: JSON.stringify({
+        pro: { requests_per_day: N, requests_per_minute: 100_000 },
+        free: { requests_per_day: 1000, requests_per_minute: 5 },
+      }),
+    },
     serviceEnv: { 'billing-chain': { BACKGROUND_JOBS: 'false' } },
   });
 });
@@ -40,7 +45,10 @@ describe('daily limit', () => {
     expect(refused.body).toEqual({ error: expect.any(String), code: 'DAILY_LIMIT_EXCEEDED', status: 403 });
     expect(refused.headers.get('x-usage-remaining')).toBe('0');
     expect(refused.headers.get('x-subscription-tier')).toBe('pro');
-    const remaining = rs.filter((r) => r.status === 200).map((r) => Number(r.headers.get('x-usage-remaining'))).sort((a, b) => a - b);
+    const remaining = rs
+      .filter((r) => r.status === 200)
+      .map((r) => Number(r.headers.get('x-usage-remaining')))
+      .sort((a, b) => a - b);
     expect(remaining[0]).toBe(0);
     expect(remaining.at(-1)).toBeLessThanOrEqual(N - 1);
     const st = await s.api.get('/subscription/status');

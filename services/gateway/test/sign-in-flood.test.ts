@@ -61,7 +61,9 @@ function send(replica: number, from: string, method: 'GET' | 'POST', path: strin
     const req = http.request(url, { method, agent: agentFor(from), headers: data ? { 'content-type': 'application/json' } : {} }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, body: text ? JSON.parse(text) : {} }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, body: text ? JSON.parse(text) : {} }),
+      );
     });
     req.on('error', reject);
     req.end(data);
@@ -83,75 +85,91 @@ interface Sample {
 }
 
 describe('a 5-minute sign-in flood from one address', () => {
-  it('gets 429 with Retry-After past the limits while other addresses sign in, and memory and the nonce table stay bounded', async () => {
-    const pids = [...stack.gateways.map((g) => g.pid()!), stack.services.get('auth')!.pid()!];
-    const sample = async (): Promise<Sample> => ({
-      rss: await Promise.all(pids.map(rss)),
-      nonces: await count('select count(*) as n from auth.nonces'),
-      limiterRows: await count('select count(*) as n from gateway.sign_in_limits'),
-    });
-    const start = await sample();
-    const samples: Sample[] = [];
-    const flood = { nonce: new Map<number, number>(), login: new Map<number, number>() };
-    const badRefusals: string[] = [];
-    const bystanders: Array<{ nonce: number; login: number }> = [];
-    const until = Date.now() + FLOOD_MS;
-    let i = 0;
-    const tally = (kind: 'nonce' | 'login', r: Reply) => {
-      flood[kind].set(r.status, (flood[kind].get(r.status) ?? 0) + 1);
-      if (r.status === 429 && !(Number(r.retryAfter) > 0 && r.body.code === 'RATE_LIMITED' && r.body.status === 429 && typeof r.body.error === 'string')) {
-        badRefusals.push(JSON.stringify(r));
-      }
-    };
-    // 4 clients on one address, each alternating nonces (a fresh wallet each) and bad logins over both replicas.
-    const flooders = Array.from({ length: 4 }, async () => {
-      while (Date.now() < until) {
-        tally('nonce', await nonce(i++ % 2, '127.0.4.1'));
-        tally('login', await badLogin(i++ % 2, '127.0.4.1'));
-      }
-    });
-    // Meanwhile, every few seconds, someone else signs in from an address of their own, and the bounds are sampled.
-    const watcher = (async () => {
-      for (let n = 1; Date.now() < until; n++) {
-        const from = `127.0.5.${(n % 250) + 1}`;
-        const wallet = newWallet();
-        const got = await nonce(n % 2, from, wallet.address);
-        const login = got.status === 200 ? await send((n + 1) % 2, from, 'POST', '/auth/login', { wallet_address: wallet.address, signature_base58: bs58.encode(wallet.sign(got.body.message as string)), nonce: got.body.nonce }) : got;
-        bystanders.push({ nonce: got.status, login: login.status });
-        samples.push(await sample());
-        await sleep(5_000);
-      }
-    })();
-    await Promise.all([...flooders, watcher]);
-    samples.push(await sample());
+  it(
+    'gets 429 with Retry-After past the limits while other addresses sign in, and memory and the nonce table stay bounded',
+    async () => {
+      const pids = [...stack.gateways.map((g) => g.pid()!), stack.services.get('auth')!.pid()!];
+      const sample = async (): Promise<Sample> => ({
+        rss: await Promise.all(pids.map(rss)),
+        nonces: await count('select count(*) as n from auth.nonces'),
+        limiterRows: await count('select count(*) as n from gateway.sign_in_limits'),
+      });
+      const start = await sample();
+      const samples: Sample[] = [];
+      const flood = { nonce: new Map<number, number>(), login: new Map<number, number>() };
+      const badRefusals: string[] = [];
+      const bystanders: Array<{ nonce: number; login: number }> = [];
+      const until = Date.now() + FLOOD_MS;
+      let i = 0;
+      const tally = (kind: 'nonce' | 'login', r: Reply) => {
+        flood[kind].set(r.status, (flood[kind].get(r.status) ?? 0) + 1);
+        if (r.status === 429 && !(Number(r.retryAfter) > 0 && r.body.code === 'RATE_LIMITED' && r.body.status === 429 && typeof r.body.error === 'string')) {
+          badRefusals.push(JSON.stringify(r));
+        }
+      };
+      // 4 clients on one address, each alternating nonces (a fresh wallet each) and bad logins over both replicas.
+      const flooders = Array.from({ length: 4 }, async () => {
+        while (Date.now() < until) {
+          tally('nonce', await nonce(i++ % 2, '127.0.4.1'));
+          tally('login', await badLogin(i++ % 2, '127.0.4.1'));
+        }
+      });
+      // Meanwhile, every few seconds, someone else signs in from an address of their own, and the bounds are sampled.
+      const watcher = (async () => {
+        for (let n = 1; Date.now() < until; n++) {
+          const from = `127.0.5.${(n % 250) + 1}`;
+          const wallet = newWallet();
+          const got = await nonce(n % 2, from, wallet.address);
+          const login =
+            got.status === 200
+              ? await send((n + 1) % 2, from, 'POST', '/auth/login', {
+                  wallet_address: wallet.address,
+                  signature_base58: bs58.encode(wallet.sign(got.body.message as string)),
+                  nonce: got.body.nonce,
+                })
+              : got;
+          bystanders.push({ nonce: got.status, login: login.status });
+          samples.push(await sample());
+          await sleep(5_000);
+        }
+      })();
+      await Promise.all([...flooders, watcher]);
+      samples.push(await sample());
 
-    // One address: at most its limit per window, then 429 in the error shape with Retry-After.
-    expect([...flood.nonce.keys()].sort()).toEqual([200, 429]);
-    expect([...flood.login.keys()].sort()).toEqual([401, 429]);
-    expect(flood.nonce.get(200)!).toBeLessThanOrEqual(PER_ADDRESS * WINDOWS);
-    expect(flood.login.get(401)!).toBeLessThanOrEqual(PER_ADDRESS * WINDOWS);
-    const refused = flood.nonce.get(429)! + flood.login.get(429)!;
-    expect(refused).toBeGreaterThan(10 * (flood.nonce.get(200)! + flood.login.get(401)!));
-    expect(badRefusals).toEqual([]);
-    // Everyone else was served all along.
-    expect(bystanders.length).toBeGreaterThan(10);
-    expect(bystanders.filter((b) => b.nonce !== 200 || b.login !== 200)).toEqual([]);
+      // One address: at most its limit per window, then 429 in the error shape with Retry-After.
+      expect([...flood.nonce.keys()].sort()).toEqual([200, 429]);
+      expect([...flood.login.keys()].sort()).toEqual([401, 429]);
+      expect(flood.nonce.get(200)!).toBeLessThanOrEqual(PER_ADDRESS * WINDOWS);
+      expect(flood.login.get(401)!).toBeLessThanOrEqual(PER_ADDRESS * WINDOWS);
+      const refused = flood.nonce.get(429)! + flood.login.get(429)!;
+      expect(refused).toBeGreaterThan(10 * (flood.nonce.get(200)! + flood.login.get(401)!));
+      expect(badRefusals).toEqual([]);
+      // Everyone else was served all along.
+      expect(bystanders.length).toBeGreaterThan(10);
+      expect(bystanders.filter((b) => b.nonce !== 200 || b.login !== 200)).toEqual([]);
 
-    // The nonce table: the flood's outstanding nonces (a window's worth, twice at a window's edge) and nothing per request.
-    for (const s of samples) expect(s.nonces - start.nonces).toBeLessThanOrEqual(2 * PER_ADDRESS + 2);
-    // The limiter's rows: one per address and wallet counted, never one per refused request.
-    const last = samples.at(-1)!;
-    expect(last.limiterRows - start.limiterRows).toBeLessThanOrEqual(4 * bystanders.length + WINDOWS * (2 + 2 * PER_ADDRESS));
-    expect(last.limiterRows - start.limiterRows).toBeLessThan(refused / 10);
-    // Memory of both gateways and auth: within 64 MiB of the start at every sample, to the end of the 5 minutes.
-    const names = ['gateway 0', 'gateway 1', 'auth'];
-    const growth = names.map((_, p) => Math.max(...samples.map((s) => s.rss[p]! - start.rss[p]!)));
-    for (const [p, g] of growth.entries()) expect(g, `${names[p]} grew ${Math.round(g / MIB)} MiB`).toBeLessThan(64 * MIB);
-    console.log(
-      `flood: ${i} requests, ${refused} refused, ${bystanders.length} bystanders served; growth ${growth.map((g, p) => `${names[p]} ${(g / MIB).toFixed(1)} MiB`).join(', ')}; nonces +${Math.max(...samples.map((s) => s.nonces - start.nonces))}, limiter rows +${last.limiterRows - start.limiterRows}`,
-    );
-    // Expired nonces are purged.
-    await waitFor('expired nonces purged', async () => ((await count('select count(*) as n from auth.nonces where expires_at < now()')) === 0 ? true : undefined), 60_000, 500);
-    for (const a of agents.values()) a.destroy();
-  }, FLOOD_MS + 180_000);
+      // The nonce table: the flood's outstanding nonces (a window's worth, twice at a window's edge) and nothing per request.
+      for (const s of samples) expect(s.nonces - start.nonces).toBeLessThanOrEqual(2 * PER_ADDRESS + 2);
+      // The limiter's rows: one per address and wallet counted, never one per refused request.
+      const last = samples.at(-1)!;
+      expect(last.limiterRows - start.limiterRows).toBeLessThanOrEqual(4 * bystanders.length + WINDOWS * (2 + 2 * PER_ADDRESS));
+      expect(last.limiterRows - start.limiterRows).toBeLessThan(refused / 10);
+      // Memory of both gateways and auth: within 64 MiB of the start at every sample, to the end of the 5 minutes.
+      const names = ['gateway 0', 'gateway 1', 'auth'];
+      const growth = names.map((_, p) => Math.max(...samples.map((s) => s.rss[p]! - start.rss[p]!)));
+      for (const [p, g] of growth.entries()) expect(g, `${names[p]} grew ${Math.round(g / MIB)} MiB`).toBeLessThan(64 * MIB);
+      console.log(
+        `flood: ${i} requests, ${refused} refused, ${bystanders.length} bystanders served; growth ${growth.map((g, p) => `${names[p]} ${(g / MIB).toFixed(1)} MiB`).join(', ')}; nonces +${Math.max(...samples.map((s) => s.nonces - start.nonces))}, limiter rows +${last.limiterRows - start.limiterRows}`,
+      );
+      // Expired nonces are purged.
+      await waitFor(
+        'expired nonces purged',
+        async () => ((await count('select count(*) as n from auth.nonces where expires_at < now()')) === 0 ? true : undefined),
+        60_000,
+        500,
+      );
+      for (const a of agents.values()) a.destroy();
+    },
+    FLOOD_MS + 180_000,
+  );
 });

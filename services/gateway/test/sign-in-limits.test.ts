@@ -54,7 +54,9 @@ function send(replica: number, from: string, method: 'GET' | 'POST', path: strin
       (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, body: text ? JSON.parse(text) : {} }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, body: text ? JSON.parse(text) : {} }),
+        );
       },
     );
     req.on('error', reject);
@@ -137,12 +139,22 @@ describe('sign-in limits shared by every gateway replica', () => {
     // The limiter's own rows: one per address and wallet that asked, never one per request.
     expect(await count('select count(*) as n from gateway.sign_in_limits')).toBeLessThan(200);
     // Expired (3 s here) nonces are deleted by auth within its purge interval.
-    await waitFor('expired nonces purged', async () => ((await count('select count(*) as n from auth.nonces where expires_at < now()')) === 0 ? true : undefined), 20_000, 250);
+    await waitFor(
+      'expired nonces purged',
+      async () => ((await count('select count(*) as n from auth.nonces where expires_at < now()')) === 0 ? true : undefined),
+      20_000,
+      250,
+    );
   }, 60_000);
 
   it('documents the 429 and its Retry-After on both sign-in endpoints in the OpenAPI document', async () => {
-    const doc = (await send(0, '127.0.0.1', 'GET', '/openapi.json')).body as { paths: Record<string, Record<string, { responses: Record<string, { headers: Record<string, unknown> }> }>> };
-    for (const [path, method] of [['/auth/nonce', 'get'], ['/auth/login', 'post']] as const) {
+    const doc = (await send(0, '127.0.0.1', 'GET', '/openapi.json')).body as {
+      paths: Record<string, Record<string, { responses: Record<string, { headers: Record<string, unknown> }> }>>;
+    };
+    for (const [path, method] of [
+      ['/auth/nonce', 'get'],
+      ['/auth/login', 'post'],
+    ] as const) {
       expect(doc.paths[path]![method]!.responses['429']!.headers['Retry-After']).toBeDefined();
     }
   });

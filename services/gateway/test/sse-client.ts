@@ -12,7 +12,11 @@ export interface SseEvent {
 export async function openEvents(url: string, token: string, opts: { lastEventId?: string } = {}) {
   const abort = new AbortController();
   const res = await fetch(url, {
-    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...(opts.lastEventId === undefined ? {} : { 'last-event-id': opts.lastEventId }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      accept: 'text/event-stream',
+      ...(opts.lastEventId === undefined ? {} : { 'last-event-id': opts.lastEventId }),
+    },
     signal: abort.signal,
   });
   const events: SseEvent[] = [];

@@ -10,7 +10,12 @@ import { staticFiles } from '../src/http/static-files.ts';
 
 const log = createLogger('static-files-test', 'silent');
 const config = (dir: string) =>
-  ({ DASHBOARD_DIR: dir, DASHBOARD_SOLANA_RPC_URL: 'http://127.0.0.1:8899', DASHBOARD_SOLANA_CHAIN: 'solana:localnet', TIER_LIMITS_JSON: DEFAULT_TIERS }) as GatewayConfig;
+  ({
+    DASHBOARD_DIR: dir,
+    DASHBOARD_SOLANA_RPC_URL: 'http://127.0.0.1:8899',
+    DASHBOARD_SOLANA_CHAIN: 'solana:localnet',
+    TIER_LIMITS_JSON: DEFAULT_TIERS,
+  }) as GatewayConfig;
 
 let server: Server;
 let base: string;
@@ -36,7 +41,9 @@ describe("the dashboard's static files", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(res.headers.get('cache-control')).toBe('no-cache');
-    expect(res.headers.get('content-security-policy')).toBe("default-src 'self'; img-src 'self' data:; connect-src 'self' http://127.0.0.1:8899; frame-ancestors 'none'; base-uri 'none'");
+    expect(res.headers.get('content-security-policy')).toBe(
+      "default-src 'self'; img-src 'self' data:; connect-src 'self' http://127.0.0.1:8899; frame-ancestors 'none'; base-uri 'none'",
+    );
     const again = await fetch(`${base}/index.html`, { headers: { 'if-none-match': res.headers.get('etag')! } });
     expect(again.status).toBe(304);
   });
@@ -48,7 +55,7 @@ describe("the dashboard's static files", () => {
     expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
   });
 
-  it("tells the page where the chain is and the tier table it shows", async () => {
+  it('tells the page where the chain is and the tier table it shows', async () => {
     const res = await fetch(`${base}/config.json`);
     expect(res.headers.get('cache-control')).toBe('no-cache');
     expect(await res.json()).toEqual({ solana_rpc_url: 'http://127.0.0.1:8899', solana_chain: 'solana:localnet', tiers: DEFAULT_TIERS });

@@ -74,7 +74,12 @@ describe('access token verification at the gateway', () => {
     const pub = signer.publicKey.export({ type: 'spki', format: 'pem' }).toString();
     const token = await new SignJWT({ wallet: session.wallet.address })
       .setProtectedHeader({ alg: 'HS256', kid, typ: 'at+jwt' })
-      .setIssuer('agenthost-auth').setAudience('agenthost-api').setSubject(session.user_id).setIssuedAt().setExpirationTime('1h').setJti('j')
+      .setIssuer('agenthost-auth')
+      .setAudience('agenthost-api')
+      .setSubject(session.user_id)
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .setJti('j')
       .sign(new TextEncoder().encode(pub));
     await expectUnauthorized(token);
   });

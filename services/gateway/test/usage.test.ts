@@ -144,15 +144,32 @@ describe('cost', () => {
     const u1 = randomUUID();
     for (let i = 0; i < 100; i++) await a.count(u1, sub('pro'));
     await a.stop();
-    expect(await used(u1)).toEqual([['day', 100], ['minute', 100]]);
+    expect(await used(u1)).toEqual([
+      ['day', 100],
+      ['minute', 100],
+    ]);
 
     const b = new Usage(d, tiers, { idleReturnMs: 300 });
     const u2 = randomUUID();
     for (let i = 0; i < 30; i++) await b.count(u2, sub('pro'));
-    expect(await used(u2)).not.toEqual([['day', 30], ['minute', 30]]); // a block is held
+    expect(await used(u2)).not.toEqual([
+      ['day', 30],
+      ['minute', 30],
+    ]); // a block is held
     const deadline = Date.now() + 5000;
-    while (JSON.stringify(await used(u2)) !== JSON.stringify([['day', 30], ['minute', 30]]) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(await used(u2)).toEqual([['day', 30], ['minute', 30]]);
+    while (
+      JSON.stringify(await used(u2)) !==
+        JSON.stringify([
+          ['day', 30],
+          ['minute', 30],
+        ]) &&
+      Date.now() < deadline
+    )
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await used(u2)).toEqual([
+      ['day', 30],
+      ['minute', 30],
+    ]);
     await b.stop();
   });
 });

@@ -61,12 +61,18 @@ describe('GET /instance/wait', () => {
     const started = await waitingRun;
     expect(started.r.body).toMatchObject({ status: 'running' });
 
-    const delays = { running: delayOf(running.body.at, runningArrived), stopped: delayOf(stopped.r.body.at, stopped.arrived), restarted: delayOf(started.r.body.at, started.arrived) };
+    const delays = {
+      running: delayOf(running.body.at, runningArrived),
+      stopped: delayOf(stopped.r.body.at, stopped.arrived),
+      restarted: delayOf(started.r.body.at, started.arrived),
+    };
     // The event's `at` is the provisioner's transaction time; from the moment the event reached a bus client (the
     // floor: the relay and the bus) to the answer is the gateway's own share. Only the first stop is unambiguous
     // here (running happened twice: the map keeps the last).
     const gatewayShare = { stopped: stopped.arrived - delivered.get(`${id} stopped`)!, restarted: started.arrived - delivered.get(`${id} running`)! };
-    console.log(`[wait] from the status change (event at) to the answer, ms: ${JSON.stringify(delays)}; from the event on the bus to the answer, ms: ${JSON.stringify(gatewayShare)}`);
+    console.log(
+      `[wait] from the status change (event at) to the answer, ms: ${JSON.stringify(delays)}; from the event on the bus to the answer, ms: ${JSON.stringify(gatewayShare)}`,
+    );
     // Reported above; the bounds here are only generous sanity checks (the issue's target is 200 ms).
     for (const d of Object.values(delays)) expect(d).toBeLessThan(10_000);
     for (const d of Object.values(gatewayShare)) expect(d).toBeLessThan(2000);

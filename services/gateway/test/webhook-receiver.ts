@@ -14,7 +14,23 @@ export interface Received {
 export function receiverTls(hosts: string[]): { caFile: string; cert: string; key: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'agenthost-webhook-tls-'));
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=webhook test CA', '-keyout', 'ca-key.pem', '-out', 'ca.pem');
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=webhook test CA',
+    '-keyout',
+    'ca-key.pem',
+    '-out',
+    'ca.pem',
+  );
   ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=webhook receiver', '-keyout', 'key.pem', '-out', 'req.csr');
   writeFileSync(path.join(dir, 'ext.cnf'), `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(',')},IP:127.0.0.1\nextendedKeyUsage=serverAuth\n`);
   ssl('x509', '-req', '-in', 'req.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'cert.pem');

@@ -16,7 +16,12 @@ let bob: Session;
 beforeAll(async () => {
   const tls = receiverTls(['localhost']);
   receiver = await startReceiver(RECEIVER_PORT, tls);
-  sys = await instanceStack('webhooks', [19310, 19319], { WEBHOOK_ALLOW_HOSTS: 'localhost', WEBHOOK_CA_FILE: tls.caFile, WEBHOOK_POLL_MS: '500', KEYS_APPLY_WAIT_MS: '1000' });
+  sys = await instanceStack('webhooks', [19310, 19319], {
+    WEBHOOK_ALLOW_HOSTS: 'localhost',
+    WEBHOOK_CA_FILE: tls.caFile,
+    WEBHOOK_POLL_MS: '500',
+    KEYS_APPLY_WAIT_MS: '1000',
+  });
   alice = await sys.subscriber();
   bob = await sys.subscriber();
 }, 240_000);
@@ -58,6 +63,8 @@ describe('webhooks from real instances', () => {
     // Bob's endpoint heard nothing of alice's instance.
     expect(receiver.received.filter((r) => r.path === '/bob' && r.body.includes(id))).toEqual([]);
     expect((await bob.api.get(`/webhooks/${b.id}/deliveries`)).body.deliveries).toEqual([]);
-    console.log(`[webhooks] ${got.length} events for one instance: ${got.map((e) => (e.type === 'instance.status' ? `status:${String(e.data.status)}` : e.type)).join(', ')}`);
+    console.log(
+      `[webhooks] ${got.length} events for one instance: ${got.map((e) => (e.type === 'instance.status' ? `status:${String(e.data.status)}` : e.type)).join(', ')}`,
+    );
   }, 180_000);
 });

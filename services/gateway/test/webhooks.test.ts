@@ -32,7 +32,13 @@ beforeAll(async () => {
     gateways: 2,
     serviceEnv: {
       'billing-chain': { POLL_INTERVAL_SECONDS: '0.5' },
-      gateway: { WEBHOOK_ALLOW_HOSTS: 'localhost', WEBHOOK_CA_FILE: tls.caFile, WEBHOOK_RETRY_BASE_MS: '300', WEBHOOK_POLL_MS: '500', WEBHOOKS_PER_USER: String(PER_USER) },
+      gateway: {
+        WEBHOOK_ALLOW_HOSTS: 'localhost',
+        WEBHOOK_CA_FILE: tls.caFile,
+        WEBHOOK_RETRY_BASE_MS: '300',
+        WEBHOOK_POLL_MS: '500',
+        WEBHOOKS_PER_USER: String(PER_USER),
+      },
     },
   });
   provisionerBus = await stack.nats.connect('provisioner');
@@ -56,7 +62,14 @@ let seq = 0;
 /** A status change of an instance, as the provisioner publishes it. */
 async function statusEvent(userId: string, instanceId: string, status: 'running' | 'stopped' = 'running') {
   seq += 1;
-  await publishEvent(provisionerBus, contracts.provisioner.instanceStatusChanged, { instance_id: instanceId, user_id: userId, status, at: new Date().toISOString(), generation: 1, seq });
+  await publishEvent(provisionerBus, contracts.provisioner.instanceStatusChanged, {
+    instance_id: instanceId,
+    user_id: userId,
+    status,
+    at: new Date().toISOString(),
+    generation: 1,
+    seq,
+  });
 }
 
 async function createHook(s: Session, name: string, events: string[] = ['instance.status']) {
@@ -66,7 +79,8 @@ async function createHook(s: Session, name: string, events: string[] = ['instanc
 }
 
 /** The request received at `path` whose event concerns `instanceId`. */
-const eventFor = (p: string, instanceId: string) => (all: Received[]) => at(p)(all).find((r) => (JSON.parse(r.body) as { data: { instance_id?: string } }).data.instance_id === instanceId);
+const eventFor = (p: string, instanceId: string) => (all: Received[]) =>
+  at(p)(all).find((r) => (JSON.parse(r.body) as { data: { instance_id?: string } }).data.instance_id === instanceId);
 
 describe('webhooks', () => {
   it('refuses http and private, loopback, link-local and unique-local targets, and names resolving to them', async () => {
@@ -133,7 +147,12 @@ describe('webhooks', () => {
       return got.length >= 3 ? got : undefined;
     });
     expect(new Set(tries.map((t) => t.headers['webhook-id'])).size).toBe(1);
-    const log = (await alice.api.get(`/webhooks/${id}/deliveries`)).body.deliveries as Array<{ id: string; status: string; attempts: number; last_status_code: number }>;
+    const log = (await alice.api.get(`/webhooks/${id}/deliveries`)).body.deliveries as Array<{
+      id: string;
+      status: string;
+      attempts: number;
+      last_status_code: number;
+    }>;
     const d = await (async () => {
       for (;;) {
         const row = ((await alice.api.get(`/webhooks/${id}/deliveries`)).body.deliveries as typeof log).find((x) => x.id === tries[0]!.headers['webhook-id']);
@@ -166,9 +185,16 @@ describe('webhooks', () => {
 
   it("tells a user of their subscription's registration, its coming end, its renewal and its cancellation", async () => {
     const carol = await signIn(stack.api);
-    const hook = await createHook(carol, 'carol', ['subscription.registered', 'subscription.expiring', 'subscription.renewed', 'subscription.expired', 'subscription.cancelled']);
+    const hook = await createHook(carol, 'carol', [
+      'subscription.registered',
+      'subscription.expiring',
+      'subscription.renewed',
+      'subscription.expired',
+      'subscription.cancelled',
+    ]);
     await subscribe(stack, carol, { tier: 'pro', deposit: stack.chain!.prices.pro });
-    const events = (all: Received[]) => at('/carol')(all).map((r) => new Webhook(hook.secret).verify(r.body, r.headers) as { type: string; data: Record<string, unknown> });
+    const events = (all: Received[]) =>
+      at('/carol')(all).map((r) => new Webhook(hook.secret).verify(r.body, r.headers) as { type: string; data: Record<string, unknown> });
     const of = (type: string) => (all: Received[]) => events(all).find((e) => e.type === type);
     const registered = await receiver.until(of('subscription.registered'));
     expect(registered.data).toMatchObject({ wallet_address: carol.wallet.address, tier: 'pro', is_active: true });
@@ -193,7 +219,14 @@ describe('webhooks', () => {
     await statusEvent(erin.user_id, 'erin-one');
     const failed = await (async () => {
       for (;;) {
-        const d = ((await erin.api.get(`/webhooks/${r.body.id}/deliveries`)).body.deliveries as Array<{ id: string; status: string; attempts: number; last_error?: string }>)[0];
+        const d = (
+          (await erin.api.get(`/webhooks/${r.body.id}/deliveries`)).body.deliveries as Array<{
+            id: string;
+            status: string;
+            attempts: number;
+            last_error?: string;
+          }>
+        )[0];
         if (d && d.attempts >= 1 && d.last_error) return d;
         await new Promise((res) => setTimeout(res, 200));
       }

@@ -3,12 +3,10 @@ import { baseConfig, configInt, SealOpener } from '@agenthost/shared';
 import { decodeMasterKey, Keyring, KID_RE } from './domain/crypto.ts';
 
 // Messages never echo a key: only what is wrong with it.
-const masterKey = z
-  .string({ error: 'is required: base64 of 32 random bytes (e.g. `openssl rand -base64 32`)' })
-  .superRefine((v, ctx) => {
-    const r = decodeMasterKey(v);
-    if ('problem' in r) ctx.addIssue({ code: 'custom', message: r.problem });
-  });
+const masterKey = z.string({ error: 'is required: base64 of 32 random bytes (e.g. `openssl rand -base64 32`)' }).superRefine((v, ctx) => {
+  const r = decodeMasterKey(v);
+  if ('problem' in r) ctx.addIssue({ code: 'custom', message: r.problem });
+});
 
 const previousKeys = z
   .string()

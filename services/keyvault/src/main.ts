@@ -42,7 +42,13 @@ await runService<typeof keyvaultConfig, KeyvaultDB>({
       ],
       async start() {
         // Durable: a deletion that happened while keyvault was down is delivered when it is back.
-        consumer = await consumeEvents(nc, contracts.provisioner.instanceDeleted, 'keyvault-instance-deleted', async (ev) => void (await instanceDeleted(deps, ev)), log);
+        consumer = await consumeEvents(
+          nc,
+          contracts.provisioner.instanceDeleted,
+          'keyvault-instance-deleted',
+          async (ev) => void (await instanceDeleted(deps, ev)),
+          log,
+        );
         pruner = setInterval(() => void limiter.prune().catch((err) => log.warn({ err }, 'pruning auth failures failed')), 60_000);
         pruner.unref();
       },

@@ -21,7 +21,9 @@ const seen: Array<{ subject: string; assertion: string | undefined; data: Uint8A
 beforeAll(async () => {
   stack = await startStack({ services: ['auth', 'keyvault'], serviceEnv: { gateway: { TRUSTED_PROXIES: '127.0.0.1,::1' } } });
   operator = await stack.nats.connect();
-  operator.subscribe('>', { callback: (_e, m: Msg) => void seen.push({ subject: m.subject, assertion: m.headers?.get(ASSERTION_HEADER) || undefined, data: m.data }) });
+  operator.subscribe('>', {
+    callback: (_e, m: Msg) => void seen.push({ subject: m.subject, assertion: m.headers?.get(ASSERTION_HEADER) || undefined, data: m.data }),
+  });
   asGateway = await stack.nats.connect('gateway');
   billing = await activeSubscriptions(stack.nats);
   alice = await signIn(stack.api);
@@ -52,7 +54,10 @@ describe('keyvault believes no user_id on its own', () => {
     expect(await raw(kv.list.subject, forged)).toMatchObject({ ok: false, error: { code: 'ASSERTION_INVALID' } });
     const attacker = new AssertionSigner(generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
     const store = { ...forged, sealed_keys: sealedKeys(inst.instance_id, { OPENAI_API_KEY: 'sk-attacker-chosen' }) };
-    expect(await raw(kv.store.subject, store, attacker.sign(alice.user_id, kv.store.subject, encode(store)))).toMatchObject({ ok: false, error: { code: 'ASSERTION_INVALID' } });
+    expect(await raw(kv.store.subject, store, attacker.sign(alice.user_id, kv.store.subject, encode(store)))).toMatchObject({
+      ok: false,
+      error: { code: 'ASSERTION_INVALID' },
+    });
 
     // Mallory's own valid request, with alice's user id put in: the body no longer matches its assertion.
     const mine = { user_id: mallory.user_id, instance_id: inst.instance_id, meta: {} };
@@ -60,7 +65,9 @@ describe('keyvault believes no user_id on its own', () => {
     expect(await raw(kv.list.subject, forged, token)).toMatchObject({ ok: false, error: { code: 'ASSERTION_MISMATCH' } });
 
     const got = await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
-    expect(openKey({ instanceKey: inst.instance_key, instanceId: inst.instance_id, keyName: 'OPENAI_API_KEY', sealed: got.body.keys.OPENAI_API_KEY })).toBe(original);
+    expect(openKey({ instanceKey: inst.instance_key, instanceId: inst.instance_id, keyName: 'OPENAI_API_KEY', sealed: got.body.keys.OPENAI_API_KEY })).toBe(
+      original,
+    );
   });
 
   it('refuses an expired assertion, and a real one replayed to another subject or a second time', async () => {
@@ -71,16 +78,27 @@ describe('keyvault believes no user_id on its own', () => {
     expect(captured.assertion).toMatch(/^v1\./);
     const body = decode(captured.data);
 
-    expect(await raw(kv.list.subject, body, captured.assertion)).toMatchObject({ ok: false, error: { code: 'ASSERTION_MISMATCH', message: expect.stringMatching(/issued for keyvault.v1.keys.delete/) } });
-    expect(await raw(kv.remove.subject, body, captured.assertion)).toMatchObject({ ok: false, error: { code: 'ASSERTION_INVALID', message: expect.stringMatching(/replay/) } });
+    expect(await raw(kv.list.subject, body, captured.assertion)).toMatchObject({
+      ok: false,
+      error: { code: 'ASSERTION_MISMATCH', message: expect.stringMatching(/issued for keyvault.v1.keys.delete/) },
+    });
+    expect(await raw(kv.remove.subject, body, captured.assertion)).toMatchObject({
+      ok: false,
+      error: { code: 'ASSERTION_INVALID', message: expect.stringMatching(/replay/) },
+    });
 
     const late = new AssertionSigner(busKeys().assertionPem, { now: () => Date.now() - 120_000 });
     const fresh = { user_id: alice.user_id, instance_id: inst.instance_id, meta: {} };
-    expect(await raw(kv.list.subject, fresh, late.sign(alice.user_id, kv.list.subject, encode(fresh)))).toMatchObject({ ok: false, error: { code: 'ASSERTION_INVALID', message: expect.stringMatching(/expired/) } });
+    expect(await raw(kv.list.subject, fresh, late.sign(alice.user_id, kv.list.subject, encode(fresh)))).toMatchObject({
+      ok: false,
+      error: { code: 'ASSERTION_INVALID', message: expect.stringMatching(/expired/) },
+    });
   });
 
   it('lets only the provisioner issue credentials: the gateway’s identity is refused by NATS itself', async () => {
-    await expect(request(asGateway, kv.issueCredentials, { user_id: alice.user_id, instance_id: 'kv-stolen' }, { timeoutMs: 2000 })).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    await expect(request(asGateway, kv.issueCredentials, { user_id: alice.user_id, instance_id: 'kv-stolen' }, { timeoutMs: 2000 })).rejects.toMatchObject({
+      code: 'SERVICE_UNAVAILABLE',
+    });
   });
 });
 
@@ -90,7 +108,9 @@ describe('no provider key rides the bus in plaintext', () => {
     const stored = secretValue('sk-store');
     const updated = secretValue('sk-update');
     const from = seen.length;
-    expect((await alice.api.post('/keys/store', { instance_id: inst.instance_id, keys: { OPENAI_API_KEY: stored, OTHER_KEY: secretValue('sk-other') } })).status).toBe(200);
+    expect(
+      (await alice.api.post('/keys/store', { instance_id: inst.instance_id, keys: { OPENAI_API_KEY: stored, OTHER_KEY: secretValue('sk-other') } })).status,
+    ).toBe(200);
     expect((await alice.api.put('/keys/update', { instance_id: inst.instance_id, key_name: 'OPENAI_API_KEY', key_value: updated })).status).toBe(200);
     await waitFor('both requests on the bus', async () => seen.slice(from).some((m) => m.subject === kv.update.subject));
 
@@ -102,13 +122,20 @@ describe('no provider key rides the bus in plaintext', () => {
     expect(text).not.toContain(Buffer.from(stored).toString('base64'));
 
     const got = await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
-    expect(openKey({ instanceKey: inst.instance_key, instanceId: inst.instance_id, keyName: 'OPENAI_API_KEY', sealed: got.body.keys.OPENAI_API_KEY })).toBe(updated);
+    expect(openKey({ instanceKey: inst.instance_key, instanceId: inst.instance_id, keyName: 'OPENAI_API_KEY', sealed: got.body.keys.OPENAI_API_KEY })).toBe(
+      updated,
+    );
   });
 
   it('refuses a sealed value moved to another instance with a 400', async () => {
     const a = await issue(operator, alice.user_id);
     const b = await issue(operator, alice.user_id);
-    const body = { user_id: alice.user_id, instance_id: b.instance_id, sealed_keys: sealedKeys(a.instance_id, { OPENAI_API_KEY: secretValue('sk-moved') }), meta: {} };
+    const body = {
+      user_id: alice.user_id,
+      instance_id: b.instance_id,
+      sealed_keys: sealedKeys(a.instance_id, { OPENAI_API_KEY: secretValue('sk-moved') }),
+      meta: {},
+    };
     const res = await request(operator, kv.store, body, { asserter: new AssertionSigner(busKeys().assertionPem) }).catch((e) => e);
     expect(res).toMatchObject({ code: 'VALIDATION_FAILED', status: 400, message: expect.stringMatching(/^sealed_keys: cannot be opened/) });
   });

@@ -12,7 +12,13 @@ function startKeyvault(env: Record<string, string>): Promise<{ code: number | nu
       cwd: repoRoot,
       // Unreachable servers: a valid config would hang trying to connect, which the timeout would catch.
       // A valid seal key, so each test's output is about the master keys only.
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NATS_URL: 'nats://127.0.0.1:1', KEYVAULT_SEAL_PRIVATE_KEY: busKeys().sealPem, ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+        NATS_URL: 'nats://127.0.0.1:1',
+        KEYVAULT_SEAL_PRIVATE_KEY: busKeys().sealPem,
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

@@ -88,14 +88,23 @@ describe('instance authentication', () => {
     const inst = await issue(nc, alice.user_id);
     const guess = remember('ahis_guess');
     await retrieve(stack, inst.instance_id, guess, nextIp());
-    const failures = () => stack.services.get('keyvault')!.lines().filter((l) => l.includes('"instance_auth_failed"'));
+    const failures = () =>
+      stack.services
+        .get('keyvault')!
+        .lines()
+        .filter((l) => l.includes('"instance_auth_failed"'));
     const mine = await waitFor('the failure log line', async () => {
       const m = failures().filter((l) => l.includes(inst.instance_id));
       return m.length > 0 ? m : undefined;
     });
     const lines = failures();
     expect(mine).toHaveLength(1);
-    expect(JSON.parse(mine[0]!)).toMatchObject({ reason: 'wrong_secret', instance_id: inst.instance_id, failures_instance: 1, failures_total: expect.any(Number) });
+    expect(JSON.parse(mine[0]!)).toMatchObject({
+      reason: 'wrong_secret',
+      instance_id: inst.instance_id,
+      failures_instance: 1,
+      failures_total: expect.any(Number),
+    });
     for (const l of lines) expect(l).not.toContain(guess);
   });
 
@@ -113,10 +122,6 @@ describe('logs', () => {
     const inst = await issue(nc, alice.user_id);
     await alice.api.post('/keys/store', { instance_id: inst.instance_id, keys: { LAST_KEY: remember() } });
     await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
-    await expectNotLogged(stack, `"keys_retrieved","instance_id":"${inst.instance_id}"`, [
-      ...suite.values,
-      inst.instance_secret,
-      inst.instance_key,
-    ]);
+    await expectNotLogged(stack, `"keys_retrieved","instance_id":"${inst.instance_id}"`, [...suite.values, inst.instance_secret, inst.instance_key]);
   });
 });

@@ -35,7 +35,12 @@ describe('storing keys and retrieving them from the instance', () => {
     expect(got.headers.get('cache-control')).toBe('no-store');
     expect(Object.keys(got.body.keys).sort()).toEqual(['ANTHROPIC_API_KEY', 'OPENAI_API_KEY']);
     for (const [name, sealed] of Object.entries(got.body.keys as Record<string, string>)) {
-      expect(JSON.parse(sealed)).toEqual({ encrypted: expect.stringMatching(/^[0-9a-f]+$/), iv: expect.stringMatching(/^[0-9a-f]{24}$/), authTag: expect.stringMatching(/^[0-9a-f]{32}$/), kid: 'k1' });
+      expect(JSON.parse(sealed)).toEqual({
+        encrypted: expect.stringMatching(/^[0-9a-f]+$/),
+        iv: expect.stringMatching(/^[0-9a-f]{24}$/),
+        authTag: expect.stringMatching(/^[0-9a-f]{32}$/),
+        kid: 'k1',
+      });
       expect(openKey({ instanceKey: inst.instance_key, instanceId: inst.instance_id, keyName: name, sealed })).toBe(keys[name as keyof typeof keys]);
     }
     for (const v of Object.values(keys)) expect(got.text).not.toContain(v);
@@ -54,7 +59,14 @@ describe('storing keys and retrieving them from the instance', () => {
 
     const upd = await alice.api.put('/keys/update', { instance_id: inst.instance_id, key_name: 'A_KEY', key_value: second });
     expect(upd.status).toBe(200);
-    expect(upd.body).toEqual({ success: true, instance_id: inst.instance_id, key_name: 'A_KEY', restart_required: true, applied: false, reason: 'instance not running' });
+    expect(upd.body).toEqual({
+      success: true,
+      instance_id: inst.instance_id,
+      key_name: 'A_KEY',
+      restart_required: true,
+      applied: false,
+      reason: 'instance not running',
+    });
     const got = await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
     expect(openKey({ instanceKey: inst.instance_key, instanceId: inst.instance_id, keyName: 'A_KEY', sealed: got.body.keys.A_KEY })).toBe(second);
 
@@ -78,7 +90,10 @@ describe('storing keys and retrieving them from the instance', () => {
     expect(rows[0].user_id).toBe(alice.user_id);
     expect(rows[0].kid).toBe('k1');
     expect(Object.keys(JSON.parse(rows[0].encrypted_value)).sort()).toEqual(['authTag', 'encrypted', 'iv', 'kid']);
-    const dump = JSON.stringify((await db.query('select * from api_keys')).rows) + JSON.stringify((await db.query('select * from instances')).rows) + JSON.stringify((await db.query('select * from audit_log')).rows);
+    const dump =
+      JSON.stringify((await db.query('select * from api_keys')).rows) +
+      JSON.stringify((await db.query('select * from instances')).rows) +
+      JSON.stringify((await db.query('select * from audit_log')).rows);
     for (const s of [...suite.values, inst.instance_secret, inst.instance_key]) expect(dump).not.toContain(s);
     const { rows: creds } = await db.query('select encode(secret_hash, $2) as h from instances where instance_id = $1', [inst.instance_id, 'hex']);
     expect(creds[0].h).toMatch(/^[0-9a-f]{64}$/);
@@ -87,7 +102,14 @@ describe('storing keys and retrieving them from the instance', () => {
   it('refuses bad names, reserved names, oversized values and too many keys with 400s', async () => {
     const inst = await issue(nc, alice.user_id);
     const store = (keys: Record<string, string>) => alice.api.post('/keys/store', { instance_id: inst.instance_id, keys });
-    for (const keys of [{ '1BAD': 'x'.repeat(10) }, { 'HAS-DASH': 'x'.repeat(10) }, { ['A'.repeat(101)]: 'x'.repeat(10) }, { AGENTHOST_INSTANCE_SECRET: 'x'.repeat(10) }, { EMPTY: '' }, {}] as Record<string, string>[]) {
+    for (const keys of [
+      { '1BAD': 'x'.repeat(10) },
+      { 'HAS-DASH': 'x'.repeat(10) },
+      { ['A'.repeat(101)]: 'x'.repeat(10) },
+      { AGENTHOST_INSTANCE_SECRET: 'x'.repeat(10) },
+      { EMPTY: '' },
+      {},
+    ] as Record<string, string>[]) {
       const res = await store(keys);
       expect(res.status, JSON.stringify(Object.keys(keys))).toBe(400);
       expect(res.body.code).toBe('VALIDATION_FAILED');
@@ -178,11 +200,18 @@ describe('audit', () => {
   });
 
   it('ignores a spoofed X-Forwarded-For at a gateway that trusts no proxy (the default)', async () => {
-    const untrusting = await spawnService('gateway', { env: { ...stack.envFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', TRUSTED_PROXIES: '' }, label: 'gateway-noproxy' });
+    const untrusting = await spawnService('gateway', {
+      env: { ...stack.envFor('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', TRUSTED_PROXIES: '' },
+      label: 'gateway-noproxy',
+    });
     try {
       const inst = await issue(nc, alice.user_id);
       const direct = apiClient(`${String(untrusting.ready.url)}/api`, alice.token);
-      const stored = await direct.post('/keys/store', { instance_id: inst.instance_id, keys: { SPOOF_KEY: remember() } }, { 'x-forwarded-for': '203.0.113.66' });
+      const stored = await direct.post(
+        '/keys/store',
+        { instance_id: inst.instance_id, keys: { SPOOF_KEY: remember() } },
+        { 'x-forwarded-for': '203.0.113.66' },
+      );
       expect(stored.status).toBe(200);
       const audit = await alice.api.get(`/keys/audit?instance_id=${inst.instance_id}`);
       const record = (audit.body.records as Array<{ action: string; ip_address: string }>).find((r) => r.action === 'key_stored')!;
@@ -200,7 +229,11 @@ describe('instance deletion', () => {
     await alice.api.post('/keys/store', { instance_id: inst.instance_id, keys: { GONE_ONE: remember(), GONE_TWO: remember() } });
     const keyvault = stack.services.get('keyvault')!;
     await keyvault.stop();
-    await publishEvent(nc, contracts.provisioner.instanceDeleted, { instance_id: inst.instance_id, user_id: alice.user_id, deleted_at: new Date().toISOString() });
+    await publishEvent(nc, contracts.provisioner.instanceDeleted, {
+      instance_id: inst.instance_id,
+      user_id: alice.user_id,
+      deleted_at: new Date().toISOString(),
+    });
     // Still there while keyvault is down.
     expect((await db.query('select count(*)::int as n from api_keys where instance_id = $1', [inst.instance_id])).rows[0].n).toBe(2);
     await keyvault.start();
@@ -208,8 +241,14 @@ describe('instance deletion', () => {
     expect((await db.query('select count(*)::int as n from api_keys where instance_id = $1', [inst.instance_id])).rows[0].n).toBe(0);
     expect((await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp())).status).toBe(401);
     expect((await alice.api.get(`/keys/list?instance_id=${inst.instance_id}`)).status).toBe(404);
-    const { rows } = await db.query('select action, key_name from audit_log where instance_id = $1 and action = $2 order by key_name', [inst.instance_id, 'key_deleted']);
-    expect(rows).toEqual([{ action: 'key_deleted', key_name: 'GONE_ONE' }, { action: 'key_deleted', key_name: 'GONE_TWO' }]);
+    const { rows } = await db.query('select action, key_name from audit_log where instance_id = $1 and action = $2 order by key_name', [
+      inst.instance_id,
+      'key_deleted',
+    ]);
+    expect(rows).toEqual([
+      { action: 'key_deleted', key_name: 'GONE_ONE' },
+      { action: 'key_deleted', key_name: 'GONE_TWO' },
+    ]);
   });
 });
 
@@ -219,7 +258,11 @@ describe('logs', () => {
     const v = remember();
     await alice.api.post('/keys/store', { instance_id: inst.instance_id, keys: { LOGGED_NAME: v } });
     await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp());
-    const all = await expectNotLogged(stack, `"keys_retrieved","instance_id":"${inst.instance_id}"`, [...suite.values, inst.instance_secret, inst.instance_key]);
+    const all = await expectNotLogged(stack, `"keys_retrieved","instance_id":"${inst.instance_id}"`, [
+      ...suite.values,
+      inst.instance_secret,
+      inst.instance_key,
+    ]);
     expect(all).toContain('LOGGED_NAME');
     expect(all).toContain(`…${v.slice(-4)}`);
   });

@@ -90,7 +90,11 @@ async function restart(id: string): Promise<void> {
   const before = await docker('inspect', '--format', '{{.Id}} {{.State.StartedAt}}', container(id));
   const r = await owner.api.post(`/instance/restart/${id}`);
   expect(r.status).toBe(200);
-  await waitFor('a new container', async () => (await dockerTry('inspect', '--format', '{{.Id}} {{.State.StartedAt}}', container(id))).stdout !== before, 60_000);
+  await waitFor(
+    'a new container',
+    async () => (await dockerTry('inspect', '--format', '{{.Id}} {{.State.StartedAt}}', container(id))).stdout !== before,
+    60_000,
+  );
   await waitRunning(id);
   await recordCredentials(id);
 }
@@ -98,13 +102,19 @@ async function restart(id: string): Promise<void> {
 /** Names of files (container filesystem, its volume and tmpfs) holding any of the values, as the agent's user sees them (exit 2 = some files unreadable to it; docker export covers those). The values go in on stdin. */
 function grepContainer(id: string, values: string[]): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn('docker', ['exec', '-i', container(id), 'grep', '-rlsF', '--exclude-dir=proc', '--exclude-dir=sys', '--exclude-dir=dev', '-f', '-', '/'], {
-      stdio: ['pipe', 'pipe', 'ignore'],
-    });
+    const child = spawn(
+      'docker',
+      ['exec', '-i', container(id), 'grep', '-rlsF', '--exclude-dir=proc', '--exclude-dir=sys', '--exclude-dir=dev', '-f', '-', '/'],
+      {
+        stdio: ['pipe', 'pipe', 'ignore'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 || code === 1 || code === 2 ? resolve(out.split('\n').filter(Boolean)) : reject(new Error(`grep in container exited ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 || code === 1 || code === 2 ? resolve(out.split('\n').filter(Boolean)) : reject(new Error(`grep in container exited ${code}`)),
+    );
     child.stdin.end(values.map((v) => `${v}\n`).join(''));
   });
 }
@@ -147,10 +157,14 @@ describe('bring-your-own keys in a real OpenClaw instance', () => {
     // Store, restart: the OpenClaw process has it.
     expect((await owner.api.post('/keys/store', { instance_id: id, keys: { OPENAI_API_KEY: first, ANTHROPIC_API_KEY: other } })).status).toBe(200);
     await restart(id);
-    const withFirst = await waitFor('agent with the stored key', async () => {
-      const a = await agentEnvironment(id);
-      return a?.env.has('OPENAI_API_KEY') ? a : undefined;
-    }, 60_000);
+    const withFirst = await waitFor(
+      'agent with the stored key',
+      async () => {
+        const a = await agentEnvironment(id);
+        return a?.env.has('OPENAI_API_KEY') ? a : undefined;
+      },
+      60_000,
+    );
     expect(withFirst.env.get('OPENAI_API_KEY') === first).toBe(true);
     expect(withFirst.env.get('ANTHROPIC_API_KEY') === other).toBe(true);
     // The agent never sees what opens the keys.
@@ -168,10 +182,14 @@ describe('bring-your-own keys in a real OpenClaw instance', () => {
       reason: 'the instance does not reload keys while it runs; restart it to load them',
     });
     await restart(id);
-    const withSecond = await waitFor('agent with the updated key', async () => {
-      const a = await agentEnvironment(id);
-      return a && a.pid !== 0 && a.env.get('OPENAI_API_KEY') === second ? a : undefined;
-    }, 60_000);
+    const withSecond = await waitFor(
+      'agent with the updated key',
+      async () => {
+        const a = await agentEnvironment(id);
+        return a && a.pid !== 0 && a.env.get('OPENAI_API_KEY') === second ? a : undefined;
+      },
+      60_000,
+    );
     expect(withSecond.env.get('ANTHROPIC_API_KEY') === other).toBe(true);
 
     // No plaintext on the instance's disk: the image layers + writable layer, the volume and the tmpfs.
@@ -188,10 +206,14 @@ describe('bring-your-own keys in a real OpenClaw instance', () => {
     const del = await owner.api.del('/keys/delete', { instance_id: id, key_names: ['OPENAI_API_KEY'] });
     expect(del.body).toMatchObject({ success: true, instance_id: id, keys_deleted: 1, applied: false });
     await restart(id);
-    const without = await waitFor('agent without the deleted key', async () => {
-      const a = await agentEnvironment(id);
-      return a?.env.has('ANTHROPIC_API_KEY') ? a : undefined;
-    }, 60_000);
+    const without = await waitFor(
+      'agent without the deleted key',
+      async () => {
+        const a = await agentEnvironment(id);
+        return a?.env.has('ANTHROPIC_API_KEY') ? a : undefined;
+      },
+      60_000,
+    );
     expect(without.env.has('OPENAI_API_KEY')).toBe(false);
     expect(await grepContainer(id, [first, second, other])).toEqual([]);
 

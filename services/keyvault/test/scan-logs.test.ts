@@ -21,7 +21,12 @@ function scan(files: Record<string, string>, secrets: string[]) {
     writeFileSync(path.join(dir, name), text);
   }
   const r = spawnSync(process.execPath, [path.join(repoRoot, 'deploy/scan-logs.ts')], {
-    env: { PATH: process.env.PATH ?? '', AGENTHOST_TEST_LOG_DIR: logs, AGENTHOST_STATE: path.join(dir, 'state'), AGENTHOST_DOCKER_ROOT: path.join(dir, 'docker') },
+    env: {
+      PATH: process.env.PATH ?? '',
+      AGENTHOST_TEST_LOG_DIR: logs,
+      AGENTHOST_STATE: path.join(dir, 'state'),
+      AGENTHOST_DOCKER_ROOT: path.join(dir, 'docker'),
+    },
     encoding: 'utf8',
   });
   return { code: r.status, out: r.stdout + r.stderr, secretsLeft: existsSync(path.join(logs, 'secrets')) };

@@ -2,16 +2,14 @@ import { z } from 'zod';
 import { baseConfig, configInt, tiersConfig } from '@agenthost/shared';
 
 const jsonRecord = (name: string, value: z.ZodType<string>) =>
-  z
-    .string()
-    .transform((v, ctx) => {
-      try {
-        return z.record(z.string().min(1), value).parse(JSON.parse(v));
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: `${name} must be a JSON object of strings: ${(err as Error).message}` });
-        return z.NEVER;
-      }
-    });
+  z.string().transform((v, ctx) => {
+    try {
+      return z.record(z.string().min(1), value).parse(JSON.parse(v));
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `${name} must be a JSON object of strings: ${(err as Error).message}` });
+      return z.NEVER;
+    }
+  });
 
 /** An image repository such as agenthost/openclaw or registry:5000/team/agent (no tag, no digest). */
 const imageRepo = z.string().regex(/^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/, 'must be an image repository without tag');
@@ -48,12 +46,18 @@ export const provisionerConfig = baseConfig
     INSTANCE_URL_TEMPLATE: z.string().default('https://{id}.agenthost.localhost'),
     /** framework → image repository; the image tag is the instance's version. */
     FRAMEWORK_IMAGES: jsonRecord('FRAMEWORK_IMAGES', imageRepo).default({ openclaw: 'agenthost/openclaw' }),
-    DEFAULT_VERSION: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/).default('latest'),
+    DEFAULT_VERSION: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/)
+      .default('latest'),
     READY_TIMEOUT_SECONDS: configInt(180),
     /** Shown as estimated_ready until real readiness times have been measured. */
     ESTIMATED_READY_SECONDS: configInt(20),
     /** The bridge network of the instances (created when missing, inter-container traffic disabled). */
-    INSTANCE_NETWORK: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/).default('agenthost-instances'),
+    INSTANCE_NETWORK: z
+      .string()
+      .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/)
+      .default('agenthost-instances'),
     /** Label value that marks the containers/volumes of this deployment; the reconciler never touches others. Default: INSTANCE_NETWORK. */
     INSTANCE_SCOPE: z.string().default(''),
     /** Port of the gateway on the host, reachable from instances through the bridge gateway address. */
@@ -118,7 +122,11 @@ export const provisionerConfig = baseConfig
     /** Set: archives are kept in this S3-compatible bucket (objects <scope>/<id>.bak) instead of BACKUP_DIR. */
     BACKUP_S3_BUCKET: z.string().min(3).optional(),
     /** The S3-compatible server (MinIO, Ceph, Garage...), path-style; unset: AWS S3 of BACKUP_S3_REGION. */
-    BACKUP_S3_ENDPOINT: z.string().url().refine((v) => /^https?:\/\//.test(v), 'must be an http(s):// URL').optional(),
+    BACKUP_S3_ENDPOINT: z
+      .string()
+      .url()
+      .refine((v) => /^https?:\/\//.test(v), 'must be an http(s):// URL')
+      .optional(),
     BACKUP_S3_REGION: z.string().default('us-east-1'),
     /**
      * The bucket's access key; its secret comes from BACKUP_S3_SECRET_ACCESS_KEY_FILE (or the variable). Both unset:
@@ -133,7 +141,11 @@ export const provisionerConfig = baseConfig
   })
   .superRefine((c, ctx) => {
     if (Boolean(c.BACKUP_S3_ACCESS_KEY_ID) !== Boolean(c.BACKUP_S3_SECRET_ACCESS_KEY)) {
-      ctx.addIssue({ code: 'custom', path: ['BACKUP_S3_ACCESS_KEY_ID'], message: 'set BACKUP_S3_ACCESS_KEY_ID and BACKUP_S3_SECRET_ACCESS_KEY(_FILE) together, or neither' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BACKUP_S3_ACCESS_KEY_ID'],
+        message: 'set BACKUP_S3_ACCESS_KEY_ID and BACKUP_S3_SECRET_ACCESS_KEY(_FILE) together, or neither',
+      });
     }
     if (c.PORT_RANGE_START < 1024 || c.PORT_RANGE_END > 65535 || c.PORT_RANGE_START > c.PORT_RANGE_END) {
       ctx.addIssue({ code: 'custom', path: ['PORT_RANGE_START'], message: 'port range must satisfy 1024 <= PORT_RANGE_START <= PORT_RANGE_END <= 65535' });

@@ -65,7 +65,12 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       const owner = await db.selectFrom('instances').select('user_id').where('wallet_address', '=', wallet).executeTakeFirst();
       if (!owner) return false; // nothing of this wallet's to stop
       try {
-        const s = await request(nc, contracts.billing.status, { user_id: owner.user_id, wallet_address: wallet }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS });
+        const s = await request(
+          nc,
+          contracts.billing.status,
+          { user_id: owner.user_id, wallet_address: wallet },
+          { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS },
+        );
         return !s.is_active || Date.parse(s.expires_at) <= Date.now();
       } catch (err) {
         if ((err as { code?: string }).code === 'SUBSCRIPTION_NOT_FOUND') return true;
@@ -84,13 +89,15 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       readyTimeoutSeconds: config.READY_TIMEOUT_SECONDS,
       defaultEstimateSeconds: config.ESTIMATED_READY_SECONDS,
       stopContainer: (id, generation) =>
-        locks.tryWith(id, async () => {
-          const row = await db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
-          // Only the failed container of this generation; a restart since then owns the instance.
-          if (row && row.generation === generation && row.status === 'failed') {
-            await instances.lifecycle.stopContainer(id).catch(() => {});
-          }
-        }).then(() => {}),
+        locks
+          .tryWith(id, async () => {
+            const row = await db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
+            // Only the failed container of this generation; a restart since then owns the instance.
+            if (row && row.generation === generation && row.status === 'failed') {
+              await instances.lifecycle.stopContainer(id).catch(() => {});
+            }
+          })
+          .then(() => {}),
       // An upgrade whose agent is not ready is rolled back rather than failed.
       upgradeFailed: (id, generation, reason) => instances.upgrades.notReady(id, generation, reason),
     });
@@ -143,10 +150,16 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       store: archiveStore({ dir: backupDir, scope, s3: backupBucket(config) }),
       published: (e) => publishEvent(nc, P.instanceBackup, e, `instance-backup-${e.backup_id}`),
     });
-    const backupScheduler = new BackupScheduler({ db, backups, locks, tiers: config.TIER_LIMITS_JSON, log, scope, intervalSeconds: config.BACKUP_SCHEDULE_SECONDS });
-    const healing = swarm
-      ? undefined
-      : new SelfHealing({ db, runtime, locks, readiness, log, policy: config, issueCredentials });
+    const backupScheduler = new BackupScheduler({
+      db,
+      backups,
+      locks,
+      tiers: config.TIER_LIMITS_JSON,
+      log,
+      scope,
+      intervalSeconds: config.BACKUP_SCHEDULE_SECONDS,
+    });
+    const healing = swarm ? undefined : new SelfHealing({ db, runtime, locks, readiness, log, policy: config, issueCredentials });
     const reconciler = new Reconciler({
       db,
       engine,

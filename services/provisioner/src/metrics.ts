@@ -63,10 +63,15 @@ export function instancesByState(db: Kysely<ProvisionerDB>): void {
  */
 export function swarmCapacity(room: () => Promise<Array<{ hostname: string; freeBytes: number; instances: number }>>): void {
   const nodes = () => room().catch(() => []);
-  gauge('agenthost_swarm_node_unreserved_memory_bytes', 'Memory of a swarm node not reserved by any task meant to run there (placement puts a new instance on the node with the most)', ['node'], async function () {
-    this.reset();
-    for (const n of await nodes()) this.labels(n.hostname).set(n.freeBytes);
-  });
+  gauge(
+    'agenthost_swarm_node_unreserved_memory_bytes',
+    'Memory of a swarm node not reserved by any task meant to run there (placement puts a new instance on the node with the most)',
+    ['node'],
+    async function () {
+      this.reset();
+      for (const n of await nodes()) this.labels(n.hostname).set(n.freeBytes);
+    },
+  );
   gauge('agenthost_swarm_node_instances', 'Instances pinned to a swarm node (started, or created a moment ago)', ['node'], async function () {
     this.reset();
     for (const n of await nodes()) this.labels(n.hostname).set(n.instances);

@@ -37,7 +37,9 @@ export async function backupStore(network: string): Promise<BackupStore> {
 
 /** The OpenClaw gateway token the instance's container was given. */
 export const tokenOf = async (id: string): Promise<string | undefined> =>
-  (JSON.parse(await docker('inspect', `agenthost-${id}`))[0].Config.Env as string[]).find((e) => e.startsWith('OPENCLAW_GATEWAY_TOKEN='))?.slice('OPENCLAW_GATEWAY_TOKEN='.length);
+  (JSON.parse(await docker('inspect', `agenthost-${id}`))[0].Config.Env as string[])
+    .find((e) => e.startsWith('OPENCLAW_GATEWAY_TOKEN='))
+    ?.slice('OPENCLAW_GATEWAY_TOKEN='.length);
 
 export interface BackupSuite {
   network: string;
@@ -58,7 +60,10 @@ export function backupSuite(file: string, env: (network: string) => Record<strin
   beforeAll(async () => {
     await cleanupDocker(s.network);
     s.store = await backupStore(s.network);
-    s.stack = await startStack({ services: ['keyvault', 'provisioner'], serviceEnv: { provisioner: { ...env(s.network), ...s.store.env }, gateway: gatewayEnv } });
+    s.stack = await startStack({
+      services: ['keyvault', 'provisioner'],
+      serviceEnv: { provisioner: { ...env(s.network), ...s.store.env }, gateway: gatewayEnv },
+    });
     await setup?.(s);
     s.n = await natsClient(s.stack.nats);
   });

@@ -43,7 +43,13 @@ describe('backups through the HTTP API', () => {
 
     const b = await alice.api.post(`/instance/backup/${id}`);
     expect(b.status).toBe(200);
-    expect(b.body).toEqual({ backup_id: expect.stringMatching(/^bk-/), instance_id: id, size_bytes: expect.any(Number), created_at: expect.any(String), kind: 'manual' });
+    expect(b.body).toEqual({
+      backup_id: expect.stringMatching(/^bk-/),
+      instance_id: id,
+      size_bytes: expect.any(Number),
+      created_at: expect.any(String),
+      kind: 'manual',
+    });
     const list = await alice.api.get(`/instance/backups/${id}`);
     expect(list.body).toEqual({ instance_id: id, backups: [b.body] });
 
@@ -52,7 +58,11 @@ describe('backups through the HTTP API', () => {
     recordSecret(m.body.access_token);
     expect((await bob.api.get(`/instance/backups/${id}`)).body).toEqual({ error: expect.any(String), code: 'INSTANCE_NOT_FOUND', status: 404 });
     expect((await bob.api.post(`/instance/backup/${id}`)).status).toBe(404);
-    expect((await bob.api.post(`/instance/restore/${m.body.instance_id}`, { backup_id: b.body.backup_id })).body).toEqual({ error: expect.any(String), code: 'BACKUP_NOT_FOUND', status: 404 });
+    expect((await bob.api.post(`/instance/restore/${m.body.instance_id}`, { backup_id: b.body.backup_id })).body).toEqual({
+      error: expect.any(String),
+      code: 'BACKUP_NOT_FOUND',
+      status: 404,
+    });
     expect((await bob.api.post(`/instance/clone/${id}`, { backup_id: b.body.backup_id })).body).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
     expect((await bob.api.del(`/instance/backup/${id}/${b.body.backup_id}`)).status).toBe(404);
 
@@ -80,9 +90,14 @@ describe('backups through the HTTP API', () => {
 
     const doc = (await stack.api.get('/openapi.json')).body;
     // Bodies are named component schemas in the document.
-    const schemaOf = (s: { $ref?: string }): { required?: string[]; properties: Record<string, unknown> } => (s.$ref ? doc.components.schemas[s.$ref.split('/').pop()!] : (s as never));
+    const schemaOf = (s: { $ref?: string }): { required?: string[]; properties: Record<string, unknown> } =>
+      s.$ref ? doc.components.schemas[s.$ref.split('/').pop()!] : (s as never);
     expect(schemaOf(doc.paths['/instance/restore/{instanceId}'].post.requestBody.content['application/json'].schema).required).toEqual(['backup_id']);
-    expect(Object.keys(schemaOf(doc.paths['/instance/clone/{instanceId}'].post.requestBody.content['application/json'].schema).properties).sort()).toEqual(['backup_id', 'name']);
-    for (const p of ['/instance/backup/{instanceId}', '/instance/backups/{instanceId}', '/instance/backup/{instanceId}/{backupId}']) expect(doc.paths, p).toHaveProperty(p);
+    expect(Object.keys(schemaOf(doc.paths['/instance/clone/{instanceId}'].post.requestBody.content['application/json'].schema).properties).sort()).toEqual([
+      'backup_id',
+      'name',
+    ]);
+    for (const p of ['/instance/backup/{instanceId}', '/instance/backups/{instanceId}', '/instance/backup/{instanceId}/{backupId}'])
+      expect(doc.paths, p).toHaveProperty(p);
   }, 240_000);
 });

@@ -19,7 +19,10 @@ const VERSION = 't-backup';
 beforeAll(async () => {
   const dir = await mkdtemp(join(tmpdir(), 'ah-openclaw-'));
   await copyFile(join(repoRoot, 'deploy/images/openclaw/launch.mjs'), join(dir, 'launch.mjs'));
-  await writeFile(join(dir, 'Dockerfile'), 'FROM agenthost/openclaw:latest\nCOPY launch.mjs /opt/agenthost/openclaw/launch.mjs\nLABEL agenthost.test=variant\n');
+  await writeFile(
+    join(dir, 'Dockerfile'),
+    'FROM agenthost/openclaw:latest\nCOPY launch.mjs /opt/agenthost/openclaw/launch.mjs\nLABEL agenthost.test=variant\n',
+  );
   await docker('build', '-q', '-t', `agenthost/openclaw:${VERSION}`, dir);
   await rm(dir, { recursive: true, force: true });
 });
@@ -35,7 +38,16 @@ const s = backupSuite('bkoc', (network) => {
 
 /** A file in the agent's workspace, as the agent itself would write and read it (its user, its volume). */
 const writeNote = (id: string, text: string) =>
-  docker('exec', '-u', '10001:10001', `agenthost-${id}`, '/usr/local/bin/node', '-e', `const fs=require('fs');fs.mkdirSync('${WORKSPACE}',{recursive:true});fs.writeFileSync('${WORKSPACE}/NOTE.md',process.argv[1])`, text);
+  docker(
+    'exec',
+    '-u',
+    '10001:10001',
+    `agenthost-${id}`,
+    '/usr/local/bin/node',
+    '-e',
+    `const fs=require('fs');fs.mkdirSync('${WORKSPACE}',{recursive:true});fs.writeFileSync('${WORKSPACE}/NOTE.md',process.argv[1])`,
+    text,
+  );
 const readNote = (id: string) => docker('exec', '-u', '10001:10001', `agenthost-${id}`, 'cat', `${WORKSPACE}/NOTE.md`);
 const archive = (backup_id: string) => s.store.archive(backup_id);
 
@@ -89,14 +101,23 @@ describe('backups of the real OpenClaw agent', () => {
 
     // Another user can neither restore nor clone it.
     const bob = newUser();
-    expect(await s.n.fail(P.clone, { user_id: bob, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id })).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
-    expect(await s.n.fail(P.restore, { user_id: bob, instance_id: d.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
+    expect(await s.n.fail(P.clone, { user_id: bob, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id })).toMatchObject({
+      code: 'BACKUP_NOT_FOUND',
+      status: 404,
+    });
+    expect(await s.n.fail(P.restore, { user_id: bob, instance_id: d.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({
+      code: 'BACKUP_NOT_FOUND',
+      status: 404,
+    });
 
     // One bit changed in the archive: refused, and the running instance is untouched.
     const file = await readFile(archive(b.backup_id));
     file[file.length - 100]! ^= 0x80;
     await writeFile(archive(b.backup_id), file);
-    expect(await s.n.fail(P.restore, { user_id, instance_id: d.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_CORRUPT', status: 422 });
+    expect(await s.n.fail(P.restore, { user_id, instance_id: d.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({
+      code: 'BACKUP_CORRUPT',
+      status: 422,
+    });
     expect((await s.n.call(P.get, { user_id, instance_id: d.instance_id })).status).toBe('running');
     expect(await readNote(d.instance_id)).toBe(note);
     expect(await tokenOf(d.instance_id)).toBe(r.access_token);

@@ -21,9 +21,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await s3?.remove();
 });
-const s = backupSuite('bks3', (network) => ({ ...provisionerEnv({ network, ports: [19590, 19599], tiers: { free: small, pro: { ...small, backups_kept: 2 }, enterprise: small } }), ...s3.env }));
+const s = backupSuite('bks3', (network) => ({
+  ...provisionerEnv({ network, ports: [19590, 19599], tiers: { free: small, pro: { ...small, backups_kept: 2 }, enterprise: small } }),
+  ...s3.env,
+}));
 
-const agentState = async (port: number): Promise<{ born: string; boots: number }> => ((await (await fetch(`http://127.0.0.1:${port}/`)).json()) as { state: { born: string; boots: number } }).state;
+const agentState = async (port: number): Promise<{ born: string; boots: number }> =>
+  ((await (await fetch(`http://127.0.0.1:${port}/`)).json()) as { state: { born: string; boots: number } }).state;
 const objectOf = (backup_id: string) => `${s.network}/${backup_id}.bak`;
 
 async function newInstance(user_id: string) {
@@ -51,7 +55,11 @@ describe('backups in an S3-compatible bucket', () => {
     const copy = join(s.store.env.BACKUP_DIR, 'downloaded.bak');
     await writeFile(copy, object);
     const plain: Buffer[] = [];
-    for await (const c of await openArchive(copy, archiveKey(Buffer.from(s.store.env.BACKUP_KEY, 'base64'), { user_id, instance_id: a.instance_id, backup_id: b.backup_id }))) plain.push(c as Buffer);
+    for await (const c of await openArchive(
+      copy,
+      archiveKey(Buffer.from(s.store.env.BACKUP_KEY, 'base64'), { user_id, instance_id: a.instance_id, backup_id: b.backup_id }),
+    ))
+      plain.push(c as Buffer);
     await rm(copy);
     expect(Buffer.concat(plain).includes(Buffer.from('standin-state.json'))).toBe(true);
 
@@ -82,10 +90,19 @@ describe('backups in an S3-compatible bucket', () => {
     const object = await s3.get(objectOf(b.backup_id));
     object[Math.floor(object.length / 2)]! ^= 0x01;
     await s3.put(objectOf(b.backup_id), object);
-    expect(await s.n.fail(P.restore, { user_id, instance_id: a.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_CORRUPT', status: 422 });
-    expect(await s.n.fail(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id })).toMatchObject({ code: 'BACKUP_CORRUPT', status: 422 });
+    expect(await s.n.fail(P.restore, { user_id, instance_id: a.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({
+      code: 'BACKUP_CORRUPT',
+      status: 422,
+    });
+    expect(await s.n.fail(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id })).toMatchObject({
+      code: 'BACKUP_CORRUPT',
+      status: 422,
+    });
     await s3.del(objectOf(b.backup_id));
-    expect(await s.n.fail(P.restore, { user_id, instance_id: a.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_CORRUPT', status: 422 });
+    expect(await s.n.fail(P.restore, { user_id, instance_id: a.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({
+      code: 'BACKUP_CORRUPT',
+      status: 422,
+    });
     expect((await s.n.call(P.list, { user_id })).instances.map((i) => i.instance_id)).toEqual([a.instance_id]);
     expect(await docker('inspect', '-f', '{{.Id}}', `agenthost-${a.instance_id}`)).toBe(containerBefore);
     expect(await tokenOf(a.instance_id)).toBe(a.access_token);

@@ -8,10 +8,13 @@ import { docker, newUser, provisionerEnv } from './helpers.ts';
 
 const P = contracts.provisioner;
 const small = { memory_mb: 256, cpus: 0.5, pids: 64 };
-const s = backupSuite('bk', (network) => provisionerEnv({ network, ports: [18850, 18869], tiers: { free: small, pro: { ...small, backups_kept: 2 }, enterprise: { ...small, backups_kept: 0 } } }));
+const s = backupSuite('bk', (network) =>
+  provisionerEnv({ network, ports: [18850, 18869], tiers: { free: small, pro: { ...small, backups_kept: 2 }, enterprise: { ...small, backups_kept: 0 } } }),
+);
 
 /** The stand-in's state kept in its volume: `born` is made at its first start, `boots` counts its starts. */
-const agentState = async (port: number): Promise<{ born: string; boots: number }> => ((await (await fetch(`http://127.0.0.1:${port}/`)).json()) as { state: { born: string; boots: number } }).state;
+const agentState = async (port: number): Promise<{ born: string; boots: number }> =>
+  ((await (await fetch(`http://127.0.0.1:${port}/`)).json()) as { state: { born: string; boots: number } }).state;
 const archive = (backup_id: string) => s.store.archive(backup_id);
 
 async function newInstance(user_id: string, tier: 'free' | 'pro' = 'pro') {
@@ -75,8 +78,16 @@ describe('backups of an instance (stand-in agent)', () => {
     const solo = newUser();
     const f = await newInstance(solo, 'free');
     const fb = await s.n.call(P.backup, { user_id: solo, instance_id: f.instance_id, tier: 'free' });
-    expect(await s.n.fail(P.clone, { user_id: solo, tier: 'free', instance_id: f.instance_id, backup_id: fb.backup_id })).toMatchObject({ code: 'INSTANCE_LIMIT_EXCEEDED', status: 403 });
-    for (const [u, id] of [[user_id, a.instance_id], [user_id, c.instance_id], [solo, f.instance_id]] as const) await s.n.call(P.remove, { user_id: u, instance_id: id });
+    expect(await s.n.fail(P.clone, { user_id: solo, tier: 'free', instance_id: f.instance_id, backup_id: fb.backup_id })).toMatchObject({
+      code: 'INSTANCE_LIMIT_EXCEEDED',
+      status: 403,
+    });
+    for (const [u, id] of [
+      [user_id, a.instance_id],
+      [user_id, c.instance_id],
+      [solo, f.instance_id],
+    ] as const)
+      await s.n.call(P.remove, { user_id: u, instance_id: id });
   }, 180_000);
 
   it('a restore puts the data back, restarts the instance and rotates its access token', async () => {
@@ -107,8 +118,14 @@ describe('backups of an instance (stand-in agent)', () => {
     const file = await readFile(archive(b.backup_id));
     file[Math.floor(file.length / 2)]! ^= 0x01;
     await writeFile(archive(b.backup_id), file);
-    expect(await s.n.fail(P.restore, { user_id, instance_id: a.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_CORRUPT', status: 422 });
-    expect(await s.n.fail(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id })).toMatchObject({ code: 'BACKUP_CORRUPT', status: 422 });
+    expect(await s.n.fail(P.restore, { user_id, instance_id: a.instance_id, backup_id: b.backup_id, tier: 'pro' })).toMatchObject({
+      code: 'BACKUP_CORRUPT',
+      status: 422,
+    });
+    expect(await s.n.fail(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id })).toMatchObject({
+      code: 'BACKUP_CORRUPT',
+      status: 422,
+    });
     expect((await s.n.call(P.list, { user_id })).instances.map((i) => i.instance_id)).toEqual([a.instance_id]);
     expect(await docker('inspect', '-f', '{{.Id}}', `agenthost-${a.instance_id}`)).toBe(containerBefore);
     expect(await tokenOf(a.instance_id)).toBe(a.access_token);
@@ -124,13 +141,28 @@ describe('backups of an instance (stand-in agent)', () => {
     const ab = await s.n.call(P.backup, { user_id: alice, instance_id: a.instance_id, tier: 'pro' });
     const mb = await s.n.call(P.backup, { user_id: bob, instance_id: m.instance_id, tier: 'pro' });
     expect(await s.n.fail(P.backups, { user_id: bob, instance_id: a.instance_id })).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
-    expect(await s.n.fail(P.restore, { user_id: bob, instance_id: m.instance_id, backup_id: ab.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
-    expect(await s.n.fail(P.clone, { user_id: bob, tier: 'pro', instance_id: a.instance_id, backup_id: ab.backup_id })).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
-    expect(await s.n.fail(P.removeBackup, { user_id: bob, instance_id: a.instance_id, backup_id: ab.backup_id })).toMatchObject({ code: 'BACKUP_NOT_FOUND', status: 404 });
-    expect(await s.n.fail(P.restore, { user_id: alice, instance_id: m.instance_id, backup_id: ab.backup_id, tier: 'pro' })).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
+    expect(await s.n.fail(P.restore, { user_id: bob, instance_id: m.instance_id, backup_id: ab.backup_id, tier: 'pro' })).toMatchObject({
+      code: 'BACKUP_NOT_FOUND',
+      status: 404,
+    });
+    expect(await s.n.fail(P.clone, { user_id: bob, tier: 'pro', instance_id: a.instance_id, backup_id: ab.backup_id })).toMatchObject({
+      code: 'BACKUP_NOT_FOUND',
+      status: 404,
+    });
+    expect(await s.n.fail(P.removeBackup, { user_id: bob, instance_id: a.instance_id, backup_id: ab.backup_id })).toMatchObject({
+      code: 'BACKUP_NOT_FOUND',
+      status: 404,
+    });
+    expect(await s.n.fail(P.restore, { user_id: alice, instance_id: m.instance_id, backup_id: ab.backup_id, tier: 'pro' })).toMatchObject({
+      code: 'INSTANCE_NOT_FOUND',
+      status: 404,
+    });
     // Alice's archive put in place of Bob's own backup: its key is bound to Alice, her instance and her backup.
     await copyFile(archive(ab.backup_id), archive(mb.backup_id));
-    expect(await s.n.fail(P.restore, { user_id: bob, instance_id: m.instance_id, backup_id: mb.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_CORRUPT', status: 422 });
+    expect(await s.n.fail(P.restore, { user_id: bob, instance_id: m.instance_id, backup_id: mb.backup_id, tier: 'pro' })).toMatchObject({
+      code: 'BACKUP_CORRUPT',
+      status: 422,
+    });
     expect((await agentState(m.port)).born).not.toBe((await agentState(a.port)).born);
     await s.n.call(P.remove, { user_id: alice, instance_id: a.instance_id });
     await s.n.call(P.remove, { user_id: bob, instance_id: m.instance_id });
@@ -145,12 +177,17 @@ describe('backups of an instance (stand-in agent)', () => {
     expect(kept.map((x) => x.backup_id)).toEqual([taken[2]!.backup_id, taken[1]!.backup_id]);
     const files = await readdir(dirname(archive(taken[0]!.backup_id)));
     expect(files).not.toContain(`${taken[0]!.backup_id}.bak`);
-    expect(await s.n.fail(P.restore, { user_id, instance_id: a.instance_id, backup_id: taken[0]!.backup_id, tier: 'pro' })).toMatchObject({ code: 'BACKUP_NOT_FOUND' });
+    expect(await s.n.fail(P.restore, { user_id, instance_id: a.instance_id, backup_id: taken[0]!.backup_id, tier: 'pro' })).toMatchObject({
+      code: 'BACKUP_NOT_FOUND',
+    });
     await s.n.call(P.removeBackup, { user_id, instance_id: a.instance_id, backup_id: taken[1]!.backup_id });
     expect((await s.n.call(P.backups, { user_id, instance_id: a.instance_id })).backups.map((x) => x.backup_id)).toEqual([taken[2]!.backup_id]);
     expect(await readdir(dirname(archive(taken[0]!.backup_id)))).not.toContain(`${taken[1]!.backup_id}.bak`);
     // A tier that keeps no backups takes none.
-    expect(await s.n.fail(P.backup, { user_id, instance_id: a.instance_id, tier: 'enterprise' })).toMatchObject({ code: 'STORAGE_LIMIT_EXCEEDED', status: 403 });
+    expect(await s.n.fail(P.backup, { user_id, instance_id: a.instance_id, tier: 'enterprise' })).toMatchObject({
+      code: 'STORAGE_LIMIT_EXCEEDED',
+      status: 403,
+    });
     await s.n.call(P.remove, { user_id, instance_id: a.instance_id });
   }, 180_000);
 });

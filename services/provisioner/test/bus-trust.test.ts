@@ -39,10 +39,16 @@ describe('the provisioner believes no user_id on its own', () => {
 
     expect(await raw(P.list.subject, { user_id: victim })).toMatchObject({ ok: false, error: { code: 'ASSERTION_INVALID' } });
     const stop = { user_id: victim, instance_id };
-    expect(await raw(P.stop.subject, stop, attacker.sign(victim, P.stop.subject, encode(stop)))).toMatchObject({ ok: false, error: { code: 'ASSERTION_INVALID' } });
+    expect(await raw(P.stop.subject, stop, attacker.sign(victim, P.stop.subject, encode(stop)))).toMatchObject({
+      ok: false,
+      error: { code: 'ASSERTION_INVALID' },
+    });
     // A real assertion for mallory's own request, sent with the victim's id in the body.
     const own = { user_id: mallory, instance_id };
-    expect(await raw(P.remove.subject, stop, gateway.sign(mallory, P.remove.subject, encode(own)))).toMatchObject({ ok: false, error: { code: 'ASSERTION_MISMATCH' } });
+    expect(await raw(P.remove.subject, stop, gateway.sign(mallory, P.remove.subject, encode(own)))).toMatchObject({
+      ok: false,
+      error: { code: 'ASSERTION_MISMATCH' },
+    });
     const create = { user_id: victim, tier: 'enterprise', framework: 'openclaw', subscription_cancelled: false };
     expect(await raw(P.create.subject, create)).toMatchObject({ ok: false, error: { code: 'ASSERTION_INVALID' } });
 

@@ -119,11 +119,18 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
     await stack.nats.pause();
     // The agent goes away with the bus down: the reconciler fails the instance, and its event cannot be published yet.
     await docker('stop', '-t', '1', `agenthost-${c.instance_id}`);
-    await waitFor('failed in its row', async () => (await db.query<{ status: string }>('select status from provisioner.instances where id = $1', [c.instance_id])).rows[0]?.status === 'failed', 30_000);
+    await waitFor(
+      'failed in its row',
+      async () => (await db.query<{ status: string }>('select status from provisioner.instances where id = $1', [c.instance_id])).rows[0]?.status === 'failed',
+      30_000,
+    );
     await p.kill();
     await stack.nats.restart();
     const q = await provisioner();
-    const statuses = async () => (await eventHistory<{ instance_id: string; status: string }>(n.nc, 'events.instance.status')).filter((e) => e.instance_id === c.instance_id).map((e) => e.status);
+    const statuses = async () =>
+      (await eventHistory<{ instance_id: string; status: string }>(n.nc, 'events.instance.status'))
+        .filter((e) => e.instance_id === c.instance_id)
+        .map((e) => e.status);
     await waitFor('failed on the stream', async () => (await statuses()).includes('failed'), 30_000);
     expect(await statuses()).toEqual(['provisioning', 'running', 'failed']);
     await n.call(P.remove, { user_id, instance_id: c.instance_id });
@@ -156,11 +163,27 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
     const q = await provisioner();
     const id = 'inst-orphan0000000000001';
     await docker('volume', 'create', '--label', `agenthost.scope=${network}`, '--label', `agenthost.instance=${id}`, `agenthost-${id}`);
-    await docker('create', '--name', `agenthost-${id}`, '--label', `agenthost.scope=${network}`, '--label', `agenthost.instance=${id}`, '--label', 'agenthost.managed=true', 'agenthost/standin:latest');
-    await waitFor('orphans removed', async () => {
-      const s = await state();
-      return s.containers.length === 0 && s.volumes.length === 0;
-    }, 20_000, 250);
+    await docker(
+      'create',
+      '--name',
+      `agenthost-${id}`,
+      '--label',
+      `agenthost.scope=${network}`,
+      '--label',
+      `agenthost.instance=${id}`,
+      '--label',
+      'agenthost.managed=true',
+      'agenthost/standin:latest',
+    );
+    await waitFor(
+      'orphans removed',
+      async () => {
+        const s = await state();
+        return s.containers.length === 0 && s.volumes.length === 0;
+      },
+      20_000,
+      250,
+    );
     await q.stop();
   });
 });

@@ -120,14 +120,19 @@ describe('when Docker is unavailable', () => {
     expect((await n.call(P.list, { user_id })).instances).toHaveLength(1);
 
     await proxy.pass();
-    const second = await waitFor('create works again', async () => {
-      try {
-        return await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
-      } catch (err) {
-        if ((err as { code?: string }).code === 'DOCKER_UNAVAILABLE') return undefined;
-        throw err;
-      }
-    }, 15_000, 200);
+    const second = await waitFor(
+      'create works again',
+      async () => {
+        try {
+          return await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+        } catch (err) {
+          if ((err as { code?: string }).code === 'DOCKER_UNAVAILABLE') return undefined;
+          throw err;
+        }
+      },
+      15_000,
+      200,
+    );
     await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: second.instance_id })).status === 'running');
     // The instance created before the outage kept running throughout.
     expect((await n.call(P.get, { user_id, instance_id: first.instance_id })).status).toBe('running');
@@ -145,31 +150,46 @@ describe('when Docker is unavailable', () => {
     expect(slow.value).toMatchObject({ code: 'DOCKER_UNAVAILABLE', status: 503 });
     expect(slow.ms).toBeLessThan(3500);
     // ...and soon every call fails at once.
-    await waitFor('fast 503', async () => {
-      const r = await timed(() => n.fail(P.restart, { user_id, instance_id: c.instance_id }));
-      expect(r.value).toMatchObject({ code: 'DOCKER_UNAVAILABLE' });
-      return r.ms < 200;
-    }, 15_000, 100);
+    await waitFor(
+      'fast 503',
+      async () => {
+        const r = await timed(() => n.fail(P.restart, { user_id, instance_id: c.instance_id }));
+        expect(r.value).toMatchObject({ code: 'DOCKER_UNAVAILABLE' });
+        return r.ms < 200;
+      },
+      15_000,
+      100,
+    );
     expect(Date.now() - started).toBeLessThan(15_000);
 
     await proxy.pass();
-    await waitFor('recovered', async () => {
-      try {
-        await n.call(P.restart, { user_id, instance_id: c.instance_id });
-        return true;
-      } catch (err) {
-        if ((err as { code?: string }).code === 'DOCKER_UNAVAILABLE') return undefined;
-        throw err;
-      }
-    }, 15_000, 200);
+    await waitFor(
+      'recovered',
+      async () => {
+        try {
+          await n.call(P.restart, { user_id, instance_id: c.instance_id });
+          return true;
+        } catch (err) {
+          if ((err as { code?: string }).code === 'DOCKER_UNAVAILABLE') return undefined;
+          throw err;
+        }
+      },
+      15_000,
+      200,
+    );
     await waitFor('running after restart', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
     await n.call(P.remove, { user_id, instance_id: c.instance_id });
     // The create that failed while Docker hung was left for the reconciler: nothing of it remains.
-    await waitFor('no leftovers', async () => {
-      const containers = await docker('ps', '-aq', '--filter', `label=agenthost.scope=${network}`);
-      const volumes = await docker('volume', 'ls', '-q', '--filter', `label=agenthost.scope=${network}`);
-      return containers === '' && volumes === '';
-    }, 20_000, 250);
+    await waitFor(
+      'no leftovers',
+      async () => {
+        const containers = await docker('ps', '-aq', '--filter', `label=agenthost.scope=${network}`);
+        const volumes = await docker('volume', 'ls', '-q', '--filter', `label=agenthost.scope=${network}`);
+        return containers === '' && volumes === '';
+      },
+      20_000,
+      250,
+    );
   });
 
   it('starts without Docker, answers 503, and sets up the network once Docker appears', async () => {
@@ -183,14 +203,19 @@ describe('when Docker is unavailable', () => {
     expect(r.value).toMatchObject({ code: 'DOCKER_UNAVAILABLE', status: 503 });
     expect(r.ms).toBeLessThan(500);
     await proxy.pass();
-    const c = await waitFor('create after Docker appeared', async () => {
-      try {
-        return await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
-      } catch (err) {
-        if ((err as { code?: string }).code === 'DOCKER_UNAVAILABLE') return undefined;
-        throw err;
-      }
-    }, 15_000, 200);
+    const c = await waitFor(
+      'create after Docker appeared',
+      async () => {
+        try {
+          return await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+        } catch (err) {
+          if ((err as { code?: string }).code === 'DOCKER_UNAVAILABLE') return undefined;
+          throw err;
+        }
+      },
+      15_000,
+      200,
+    );
     await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
     await n.call(P.remove, { user_id, instance_id: c.instance_id });
   });

@@ -44,8 +44,11 @@ interface Run {
 async function doctor(...args: string[]): Promise<Run> {
   const run = (extra: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, [DOCTOR, ...extra], { env: { PATH: process.env.PATH, ...stack.envFor('provisioner'), ...env }, timeout: 120_000 }, (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      execFile(
+        process.execPath,
+        [DOCTOR, ...extra],
+        { env: { PATH: process.env.PATH, ...stack.envFor('provisioner'), ...env }, timeout: 120_000 },
+        (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       ),
     );
   const r = await run(['--json', ...args]);
@@ -73,7 +76,12 @@ describe('agenthost doctor', () => {
     const loose = await doctor();
     expect(loose.code).toBe(1);
     expect(loose.report.drift).toEqual([
-      { instance_id: a.instance_id, check: 'pids limit', problem: 'pids limit 4096, intended 64', fix: `docker update --pids-limit 64 agenthost-${a.instance_id}` },
+      {
+        instance_id: a.instance_id,
+        check: 'pids limit',
+        problem: 'pids limit 4096, intended 64',
+        fix: `docker update --pids-limit 64 agenthost-${a.instance_id}`,
+      },
     ]);
     expect(loose.stdout).toContain(`DRIFT ${a.instance_id} pids limit`);
 
@@ -86,7 +94,9 @@ describe('agenthost doctor', () => {
     // Stopped first: its reconciler would put the rule back within seconds, before the doctor looks.
     const provisioner = stack.services.get('provisioner')!;
     await provisioner.stop();
-    const rules = (await execOut('iptables', ['-S', 'INPUT'])).split('\n').filter((l) => l.includes(firewallTag(network)) && l.includes('--dport') && !l.includes('--dport 53'));
+    const rules = (await execOut('iptables', ['-S', 'INPUT']))
+      .split('\n')
+      .filter((l) => l.includes(firewallTag(network)) && l.includes('--dport') && !l.includes('--dport 53'));
     expect(rules).toHaveLength(1); // the gateway port
     await execOut('iptables', ['-D', ...rules[0]!.replace(/"/g, '').split(/\s+/).slice(1)]);
     const admin = new pg.Client({ connectionString: stack.db.url });
@@ -96,7 +106,11 @@ describe('agenthost doctor', () => {
     expect(broken.code).toBe(1);
     expect(broken.report.drift).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ check: 'firewall', problem: expect.stringMatching(/missing from INPUT: .* --dport \d+ .* -j ACCEPT/), fix: expect.stringMatching(/restart the provisioner/) }),
+        expect.objectContaining({
+          check: 'firewall',
+          problem: expect.stringMatching(/missing from INPUT: .* --dport \d+ .* -j ACCEPT/),
+          fix: expect.stringMatching(/restart the provisioner/),
+        }),
         expect.objectContaining({ instance_id: second, check: 'orphan', problem: expect.stringMatching(/^container agenthost-inst-\w+ has no instance/) }),
         expect.objectContaining({ instance_id: second, check: 'orphan', problem: expect.stringMatching(/^volume agenthost-inst-\w+ has no instance/) }),
       ]),
@@ -119,7 +133,11 @@ describe('agenthost doctor', () => {
     info.Config.Env.push('MY_DB=postgres://app:hunter2@db.internal/app', 'AGENTHOST_INSTANCE_SECRET=x');
     info.Config.Labels.note = '-----BEGIN PRIVATE KEY-----';
     const secrets = auditContainer(row, info, image, intent).filter((f) => f.check === 'secrets');
-    expect(secrets.map((f) => f.problem).sort()).toEqual(['environment variable AGENTHOST_INSTANCE_SECRET holds a credential', 'environment variable MY_DB holds a credential', 'label note holds a credential']);
+    expect(secrets.map((f) => f.problem).sort()).toEqual([
+      'environment variable AGENTHOST_INSTANCE_SECRET holds a credential',
+      'environment variable MY_DB holds a credential',
+      'label note holds a credential',
+    ]);
     await n.call(P.remove, { user_id, instance_id: c.instance_id });
   }, 120_000);
 });

@@ -54,7 +54,7 @@ describe('instances when the subscription ends', () => {
     expect((await user.api.del(`/instance/delete/${id}`)).status).toBe(200);
   });
 
-  it('keeps a cancelled subscription\'s instances running until expiry', async () => {
+  it("keeps a cancelled subscription's instances running until expiry", async () => {
     const user = await signIn(stack.api);
     await subscribe(stack, user, { tier: 'pro' });
     const c = await user.api.post('/instance/create', { framework: 'openclaw' });
@@ -75,13 +75,20 @@ describe('instances when the subscription ends', () => {
     // Published with billing-chain's own identity, as a compromised billing-chain (or a leaked credential) could.
     const nc = await stack.nats.connect('billing-chain');
     try {
-      const forge = (p: Record<string, unknown>) =>
-        publishEvent(nc, contracts.billing.subscriptionChanged, p as never, `forged-${randomUUID()}`);
+      const forge = (p: Record<string, unknown>) => publishEvent(nc, contracts.billing.subscriptionChanged, p as never, `forged-${randomUUID()}`);
 
       // A wallet with no subscription is announced as enterprise.
       const freeloader = await signIn(stack.api);
       expect((await freeloader.api.get('/instance/list')).status).toBe(402);
-      await forge({ wallet_address: freeloader.wallet.address, tier: 'enterprise', is_active: true, expires_at: new Date(Date.now() + 30 * 86400_000).toISOString(), cancelled: false, refreshed_at: new Date().toISOString(), reason: 'registered' });
+      await forge({
+        wallet_address: freeloader.wallet.address,
+        tier: 'enterprise',
+        is_active: true,
+        expires_at: new Date(Date.now() + 30 * 86400_000).toISOString(),
+        cancelled: false,
+        refreshed_at: new Date().toISOString(),
+        reason: 'registered',
+      });
       // A victim's subscription is announced as ended.
       const victim = await signIn(stack.api);
       await subscribe(stack, victim, { tier: 'pro' });
@@ -89,7 +96,15 @@ describe('instances when the subscription ends', () => {
       recordSecret(c.body.access_token);
       const id = c.body.instance_id as string;
       await waitFor('running', async () => (await victim.api.get(`/instance/status/${id}`)).body.status === 'running');
-      await forge({ wallet_address: victim.wallet.address, tier: 'pro', is_active: false, expires_at: new Date().toISOString(), cancelled: false, refreshed_at: new Date().toISOString(), reason: 'expired' });
+      await forge({
+        wallet_address: victim.wallet.address,
+        tier: 'pro',
+        is_active: false,
+        expires_at: new Date().toISOString(),
+        cancelled: false,
+        refreshed_at: new Date().toISOString(),
+        reason: 'expired',
+      });
 
       // Give both events time to be consumed (a real change is acted on within a second or two).
       await new Promise((r) => setTimeout(r, 3000));

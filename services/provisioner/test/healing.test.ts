@@ -19,7 +19,11 @@ beforeAll(async () => {
   stack = await startStack({
     services: ['keyvault', 'provisioner'],
     serviceEnv: {
-      provisioner: provisionerEnv({ network, ports: PORTS, extra: { RESTART_BACKOFF_INITIAL_MS: String(INITIAL_MS), RESTART_FAILED_AFTER: '5', RESTART_STABLE_SECONDS: '600' } }),
+      provisioner: provisionerEnv({
+        network,
+        ports: PORTS,
+        extra: { RESTART_BACKOFF_INITIAL_MS: String(INITIAL_MS), RESTART_FAILED_AFTER: '5', RESTART_STABLE_SECONDS: '600' },
+      }),
       gateway: gatewayEnv,
     },
   });
@@ -38,7 +42,8 @@ afterAll(async () => {
   }
 });
 
-const inspect = async (id: string) => JSON.parse(await docker('inspect', `agenthost-${id}`))[0] as { Id: string; State: { StartedAt: string; FinishedAt: string; Pid: number } };
+const inspect = async (id: string) =>
+  JSON.parse(await docker('inspect', `agenthost-${id}`))[0] as { Id: string; State: { StartedAt: string; FinishedAt: string; Pid: number } };
 
 describe('self-healing of a crashing agent', () => {
   it('restarts an agent killed five times, each time after a longer delay, and shows the restarts in status and events', async () => {
@@ -55,8 +60,18 @@ describe('self-healing of a crashing agent', () => {
       // Odd: the engine kills the container's init; even: every process but the init is killed from inside.
       if (k % 2) await docker('kill', '--signal', 'KILL', `agenthost-${instance_id}`);
       else await docker('exec', `agenthost-${instance_id}`, 'sh', '-c', 'kill -KILL -1');
-      const crash = await waitFor(`crash ${k} announced`, async () => events.find((e) => e.instance_id === instance_id && e.exit_reason && e.restarts === k - 1), 30_000, 100);
-      expect(crash).toMatchObject({ user_id, status: k < 5 ? 'provisioning' : 'failed', exit_reason: 'killed by SIGKILL (exit code 137)', next_restart_at: expect.any(String) });
+      const crash = await waitFor(
+        `crash ${k} announced`,
+        async () => events.find((e) => e.instance_id === instance_id && e.exit_reason && e.restarts === k - 1),
+        30_000,
+        100,
+      );
+      expect(crash).toMatchObject({
+        user_id,
+        status: k < 5 ? 'provisioning' : 'failed',
+        exit_reason: 'killed by SIGKILL (exit code 137)',
+        next_restart_at: expect.any(String),
+      });
       if (k === 5) expect(crash.failure_reason).toMatch(/keeps crashing: 5 times in a row, last killed by SIGKILL/);
       const back = await waitFor(
         `back after crash ${k}`,

@@ -31,7 +31,12 @@ describe('instances through the HTTP API', () => {
     const c = await free.api.post('/instance/create', { framework: 'openclaw', name: 'http agent' });
     expect(c.status).toBe(200);
     expect(c.headers.get('x-subscription-tier')).toBe('free');
-    expect(c.body).toMatchObject({ name: 'http agent', status: 'provisioning', framework: 'openclaw', url: expect.stringMatching(/^https:\/\/inst-[0-9a-f]+\.agenthost\.localhost$/) });
+    expect(c.body).toMatchObject({
+      name: 'http agent',
+      status: 'provisioning',
+      framework: 'openclaw',
+      url: expect.stringMatching(/^https:\/\/inst-[0-9a-f]+\.agenthost\.localhost$/),
+    });
     for (const f of ['instance_id', 'port', 'created_at', 'estimated_ready', 'access_token']) expect(c.body, f).toHaveProperty(f);
     const id = c.body.instance_id as string;
     recordSecret(c.body.access_token);
@@ -41,7 +46,20 @@ describe('instances through the HTTP API', () => {
       expect(r.status).toBe(200);
       return r.body.status === 'running' ? r.body : undefined;
     });
-    for (const f of ['instance_id', 'name', 'status', 'framework', 'port', 'url', 'uptime_seconds', 'cpu_usage_percent', 'memory_usage_mb', 'memory_limit_mb', 'created_at', 'last_activity']) {
+    for (const f of [
+      'instance_id',
+      'name',
+      'status',
+      'framework',
+      'port',
+      'url',
+      'uptime_seconds',
+      'cpu_usage_percent',
+      'memory_usage_mb',
+      'memory_limit_mb',
+      'created_at',
+      'last_activity',
+    ]) {
       expect(s, f).toHaveProperty(f);
     }
     expect((await free.api.get('/instance/list')).body.instances).toHaveLength(1);
@@ -56,11 +74,16 @@ describe('instances through the HTTP API', () => {
     expect(second.body).toEqual({ error: expect.any(String), code: 'INSTANCE_LIMIT_EXCEEDED', status: 403 });
 
     // Usage feeds /subscription/status and /usage/metrics.
-    await waitFor('usage shows the instance', async () => {
-      const st = await free.api.get('/subscription/status');
-      const m = await free.api.get('/usage/metrics');
-      return st.body.instances_used === 1 && m.body.instances?.active === 1 && m.body.instances.remaining === 0;
-    }, 15_000, 250);
+    await waitFor(
+      'usage shows the instance',
+      async () => {
+        const st = await free.api.get('/subscription/status');
+        const m = await free.api.get('/usage/metrics');
+        return st.body.instances_used === 1 && m.body.instances?.active === 1 && m.body.instances.remaining === 0;
+      },
+      15_000,
+      250,
+    );
 
     expect((await free.api.post(`/instance/restart/${id}`)).body).toEqual({ success: true, instance_id: id, status: 'provisioning' });
     const d = await free.api.del(`/instance/delete/${id}`);

@@ -45,10 +45,27 @@ const neighbour = {
     await run(['-n', this.ns, 'link', 'set', 'lo', 'up']);
     await run(['-n', this.ns, 'route', 'add', 'default', 'via', this.hostIp]);
     // nsenter, not `ip netns exec` (which remounts /sys): a node listener inside the namespace.
-    this.listener = spawn('nsenter', [`--net=/run/netns/${this.ns}`, process.execPath, '-e', `require('net').createServer(s=>s.end('hi')).listen(${this.port},'${this.ip}')`], { stdio: 'ignore' });
-    await waitFor('the neighbour listens', async () => {
-      return new Promise<boolean>((resolve) => net.connect(this.port, this.ip).once('connect', function (this: net.Socket) { this.destroy(); resolve(true); }).once('error', () => resolve(false)));
-    }, 10_000, 100);
+    this.listener = spawn(
+      'nsenter',
+      [`--net=/run/netns/${this.ns}`, process.execPath, '-e', `require('net').createServer(s=>s.end('hi')).listen(${this.port},'${this.ip}')`],
+      { stdio: 'ignore' },
+    );
+    await waitFor(
+      'the neighbour listens',
+      async () => {
+        return new Promise<boolean>((resolve) =>
+          net
+            .connect(this.port, this.ip)
+            .once('connect', function (this: net.Socket) {
+              this.destroy();
+              resolve(true);
+            })
+            .once('error', () => resolve(false)),
+        );
+      },
+      10_000,
+      100,
+    );
   },
   listener: undefined as ChildProcess | undefined,
   async down() {
@@ -153,7 +170,15 @@ describe('isolation seen from inside an instance', () => {
     expect(r[0], 'gateway port').toBe('open');
     for (let i = 1; i < targets.length; i++) expect(r[i], `${targets[i]!.join(':')}`).not.toBe('open');
     // Controls from the host: the listener and instance B are up, so "not open" above is the firewall's doing.
-    await new Promise<void>((resolve, reject) => net.connect(hostListenerPort, gw).once('connect', function (this: net.Socket) { this.destroy(); resolve(); }).once('error', reject));
+    await new Promise<void>((resolve, reject) =>
+      net
+        .connect(hostListenerPort, gw)
+        .once('connect', function (this: net.Socket) {
+          this.destroy();
+          resolve();
+        })
+        .once('error', reject),
+    );
     expect((await fetch(`http://${bIp}:18789/healthz`)).status).toBe(200);
   });
 
@@ -171,10 +196,15 @@ describe('isolation seen from inside an instance', () => {
     const full = await docker('inspect', cname(a.id), '-f', '{{.Id}}');
     await dockerTry('exec', '-d', cname(a.id), 'bash', '-c', ':(){ :|:& };:');
     const pidsFile = `/sys/fs/cgroup/pids/docker/${full}/pids.current`;
-    const current = await waitFor('fork bomb saturates the pids cgroup', async () => {
-      const v = Number(readFileSync(pidsFile, 'utf8'));
-      return v >= PIDS - 2 ? v : undefined;
-    }, 20_000, 200);
+    const current = await waitFor(
+      'fork bomb saturates the pids cgroup',
+      async () => {
+        const v = Number(readFileSync(pidsFile, 'utf8'));
+        return v >= PIDS - 2 ? v : undefined;
+      },
+      20_000,
+      200,
+    );
     expect(current).toBeLessThanOrEqual(PIDS);
     expect(Number(readFileSync(`/sys/fs/cgroup/pids/docker/${full}/pids.max`, 'utf8'))).toBe(PIDS);
     // The host is fine, and so is the other instance.

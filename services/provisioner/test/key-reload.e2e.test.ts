@@ -29,10 +29,19 @@ function startLlm(): Promise<number> {
       const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
       if (!/"stream":\s*true/.test(body)) {
         res.writeHead(200, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'pong' }, finish_reason: 'stop' }], usage }));
+        return res.end(
+          JSON.stringify({
+            ...base,
+            object: 'chat.completion',
+            choices: [{ index: 0, message: { role: 'assistant', content: 'pong' }, finish_reason: 'stop' }],
+            usage,
+          }),
+        );
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'pong' }, finish_reason: null }] })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'pong' }, finish_reason: null }] })}\n\n`,
+      );
       res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage })}\n\n`);
       res.end('data: [DONE]\n\n');
     });
@@ -65,11 +74,16 @@ afterAll(async () => {
 const container = (id: string) => `agenthost-${id}`;
 
 async function running(id: string): Promise<void> {
-  await waitFor('instance running', async () => {
-    const r = await owner.api.get(`/instance/status/${id}`);
-    if (r.body.status === 'failed') throw new Error(`failed: ${r.body.failure_reason}`);
-    return r.body.status === 'running' ? true : undefined;
-  }, 150_000, 500).catch(async (err) => {
+  await waitFor(
+    'instance running',
+    async () => {
+      const r = await owner.api.get(`/instance/status/${id}`);
+      if (r.body.status === 'failed') throw new Error(`failed: ${r.body.failure_reason}`);
+      return r.body.status === 'running' ? true : undefined;
+    },
+    150_000,
+    500,
+  ).catch(async (err) => {
     const logs = await dockerTry('logs', '--tail', '80', container(id));
     console.log(logs.stdout, logs.stderr);
     throw err;
@@ -82,11 +96,20 @@ async function running(id: string): Promise<void> {
  */
 async function openclawProcesses(id: string): Promise<Array<{ pid: string; started: string; env: string }>> {
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script; ${p#/proc/} is the shell's
-  const out = await docker('exec', container(id), 'sh', '-c', 'for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) || continue; pp=$(echo "$s" | cut -d" " -f4); if [ "${p#/proc/}" = 1 ] || { [ "$pp" = 1 ] && grep -q openclaw $p/cmdline; }; then echo "${p#/proc/} $(echo "$s" | cut -d" " -f22) $(tr "\\0" " " < $p/environ | base64 -w0)"; fi; done');
-  return out.split('\n').filter(Boolean).map((l) => {
-    const [pid, started, env] = l.split(' ');
-    return { pid: pid!, started: started!, env: Buffer.from(env ?? '', 'base64').toString() };
-  });
+  const out = await docker(
+    'exec',
+    container(id),
+    'sh',
+    '-c',
+    'for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) || continue; pp=$(echo "$s" | cut -d" " -f4); if [ "${p#/proc/}" = 1 ] || { [ "$pp" = 1 ] && grep -q openclaw $p/cmdline; }; then echo "${p#/proc/} $(echo "$s" | cut -d" " -f22) $(tr "\\0" " " < $p/environ | base64 -w0)"; fi; done',
+  );
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [pid, started, env] = l.split(' ');
+      return { pid: pid!, started: started!, env: Buffer.from(env ?? '', 'base64').toString() };
+    });
 }
 
 /** One agent turn through OpenClaw's OpenAI-compatible endpoint; resolves with the Authorization the LLM saw. */
@@ -122,7 +145,9 @@ describe('key hot reload in a real OpenClaw instance', () => {
 
     // The user points a model provider at the platform's secret provider (the config is theirs: written once,
     // then the instance restarted to start with it), at the test LLM on this host.
-    const keysUrl = JSON.parse(await docker('inspect', '--format', '{{json .Config.Env}}', container(id))).find((e: string) => e.startsWith('AGENTHOST_KEYS_URL='));
+    const keysUrl = JSON.parse(await docker('inspect', '--format', '{{json .Config.Env}}', container(id))).find((e: string) =>
+      e.startsWith('AGENTHOST_KEYS_URL='),
+    );
     const hostAddr = new URL(keysUrl.slice('AGENTHOST_KEYS_URL='.length)).hostname;
     const patch = {
       gateway: { http: { endpoints: { chatCompletions: { enabled: true } } } },
@@ -134,7 +159,17 @@ describe('key hot reload in a real OpenClaw instance', () => {
             baseUrl: `http://${hostAddr}:${llmPort}/v1`,
             api: 'openai-completions',
             apiKey: { source: 'exec', provider: 'agenthost', id: 'OPENAI_API_KEY' },
-            models: [{ id: 'm1', name: 'M1', reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 32000, maxTokens: 1000 }],
+            models: [
+              {
+                id: 'm1',
+                name: 'M1',
+                reasoning: false,
+                input: ['text'],
+                cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+                contextWindow: 32000,
+                maxTokens: 1000,
+              },
+            ],
           },
         },
       },

@@ -45,11 +45,15 @@ const sha = (v: string) => createHash('sha256').update(v).digest('hex');
 const agent = async (port: number, path: string) => (await (await fetch(`http://127.0.0.1:${port}${path}`)).json()) as Record<string, unknown>;
 
 async function running(id: string): Promise<void> {
-  await waitFor('instance running', async () => {
-    const r = await owner.api.get(`/instance/status/${id}`);
-    if (r.body.status === 'failed') throw new Error(`failed: ${r.body.failure_reason}`);
-    return r.body.status === 'running' ? true : undefined;
-  }, 60_000);
+  await waitFor(
+    'instance running',
+    async () => {
+      const r = await owner.api.get(`/instance/status/${id}`);
+      if (r.body.status === 'failed') throw new Error(`failed: ${r.body.failure_reason}`);
+      return r.body.status === 'running' ? true : undefined;
+    },
+    60_000,
+  );
 }
 
 describe('key hot reload (stand-in agent)', () => {
@@ -59,7 +63,11 @@ describe('key hot reload (stand-in agent)', () => {
     const { instance_id: id, port } = created.body as { instance_id: string; port: number };
     await running(id);
     // The bootstrap opens its watch as it starts the agent; a change before that is loaded when the watch opens.
-    await waitFor('the key watch', async () => ((await owner.api.get(`/instance/logs/${id}?tail=100`)).body.lines as string[]).join('\n').includes('key watch open') || undefined, 10_000).catch(async (e) => {
+    await waitFor(
+      'the key watch',
+      async () => ((await owner.api.get(`/instance/logs/${id}?tail=100`)).body.lines as string[]).join('\n').includes('key watch open') || undefined,
+      10_000,
+    ).catch(async (e) => {
       console.log((await owner.api.get(`/instance/logs/${id}?tail=100`)).body.lines.join('\n'));
       throw e;
     });

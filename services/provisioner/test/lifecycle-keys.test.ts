@@ -51,7 +51,10 @@ describe("an instance's keys on the real Docker engine", () => {
     // No value in the container's configuration opens the keys endpoint.
     const keysUrl = (before.Config.Env as string[]).find((e) => e.startsWith('AGENTHOST_KEYS_URL='))!.slice('AGENTHOST_KEYS_URL='.length);
     const gateway = keysUrl.replace(/^http:\/\/[^/]+/, stack.baseUrl.replace(/\/api$/, ''));
-    for (const candidate of [...(before.Config.Env as string[]).map((e) => e.slice(e.indexOf('=') + 1)), ...Object.values(before.Config.Labels as Record<string, string>)]) {
+    for (const candidate of [
+      ...(before.Config.Env as string[]).map((e) => e.slice(e.indexOf('=') + 1)),
+      ...Object.values(before.Config.Labels as Record<string, string>),
+    ]) {
       const res = await fetch(gateway, { headers: { 'x-instance-id': instance_id, 'x-instance-secret': candidate } });
       expect(res.status, 'a configuration value opened the keys').not.toBe(200);
     }

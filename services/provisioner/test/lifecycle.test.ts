@@ -37,7 +37,14 @@ describe('instance lifecycle on the real Docker engine', () => {
     const info = JSON.parse(await docker('inspect', cname))[0];
     expect(info.Config.User).toBe('10001:10001');
     expect(info.Config.Labels).toMatchObject({ 'agenthost.instance': id, 'agenthost.user': user_id, 'agenthost.managed': 'true' });
-    expect(info.HostConfig).toMatchObject({ CapDrop: ['ALL'], ReadonlyRootfs: true, PidsLimit: 64, Memory: 256 * 1024 * 1024, MemorySwap: 256 * 1024 * 1024, NanoCpus: 5e8 });
+    expect(info.HostConfig).toMatchObject({
+      CapDrop: ['ALL'],
+      ReadonlyRootfs: true,
+      PidsLimit: 64,
+      Memory: 256 * 1024 * 1024,
+      MemorySwap: 256 * 1024 * 1024,
+      NanoCpus: 5e8,
+    });
     expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges:true');
     // Crashes are restarted by the provisioner's self-healing (healing.test.ts), under an init as PID 1.
     expect(info.HostConfig.RestartPolicy).toMatchObject({ Name: 'no' });
@@ -128,8 +135,11 @@ describe('instance lifecycle on the real Docker engine', () => {
       return m && { subject: m.subject, data: m.json<Record<string, unknown>>() };
     };
     const history = async () =>
-      (await eventHistory<{ instance_id: string; status: string; generation: number; seq: number }>(n.nc, 'events.instance.status')).filter((e) => e.instance_id === created.instance_id);
-    const running = async () => waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: created.instance_id })).status === 'running', 30_000);
+      (await eventHistory<{ instance_id: string; status: string; generation: number; seq: number }>(n.nc, 'events.instance.status')).filter(
+        (e) => e.instance_id === created.instance_id,
+      );
+    const running = async () =>
+      waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: created.instance_id })).status === 'running', 30_000);
     const created = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
     await running();
     await n.call(P.stop, { user_id, instance_id: created.instance_id });
@@ -140,14 +150,27 @@ describe('instance lifecycle on the real Docker engine', () => {
     await waitFor('seven status events', async () => (await history()).length >= 7, 10_000);
     const seen = await history();
     expect(seen.map((e) => e.status)).toEqual(['provisioning', 'running', 'stopped', 'provisioning', 'running', 'provisioning', 'running']);
-    expect(seen[0]).toEqual({ instance_id: created.instance_id, user_id, status: 'provisioning', at: expect.any(String), generation: expect.any(Number), seq: expect.any(Number) });
+    expect(seen[0]).toEqual({
+      instance_id: created.instance_id,
+      user_id,
+      status: 'provisioning',
+      at: expect.any(String),
+      generation: expect.any(Number),
+      seq: expect.any(Number),
+    });
     // In order, and a start or restart is a new generation of the instance.
     expect(seen.map((e) => e.seq)).toEqual([...seen.map((e) => e.seq)].sort((a, b) => a - b));
     expect(seen[3]!.generation).toBeGreaterThan(seen[1]!.generation);
     expect(seen[5]!.generation).toBeGreaterThan(seen[3]!.generation);
     await n.call(P.remove, { user_id, instance_id: created.instance_id });
-    expect(await last('events.instance.created')).toEqual({ subject: 'events.instance.created', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) });
-    expect(await last('events.instance.deleted')).toEqual({ subject: 'events.instance.deleted', data: expect.objectContaining({ instance_id: created.instance_id, user_id }) });
+    expect(await last('events.instance.created')).toEqual({
+      subject: 'events.instance.created',
+      data: expect.objectContaining({ instance_id: created.instance_id, user_id }),
+    });
+    expect(await last('events.instance.deleted')).toEqual({
+      subject: 'events.instance.deleted',
+      data: expect.objectContaining({ instance_id: created.instance_id, user_id }),
+    });
   });
 
   it("answers 404 for another user's instance on every verb", async () => {
@@ -205,10 +228,14 @@ describe('instance lifecycle on the real Docker engine', () => {
     await standinVariant('t-neverready', { STANDIN_NEVER_READY: '1' });
     const user_id = newUser();
     const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw', version: 't-neverready' });
-    const v = await waitFor('failed', async () => {
-      const s = await n.call(P.get, { user_id, instance_id: c.instance_id });
-      return s.status === 'failed' ? s : undefined;
-    }, 30_000);
+    const v = await waitFor(
+      'failed',
+      async () => {
+        const s = await n.call(P.get, { user_id, instance_id: c.instance_id });
+        return s.status === 'failed' ? s : undefined;
+      },
+      30_000,
+    );
     expect(v.failure_reason).toMatch(/did not become ready within 8 s/);
     await waitFor('container stopped', async () => JSON.parse(await docker('inspect', `agenthost-${c.instance_id}`))[0].State.Running === false);
     // A failed instance can be deleted (and restarted, which the next test shows for a crashing agent).
@@ -219,10 +246,14 @@ describe('instance lifecycle on the real Docker engine', () => {
     await standinVariant('t-crash', { STANDIN_EXIT_AFTER_MS: '0', STANDIN_EXIT_CODE: '3' });
     const user_id = newUser();
     const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw', version: 't-crash' });
-    const v = await waitFor('failed', async () => {
-      const s = await n.call(P.get, { user_id, instance_id: c.instance_id });
-      return s.status === 'failed' ? s : undefined;
-    }, 30_000);
+    const v = await waitFor(
+      'failed',
+      async () => {
+        const s = await n.call(P.get, { user_id, instance_id: c.instance_id });
+        return s.status === 'failed' ? s : undefined;
+      },
+      30_000,
+    );
     expect(v.failure_reason).toMatch(/exited with code 3/);
     expect((await n.call(P.restart, { user_id, instance_id: c.instance_id })).status).toBe('provisioning');
     await n.call(P.remove, { user_id, instance_id: c.instance_id });
@@ -233,10 +264,15 @@ describe('instance lifecycle on the real Docker engine', () => {
     const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
     await running(user_id, c.instance_id);
     await docker('exec', `agenthost-${c.instance_id}`, 'sh', '-c', 'head -c 3145728 /dev/zero > /data/blob');
-    const u = await waitFor('storage measured', async () => {
-      const r = await n.call(P.usage, { user_id });
-      return r.storage_used_mb >= 3 ? r : undefined;
-    }, 30_000, 500);
+    const u = await waitFor(
+      'storage measured',
+      async () => {
+        const r = await n.call(P.usage, { user_id });
+        return r.storage_used_mb >= 3 ? r : undefined;
+      },
+      30_000,
+      500,
+    );
     expect(u.instances_active).toBe(1);
     expect(u.storage_used_mb).toBeLessThan(10);
     await n.call(P.remove, { user_id, instance_id: c.instance_id });

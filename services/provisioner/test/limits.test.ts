@@ -53,7 +53,7 @@ describe('instance limit of the tier under concurrent creates', () => {
 });
 
 describe('storage limit of the tier', () => {
-  it('refuses a new instance once the user\'s volumes hold the tier\'s storage, and allows it again after a delete', async () => {
+  it("refuses a new instance once the user's volumes hold the tier's storage, and allows it again after a delete", async () => {
     const user_id = newUser();
     const first = await n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' }, 60_000);
     // The free tier allows 100 MB: the agent writes 101 MB into its volume, which stops it at its cap.

@@ -15,7 +15,10 @@ beforeAll(async () => {
   // The real image map and tier resources (OpenClaw needs more than the stand-in's test limits).
   delete env.FRAMEWORK_IMAGES;
   delete env.TIER_LIMITS_JSON;
-  stack = await startStack({ services: ['keyvault', 'provisioner'], serviceEnv: { provisioner: { ...env, READY_TIMEOUT_SECONDS: '150' }, gateway: gatewayEnv } });
+  stack = await startStack({
+    services: ['keyvault', 'provisioner'],
+    serviceEnv: { provisioner: { ...env, READY_TIMEOUT_SECONDS: '150' }, gateway: gatewayEnv },
+  });
   n = await natsClient(stack.nats);
 });
 
@@ -35,11 +38,16 @@ describe('the real OpenClaw image', () => {
     expect(info.HostConfig.Memory).toBe(1536 * 1024 * 1024);
     expect(info.Config.Env).toContain('NODE_OPTIONS=--max-old-space-size=1152');
 
-    const up = await waitFor('openclaw running', async () => {
-      const v = await n.call(P.get, { user_id, instance_id: c.instance_id });
-      if (v.status === 'failed') throw new Error(`failed: ${v.failure_reason}`);
-      return v.status === 'running' ? v : undefined;
-    }, 120_000, 500);
+    const up = await waitFor(
+      'openclaw running',
+      async () => {
+        const v = await n.call(P.get, { user_id, instance_id: c.instance_id });
+        if (v.status === 'failed') throw new Error(`failed: ${v.failure_reason}`);
+        return v.status === 'running' ? v : undefined;
+      },
+      120_000,
+      500,
+    );
     expect(up.memory_usage_mb).toBeGreaterThan(50);
     expect(up.memory_usage_mb).toBeLessThan(1536);
     expect((await fetch(`http://127.0.0.1:${c.port}/healthz`)).status).toBe(200);

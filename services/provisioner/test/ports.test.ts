@@ -16,7 +16,10 @@ let db: pg.Client;
 beforeAll(async () => {
   await cleanupDocker(network);
   // keyvault is the test's own responder here, so that it can be taken away.
-  stack = await startStack({ services: ['provisioner'], serviceEnv: { provisioner: provisionerEnv({ network, ports: PORTS, extra: { INSTANCE_EXTRA_ENV_JSON: '{"AGENTHOST_BOOTSTRAP_SKIP_KEYS":"1"}' } }) } });
+  stack = await startStack({
+    services: ['provisioner'],
+    serviceEnv: { provisioner: provisionerEnv({ network, ports: PORTS, extra: { INSTANCE_EXTRA_ENV_JSON: '{"AGENTHOST_BOOTSTRAP_SKIP_KEYS":"1"}' } }) },
+  });
   n = await natsClient(stack.nats);
   kv = await fakeKeyvault(n.nc);
   db = new pg.Client({ connectionString: stack.db.url });
@@ -40,7 +43,9 @@ const leases = async () => (await db.query<{ port: number }>('select port from p
 describe('port leases', () => {
   it('runs out of a 2-port range with 409 PORTS_EXHAUSTED, leaking nothing, and reuses a freed port', async () => {
     const users = [newUser(), newUser(), newUser()];
-    const results = await Promise.allSettled(users.flatMap((user_id) => [1, 2].map(() => n.call(P.create, { user_id, tier: 'enterprise', framework: 'openclaw' }, 60_000))));
+    const results = await Promise.allSettled(
+      users.flatMap((user_id) => [1, 2].map(() => n.call(P.create, { user_id, tier: 'enterprise', framework: 'openclaw' }, 60_000))),
+    );
     const ok = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ instance_id: string; port: number }>).value);
     const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
     expect(ok.map((i) => i.port).sort()).toEqual([18200, 18201]);

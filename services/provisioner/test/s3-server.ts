@@ -20,7 +20,9 @@ export async function s3Server(port: number) {
   const secret = randomBytes(24).toString('base64url');
   recordSecret(secret); // the log scan proves it never reaches a log line
   // s3rver knows one account; the suite's key is added to it (it checks the key id; it does not recompute SigV4).
-  const { DUMMY_ACCOUNT } = createRequire(import.meta.url)('s3rver/lib/models/account.js') as { DUMMY_ACCOUNT: { createKeyPair(id: string, secret: string): void } };
+  const { DUMMY_ACCOUNT } = createRequire(import.meta.url)('s3rver/lib/models/account.js') as {
+    DUMMY_ACCOUNT: { createKeyPair(id: string, secret: string): void };
+  };
   DUMMY_ACCOUNT.createKeyPair(accessKeyId, secret);
   const secretFile = join(dir, 's3-secret');
   await writeFile(secretFile, secret, { mode: 0o600 });
@@ -30,7 +32,13 @@ export async function s3Server(port: number) {
   let running = true;
   return {
     bucket,
-    env: { BACKUP_S3_ENDPOINT: endpoint, BACKUP_S3_BUCKET: bucket, BACKUP_S3_REGION: 'us-east-1', BACKUP_S3_ACCESS_KEY_ID: accessKeyId, BACKUP_S3_SECRET_ACCESS_KEY_FILE: secretFile },
+    env: {
+      BACKUP_S3_ENDPOINT: endpoint,
+      BACKUP_S3_BUCKET: bucket,
+      BACKUP_S3_REGION: 'us-east-1',
+      BACKUP_S3_ACCESS_KEY_ID: accessKeyId,
+      BACKUP_S3_SECRET_ACCESS_KEY_FILE: secretFile,
+    },
     /** Object keys under a prefix. */
     async keys(prefix: string): Promise<string[]> {
       return ((await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }))).Contents ?? []).map((o) => o.Key!).sort();

@@ -5,7 +5,21 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
 import { spawnService, startStack, type ServiceProcess, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, dockerTry, exists, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, volumeDir, waitFor, waitRunning, type Nats } from './helpers.ts';
+import {
+  cleanupDocker,
+  docker,
+  dockerTry,
+  exists,
+  gatewayEnv,
+  natsClient,
+  newUser,
+  provisionerEnv,
+  testNetwork,
+  volumeDir,
+  waitFor,
+  waitRunning,
+  type Nats,
+} from './helpers.ts';
 
 const P = contracts.provisioner;
 const network = testNetwork('quota');
@@ -55,7 +69,11 @@ const running = (user_id: string, instance_id: string) => waitRunning(n, user_id
 const inInstance = (id: string, script: string) => dockerTry('exec', '-u', '10001:10001', `agenthost-${id}`, 'sh', '-c', script);
 
 const loopDevicesOf = async (file: string) => (await exec('losetup', ['-j', file])).stdout.trim();
-const isMount = async (path: string) => (await exec('findmnt', ['-n', path]).then(() => true, () => false));
+const isMount = async (path: string) =>
+  await exec('findmnt', ['-n', path]).then(
+    () => true,
+    () => false,
+  );
 
 describe('storage quota while an instance runs', () => {
   it('stops a write at the cap with ENOSPC, stops the instance with a clear reason, and deletes without leftovers', async () => {
@@ -76,13 +94,21 @@ describe('storage quota while an instance runs', () => {
     expect((await stat(join(mnt, 'data', 'fill'))).size).toBeLessThanOrEqual(64 * MiB);
 
     // The guard stops it: failed with the reason, on the status call and as an event.
-    const failed = await waitFor('stopped for storage', async () => {
-      const v = await n.call(P.get, { user_id, instance_id: id });
-      return v.status === 'failed' ? v : undefined;
-    }, 30_000);
+    const failed = await waitFor(
+      'stopped for storage',
+      async () => {
+        const v = await n.call(P.get, { user_id, instance_id: id });
+        return v.status === 'failed' ? v : undefined;
+      },
+      30_000,
+    );
     expect(failed.failure_reason).toMatch(/^storage_quota_exceeded: the instance's volume is full \(\d+(\.\d)? MB, the storage of the free tier\)/);
     expect(JSON.parse(await docker('inspect', `agenthost-${id}`))[0].State.Running).toBe(false);
-    await waitFor('failed event', async () => events.some((e) => e.instance_id === id && e.status === 'failed' && e.failure_reason?.startsWith('storage_quota_exceeded')), 10_000);
+    await waitFor(
+      'failed event',
+      async () => events.some((e) => e.instance_id === id && e.status === 'failed' && e.failure_reason?.startsWith('storage_quota_exceeded')),
+      10_000,
+    );
     const usage = await n.call(P.usage, { user_id });
     expect(usage.storage_used_mb).toBeGreaterThan(50);
     expect(usage.storage_used_mb).toBeLessThanOrEqual(64);
@@ -104,10 +130,14 @@ describe('storage quota while an instance runs', () => {
     // 40 MB each fits in each volume, but 80 MB is over the user's 64 MB.
     for (const i of [a, b]) expect((await inInstance(i.instance_id, 'dd if=/dev/zero of=/data/blob bs=1M count=40 conv=fsync')).code).toBe(0);
     for (const i of [a, b]) {
-      const v = await waitFor('stopped for storage', async () => {
-        const s = await n.call(P.get, { user_id, instance_id: i.instance_id });
-        return s.status === 'failed' ? s : undefined;
-      }, 30_000);
+      const v = await waitFor(
+        'stopped for storage',
+        async () => {
+          const s = await n.call(P.get, { user_id, instance_id: i.instance_id });
+          return s.status === 'failed' ? s : undefined;
+        },
+        30_000,
+      );
       expect(v.failure_reason).toMatch(/^storage_quota_exceeded: your instances store (6[4-9]|[7-9]\d)(\.\d)? MB and the pro tier allows 64 MB/);
     }
     for (const i of [a, b]) await n.call(P.remove, { user_id, instance_id: i.instance_id });
@@ -148,7 +178,12 @@ describe('storage quota while an instance runs', () => {
     const env = provisionerEnv({ network, ports: [18640, 18649] });
     // No losetup/mkfs.ext4 on this PATH: the same check as a machine without loop devices.
     const started = spawnService('provisioner', { env: { ...stack.envFor('provisioner'), ...env, PATH: '/nonexistent' }, label: 'provisioner-quota-noloop' });
-    const err = (await started.then(() => new Error('started'), (e: Error) => e)).message;
+    const err = (
+      await started.then(
+        () => new Error('started'),
+        (e: Error) => e,
+      )
+    ).message;
     expect(err).toMatch(/exited with 1 before ready/);
     expect(err).toMatch(/VOLUME_QUOTA=enforce needs loop devices/);
     expect(err).toMatch(/VOLUME_QUOTA=off/);
@@ -175,7 +210,12 @@ describe('storage quota while an instance runs', () => {
     await procs.at(-1)!.stop(); // only the paused provisioner answers
     const p = await provisioner('container');
     const pending = n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' }, 4000).catch((e) => e);
-    await waitFor('pause at container', async () => p.lines().some((l) => l.includes('"event":"fault_pause"') && l.includes('"point":"container"')), 30_000, 25);
+    await waitFor(
+      'pause at container',
+      async () => p.lines().some((l) => l.includes('"event":"fault_pause"') && l.includes('"point":"container"')),
+      30_000,
+      25,
+    );
     await p.kill();
     await pending;
     const files = await readdir(dir);

@@ -17,8 +17,19 @@ const frame = (type: number, text: string) => {
 
 describe('container spec', () => {
   const spec = containerSpec({
-    instanceId: 'inst-abc', userId: 'u1', scope: 's', image: 'agenthost/openclaw:1', network: 'net', publishHost: '127.0.0.1', port: 18001,
-    memoryMb: 2048, cpus: 1.5, pids: 512, tmpfsMb: 64, stopTimeoutSeconds: 5, env: { A: '1', NODE_OPTIONS: 'x' },
+    instanceId: 'inst-abc',
+    userId: 'u1',
+    scope: 's',
+    image: 'agenthost/openclaw:1',
+    network: 'net',
+    publishHost: '127.0.0.1',
+    port: 18001,
+    memoryMb: 2048,
+    cpus: 1.5,
+    pids: 512,
+    tmpfsMb: 64,
+    stopTimeoutSeconds: 5,
+    env: { A: '1', NODE_OPTIONS: 'x' },
   });
 
   it('sizes the V8 heap under the memory limit (75 %)', () => {
@@ -31,8 +42,17 @@ describe('container spec', () => {
   it('is hardened and limited', () => {
     expect(spec.User).toBe('10001:10001');
     expect(spec.HostConfig).toMatchObject({
-      CapDrop: ['ALL'], ReadonlyRootfs: true, Privileged: false, PidsLimit: 512, Memory: 2048 * 2 ** 20, MemorySwap: 2048 * 2 ** 20, NanoCpus: 1.5e9,
-      SecurityOpt: ['no-new-privileges:true'], Init: true, NetworkMode: 'net', PortBindings: { '18789/tcp': [{ HostIp: '127.0.0.1', HostPort: '18001' }] },
+      CapDrop: ['ALL'],
+      ReadonlyRootfs: true,
+      Privileged: false,
+      PidsLimit: 512,
+      Memory: 2048 * 2 ** 20,
+      MemorySwap: 2048 * 2 ** 20,
+      NanoCpus: 1.5e9,
+      SecurityOpt: ['no-new-privileges:true'],
+      Init: true,
+      NetworkMode: 'net',
+      PortBindings: { '18789/tcp': [{ HostIp: '127.0.0.1', HostPort: '18001' }] },
     });
     expect(spec.HostConfig!.Binds).toBeUndefined();
     expect(JSON.stringify(spec)).not.toContain('docker.sock');
@@ -87,9 +107,17 @@ describe('config', () => {
   it('has the documented defaults', () => {
     const c = parseConfig(provisionerConfig, {});
     expect(c).toMatchObject({
-      PORT_RANGE_START: 18000, PORT_RANGE_END: 19000, PUBLISH_HOST: '127.0.0.1', INSTANCE_URL_TEMPLATE: 'https://{id}.agenthost.localhost',
-      FRAMEWORK_IMAGES: { openclaw: 'agenthost/openclaw' }, DEFAULT_VERSION: 'latest', READY_TIMEOUT_SECONDS: 180,
-      INSTANCE_NETWORK: 'agenthost-instances', GATEWAY_PORT: 8080, RECONCILE_INTERVAL_SECONDS: 30, FIREWALL: 'enforce',
+      PORT_RANGE_START: 18000,
+      PORT_RANGE_END: 19000,
+      PUBLISH_HOST: '127.0.0.1',
+      INSTANCE_URL_TEMPLATE: 'https://{id}.agenthost.localhost',
+      FRAMEWORK_IMAGES: { openclaw: 'agenthost/openclaw' },
+      DEFAULT_VERSION: 'latest',
+      READY_TIMEOUT_SECONDS: 180,
+      INSTANCE_NETWORK: 'agenthost-instances',
+      GATEWAY_PORT: 8080,
+      RECONCILE_INTERVAL_SECONDS: 30,
+      FIREWALL: 'enforce',
     });
     expect(c.TIER_LIMITS_JSON.free.instances).toBe(1);
   });

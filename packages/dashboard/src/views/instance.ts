@@ -13,12 +13,24 @@ export const instanceView: View = (app, main, id) => {
   const token = h('section', { 'aria-live': 'polite' });
   const logs = h('pre', { id: 'logs', tabindex: '0', 'aria-label': 'Log tail' });
   const keys = h('section', { 'aria-labelledby': 'keys-title' });
-  fill(main,
+  fill(
+    main,
     h('p', {}, h('a', { href: '#/instances' }, '← All instances')),
-    heading, facts, actions, token,
-    h('section', { 'aria-labelledby': 'logs-title' },
-      h('div', { class: 'row' }, h('h2', { id: 'logs-title' }, 'Logs (last 100 lines)'), h('button', { type: 'button', onclick: () => void loadLogs() }, 'Refresh logs')),
-      logs),
+    heading,
+    facts,
+    actions,
+    token,
+    h(
+      'section',
+      { 'aria-labelledby': 'logs-title' },
+      h(
+        'div',
+        { class: 'row' },
+        h('h2', { id: 'logs-title' }, 'Logs (last 100 lines)'),
+        h('button', { type: 'button', onclick: () => void loadLogs() }, 'Refresh logs'),
+      ),
+      logs,
+    ),
     keys,
   );
   let stopped = false;
@@ -37,7 +49,10 @@ export const instanceView: View = (app, main, id) => {
     }
     // CPU and memory are worth a read every 2 s while the page is looked at, unless the event stream carries the
     // status (then every 20 s); the hidden tab reads nothing.
-    if (!stopped) timer = nextPoll(!streaming, () => { if (!stopped) void poll(); });
+    if (!stopped)
+      timer = nextPoll(!streaming, () => {
+        if (!stopped) void poll();
+      });
   }
 
   /** The status from GET /instance/events as it changes; when the stream fails the page goes back to polling. */
@@ -47,7 +62,8 @@ export const instanceView: View = (app, main, id) => {
         streaming = true;
         if (ev.event === 'deleted') return app.go('#/instances');
         const d = ev.data as { status?: Instance['status']; failure_reason?: string };
-        if (current && d.status && d.status !== current.status) draw({ ...current, status: d.status, ...(d.failure_reason ? { failure_reason: d.failure_reason } : { failure_reason: undefined }) } as Instance);
+        if (current && d.status && d.status !== current.status)
+          draw({ ...current, status: d.status, ...(d.failure_reason ? { failure_reason: d.failure_reason } : { failure_reason: undefined }) } as Instance);
       }
     } catch {
       /* the stream could not be opened or was refused: polling carries the status */
@@ -61,13 +77,20 @@ export const instanceView: View = (app, main, id) => {
     current = i;
     heading.textContent = i.name;
     const mem = i.memory_usage_mb === undefined ? '—' : `${i.memory_usage_mb.toFixed(0)} MB of ${i.memory_limit_mb ?? '?'} MB`;
-    fill(facts,
-      h('dt', {}, 'Status'), h('dd', { id: 'instance-status' }, statusBadge(i), i.failure_reason ? ` ${i.failure_reason}` : ''),
-      h('dt', {}, 'Address'), h('dd', {}, h('a', { href: i.url, target: '_blank', rel: 'noopener' }, i.url)),
-      h('dt', {}, 'CPU'), h('dd', { id: 'instance-cpu' }, i.cpu_usage_percent === undefined ? '—' : `${i.cpu_usage_percent.toFixed(1)} %`),
-      h('dt', {}, 'Memory'), h('dd', { id: 'instance-memory' }, mem),
-      h('dt', {}, 'Up for'), h('dd', {}, i.uptime_seconds === undefined ? '—' : duration(i.uptime_seconds)),
-      h('dt', {}, 'Framework'), h('dd', {}, `${i.framework} ${i.version}`),
+    fill(
+      facts,
+      h('dt', {}, 'Status'),
+      h('dd', { id: 'instance-status' }, statusBadge(i), i.failure_reason ? ` ${i.failure_reason}` : ''),
+      h('dt', {}, 'Address'),
+      h('dd', {}, h('a', { href: i.url, target: '_blank', rel: 'noopener' }, i.url)),
+      h('dt', {}, 'CPU'),
+      h('dd', { id: 'instance-cpu' }, i.cpu_usage_percent === undefined ? '—' : `${i.cpu_usage_percent.toFixed(1)} %`),
+      h('dt', {}, 'Memory'),
+      h('dd', { id: 'instance-memory' }, mem),
+      h('dt', {}, 'Up for'),
+      h('dd', {}, i.uptime_seconds === undefined ? '—' : duration(i.uptime_seconds)),
+      h('dt', {}, 'Framework'),
+      h('dd', {}, `${i.framework} ${i.version}`),
     );
     if (changed) drawActions(i);
   }
@@ -76,7 +99,8 @@ export const instanceView: View = (app, main, id) => {
     const focused = document.activeElement?.id;
     const button = (action: 'stop' | 'start' | 'restart', label: string, enabled: boolean) =>
       h('button', { type: 'button', id: `do-${action}`, disabled: !enabled || busy, onclick: () => void lifecycle(action, label) }, label);
-    fill(actions,
+    fill(
+      actions,
       button('stop', 'Stop', i.status === 'running' || i.status === 'provisioning'),
       button('start', 'Start', i.status === 'stopped' || i.status === 'failed'),
       button('restart', 'Restart', i.status === 'running' || i.status === 'failed'),
@@ -137,6 +161,8 @@ export const instanceView: View = (app, main, id) => {
 };
 
 function duration(s: number): string {
-  const d = Math.floor(s / 86400), hr = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+  const d = Math.floor(s / 86400),
+    hr = Math.floor((s % 86400) / 3600),
+    m = Math.floor((s % 3600) / 60);
   return d ? `${d} d ${hr} h` : hr ? `${hr} h ${m} min` : m ? `${m} min` : `${Math.floor(s)} s`;
 }

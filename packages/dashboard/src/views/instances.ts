@@ -13,20 +13,42 @@ const settling = (i: Pick<Instance, 'status'>) => i.status === 'provisioning';
 
 /** The delay before the next read: short while an instance is changing, long otherwise, and none while hidden. */
 export function nextPoll(changing: boolean, read: () => void): ReturnType<typeof setTimeout> {
-  return setTimeout(function tick() {
-    if (document.hidden) document.addEventListener('visibilitychange', read, { once: true });
-    else read();
-  }, changing ? POLL_MS : IDLE_POLL_MS);
+  return setTimeout(
+    function tick() {
+      if (document.hidden) document.addEventListener('visibilitychange', read, { once: true });
+      else read();
+    },
+    changing ? POLL_MS : IDLE_POLL_MS,
+  );
 }
 
 /** The instances with their status (polled), and create with progress until running (from the event stream). */
 export const instancesView: View = (app, main) => {
   const created = h('section', { id: 'created', 'aria-live': 'polite' });
   const table = h('div', { class: 'table' });
-  const name = h('input', { id: 'new-name', name: 'name', maxlength: 63, pattern: '[A-Za-z0-9][A-Za-z0-9 ._-]*', placeholder: 'my-agent', autocomplete: 'off' });
+  const name = h('input', {
+    id: 'new-name',
+    name: 'name',
+    maxlength: 63,
+    pattern: '[A-Za-z0-9][A-Za-z0-9 ._-]*',
+    placeholder: 'my-agent',
+    autocomplete: 'off',
+  });
   const submit = h('button', { type: 'submit' }, 'Create instance');
-  const form = h('form', { class: 'row', 'aria-labelledby': 'create-title', onsubmit: (e: Event) => { e.preventDefault(); void onCreate(); } },
-    h('label', { for: 'new-name' }, 'Name (optional)'), name, submit);
+  const form = h(
+    'form',
+    {
+      class: 'row',
+      'aria-labelledby': 'create-title',
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        void onCreate();
+      },
+    },
+    h('label', { for: 'new-name' }, 'Name (optional)'),
+    name,
+    submit,
+  );
   fill(main, h('h1', {}, 'Instances'), h('h2', { id: 'create-title' }, 'New OpenClaw agent'), form, created, h('h2', {}, 'Your instances'), table);
   let last = '';
   let stopped = false;
@@ -46,22 +68,50 @@ export const instancesView: View = (app, main) => {
     } catch (err) {
       app.fail(err);
     }
-    if (!stopped) timer = nextPoll(changing, () => { if (!stopped) void refresh(); });
+    if (!stopped)
+      timer = nextPoll(changing, () => {
+        if (!stopped) void refresh();
+      });
   }
 
   function draw(instances: Instance[]): void {
     const focused = document.activeElement?.id;
     if (!instances.length) fill(table, h('p', { id: 'no-instances' }, 'No instances yet. Create one above.'));
-    else fill(table, h('table', { id: 'instances' },
-      h('caption', { class: 'visually-hidden' }, 'Your instances and their status'),
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col' }, 'Address'), h('th', { scope: 'col' }, 'Created'))),
-      h('tbody', {}, instances.map((i) => h('tr', { 'data-instance': i.instance_id },
-        h('th', { scope: 'row' }, h('a', { id: `link-${i.instance_id}`, href: `#/instance/${encodeURIComponent(i.instance_id)}` }, i.name)),
-        h('td', {}, statusBadge(i)),
-        h('td', {}, h('a', { href: i.url, target: '_blank', rel: 'noopener', 'aria-label': `Open ${i.name} in a new tab` }, i.url)),
-        h('td', {}, when(i.created_at)),
-      ))),
-    ));
+    else
+      fill(
+        table,
+        h(
+          'table',
+          { id: 'instances' },
+          h('caption', { class: 'visually-hidden' }, 'Your instances and their status'),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'col' }, 'Name'),
+              h('th', { scope: 'col' }, 'Status'),
+              h('th', { scope: 'col' }, 'Address'),
+              h('th', { scope: 'col' }, 'Created'),
+            ),
+          ),
+          h(
+            'tbody',
+            {},
+            instances.map((i) =>
+              h(
+                'tr',
+                { 'data-instance': i.instance_id },
+                h('th', { scope: 'row' }, h('a', { id: `link-${i.instance_id}`, href: `#/instance/${encodeURIComponent(i.instance_id)}` }, i.name)),
+                h('td', {}, statusBadge(i)),
+                h('td', {}, h('a', { href: i.url, target: '_blank', rel: 'noopener', 'aria-label': `Open ${i.name} in a new tab` }, i.url)),
+                h('td', {}, when(i.created_at)),
+              ),
+            ),
+          ),
+        ),
+      );
     if (focused) document.getElementById(focused)?.focus();
   }
 
@@ -103,7 +153,8 @@ export const instancesView: View = (app, main) => {
     try {
       for await (const ev of app.api.events(inst.instance_id, live.signal)) {
         const d = ev.data as { status?: string; failure_reason?: string };
-        if (d.status === 'running' || d.status === 'failed') return done({ status: d.status, ...(d.failure_reason ? { failure_reason: d.failure_reason } : {}) });
+        if (d.status === 'running' || d.status === 'failed')
+          return done({ status: d.status, ...(d.failure_reason ? { failure_reason: d.failure_reason } : {}) });
         if (ev.event === 'deleted') return;
       }
       if (live.signal.aborted) return;
@@ -137,21 +188,38 @@ export function showToken(app: App, where: HTMLElement, inst: { name: string; ur
   if (!inst.access_token) return;
   const token = inst.access_token;
   const field = h('input', { id: 'access-token', readonly: true, value: token, 'aria-describedby': 'token-note', class: 'mono' });
-  const copy = h('button', { type: 'button', onclick: async () => {
-    try {
-      await navigator.clipboard.writeText(token);
-      copy.textContent = 'Copied';
-    } catch {
-      field.select();
-      app.say('Copying is not allowed here: the token is selected, press Ctrl+C (⌘C) to copy it.');
-    }
-  } }, 'Copy access token');
-  fill(where, h('div', { class: 'token', role: 'group', 'aria-labelledby': 'token-title' },
-    h('h3', { id: 'token-title' }, `Access token of ${inst.name}`),
-    h('p', { id: 'token-note' }, 'This is shown once. Copy it now: it opens the agent’s own interface and cannot be shown again.'),
-    h('label', { for: 'access-token' }, 'Access token'), field,
-    h('div', { class: 'row' }, copy,
-      h('a', { class: 'button', href: inst.url, target: '_blank', rel: 'noopener' }, `Open ${inst.name}`),
-      h('button', { type: 'button', onclick: () => where.replaceChildren() }, 'I have saved it, hide the token')),
-  ));
+  const copy = h(
+    'button',
+    {
+      type: 'button',
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(token);
+          copy.textContent = 'Copied';
+        } catch {
+          field.select();
+          app.say('Copying is not allowed here: the token is selected, press Ctrl+C (⌘C) to copy it.');
+        }
+      },
+    },
+    'Copy access token',
+  );
+  fill(
+    where,
+    h(
+      'div',
+      { class: 'token', role: 'group', 'aria-labelledby': 'token-title' },
+      h('h3', { id: 'token-title' }, `Access token of ${inst.name}`),
+      h('p', { id: 'token-note' }, 'This is shown once. Copy it now: it opens the agent’s own interface and cannot be shown again.'),
+      h('label', { for: 'access-token' }, 'Access token'),
+      field,
+      h(
+        'div',
+        { class: 'row' },
+        copy,
+        h('a', { class: 'button', href: inst.url, target: '_blank', rel: 'noopener' }, `Open ${inst.name}`),
+        h('button', { type: 'button', onclick: () => where.replaceChildren() }, 'I have saved it, hide the token'),
+      ),
+    ),
+  );
 }

@@ -8,30 +8,101 @@ const ACTIONS: Record<string, string> = { key_stored: 'stored', key_updated: 'up
 export function keysSection(app: App, root: HTMLElement, id: string): void {
   const list = h('div', {});
   const audit = h('div', {});
-  const nameIn = h('input', { id: 'key-name', required: true, pattern: '[A-Za-z_][A-Za-z0-9_]{0,99}', placeholder: 'OPENAI_API_KEY', autocomplete: 'off', class: 'mono' });
+  const nameIn = h('input', {
+    id: 'key-name',
+    required: true,
+    pattern: '[A-Za-z_][A-Za-z0-9_]{0,99}',
+    placeholder: 'OPENAI_API_KEY',
+    autocomplete: 'off',
+    class: 'mono',
+  });
   const valueIn = h('input', { id: 'key-value', type: 'password', required: true, autocomplete: 'off' });
-  const form = h('form', { class: 'stack', 'aria-labelledby': 'key-form-title', onsubmit: (e: Event) => { e.preventDefault(); void save(); } },
+  const form = h(
+    'form',
+    {
+      class: 'stack',
+      'aria-labelledby': 'key-form-title',
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        void save();
+      },
+    },
     h('h3', { id: 'key-form-title' }, 'Add or replace a key'),
-    h('label', { for: 'key-name' }, 'Name (an environment variable name)'), nameIn,
-    h('label', { for: 'key-value' }, 'Value'), valueIn,
-    h('button', { type: 'submit' }, 'Save key'));
+    h('label', { for: 'key-name' }, 'Name (an environment variable name)'),
+    nameIn,
+    h('label', { for: 'key-value' }, 'Value'),
+    valueIn,
+    h('button', { type: 'submit' }, 'Save key'),
+  );
   fill(root, h('h2', { id: 'keys-title' }, 'Provider keys'), list, form, h('h2', { id: 'audit-title' }, 'Key audit log'), audit);
 
   async function load(): Promise<void> {
     try {
       const [{ keys }, { records }] = await Promise.all([app.api.keys(id), app.api.audit(id)]);
-      fill(list, !keys.length ? h('p', { id: 'no-keys' }, 'No keys yet.') : h('ul', { id: 'keys', class: 'keys' }, keys.map((k) =>
-        h('li', {},
-          h('span', { class: 'mono' }, k.key_name), ` updated ${when(k.updated_at)} `,
-          h('button', { type: 'button', 'aria-label': `Replace the value of ${k.key_name}`, onclick: () => { nameIn.value = k.key_name; valueIn.focus(); } }, 'Replace'),
-          h('button', { type: 'button', class: 'danger', 'aria-label': `Delete ${k.key_name}`, onclick: () => void remove(k.key_name) }, 'Delete')),
-      )));
-      fill(audit, !records.length ? h('p', {}, 'No key operations yet.') : h('table', { id: 'audit' },
-        h('caption', { class: 'visually-hidden' }, 'Key operations, newest first'),
-        h('thead', {}, h('tr', {}, ['When', 'Key', 'What', 'Length', 'From'].map((t) => h('th', { scope: 'col' }, t)))),
-        h('tbody', {}, records.map((r) => h('tr', {},
-          h('td', {}, when(r.timestamp)), h('td', { class: 'mono' }, r.key_name), h('td', {}, ACTIONS[r.action] ?? r.action),
-          h('td', {}, `${r.key_length} bytes`), h('td', {}, r.ip_address || '—'))))));
+      fill(
+        list,
+        !keys.length
+          ? h('p', { id: 'no-keys' }, 'No keys yet.')
+          : h(
+              'ul',
+              { id: 'keys', class: 'keys' },
+              keys.map((k) =>
+                h(
+                  'li',
+                  {},
+                  h('span', { class: 'mono' }, k.key_name),
+                  ` updated ${when(k.updated_at)} `,
+                  h(
+                    'button',
+                    {
+                      type: 'button',
+                      'aria-label': `Replace the value of ${k.key_name}`,
+                      onclick: () => {
+                        nameIn.value = k.key_name;
+                        valueIn.focus();
+                      },
+                    },
+                    'Replace',
+                  ),
+                  h('button', { type: 'button', class: 'danger', 'aria-label': `Delete ${k.key_name}`, onclick: () => void remove(k.key_name) }, 'Delete'),
+                ),
+              ),
+            ),
+      );
+      fill(
+        audit,
+        !records.length
+          ? h('p', {}, 'No key operations yet.')
+          : h(
+              'table',
+              { id: 'audit' },
+              h('caption', { class: 'visually-hidden' }, 'Key operations, newest first'),
+              h(
+                'thead',
+                {},
+                h(
+                  'tr',
+                  {},
+                  ['When', 'Key', 'What', 'Length', 'From'].map((t) => h('th', { scope: 'col' }, t)),
+                ),
+              ),
+              h(
+                'tbody',
+                {},
+                records.map((r) =>
+                  h(
+                    'tr',
+                    {},
+                    h('td', {}, when(r.timestamp)),
+                    h('td', { class: 'mono' }, r.key_name),
+                    h('td', {}, ACTIONS[r.action] ?? r.action),
+                    h('td', {}, `${r.key_length} bytes`),
+                    h('td', {}, r.ip_address || '—'),
+                  ),
+                ),
+              ),
+            ),
+      );
     } catch (err) {
       app.fail(err);
     }

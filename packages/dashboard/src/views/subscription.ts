@@ -27,14 +27,20 @@ export const subscriptionView: View = (app, main) => {
 
   function drawStatus(sub: SubscriptionStatus | undefined, lamports: number | undefined): void {
     const live = sub?.is_active && Date.parse(sub.expires_at) > Date.now();
-    fill(status,
+    fill(
+      status,
       h('h2', { id: 'sub-status' }, 'Your plan'),
       !sub
         ? h('p', { id: 'plan-summary' }, 'No subscription yet. Choose a plan below: your wallet pays for 30 days on chain.')
-        : h('dl', { id: 'plan-summary', class: 'facts' },
-            h('dt', {}, 'Plan'), h('dd', {}, title(sub.tier)),
-            h('dt', {}, 'Status'), h('dd', {}, !live ? 'Expired' : sub.cancelled ? 'Cancelled (active until it expires)' : 'Active'),
-            h('dt', {}, live ? 'Expires' : 'Expired'), h('dd', {}, when(sub.expires_at)),
+        : h(
+            'dl',
+            { id: 'plan-summary', class: 'facts' },
+            h('dt', {}, 'Plan'),
+            h('dd', {}, title(sub.tier)),
+            h('dt', {}, 'Status'),
+            h('dd', {}, !live ? 'Expired' : sub.cancelled ? 'Cancelled (active until it expires)' : 'Active'),
+            h('dt', {}, live ? 'Expires' : 'Expired'),
+            h('dd', {}, when(sub.expires_at)),
           ),
       lamports === undefined ? null : h('p', { id: 'wallet-balance' }, `Wallet balance: ${sol(lamports)}`),
       sub && live && !sub.cancelled ? h('button', { type: 'button', class: 'danger', onclick: () => void onCancel() }, 'Cancel subscription') : null,
@@ -43,24 +49,33 @@ export const subscriptionView: View = (app, main) => {
 
   function drawPlans(sub: SubscriptionStatus | undefined): void {
     const live = sub?.is_active && Date.parse(sub.expires_at) > Date.now();
-    fill(plans,
+    fill(
+      plans,
       h('h2', { id: 'plans' }, 'Plans'),
-      h('ul', { class: 'cards' }, TIERS.map((t) => {
-        const l = app.cfg.tiers[t];
-        const current = live && sub!.tier === t;
-        const label = current ? `Renew ${title(t)} for 30 more days` : `Subscribe to ${title(t)}`;
-        return h('li', { class: current ? 'card current' : 'card' },
-          h('h3', {}, title(t), current ? ' (your plan)' : ''),
-          h('p', { class: 'price' }, `${sol(app.cfg.prices[t])} per 30 days`),
-          h('ul', {},
-            h('li', {}, l.instances === 1 ? '1 instance' : `${limitText(l.instances)} instances`),
-            h('li', {}, `${limitText(l.requests_per_day)} requests a day, ${limitText(l.requests_per_minute)} a minute`),
-            h('li', {}, `${limitText(l.storage_mb)} MB storage`),
-            h('li', {}, `${l.memory_mb} MB memory and ${l.cpus} CPU per instance`),
-          ),
-          h('button', { type: 'button', onclick: () => void onSubscribe(t, current ? 'renew' : 'subscribe') }, label),
-        );
-      })),
+      h(
+        'ul',
+        { class: 'cards' },
+        TIERS.map((t) => {
+          const l = app.cfg.tiers[t];
+          const current = live && sub!.tier === t;
+          const label = current ? `Renew ${title(t)} for 30 more days` : `Subscribe to ${title(t)}`;
+          return h(
+            'li',
+            { class: current ? 'card current' : 'card' },
+            h('h3', {}, title(t), current ? ' (your plan)' : ''),
+            h('p', { class: 'price' }, `${sol(app.cfg.prices[t])} per 30 days`),
+            h(
+              'ul',
+              {},
+              h('li', {}, l.instances === 1 ? '1 instance' : `${limitText(l.instances)} instances`),
+              h('li', {}, `${limitText(l.requests_per_day)} requests a day, ${limitText(l.requests_per_minute)} a minute`),
+              h('li', {}, `${limitText(l.storage_mb)} MB storage`),
+              h('li', {}, `${l.memory_mb} MB memory and ${l.cpus} CPU per instance`),
+            ),
+            h('button', { type: 'button', onclick: () => void onSubscribe(t, current ? 'renew' : 'subscribe') }, label),
+          );
+        }),
+      ),
     );
   }
 
@@ -81,17 +96,31 @@ export const subscriptionView: View = (app, main) => {
   }
 
   const onSubscribe = (t: TierName, kind: 'subscribe' | 'renew') =>
-    run(kind === 'renew' ? `Renewing ${title(t)}` : `Subscribing to ${title(t)}`, async () => {
-      const { wallet, account } = await app.signer();
-      await subscribe(app.api, app.cfg, wallet, account, t);
-    }, kind === 'renew' ? `${title(t)} renewed for 30 more days.` : `You are subscribed to ${title(t)}.`);
+    run(
+      kind === 'renew' ? `Renewing ${title(t)}` : `Subscribing to ${title(t)}`,
+      async () => {
+        const { wallet, account } = await app.signer();
+        await subscribe(app.api, app.cfg, wallet, account, t);
+      },
+      kind === 'renew' ? `${title(t)} renewed for 30 more days.` : `You are subscribed to ${title(t)}.`,
+    );
 
   async function onCancel(): Promise<void> {
-    if (!(await confirmDialog('Cancel your subscription? Nothing is refunded; your instances keep running until it expires, and no new ones can be created.', 'Cancel subscription'))) return;
-    await run('Cancelling', async () => {
-      const { wallet, account } = await app.signer();
-      await cancel(app.api, app.cfg, wallet, account);
-    }, 'Your subscription is cancelled. It stays active until it expires.');
+    if (
+      !(await confirmDialog(
+        'Cancel your subscription? Nothing is refunded; your instances keep running until it expires, and no new ones can be created.',
+        'Cancel subscription',
+      ))
+    )
+      return;
+    await run(
+      'Cancelling',
+      async () => {
+        const { wallet, account } = await app.signer();
+        await cancel(app.api, app.cfg, wallet, account);
+      },
+      'Your subscription is cancelled. It stays active until it expires.',
+    );
   }
 
   void load();

@@ -29,7 +29,8 @@ export function blockMethods(chain: Chain): Methods {
     const cfg = typeof ps[1] === 'string' ? { encoding: ps[1] } : cfgAt(ps, 1);
     const encoding = parseTxEncoding(cfg.encoding);
     const details = cfg.transactionDetails ?? 'full';
-    if (!(DETAILS as readonly unknown[]).includes(details)) throw invalidParams(`unknown variant \`${String(details)}\`, expected one of ${DETAILS.join(', ')}`);
+    if (!(DETAILS as readonly unknown[]).includes(details))
+      throw invalidParams(`unknown variant \`${String(details)}\`, expected one of ${DETAILS.join(', ')}`);
     const rewards = bool(cfg.rewards, 'rewards', true);
     const maxVersion = parseMaxVersion(cfg.maxSupportedTransactionVersion);
     visibleBlock(slot, cfg);

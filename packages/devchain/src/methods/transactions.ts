@@ -62,7 +62,15 @@ export function transactionMethods(chain: Chain): Methods {
       const enc = parseAccountEncoding(accountsCfg?.encoding, 'base64');
       if (enc === 'binary' || enc === 'base58') throw invalidParams('base58 encoding not supported');
       const { slot, result, replacementBlockhash } = chain.simulate(raw, { sigVerify, replaceRecentBlockhash, commitment: commitmentOf(cfg) });
-      const value: Record<string, unknown> = { accounts: null, err: result.err, innerInstructions: null, logs: [], replacementBlockhash: replacementBlockhash ?? null, returnData: null, unitsConsumed: 0 };
+      const value: Record<string, unknown> = {
+        accounts: null,
+        err: result.err,
+        innerInstructions: null,
+        logs: [],
+        replacementBlockhash: replacementBlockhash ?? null,
+        returnData: null,
+        unitsConsumed: 0,
+      };
       if (result.kind === 'executed') {
         value.logs = result.logs;
         value.unitsConsumed = result.unitsConsumed;

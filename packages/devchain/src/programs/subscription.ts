@@ -49,9 +49,7 @@ const iso = (unix: number): string => new Date(unix * 1000).toISOString();
 
 function fail(ctx: InstructionContext, name: ProgramErrorName, detail?: string): InstructionError {
   const code = ProgramErrorCode[name];
-  ctx.log(
-    `AnchorError occurred. Error Code: ${name}. Error Number: ${code}. Error Message: ${programErrorMessage(code)}${detail ? ` (${detail})` : ''}.`,
-  );
+  ctx.log(`AnchorError occurred. Error Code: ${name}. Error Number: ${code}. Error Message: ${programErrorMessage(code)}${detail ? ` (${detail})` : ''}.`);
   return { Custom: code };
 }
 
@@ -85,7 +83,8 @@ export function createSubscriptionProgram(cfg: { programId: string; treasury: st
     const [owner, pda, treasury, system] = ctx.accounts;
     if (!owner || !pda || !treasury || !system) return { error: fail(ctx, 'InvalidAccounts', 'expected owner, subscription, treasury, system program') };
     if (!owner.isSigner) return { error: fail(ctx, 'MissingSignature', `owner ${owner.key}`) };
-    if (!owner.isWritable || !pda.isWritable || !treasury.isWritable) return { error: fail(ctx, 'InvalidAccounts', 'owner, subscription and treasury must be writable') };
+    if (!owner.isWritable || !pda.isWritable || !treasury.isWritable)
+      return { error: fail(ctx, 'InvalidAccounts', 'owner, subscription and treasury must be writable') };
     if (system.key !== SYSTEM_PROGRAM_ID) return { error: fail(ctx, 'InvalidAccounts', 'fourth account must be the System Program') };
     const [expected, bump] = findSubscriptionAddress(programId, new PublicKey(owner.key));
     if (expected.toBase58() !== pda.key) return { error: fail(ctx, 'InvalidSubscriptionAddress') };
@@ -143,7 +142,14 @@ export function createSubscriptionProgram(cfg: { programId: string; treasury: st
     if (existing === 'corrupt') return fail(ctx, 'InvalidAccounts', 'subscription account data is not a Subscription');
     const balance = ctx.get(owner.key)?.lamports ?? 0n;
     if (balance < lamports) return fail(ctx, 'InsufficientFunds', `have ${balance}, need ${lamports}`);
-    const e = ctx.invoke(SYSTEM_PROGRAM_ID, [{ key: owner.key, isSigner: true, isWritable: true }, { key: pda.key, isSigner: false, isWritable: true }], transferData(lamports));
+    const e = ctx.invoke(
+      SYSTEM_PROGRAM_ID,
+      [
+        { key: owner.key, isSigner: true, isWritable: true },
+        { key: pda.key, isSigner: false, isWritable: true },
+      ],
+      transferData(lamports),
+    );
     if (e !== null) return e;
     const after = ctx.get(pda.key) as Account;
     ctx.log(`Deposited ${lamports} lamports; prepaid balance ${after.lamports - RENT_MIN}`);

@@ -21,7 +21,11 @@ export const nonceCreate = contract(
   z.object({ nonce: z.string(), message: z.string(), expires_at: isoTime, sign_in_input: signInInput }),
 );
 
-const base64 = z.string().min(1).max(12_000).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
+const base64 = z
+  .string()
+  .min(1)
+  .max(12_000)
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
 
 /**
  * Either our message signed as we wrote it (wallet_address, signature_base58, nonce), or a Sign-In With Solana

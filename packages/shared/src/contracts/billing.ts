@@ -39,7 +39,10 @@ export const register = userContract(
  * and refuse with their own codes (TX_SIGNATURE_MALFORMED, INVALID_TIER), so this schema only documents them.
  */
 export const registerBody = z.object({
-  tx_signature: z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/).describe('the confirmed subscribe transaction, base58'),
+  tx_signature: z
+    .string()
+    .regex(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/)
+    .describe('the confirmed subscribe transaction, base58'),
   tier: z.union([z.literal(0), z.literal(1), z.literal(2)]).describe('0 free, 1 pro, 2 enterprise: the tier the transaction subscribed to'),
 });
 
@@ -63,7 +66,4 @@ export const subscriptionChanged = event(
 );
 
 /** A subscription that ends within 3 days and will not renew by itself as things stand (once per expires_at). */
-export const subscriptionExpiring = event(
-  'events.subscription.expiring',
-  subscription.extend({ user_id: uuid.nullish(), days_left: z.number().int() }),
-);
+export const subscriptionExpiring = event('events.subscription.expiring', subscription.extend({ user_id: uuid.nullish(), days_left: z.number().int() }));

@@ -5,7 +5,10 @@ export const uuid = z.uuid();
 export const isoTime = z.string().meta({ format: 'date-time' });
 /** Solana wallet address: base58, 32-44 chars. The service decodes it to check it is 32 bytes. */
 export const walletAddress = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 wallet address');
-export const instanceId = z.string().regex(/^[a-z0-9][a-z0-9-]{2,49}$/, 'must be 3-50 characters: lowercase letters, digits, hyphens').max(50);
+export const instanceId = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{2,49}$/, 'must be 3-50 characters: lowercase letters, digits, hyphens')
+  .max(50);
 export const tierName = z.enum(['free', 'pro', 'enterprise']);
 export type TierName = z.infer<typeof tierName>;
 

@@ -61,7 +61,10 @@ export const storeBody = z.object({ instance_id: instanceId, keys: storedKeys })
 export const updateBody = z.object({ instance_id: instanceId, key_name: keyName, key_value: keyValue });
 
 /** A sealed box (packages/shared seal.ts) to keyvault's public key: never plaintext on the bus. */
-const sealedBox = z.string().min(1).max(2 * (KEY_VALUE_MAX_BYTES * KEYS_PER_CALL_MAX + 4096));
+const sealedBox = z
+  .string()
+  .min(1)
+  .max(2 * (KEY_VALUE_MAX_BYTES * KEYS_PER_CALL_MAX + 4096));
 
 /** What a sealed value is bound to: the subject and the instance (and, for update, the key name). */
 export const sealContext = (subject: string, instanceId: string, keyName = ''): string => `${subject}:${instanceId}:${keyName}`;

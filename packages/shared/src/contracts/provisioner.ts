@@ -19,7 +19,11 @@ export const upgradeView = z.object({
 export type UpgradeView = z.infer<typeof upgradeView>;
 
 /** A framework version: an image tag of the framework's image repository. */
-const version = z.string().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be an image tag');
+const version = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be an image tag');
 
 export const instanceView = z.object({
   instance_id: instanceId,
@@ -110,7 +114,14 @@ export const upgrade = userContract(
     /** How long the agent has to become ready on the new image before the upgrade is rolled back (default READY_TIMEOUT_SECONDS). */
     ready_timeout_seconds: z.number().int().min(5).max(3600).optional(),
   }),
-  z.object({ success: z.boolean(), instance_id: instanceId, status: instanceStatus, version: z.string(), image_digest: z.string().optional(), upgrade: upgradeView.optional() }),
+  z.object({
+    success: z.boolean(),
+    instance_id: instanceId,
+    status: instanceStatus,
+    version: z.string(),
+    image_digest: z.string().optional(),
+    upgrade: upgradeView.optional(),
+  }),
 );
 export const logs = userRead(
   'provisioner.v1.instances.logs',
@@ -127,7 +138,10 @@ export const logsPage = userRead(
   'provisioner.v1.instances.logs_page',
   owned.extend({
     /** The id of the last line received: its docker timestamp (RFC 3339, nanoseconds), then "~n" for the n-th line of the same timestamp. */
-    after: z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z(~\d{1,6})?$/).optional(),
+    after: z
+      .string()
+      .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z(~\d{1,6})?$/)
+      .optional(),
     /** Seconds since the epoch (fractions allowed): the first page starts there. */
     since: z.number().nonnegative().optional(),
     tail: z.number().int().min(0).max(5000).default(200),

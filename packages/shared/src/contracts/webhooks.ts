@@ -39,13 +39,19 @@ export const webhookView = z.object({
 export type WebhookView = z.infer<typeof webhookView>;
 
 export const webhookCreated = webhookView.extend({
-  secret: z.string().regex(/^whsec_/).describe('the signing secret (Standard Webhooks), shown only in this answer'),
+  secret: z
+    .string()
+    .regex(/^whsec_/)
+    .describe('the signing secret (Standard Webhooks), shown only in this answer'),
 });
 export const webhookList = z.object({ webhooks: z.array(webhookView) });
 export const webhookDeleted = z.object({ success: z.boolean(), id: webhookId });
 export const webhookRotated = z.object({
   id: webhookId,
-  secret: z.string().regex(/^whsec_/).describe('the new signing secret, shown only in this answer'),
+  secret: z
+    .string()
+    .regex(/^whsec_/)
+    .describe('the new signing secret, shown only in this answer'),
   previous_secret_expires_at: isoTime.describe('until then the old secret signs too (a second v1 signature)'),
 });
 

@@ -57,7 +57,10 @@ export async function connectNats(id: NatsIdentity, name: string, log: Logger): 
 }
 
 /** The identity a service's config describes. */
-export const natsIdentity = (config: { NATS_URL: string; NATS_NKEY_SEED_FILE?: string | undefined; NATS_CA_FILE?: string | undefined }, service: string): NatsIdentity => ({
+export const natsIdentity = (
+  config: { NATS_URL: string; NATS_NKEY_SEED_FILE?: string | undefined; NATS_CA_FILE?: string | undefined },
+  service: string,
+): NatsIdentity => ({
   url: config.NATS_URL,
   service,
   ...(config.NATS_NKEY_SEED_FILE ? { seedFile: config.NATS_NKEY_SEED_FILE } : {}),

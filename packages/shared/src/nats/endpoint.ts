@@ -23,10 +23,10 @@ export interface Endpoint {
 }
 
 /** Pair a contract with its handler, typed by the contract. */
-export const endpoint = <C extends Contract>(
-  c: C,
-  handle: (input: z.output<C['input']>, ctx: HandlerContext) => Promise<z.input<C['output']>>,
-): Endpoint => ({ contract: c, handle });
+export const endpoint = <C extends Contract>(c: C, handle: (input: z.output<C['input']>, ctx: HandlerContext) => Promise<z.input<C['output']>>): Endpoint => ({
+  contract: c,
+  handle,
+});
 
 export interface ServeOptions {
   name: string;
@@ -48,7 +48,10 @@ export interface ServeOptions {
  */
 export async function serve(nc: NatsConnection, opts: ServeOptions, endpoints: Endpoint[]): Promise<Service> {
   const missing = endpoints.find((ep) => ep.contract.assertion === 'required' && !opts.assertions);
-  if (missing) throw new Error(`${opts.name}: ${missing.contract.subject} acts for a user: set GATEWAY_ASSERTION_PUBLIC_KEYS (the gateway's public keys) to verify its assertions`);
+  if (missing)
+    throw new Error(
+      `${opts.name}: ${missing.contract.subject} acts for a user: set GATEWAY_ASSERTION_PUBLIC_KEYS (the gateway's public keys) to verify its assertions`,
+    );
   const service = await nc.services.add({ name: opts.name, version: opts.version, description: opts.description ?? opts.name, queue: 'q' });
   for (const ep of endpoints) {
     service.addEndpoint(ep.contract.subject.replaceAll('.', '_'), {
@@ -60,8 +63,16 @@ export async function serve(nc: NatsConnection, opts: ServeOptions, endpoints: E
         }
         // A traced request continues its trace here; any other message costs no span.
         const parent = extractTrace(msg.headers);
-        const span = parent && tracer.startSpan(ep.contract.subject, { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ep.contract.subject } }, parent);
-        const handled = span ? context.with(trace.setSpan(parent, span), () => handleMessage(ep, msg, opts.log, opts.assertions)) : handleMessage(ep, msg, opts.log, opts.assertions);
+        const span =
+          parent &&
+          tracer.startSpan(
+            ep.contract.subject,
+            { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ep.contract.subject } },
+            parent,
+          );
+        const handled = span
+          ? context.with(trace.setSpan(parent, span), () => handleMessage(ep, msg, opts.log, opts.assertions))
+          : handleMessage(ep, msg, opts.log, opts.assertions);
         void handled.then((outcome) => {
           if (span && outcome.error) span.setAttribute('agenthost.error_code', outcome.error.code);
           if (span) endSpan(span, outcome.error);
@@ -88,7 +99,15 @@ interface Outcome {
  * once the reply is sent (an error reply counts as an error, as the micro protocol's Nats-Service-Error does).
  */
 function endpointStats(service: Service): (o: Outcome) => void {
-  type Stats = { subject: string; num_requests: number; num_errors: number; processing_time: number; average_processing_time: number; last_error?: string; countLatency: (start: number) => void };
+  type Stats = {
+    subject: string;
+    num_requests: number;
+    num_errors: number;
+    processing_time: number;
+    average_processing_time: number;
+    last_error?: string;
+    countLatency: (start: number) => void;
+  };
   const handlers = (service as unknown as { handlers?: { subject: string; stats: Stats }[] }).handlers ?? [];
   const bySubject = new Map<string, Stats>();
   for (const h of handlers) {
@@ -116,7 +135,11 @@ async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger, ass
   const log = () => {
     if (child) return child;
     const traceId = traceIdOf();
-    return (child = rootLog.child({ subject: ep.contract.subject, ...(requestId ? { request_id: requestId } : {}), ...(traceId ? { trace_id: traceId } : {}) }));
+    return (child = rootLog.child({
+      subject: ep.contract.subject,
+      ...(requestId ? { request_id: requestId } : {}),
+      ...(traceId ? { trace_id: traceId } : {}),
+    }));
   };
   const started = performance.now();
   const subject = ep.contract.subject;

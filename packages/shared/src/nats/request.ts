@@ -31,7 +31,13 @@ export async function request<C extends Contract>(
   const started = performance.now();
   const parent = context.active();
   // A span only inside a traced request (work outside one, and untraced requests, send no traceparent).
-  const span = activeSpan(parent) && tracer.startSpan(`nats ${c.subject}`, { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': c.subject } }, parent);
+  const span =
+    activeSpan(parent) &&
+    tracer.startSpan(
+      `nats ${c.subject}`,
+      { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': c.subject } },
+      parent,
+    );
   try {
     // Nothing under send() makes spans: the span's context goes to the headers only, without making it active.
     const out = await send(nc, c, input, opts, span ? trace.setSpan(parent, span) : undefined);
@@ -39,13 +45,23 @@ export async function request<C extends Contract>(
     if (span) endSpan(span);
     return out;
   } catch (err) {
-    observeSent(c.subject, (err as { code?: string }).code === 'SERVICE_UNAVAILABLE' ? 'UNAVAILABLE' : ((err as { code?: string }).code ?? 'INTERNAL'), (performance.now() - started) / 1000);
+    observeSent(
+      c.subject,
+      (err as { code?: string }).code === 'SERVICE_UNAVAILABLE' ? 'UNAVAILABLE' : ((err as { code?: string }).code ?? 'INTERNAL'),
+      (performance.now() - started) / 1000,
+    );
     if (span) endSpan(span, err);
     throw err;
   }
 }
 
-async function send<C extends Contract>(nc: NatsConnection, c: C, input: z.input<C['input']>, opts: RequestOptions, traced: Context | undefined): Promise<z.output<C['output']>> {
+async function send<C extends Contract>(
+  nc: NatsConnection,
+  c: C,
+  input: z.input<C['input']>,
+  opts: RequestOptions,
+  traced: Context | undefined,
+): Promise<z.output<C['output']>> {
   const parsed = c.input.safeParse(input);
   if (!parsed.success) throw zodToAppError(parsed.error);
   // A client whose server went away reconnects to another node of the cluster within a few hundred ms: the

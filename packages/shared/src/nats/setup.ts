@@ -31,10 +31,55 @@ export function ensureNatsTls(dir: string, hosts: string[] = []): NatsTls {
   const tmp = mkdtempSync(path.join(parent, `.${path.basename(dir)}-`));
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: tmp, stdio: ['ignore', 'ignore', 'pipe'] });
   const san = ['DNS:localhost', 'IP:127.0.0.1', ...hosts.map((h) => (/^[\d.]+$/.test(h) ? `IP:${h}` : `DNS:${h}`))].join(',');
-  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '3650', '-subj', '/CN=agenthost NATS CA', '-keyout', 'ca-key.pem', '-out', 'ca.pem');
-  ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=agenthost-nats', '-keyout', 'server-key.pem', '-out', 'server.csr');
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=agenthost NATS CA',
+    '-keyout',
+    'ca-key.pem',
+    '-out',
+    'ca.pem',
+  );
+  ssl(
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-subj',
+    '/CN=agenthost-nats',
+    '-keyout',
+    'server-key.pem',
+    '-out',
+    'server.csr',
+  );
   writeFileSync(path.join(tmp, 'ext.cnf'), `subjectAltName=${san}\nextendedKeyUsage=serverAuth,clientAuth\n`);
-  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-days', '3650', '-extfile', 'ext.cnf', '-out', 'server.pem');
+  ssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca-key.pem',
+    '-CAcreateserial',
+    '-days',
+    '3650',
+    '-extfile',
+    'ext.cnf',
+    '-out',
+    'server.pem',
+  );
   for (const f of ['ca-key.pem', 'server-key.pem']) chmodSync(path.join(tmp, f), 0o600);
   chmodSync(tmp, 0o700);
   try {
@@ -82,7 +127,14 @@ export function natsUsers(dir: string): { seeds: Record<string, string>; users: 
 export function writeNatsAuth(dir: string, opts: { host: string; port: number; storeDir: string; tls: NatsTls; extra?: Record<string, unknown> }): NatsAuth {
   const { seeds, users } = natsUsers(dir);
   const configFile = path.join(dir, 'nats.conf');
-  const config = natsServerConfig({ host: opts.host, port: opts.port, storeDir: opts.storeDir, tls: opts.tls, users, ...(opts.extra ? { extra: opts.extra } : {}) });
+  const config = natsServerConfig({
+    host: opts.host,
+    port: opts.port,
+    storeDir: opts.storeDir,
+    tls: opts.tls,
+    users,
+    ...(opts.extra ? { extra: opts.extra } : {}),
+  });
   writeFileSync(configFile, config, { mode: 0o600 });
   return { configFile, tls: opts.tls, seeds };
 }

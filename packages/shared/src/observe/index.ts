@@ -54,11 +54,20 @@ export async function startObservability(o: {
     this.set(o.live() && results.every(Boolean) ? 1 : 0);
   });
   certificateExpiry([o.config.NATS_CA_FILE, ...o.config.CERTIFICATE_FILES].filter((f): f is string => !!f));
-  const stopTracing = await startTracing({ service: o.service, roots: o.traceRoots ?? 'none', endpoint: o.config.OTEL_EXPORTER_OTLP_ENDPOINT, sampleRatio: o.config.TRACE_SAMPLE_RATIO, flushMs: o.config.OTEL_BSP_SCHEDULE_DELAY });
+  const stopTracing = await startTracing({
+    service: o.service,
+    roots: o.traceRoots ?? 'none',
+    endpoint: o.config.OTEL_EXPORTER_OTLP_ENDPOINT,
+    sampleRatio: o.config.TRACE_SAMPLE_RATIO,
+    flushMs: o.config.OTEL_BSP_SCHEDULE_DELAY,
+  });
   const servers: Server[] = [];
   if (o.config.METRICS_PORT) {
     servers.push(await serveOperator({ port: o.config.METRICS_PORT, host: o.config.METRICS_HOST, live: o.live, checks: o.checks, metrics: true }));
-    o.log.info({ event: 'operator_port', metrics: `http://${o.config.METRICS_HOST}:${o.config.METRICS_PORT}/metrics` }, 'metrics and health on the operator port');
+    o.log.info(
+      { event: 'operator_port', metrics: `http://${o.config.METRICS_HOST}:${o.config.METRICS_PORT}/metrics` },
+      'metrics and health on the operator port',
+    );
   }
   if (o.config.HEALTH_PORT && o.config.HEALTH_PORT !== o.config.METRICS_PORT) {
     servers.push(await serveOperator({ port: o.config.HEALTH_PORT, host: '127.0.0.1', live: o.live, checks: o.checks, metrics: false }));

@@ -47,7 +47,10 @@ export function children<T>(make: (...values: string[]) => T): (...values: strin
 // Every service's NATS traffic, counted once in nats/endpoint.ts (served) and nats/request.ts (sent).
 const served = counter('agenthost_nats_requests_total', 'NATS requests served, by subject and outcome (OK or the error code answered)', ['subject', 'outcome']);
 const servedSeconds = histogram('agenthost_nats_request_duration_seconds', 'Time to handle a NATS request, by subject', ['subject']);
-const sent = counter('agenthost_nats_client_requests_total', 'NATS requests sent, by subject and outcome (OK, the error code answered, or UNAVAILABLE)', ['subject', 'outcome']);
+const sent = counter('agenthost_nats_client_requests_total', 'NATS requests sent, by subject and outcome (OK, the error code answered, or UNAVAILABLE)', [
+  'subject',
+  'outcome',
+]);
 const sentSeconds = histogram('agenthost_nats_client_request_duration_seconds', 'Time from sending a NATS request to its reply, by subject', ['subject']);
 
 const servedChild = children((subject, outcome) => served.labels(subject!, outcome!));

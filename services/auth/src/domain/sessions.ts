@@ -47,7 +47,8 @@ const messageFor = (config: AuthConfig, row: Parameters<typeof fieldsFor>[1]): s
 /** A single-use nonce (128 bits from the CSPRNG) and the message to sign, stored server-side. */
 export async function createNonce(deps: SessionDeps, walletAddress: string) {
   const pub = decodeBase58(walletAddress);
-  if (pub?.length !== 32) throw new AppError('VALIDATION_FAILED', 'wallet_address: must be a 32-byte base58 public key', { details: { field: 'wallet_address' } });
+  if (pub?.length !== 32)
+    throw new AppError('VALIDATION_FAILED', 'wallet_address: must be a 32-byte base58 public key', { details: { field: 'wallet_address' } });
   const issuedAt = new Date(Math.floor((deps.now?.() ?? new Date()).getTime() / 1000) * 1000);
   const row = {
     nonce: bs58.encode(randomBytes(16)),
@@ -121,7 +122,10 @@ async function signedWalletMessage(deps: SessionDeps, input: LoginInput, signedM
   }
   const ttlMs = deps.config.NONCE_TTL_SECONDS * 1000;
   if (!v.issuedAt || v.issuedAt.getTime() < Date.now() - ttlMs) {
-    throw new AppError('NONCE_INVALID', `A sign-in message without our nonce must say when it was issued, within the last ${deps.config.NONCE_TTL_SECONDS} s; or sign the sign_in_input of GET /auth/nonce`);
+    throw new AppError(
+      'NONCE_INVALID',
+      `A sign-in message without our nonce must say when it was issued, within the last ${deps.config.NONCE_TTL_SECONDS} s; or sign the sign_in_input of GET /auth/nonce`,
+    );
   }
   const fresh = await deps.db
     .insertInto('used_sign_ins')

@@ -26,7 +26,9 @@ const refused = (why: string) => new AppError('INVALID_SIGNATURE', `Sign-in refu
 
 /** The hosts a sign-in message may name: SIWS_DOMAINS, or SIWS_DOMAIN alone. */
 function allowedDomains(config: AuthConfig): Set<string> {
-  const list = config.SIWS_DOMAINS.split(',').map((d) => d.trim().toLowerCase()).filter(Boolean);
+  const list = config.SIWS_DOMAINS.split(',')
+    .map((d) => d.trim().toLowerCase())
+    .filter(Boolean);
   return new Set(list.length ? list : [config.SIWS_DOMAIN.toLowerCase()]);
 }
 
@@ -95,8 +97,10 @@ export function verifyWalletSignIn(
   }
   if (f.version !== undefined && f.version !== '1') throw refused(`version ${JSON.stringify(f.version)} is not 1`);
   if (f.chainId !== undefined) {
-    if (!CHAINS.has(chainOf(f.chainId))) throw refused(`chain id ${JSON.stringify(f.chainId)} is not a Sign-In With Solana chain id (mainnet, testnet, devnet or localnet)`);
-    if (chainOf(f.chainId) !== chainOf(config.SIWS_CHAIN_ID)) throw refused(`the message is for ${chainOf(f.chainId)}, this service runs on ${chainOf(config.SIWS_CHAIN_ID)}`);
+    if (!CHAINS.has(chainOf(f.chainId)))
+      throw refused(`chain id ${JSON.stringify(f.chainId)} is not a Sign-In With Solana chain id (mainnet, testnet, devnet or localnet)`);
+    if (chainOf(f.chainId) !== chainOf(config.SIWS_CHAIN_ID))
+      throw refused(`the message is for ${chainOf(f.chainId)}, this service runs on ${chainOf(config.SIWS_CHAIN_ID)}`);
   }
   const time = (name: string, v: string | undefined): Date | undefined => {
     if (v === undefined) return undefined;

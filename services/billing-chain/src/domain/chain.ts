@@ -212,7 +212,9 @@ export class ChainClient {
     const tx = new Transaction({ feePayer: keeper.publicKey, blockhash, lastValidBlockHeight }).add(ix);
     tx.sign(keeper);
     const raw = tx.serialize();
-    const sim = await this.rpc('simulate renew', () => this.connection.simulateTransaction(new VersionedTransaction(tx.compileMessage()), { commitment: this.commitment }));
+    const sim = await this.rpc('simulate renew', () =>
+      this.connection.simulateTransaction(new VersionedTransaction(tx.compileMessage()), { commitment: this.commitment }),
+    );
     if (sim.value.err) return { programError: customCode(sim.value.err), err: sim.value.err };
     const signature = await this.rpc('send renew', () => this.connection.sendRawTransaction(raw, { skipPreflight: true }));
     const status = await this.waitConfirmed(signature, 15_000);

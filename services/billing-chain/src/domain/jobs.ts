@@ -61,7 +61,12 @@ export class Jobs {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
-    await this.d.db.deleteFrom('leases').where('name', '=', 'jobs').where('holder', '=', this.holder).execute().catch(() => {});
+    await this.d.db
+      .deleteFrom('leases')
+      .where('name', '=', 'jobs')
+      .where('holder', '=', this.holder)
+      .execute()
+      .catch(() => {});
   }
 
   /** One round: pick-up, then renewals. Errors are logged; the next round retries. */

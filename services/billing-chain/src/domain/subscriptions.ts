@@ -156,7 +156,10 @@ export class Subscriptions {
       return this.view(fresh ?? row);
     } catch (err) {
       if (!(err instanceof AppError) || (err.code !== 'CHAIN_UNAVAILABLE' && err.code !== 'SUBSCRIPTION_ACCOUNT_INVALID')) throw err;
-      this.d.log.warn({ wallet_address: who.wallet_address, code: err.code, refreshed_at: row.refreshed_at.toISOString() }, 'chain unreadable: serving the stale cached subscription');
+      this.d.log.warn(
+        { wallet_address: who.wallet_address, code: err.code, refreshed_at: row.refreshed_at.toISOString() },
+        'chain unreadable: serving the stale cached subscription',
+      );
       return this.view(row);
     }
   }
@@ -174,7 +177,12 @@ export class Subscriptions {
   }
 
   private async adopt(who: Who): Promise<void> {
-    await this.d.db.updateTable('subscriptions').set({ user_id: who.user_id }).where('wallet_address', '=', who.wallet_address).where('user_id', 'is', null).execute();
+    await this.d.db
+      .updateTable('subscriptions')
+      .set({ user_id: who.user_id })
+      .where('wallet_address', '=', who.wallet_address)
+      .where('user_id', 'is', null)
+      .execute();
   }
 
   /**
@@ -190,7 +198,10 @@ export class Subscriptions {
     return p;
   }
 
-  private async doSync(wallet: string, opts: { reason: ChangeReason; userId?: string; cancelled?: boolean; history?: boolean; msgId?: string }): Promise<Row | null> {
+  private async doSync(
+    wallet: string,
+    opts: { reason: ChangeReason; userId?: string; cancelled?: boolean; history?: boolean; msgId?: string },
+  ): Promise<Row | null> {
     const prev = (await this.d.db.selectFrom('subscriptions').selectAll().where('wallet_address', '=', wallet).executeTakeFirst()) ?? null;
     const wantHistory = opts.cancelled === undefined && (opts.history ?? true);
     const [account, fromHistory] = await Promise.all([
@@ -216,18 +227,17 @@ export class Subscriptions {
       let reason: ChangeReason = opts.reason;
       if ((reason === 'renewed' || reason === 'refreshed') && !row.chain_active && prev?.chain_active) reason = 'expired';
       else if (reason === 'refreshed' && row.cancelled && !prev?.cancelled) reason = 'cancelled';
-      this.d.log.info({ wallet_address: wallet, reason, tier: after.tier, is_active: after.is_active, cancelled: after.cancelled, expires_at: after.expires_at }, 'subscription changed');
+      this.d.log.info(
+        { wallet_address: wallet, reason, tier: after.tier, is_active: after.is_active, cancelled: after.cancelled, expires_at: after.expires_at },
+        'subscription changed',
+      );
       await this.d.publish({ ...after, reason, user_id: row.user_id }, opts.msgId);
     }
     return row;
   }
 }
 
-async function upsert(
-  db: Kysely<BillingDB>,
-  a: ChainSubscription,
-  extra: { user_id: string | null; cancelled: boolean; refreshed_at: Date },
-): Promise<Row> {
+async function upsert(db: Kysely<BillingDB>, a: ChainSubscription, extra: { user_id: string | null; cancelled: boolean; refreshed_at: Date }): Promise<Row> {
   const values = {
     wallet_address: a.wallet,
     user_id: extra.user_id,

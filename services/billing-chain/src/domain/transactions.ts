@@ -66,4 +66,3 @@ export function customCode(err: unknown): number | null {
   const custom = (ie?.[1] as { Custom?: number } | undefined)?.Custom;
   return typeof custom === 'number' ? custom : null;
 }
-

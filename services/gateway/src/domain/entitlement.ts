@@ -8,8 +8,7 @@ import { observeEntitlement } from './metrics.ts';
 export type Subscription = contracts.billing.Subscription;
 
 /** A subscription grants access while active and not past expires_at (a cancelled one until expires_at). */
-export const isEntitled = (s: Subscription | null, now = Date.now()): s is Subscription =>
-  !!s && s.is_active && Date.parse(s.expires_at) > now;
+export const isEntitled = (s: Subscription | null, now = Date.now()): s is Subscription => !!s && s.is_active && Date.parse(s.expires_at) > now;
 
 export interface EntitlementOptions {
   /** How long a looked-up subscription (or its absence) is reused without asking billing-chain. */

@@ -83,7 +83,11 @@ export class IdempotencyStore {
   private sweepNowAndThen(): void {
     if (Date.now() - this.lastSweep < 60_000) return;
     this.lastSweep = Date.now();
-    void this.db.deleteFrom('idempotency_keys').where('expires_at', '<', sql<Date>`now()`).execute().catch(() => {});
+    void this.db
+      .deleteFrom('idempotency_keys')
+      .where('expires_at', '<', sql<Date>`now()`)
+      .execute()
+      .catch(() => {});
   }
 }
 

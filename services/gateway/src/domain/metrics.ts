@@ -2,7 +2,9 @@ import { children, counter } from '@agenthost/shared';
 
 // The gateway's own metrics beyond HTTP (http/observe.ts) and NATS (packages/shared): no user or wallet labels.
 
-const leases = counter('agenthost_quota_leases_total', 'Quota blocks this replica asked the shared counter for, by outcome (granted, exhausted, error)', ['outcome']);
+const leases = counter('agenthost_quota_leases_total', 'Quota blocks this replica asked the shared counter for, by outcome (granted, exhausted, error)', [
+  'outcome',
+]);
 const leasedTokens = counter('agenthost_quota_leased_requests_total', 'Requests of quota granted to this replica in blocks');
 const leaseChild = children((outcome) => leases.labels(outcome!));
 

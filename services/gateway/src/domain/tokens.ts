@@ -55,7 +55,8 @@ export class TokenVerifier {
 
   /** Load the keys now and keep them fresh. */
   start(): void {
-    const tick = () => this.refresh().catch((err) => this.opts.log.warn({ err: (err as Error).message }, 'could not refresh the token signing keys; keeping the current ones'));
+    const tick = () =>
+      this.refresh().catch((err) => this.opts.log.warn({ err: (err as Error).message }, 'could not refresh the token signing keys; keeping the current ones'));
     void tick();
     this.timer = setInterval(tick, this.opts.refreshMs);
     this.timer.unref();
@@ -77,16 +78,20 @@ export class TokenVerifier {
 
     let header: JWTHeaderParameters | undefined;
     try {
-      const { payload, protectedHeader } = await jwtVerify(token, async (h) => {
-        header = h;
-        return this.keyFor(h);
-      }, {
-        algorithms: ['EdDSA'],
-        issuer: this.opts.issuer,
-        audience: this.opts.audience,
-        typ: TYP,
-        requiredClaims: ['sub', 'exp', 'iat', 'jti', 'iss', 'aud'],
-      });
+      const { payload, protectedHeader } = await jwtVerify(
+        token,
+        async (h) => {
+          header = h;
+          return this.keyFor(h);
+        },
+        {
+          algorithms: ['EdDSA'],
+          issuer: this.opts.issuer,
+          audience: this.opts.audience,
+          typ: TYP,
+          requiredClaims: ['sub', 'exp', 'iat', 'jti', 'iss', 'aud'],
+        },
+      );
       const claims = contracts.auth.accessClaims.safeParse(payload);
       if (!claims.success) throw new AppError('UNAUTHORIZED', 'Access token is missing required claims');
       const out: TokenClaims = { user_id: claims.data.sub, wallet_address: claims.data.wallet, exp: payload.exp!, jti: String(payload.jti) };

@@ -58,7 +58,15 @@ function requestContext(log: Logger) {
       // Requests no route matched share one label: a scan of random paths must not grow the metrics.
       const traceId = observeRequest(traced?.span, (res.locals.route as string | undefined) ?? 'unmatched', req.method, res.statusCode, elapsed / 1000);
       access.info(
-        { request_id: requestId, method: req.method, path, status: res.statusCode, ms, ...(res.locals.userId ? { user_id: res.locals.userId } : {}), ...(traceId ? { trace_id: traceId } : {}) },
+        {
+          request_id: requestId,
+          method: req.method,
+          path,
+          status: res.statusCode,
+          ms,
+          ...(res.locals.userId ? { user_id: res.locals.userId } : {}),
+          ...(traceId ? { trace_id: traceId } : {}),
+        },
         'request',
       );
     });

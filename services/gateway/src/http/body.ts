@@ -26,7 +26,11 @@ const hasBody = (req: Request): boolean => Number(req.headers['content-length'] 
 function refusedType(type: string): AppError | undefined {
   const [mime, ...params] = type.split(';');
   if (mime!.trim().toLowerCase() !== 'application/json') return new AppError('UNSUPPORTED_MEDIA_TYPE');
-  const charset = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('charset='))?.slice(8).replace(/^"|"$/g, '');
+  const charset = params
+    .map((p) => p.trim().toLowerCase())
+    .find((p) => p.startsWith('charset='))
+    ?.slice(8)
+    .replace(/^"|"$/g, '');
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return new AppError('UNSUPPORTED_MEDIA_TYPE', 'Body must be UTF-8 JSON');
   return undefined;
 }

@@ -59,14 +59,19 @@ function replay(res: Response, kept: KeptAnswer): undefined {
 
 /** The request as a retry must repeat it: method, path (with query) and the JSON body with its keys in order. */
 function fingerprintOf(req: Request): string {
-  return createHash('sha256').update(`${req.method} ${req.originalUrl}\n${canonical(req.body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${req.method} ${req.originalUrl}\n${canonical(req.body)}`)
+    .digest('hex');
 }
 
 const canonical = (v: unknown): string => {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return `{${Object.keys(o).sort().map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(',')}}`;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(v ?? null);
 };

@@ -39,7 +39,10 @@ function serve(ctx: GatewayContext, route: Route) {
     const key = req.get('idempotency-key');
     const handle = async () => route.handler({ req, res, requestId, caller, meta });
     // Keys are kept per user: the public POSTs (sign-in, a bootstrap's report) have none and ignore the header.
-    const run = key !== undefined && caller.user_id && (route.method === 'post' || route.method === 'delete') ? () => idempotent(ctx, req, res, caller.user_id, key, handle) : handle;
+    const run =
+      key !== undefined && caller.user_id && (route.method === 'post' || route.method === 'delete')
+        ? () => idempotent(ctx, req, res, caller.user_id, key, handle)
+        : handle;
     let body: unknown;
     if (!counted) body = await run();
     else {

@@ -14,7 +14,11 @@ const secondsChild = children((route, method) => seconds.labels(route!, method!)
  */
 export function startHttpSpan(method: string, requestId: string): { span: Span; ctx: Context } | undefined {
   if (!sampleRoot()) return undefined;
-  const span = tracer.startSpan(`HTTP ${method}`, { kind: SpanKind.SERVER, root: true, attributes: { 'http.request.method': method, 'agenthost.request_id': requestId } }, ROOT_CONTEXT);
+  const span = tracer.startSpan(
+    `HTTP ${method}`,
+    { kind: SpanKind.SERVER, root: true, attributes: { 'http.request.method': method, 'agenthost.request_id': requestId } },
+    ROOT_CONTEXT,
+  );
   return { span, ctx: trace.setSpan(ROOT_CONTEXT, span) };
 }
 

@@ -80,14 +80,25 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
     if (!id || !/^[a-z][A-Za-z0-9]*$/.test(id)) throw new Error(`OpenAPI: ${e.method.toUpperCase()} ${e.path} needs a camelCase operationId`);
     const path = e.path.replace(/:([A-Za-z]+)/g, '{$1}');
     const params = [
-      ...[...e.path.matchAll(/:([A-Za-z]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: jsonSchema(PATH_PARAMS[m[1]!] ?? z.string(), 'input') })),
+      ...[...e.path.matchAll(/:([A-Za-z]+)/g)].map((m) => ({
+        name: m[1],
+        in: 'path',
+        required: true,
+        schema: jsonSchema(PATH_PARAMS[m[1]!] ?? z.string(), 'input'),
+      })),
       ...Object.entries(e.query?.shape ?? {}).map(([name, s]) => ({
         name,
         in: 'query',
         required: !(s as z.ZodType).safeParse(undefined).success,
         schema: jsonSchema(s as z.ZodType, 'input'),
       })),
-      ...Object.entries(e.requestHeaders ?? {}).map(([name, description]) => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })),
+      ...Object.entries(e.requestHeaders ?? {}).map(([name, description]) => ({
+        name,
+        in: 'header',
+        required: false,
+        description,
+        schema: { type: 'string' },
+      })),
       ...(idempotent(e) ? [IDEMPOTENCY_KEY] : []),
     ];
     const content = e.response
@@ -96,7 +107,16 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
           ...(e.stream ? { 'text/event-stream': { schema: named(`${pascal(id)}Event`, e.stream, 'output') } } : {}),
         }
       : undefined;
-    const answerHeaders = idempotent(e) ? { ...HEADERS, 'Idempotency-Replayed': { required: false, schema: { type: 'string', enum: ['true'] }, description: 'present on a replay of the first answer to the Idempotency-Key' } } : HEADERS;
+    const answerHeaders = idempotent(e)
+      ? {
+          ...HEADERS,
+          'Idempotency-Replayed': {
+            required: false,
+            schema: { type: 'string', enum: ['true'] },
+            description: 'present on a replay of the first answer to the Idempotency-Key',
+          },
+        }
+      : HEADERS;
     (paths[path] ??= {})[e.method] = {
       operationId: id,
       summary: e.summary,
@@ -137,7 +157,8 @@ function errorResponses(route: Route): Record<string, unknown> {
   for (const [status, codes] of byStatus(errorCodes(route))) {
     const retry = codes.some((c) => c === 'RATE_LIMITED') || status === 503;
     out[String(status)] = {
-      description: codes.map((c) => `${c}: ${ERROR_CODES[c].message}`).join('; ') + (route.rateLimit && codes.includes('RATE_LIMITED') ? ` (${route.rateLimit})` : ''),
+      description:
+        codes.map((c) => `${c}: ${ERROR_CODES[c].message}`).join('; ') + (route.rateLimit && codes.includes('RATE_LIMITED') ? ` (${route.rateLimit})` : ''),
       headers: { ...HEADERS, ...(retry ? RETRY_AFTER : {}) },
       content: {
         'application/json': {

@@ -37,7 +37,12 @@ interface File {
   cache: string;
 }
 
-const file = (body: Buffer, type: string, cache: string): File => ({ body, type, cache, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
+const file = (body: Buffer, type: string, cache: string): File => ({
+  body,
+  type,
+  cache,
+  etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+});
 
 /** What the page needs before its first API call: where the chain is, and the tier table (GET /config.json). */
 function dashboardConfig(config: GatewayConfig) {
@@ -59,7 +64,10 @@ export function staticFiles(config: GatewayConfig, log: Logger): StaticFiles | u
     for (const name of walk(dir)) {
       const path = `/${relative(dir, name).split(sep).join('/')}`;
       const immutable = path.startsWith('/assets/');
-      files.set(path, file(readFileSync(name), TYPES[extname(name)] ?? 'application/octet-stream', immutable ? 'public, max-age=31536000, immutable' : 'no-cache'));
+      files.set(
+        path,
+        file(readFileSync(name), TYPES[extname(name)] ?? 'application/octet-stream', immutable ? 'public, max-age=31536000, immutable' : 'no-cache'),
+      );
     }
     index = files.get('/index.html')!;
     if (!index) throw new Error('no index.html');
@@ -82,7 +90,10 @@ export function staticFiles(config: GatewayConfig, log: Logger): StaticFiles | u
       res.setHeader('X-Content-Type-Options', 'nosniff');
       if (f === index) {
         // The page runs wallet code: no framing, and scripts only from here. Wallet icons are data: URIs.
-        res.setHeader('Content-Security-Policy', `default-src 'self'; img-src 'self' data:; connect-src 'self' ${config.DASHBOARD_SOLANA_RPC_URL}; frame-ancestors 'none'; base-uri 'none'`);
+        res.setHeader(
+          'Content-Security-Policy',
+          `default-src 'self'; img-src 'self' data:; connect-src 'self' ${config.DASHBOARD_SOLANA_RPC_URL}; frame-ancestors 'none'; base-uri 'none'`,
+        );
         res.setHeader('Referrer-Policy', 'no-referrer');
       }
       if (req.headers['if-none-match'] === f.etag) {

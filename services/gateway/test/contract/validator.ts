@@ -77,7 +77,8 @@ export function documentValidator(doc: any) {
     /** Problems of a stream's opening: the documented status and type, and its first event's data valid for the schema. */
     event(o: Operation, res: ApiResponse): string[] {
       if (!o.op.responses[String(res.status)]) return [`status ${res.status} is not documented: ${res.text.slice(0, 300)}`];
-      if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) return [`content-type ${res.headers.get('content-type')} is not text/event-stream`];
+      if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream'))
+        return [`content-type ${res.headers.get('content-type')} is not text/event-stream`];
       if (res.body === undefined) return ['the stream ended before its first event'];
       return check(`${base(o)}/responses/${res.status}/content/text~1event-stream/schema`, res.body);
     },

@@ -12,13 +12,43 @@ export async function webhookCases(a: Actors): Promise<{ before: Case[]; after: 
   const hook = (await a.subscriber.api.post('/webhooks', { url: 'https://localhost/contract', events: ['instance.status'] })).body as { id: string };
   const deliveries = `/webhooks/${hook.id}/deliveries`;
   const before: Case[] = [
-    { operationId: 'createWebhook', why: 'an allowed https host', as: 'user', path: '/webhooks', body: { url: 'https://localhost/hooks', events: ['instance.status', 'keys.changed'] }, status: 200, documented: true },
-    { operationId: 'createWebhook', why: 'a loopback address', as: 'user', path: '/webhooks', body: { url: 'https://127.0.0.1/hooks', events: ['instance.status'] }, status: 400, documented: true },
-    { operationId: 'createWebhook', why: 'an unknown event type', as: 'user', path: '/webhooks', body: { url: 'https://localhost/hooks', events: ['instance.nope'] }, status: 400 },
+    {
+      operationId: 'createWebhook',
+      why: 'an allowed https host',
+      as: 'user',
+      path: '/webhooks',
+      body: { url: 'https://localhost/hooks', events: ['instance.status', 'keys.changed'] },
+      status: 200,
+      documented: true,
+    },
+    {
+      operationId: 'createWebhook',
+      why: 'a loopback address',
+      as: 'user',
+      path: '/webhooks',
+      body: { url: 'https://127.0.0.1/hooks', events: ['instance.status'] },
+      status: 400,
+      documented: true,
+    },
+    {
+      operationId: 'createWebhook',
+      why: 'an unknown event type',
+      as: 'user',
+      path: '/webhooks',
+      body: { url: 'https://localhost/hooks', events: ['instance.nope'] },
+      status: 400,
+    },
     { operationId: 'listWebhooks', why: 'the endpoints', as: 'subscriber', path: '/webhooks', status: 200, documented: true },
     { operationId: 'rotateWebhookSecret', why: 'a new secret', as: 'subscriber', path: `/webhooks/${hook.id}/rotate`, status: 200, documented: true },
     { operationId: 'listWebhookDeliveries', why: "another user's endpoint", as: 'user', path: deliveries, status: 404, documented: true },
-    { operationId: 'redeliverWebhook', why: 'an unknown delivery', as: 'subscriber', path: `${deliveries}/${MISSING_DELIVERY}/redeliver`, status: 404, documented: true },
+    {
+      operationId: 'redeliverWebhook',
+      why: 'an unknown delivery',
+      as: 'subscriber',
+      path: `${deliveries}/${MISSING_DELIVERY}/redeliver`,
+      status: 404,
+      documented: true,
+    },
   ];
   const after: Case[] = [
     {
@@ -37,7 +67,14 @@ export async function webhookCases(a: Actors): Promise<{ before: Case[]; after: 
         }
       },
     },
-    { operationId: 'redeliverWebhook', why: 'a delivery', as: 'subscriber', path: (s) => `${deliveries}/${s.delivery}/redeliver`, status: 200, documented: true },
+    {
+      operationId: 'redeliverWebhook',
+      why: 'a delivery',
+      as: 'subscriber',
+      path: (s) => `${deliveries}/${s.delivery}/redeliver`,
+      status: 200,
+      documented: true,
+    },
     { operationId: 'deleteWebhook', why: 'the endpoint', as: 'subscriber', path: `/webhooks/${hook.id}`, status: 200, documented: true },
     { operationId: 'deleteWebhook', why: 'gone', as: 'subscriber', path: `/webhooks/${MISSING_HOOK}`, status: 404, documented: true },
   ];

@@ -56,7 +56,11 @@ export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string
 
   const inst =
     idValid && instance_secret !== ''
-      ? await deps.db.selectFrom('instances').select(['user_id', 'key_id', 'secret_hash', 'key_epoch']).where('instance_id', '=', instance_id).executeTakeFirst()
+      ? await deps.db
+          .selectFrom('instances')
+          .select(['user_id', 'key_id', 'secret_hash', 'key_epoch'])
+          .where('instance_id', '=', instance_id)
+          .executeTakeFirst()
       : undefined;
   const matches = secretMatches(instance_secret, inst?.secret_hash ?? null);
   if (!inst || !matches) {
@@ -67,11 +71,19 @@ export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string
     throw new AppError('INSTANCE_UNAUTHORIZED');
   }
   if (!deps.keyring.has(inst.key_id)) {
-    deps.log.error({ event: 'instance_credentials_stale', instance_id, key_id: inst.key_id }, 'instance credentials were issued under a master key no longer in the keyring');
+    deps.log.error(
+      { event: 'instance_credentials_stale', instance_id, key_id: inst.key_id },
+      'instance credentials were issued under a master key no longer in the keyring',
+    );
     throw new AppError('INSTANCE_CREDENTIALS_STALE');
   }
 
-  const rows = await deps.db.selectFrom('api_keys').select(['key_name', 'encrypted_value', 'kid']).where('instance_id', '=', instance_id).orderBy('key_name').execute();
+  const rows = await deps.db
+    .selectFrom('api_keys')
+    .select(['key_name', 'encrypted_value', 'kid'])
+    .where('instance_id', '=', instance_id)
+    .orderBy('key_name')
+    .execute();
   const keys: Record<string, string> = {};
   const audit: AuditEntry[] = [];
   let resealed = 0;
@@ -88,7 +100,10 @@ export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string
         resealed++;
       }
     } catch (err) {
-      deps.log.error({ event: 'key_unreadable', instance_id, key_name: r.key_name, kid: r.kid, problem: err instanceof SealError ? err.message : 'unexpected' }, 'stored key cannot be opened');
+      deps.log.error(
+        { event: 'key_unreadable', instance_id, key_name: r.key_name, kid: r.kid, problem: err instanceof SealError ? err.message : 'unexpected' },
+        'stored key cannot be opened',
+      );
       throw new AppError('INTERNAL');
     }
     audit.push({ action: 'key_retrieved', key_name: r.key_name, key_length: lengthOf(r.encrypted_value) });
@@ -122,6 +137,10 @@ export async function instanceDeleted(deps: VaultDeps, ev: { instance_id: string
     return keys.map((k) => k.key_name);
   });
   await deps.limiter.reset(ev.instance_id);
-  if (removed) deps.log.info({ event: 'instance_keys_purged', instance_id: ev.instance_id, keys_deleted: removed.length }, 'instance deleted: keys and credentials removed');
+  if (removed)
+    deps.log.info(
+      { event: 'instance_keys_purged', instance_id: ev.instance_id, keys_deleted: removed.length },
+      'instance deleted: keys and credentials removed',
+    );
   return { keys_deleted: removed?.length ?? 0 };
 }

@@ -46,7 +46,13 @@ export class AuthLimiter {
     const retryAfter = Math.max(1, Math.ceil(Math.max(...blocked.map((r) => Number(r.left_s)))));
     this.rateLimitedTotal++;
     this.log.warn(
-      { event: 'instance_auth_rate_limited', ...fields, buckets: blocked.map((r) => r.bucket.split(':')[0]), retry_after_s: retryAfter, rate_limited_total: this.rateLimitedTotal },
+      {
+        event: 'instance_auth_rate_limited',
+        ...fields,
+        buckets: blocked.map((r) => r.bucket.split(':')[0]),
+        retry_after_s: retryAfter,
+        rate_limited_total: this.rateLimitedTotal,
+      },
       'instance authentication rate limited',
     );
     throw new AppError('RATE_LIMITED', 'Too many failed instance authentications; retry later', { retryAfter });

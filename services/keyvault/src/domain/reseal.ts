@@ -39,13 +39,20 @@ export async function resealAll(db: Kysely<KeyvaultDB>, keyring: Keyring, log: L
             .executeTakeFirst();
           if (!row || row.kid === current) return false;
           const next = keyring.reseal(row.instance_id, row.key_name, parseSealed(row.encrypted_value), current);
-          await trx.updateTable('api_keys').set({ encrypted_value: serializeSealed(next) }).where('id', '=', id).execute();
+          await trx
+            .updateTable('api_keys')
+            .set({ encrypted_value: serializeSealed(next) })
+            .where('id', '=', id)
+            .execute();
           return true;
         });
         if (done) resealed++;
       } catch (err) {
         failed++;
-        log.error({ event: 'reseal_failed', key_row: id, problem: err instanceof SealError ? err.message : String((err as Error)?.message ?? err) }, 'could not re-seal a key');
+        log.error(
+          { event: 'reseal_failed', key_row: id, problem: err instanceof SealError ? err.message : String((err as Error)?.message ?? err) },
+          'could not re-seal a key',
+        );
       }
     }
   }

@@ -1,4 +1,3 @@
-
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, type contracts, keyHint, type Logger, type SealOpener } from '@agenthost/shared';
 import type { AuditAction, KeyvaultDB } from '../db/schema.ts';
@@ -121,7 +120,13 @@ export async function deleteKeys(deps: VaultDeps, input: { user_id: string; inst
       .where('key_name', 'in', names)
       .returning(['key_name', 'encrypted_value'])
       .execute();
-    await writeAudit(trx, user_id, instance_id, meta, rows.map((r) => ({ action: 'key_deleted', key_name: r.key_name, key_length: lengthOf(r.encrypted_value) })));
+    await writeAudit(
+      trx,
+      user_id,
+      instance_id,
+      meta,
+      rows.map((r) => ({ action: 'key_deleted', key_name: r.key_name, key_length: lengthOf(r.encrypted_value) })),
+    );
     return rows.map((r) => r.key_name);
   });
   deps.log.info({ event: 'keys_deleted', instance_id, user_id, key_names: deleted }, 'keys deleted');

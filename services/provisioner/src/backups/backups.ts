@@ -87,16 +87,27 @@ export class Backups {
             .offset(limits.backups_kept)
             .limit(1000)
             .execute();
-          if (old.length) await tx.deleteFrom('backups').where('id', 'in', old.map((o) => o.id)).execute();
+          if (old.length)
+            await tx
+              .deleteFrom('backups')
+              .where(
+                'id',
+                'in',
+                old.map((o) => o.id),
+              )
+              .execute();
           return { saved, dropped: old.map((o) => o.id) };
         });
-        for (const id of dropped) await this.d.store.remove(id).catch((err) => log.warn({ backup_id: id, err: describe(err) }, 'old archive not removed; the sweep retries'));
+        for (const id of dropped)
+          await this.d.store.remove(id).catch((err) => log.warn({ backup_id: id, err: describe(err) }, 'old archive not removed; the sweep retries'));
         log.info({ instance_id: row.id, backup_id: ids.backup_id, kind, size_bytes: size, dropped: dropped.length }, 'backup taken');
         return view(saved);
       },
       LOCK_WAIT_MS,
     );
-    await this.d.published({ ...taken, user_id: input.user_id }).catch((err) => log.warn({ backup_id: taken.backup_id, err: describe(err) }, 'backup event not published'));
+    await this.d
+      .published({ ...taken, user_id: input.user_id })
+      .catch((err) => log.warn({ backup_id: taken.backup_id, err: describe(err) }, 'backup event not published'));
     return taken;
   }
 
@@ -121,8 +132,13 @@ export class Backups {
     this.exporter();
     const backup = await this.backup(input.user_id, input.backup_id);
     const target = await this.owned(input.user_id, input.instance_id);
-    if (backup.framework !== target.framework) throw new AppError('INSTANCE_STATE_CONFLICT', `The backup is of a ${backup.framework} instance, this one runs ${target.framework}`);
-    const token = await this.d.locks.with(input.instance_id, async () => this.restoreLocked(await this.owned(input.user_id, input.instance_id), backup, input.tier), LOCK_WAIT_MS);
+    if (backup.framework !== target.framework)
+      throw new AppError('INSTANCE_STATE_CONFLICT', `The backup is of a ${backup.framework} instance, this one runs ${target.framework}`);
+    const token = await this.d.locks.with(
+      input.instance_id,
+      async () => this.restoreLocked(await this.owned(input.user_id, input.instance_id), backup, input.tier),
+      LOCK_WAIT_MS,
+    );
     return { success: true, instance_id: input.instance_id, status: 'provisioning' as const, access_token: token, backup_id: backup.id };
   }
 
@@ -136,11 +152,17 @@ export class Backups {
     await this.d.store.withFile(backup.id, (file) => verifyArchive(file, this.key(idsOf(backup))));
     const made = await this.d.instances.creator.create({ ...create, framework: backup.framework, version: backup.version });
     try {
-      const token = await this.d.locks.with(made.instance_id, async () => this.restoreLocked(await this.owned(input.user_id, made.instance_id), backup, input.tier, true), LOCK_WAIT_MS);
+      const token = await this.d.locks.with(
+        made.instance_id,
+        async () => this.restoreLocked(await this.owned(input.user_id, made.instance_id), backup, input.tier, true),
+        LOCK_WAIT_MS,
+      );
       return { ...made, status: 'provisioning' as const, access_token: token, backup_id: backup.id, cloned_from: source };
     } catch (err) {
       // No half clone counts against the tier: the new instance goes again.
-      await this.d.instances.lifecycle.remove({ user_id: input.user_id, instance_id: made.instance_id }).catch((e) => this.d.log.error({ instance_id: made.instance_id, err: describe(e) }, 'could not remove a failed clone'));
+      await this.d.instances.lifecycle
+        .remove({ user_id: input.user_id, instance_id: made.instance_id })
+        .catch((e) => this.d.log.error({ instance_id: made.instance_id, err: describe(e) }, 'could not remove a failed clone'));
       throw err;
     }
   }
@@ -214,7 +236,13 @@ export class Backups {
   }
 
   private async owned(userId: string, instanceId: string): Promise<InstanceRow> {
-    const row = await this.d.db.selectFrom('instances').selectAll().where('id', '=', instanceId).where('user_id', '=', userId).where('deleting_at', 'is', null).executeTakeFirst();
+    const row = await this.d.db
+      .selectFrom('instances')
+      .selectAll()
+      .where('id', '=', instanceId)
+      .where('user_id', '=', userId)
+      .where('deleting_at', 'is', null)
+      .executeTakeFirst();
     if (!row) throw new AppError('INSTANCE_NOT_FOUND');
     return row;
   }
@@ -230,7 +258,8 @@ export class Backups {
   private async assertStorage(userId: string, tier: string, limitMb: number): Promise<void> {
     if (limitMb === UNLIMITED) return;
     const { storage_used_mb } = await this.d.instances.view.usage({ user_id: userId });
-    if (storage_used_mb >= limitMb) throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${tier} tier allows ${limitMb} MB of storage and your instances and backups use ${storage_used_mb} MB`);
+    if (storage_used_mb >= limitMb)
+      throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${tier} tier allows ${limitMb} MB of storage and your instances and backups use ${storage_used_mb} MB`);
   }
 }
 

@@ -13,7 +13,13 @@ export function backupBucket(c: {
   BACKUP_S3_SECRET_ACCESS_KEY?: string | undefined;
 }): S3Settings | undefined {
   if (!c.BACKUP_S3_BUCKET) return undefined;
-  return { bucket: c.BACKUP_S3_BUCKET, endpoint: c.BACKUP_S3_ENDPOINT, region: c.BACKUP_S3_REGION, accessKeyId: c.BACKUP_S3_ACCESS_KEY_ID, secretAccessKey: c.BACKUP_S3_SECRET_ACCESS_KEY };
+  return {
+    bucket: c.BACKUP_S3_BUCKET,
+    endpoint: c.BACKUP_S3_ENDPOINT,
+    region: c.BACKUP_S3_REGION,
+    accessKeyId: c.BACKUP_S3_ACCESS_KEY_ID,
+    secretAccessKey: c.BACKUP_S3_SECRET_ACCESS_KEY,
+  };
 }
 
 /** The store the configuration names: a bucket when BACKUP_S3_BUCKET is set, else the backup directory. */

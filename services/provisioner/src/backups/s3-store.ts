@@ -60,7 +60,17 @@ export class S3Store implements ArchiveStore {
       commit: async () => {
         try {
           const { size } = await stat(file);
-          await this.call(() => this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.key(id), Body: createReadStream(file), ContentLength: size, ContentType: 'application/octet-stream' })));
+          await this.call(() =>
+            this.s3.send(
+              new PutObjectCommand({
+                Bucket: this.bucket,
+                Key: this.key(id),
+                Body: createReadStream(file),
+                ContentLength: size,
+                ContentType: 'application/octet-stream',
+              }),
+            ),
+          );
         } finally {
           await clean();
         }

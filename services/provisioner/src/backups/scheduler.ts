@@ -42,7 +42,15 @@ export class BackupScheduler {
           .where('i.deleting_at', 'is', null)
           .where('i.status', 'in', ['running', 'stopped'])
           .where(({ not, exists, selectFrom }) =>
-            not(exists(selectFrom('backups as b').select('b.id').whereRef('b.instance_id', '=', 'i.id').where('b.kind', '=', 'scheduled').where('b.created_at', '>', due))),
+            not(
+              exists(
+                selectFrom('backups as b')
+                  .select('b.id')
+                  .whereRef('b.instance_id', '=', 'i.id')
+                  .where('b.kind', '=', 'scheduled')
+                  .where('b.created_at', '>', due),
+              ),
+            ),
           )
           .execute();
         let taken = 0;

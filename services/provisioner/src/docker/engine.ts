@@ -63,7 +63,9 @@ export class DockerEngine {
         ac.abort();
         reject(Object.assign(new Error(`docker ${what} timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' }));
       }, timeoutMs);
-      ac.signal.addEventListener('abort', () => reject(Object.assign(new Error(`docker ${what} aborted: engine down`), { code: 'ECONNABORTED' })), { once: true });
+      ac.signal.addEventListener('abort', () => reject(Object.assign(new Error(`docker ${what} aborted: engine down`), { code: 'ECONNABORTED' })), {
+        once: true,
+      });
     });
     try {
       return await Promise.race([fn(ac.signal), stopped]);
@@ -153,7 +155,19 @@ function dockerOptions(host: string): Docker.DockerOptions {
   return { host: u.hostname, port: Number(u.port || 2375), protocol: u.protocol === 'https:' ? 'https' : 'http' };
 }
 
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EACCES', 'ENOTSOCK', 'ABORT_ERR', 'UND_ERR_SOCKET']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOENT',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EACCES',
+  'ENOTSOCK',
+  'ABORT_ERR',
+  'UND_ERR_SOCKET',
+]);
 
 function isEngineUnreachable(err: unknown): boolean {
   const e = err as { code?: string; name?: string; statusCode?: number } | undefined;

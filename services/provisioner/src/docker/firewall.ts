@@ -64,7 +64,7 @@ function within(inner: string, outer: string): boolean {
   const o = parse(outer);
   if (i.prefix < o.prefix) return false;
   const mask = o.prefix === 0 ? 0 : (~0 << (32 - o.prefix)) >>> 0;
-  return ((i.n & mask) >>> 0) === ((o.n & mask) >>> 0);
+  return (i.n & mask) >>> 0 === (o.n & mask) >>> 0;
 }
 
 /** The IPv4 subnets the host is connected to (loopback excluded), as network/prefix CIDRs. */
@@ -179,7 +179,10 @@ export async function removeFirewall(tag: string): Promise<number> {
       if (!line.startsWith('-A ') || (!line.includes(`--comment ${tag} `) && !line.includes(`--comment "${tag}" `))) continue;
       const args = line.replace(/"/g, '').split(/\s+/).filter(Boolean);
       args[0] = '-D';
-      await iptables(args).then(() => removed++, () => {});
+      await iptables(args).then(
+        () => removed++,
+        () => {},
+      );
     }
   }
   return removed;

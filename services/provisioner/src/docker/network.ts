@@ -45,7 +45,8 @@ export async function ensureNetwork(engine: DockerEngine, name: string, scope: s
     if (!info) throw new Error(`network ${name} could not be created`);
   }
   if (info.Driver !== 'bridge') throw new Error(`network ${name} exists but is not a bridge`);
-  if (info.Options?.[ICC] !== 'false') throw new Error(`network ${name} exists with inter-container communication enabled; remove it or choose another INSTANCE_NETWORK`);
+  if (info.Options?.[ICC] !== 'false')
+    throw new Error(`network ${name} exists with inter-container communication enabled; remove it or choose another INSTANCE_NETWORK`);
   const ipam = (info.IPAM?.Config ?? []).find((c) => c.Subnet && !c.Subnet.includes(':'));
   if (!ipam?.Subnet) throw new Error(`network ${name} has no IPv4 subnet`);
   const gatewayIp = ipam.Gateway ?? firstHost(ipam.Subnet);
@@ -54,7 +55,9 @@ export async function ensureNetwork(engine: DockerEngine, name: string, scope: s
 
 async function inspect(engine: DockerEngine, name: string): Promise<Docker.NetworkInspectInfo | undefined> {
   try {
-    const info = (await engine.run('network inspect', (abortSignal) => (engine.docker.getNetwork(name) as unknown as { inspect(opts: object): Promise<Docker.NetworkInspectInfo> }).inspect(o({ abortSignal })))) as Docker.NetworkInspectInfo;
+    const info = (await engine.run('network inspect', (abortSignal) =>
+      (engine.docker.getNetwork(name) as unknown as { inspect(opts: object): Promise<Docker.NetworkInspectInfo> }).inspect(o({ abortSignal })),
+    )) as Docker.NetworkInspectInfo;
     // Docker matches ids by prefix too: make sure it is the network with that exact name.
     return info.Name === name ? info : undefined;
   } catch (err) {

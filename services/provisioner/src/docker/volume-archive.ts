@@ -37,7 +37,11 @@ export async function exportVolume(engine: DockerEngine, id: string, sink: (tar:
  * no process of the archive runs). The helper runs the instance's own image as the agent's user with the same
  * read-only root as the agent, so the engine writes the files exactly where and as the agent would find them.
  */
-export async function importVolume(engine: DockerEngine, i: { instanceId: string; userId: string; scope: string; image: string }, tar: NodeJS.ReadableStream): Promise<void> {
+export async function importVolume(
+  engine: DockerEngine,
+  i: { instanceId: string; userId: string; scope: string; image: string },
+  tar: NodeJS.ReadableStream,
+): Promise<void> {
   const name = helperName(i.instanceId);
   const removeHelper = () => removeRestoreHelper(engine, i.instanceId);
   await removeHelper(); // one a crash left behind
@@ -52,7 +56,11 @@ export async function importVolume(engine: DockerEngine, i: { instanceId: string
   };
   await engine.run('container create', (abortSignal) => engine.docker.createContainer(o({ _query: { name }, _body: body, abortSignal })));
   try {
-    await engine.run('container archive put', (abortSignal) => engine.docker.getContainer(name).putArchive(tar, o({ path: '/data', abortSignal })), ARCHIVE_TIMEOUT_MS);
+    await engine.run(
+      'container archive put',
+      (abortSignal) => engine.docker.getContainer(name).putArchive(tar, o({ path: '/data', abortSignal })),
+      ARCHIVE_TIMEOUT_MS,
+    );
   } finally {
     await removeHelper();
   }

@@ -66,7 +66,8 @@ export class QuotaVolumes {
    */
   async ensure(i: { instanceId: string; userId: string }, sizeMb: number): Promise<void> {
     const { engine } = this.d;
-    const inspect = () => ignoreGone(engine.run('volume inspect', (abortSignal) => engine.docker.getVolume(volumeName(i.instanceId)).inspect(o({ abortSignal }))));
+    const inspect = () =>
+      ignoreGone(engine.run('volume inspect', (abortSignal) => engine.docker.getVolume(volumeName(i.instanceId)).inspect(o({ abortSignal }))));
     const file = this.file(i.instanceId);
     if (!(await exists(file))) {
       if (!this.d.enabled || (await inspect())) return;
@@ -189,9 +190,11 @@ const isMounted = async (path: string): Promise<boolean> => (await mountPoints()
 async function loopDevices(file: string): Promise<string[]> {
   try {
     const { stdout } = await run('losetup', ['-j', file, '-O', 'NAME', '-n']);
-    return stdout.split('\n').map((s) => s.trim()).filter(Boolean);
+    return stdout
+      .split('\n')
+      .map((s) => s.trim())
+      .filter(Boolean);
   } catch {
     return [];
   }
 }
-

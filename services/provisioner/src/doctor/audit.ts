@@ -28,7 +28,8 @@ const BUSY_STEPS = new Set(['leased', 'container', 'recreating', 'stopping', 'de
  */
 export async function audit(d: { config: ProvisionerConfig; db: Kysely<ProvisionerDB>; docker: Docker }): Promise<DoctorReport> {
   const { config, db, docker } = d;
-  if (config.PROVISIONER_DRIVER !== 'docker') throw new Error('the doctor audits the docker driver (PROVISIONER_DRIVER=docker); swarm instances are not audited yet');
+  if (config.PROVISIONER_DRIVER !== 'docker')
+    throw new Error('the doctor audits the docker driver (PROVISIONER_DRIVER=docker); swarm instances are not audited yet');
   const scope = config.INSTANCE_SCOPE || config.INSTANCE_NETWORK;
   const drift: Finding[] = [];
   const notes: Finding[] = [];
@@ -48,31 +49,69 @@ export async function audit(d: { config: ProvisionerConfig; db: Kysely<Provision
 
   for (const c of containers) {
     const id = c.Labels?.[LABEL_INSTANCE];
-    if (id && !byId.has(id)) drift.push({ instance_id: id, check: 'orphan', problem: `container ${c.Names?.[0]?.slice(1) ?? c.Id} has no instance in the database`, fix: `docker rm -f ${c.Id.slice(0, 12)} (the provisioner's reconciler also removes it)` });
+    if (id && !byId.has(id))
+      drift.push({
+        instance_id: id,
+        check: 'orphan',
+        problem: `container ${c.Names?.[0]?.slice(1) ?? c.Id} has no instance in the database`,
+        fix: `docker rm -f ${c.Id.slice(0, 12)} (the provisioner's reconciler also removes it)`,
+      });
   }
   for (const v of volumes) {
     const id = v.Labels?.[LABEL_INSTANCE];
-    if (id && !byId.has(id)) drift.push({ instance_id: id, check: 'orphan', problem: `volume ${v.Name} has no instance in the database`, fix: `docker volume rm ${v.Name} (the provisioner's reconciler also removes it)` });
+    if (id && !byId.has(id))
+      drift.push({
+        instance_id: id,
+        check: 'orphan',
+        problem: `volume ${v.Name} has no instance in the database`,
+        fix: `docker volume rm ${v.Name} (the provisioner's reconciler also removes it)`,
+      });
   }
 
   for (const file of volumeFiles) {
     const id = file.replace(/\.ext4(\.new)?$/, '');
-    if (id !== file && !byId.has(id)) drift.push({ instance_id: id, check: 'orphan', problem: `volume file ${join(volumeDir, file)} has no instance in the database`, fix: "the provisioner's reconciler removes it (with its mount and loop device) at its next pass; start the provisioner if it is not running" });
+    if (id !== file && !byId.has(id))
+      drift.push({
+        instance_id: id,
+        check: 'orphan',
+        problem: `volume file ${join(volumeDir, file)} has no instance in the database`,
+        fix: "the provisioner's reconciler removes it (with its mount and loop device) at its next pass; start the provisioner if it is not running",
+      });
   }
 
   const images = new Map<string, Docker.ImageInspectInfo | undefined>();
   const image = async (ref: string) => {
-    if (!images.has(ref)) images.set(ref, await docker.getImage(ref).inspect().catch(() => undefined));
+    if (!images.has(ref))
+      images.set(
+        ref,
+        await docker
+          .getImage(ref)
+          .inspect()
+          .catch(() => undefined),
+      );
     return images.get(ref);
   };
   for (const row of rows) {
     if (row.deleting_at || BUSY_STEPS.has(row.step)) {
-      notes.push({ instance_id: row.id, check: 'operation', problem: `an operation is in progress (step ${row.step})`, fix: 'none: run the doctor again once it is done' });
+      notes.push({
+        instance_id: row.id,
+        check: 'operation',
+        problem: `an operation is in progress (step ${row.step})`,
+        fix: 'none: run the doctor again once it is done',
+      });
       continue;
     }
-    const info = await docker.getContainer(containerName(row.id)).inspect().catch(() => undefined);
+    const info = await docker
+      .getContainer(containerName(row.id))
+      .inspect()
+      .catch(() => undefined);
     if (!info) {
-      drift.push({ instance_id: row.id, check: 'container', problem: `the ${row.status} instance has no container`, fix: `its owner restarts it (POST /api/instance/restart/${row.id})` });
+      drift.push({
+        instance_id: row.id,
+        check: 'container',
+        problem: `the ${row.status} instance has no container`,
+        fix: `its owner restarts it (POST /api/instance/restart/${row.id})`,
+      });
       continue;
     }
     const built = await image(info.Image);
@@ -80,11 +119,27 @@ export async function audit(d: { config: ProvisionerConfig; db: Kysely<Provision
     // Pinned instances run the image ID recorded at create or upgrade: a container on another image is drift; a tag
     // that moved since is an update for the owner to take (POST /instance/upgrade), not drift.
     const pinned = row.image_digest ?? (await image(row.image))?.Id;
-    if (!pinned) drift.push({ instance_id: row.id, check: 'image', problem: `its image ${row.image} is not on this engine`, fix: 'bash deploy/images/build.sh (or docker pull it)' });
+    if (!pinned)
+      drift.push({
+        instance_id: row.id,
+        check: 'image',
+        problem: `its image ${row.image} is not on this engine`,
+        fix: 'bash deploy/images/build.sh (or docker pull it)',
+      });
     else if (pinned !== info.Image) {
-      drift.push({ instance_id: row.id, check: 'image', problem: `runs ${info.Image.slice(7, 19)}, but it is pinned to ${pinned.slice(7, 19)}`, fix: `its owner restarts it (POST /api/instance/restart/${row.id}) to run its pinned image` });
+      drift.push({
+        instance_id: row.id,
+        check: 'image',
+        problem: `runs ${info.Image.slice(7, 19)}, but it is pinned to ${pinned.slice(7, 19)}`,
+        fix: `its owner restarts it (POST /api/instance/restart/${row.id}) to run its pinned image`,
+      });
     } else if (row.image_digest && (await image(row.image))?.Id !== row.image_digest) {
-      notes.push({ instance_id: row.id, check: 'image', problem: `${row.image} now names another image than the one it is pinned to`, fix: `its owner upgrades it (POST /api/instance/upgrade/${row.id}) to run the rebuilt image` });
+      notes.push({
+        instance_id: row.id,
+        check: 'image',
+        problem: `${row.image} now names another image than the one it is pinned to`,
+        fix: `its owner upgrades it (POST /api/instance/upgrade/${row.id}) to run the rebuilt image`,
+      });
     }
     await auditHealth(row, info, config, drift, notes);
   }
@@ -94,15 +149,31 @@ export async function audit(d: { config: ProvisionerConfig; db: Kysely<Provision
 /** The instance bridge (no traffic between containers) and every host firewall rule the provisioner installs. */
 async function auditNetwork(config: ProvisionerConfig, docker: Docker): Promise<Finding[]> {
   const out: Finding[] = [];
-  const restartProvisioner = 'restart the provisioner (supervisorctl -c /var/lib/agenthost/supervisor/supervisord.conf restart provisioner): at start and every RECONCILE_INTERVAL_SECONDS it puts the network and the whole ordered rule set back';
-  const net = await docker.getNetwork(config.INSTANCE_NETWORK).inspect().catch(() => undefined) as Docker.NetworkInspectInfo | undefined;
+  const restartProvisioner =
+    'restart the provisioner (supervisorctl -c /var/lib/agenthost/supervisor/supervisord.conf restart provisioner): at start and every RECONCILE_INTERVAL_SECONDS it puts the network and the whole ordered rule set back';
+  const net = (await docker
+    .getNetwork(config.INSTANCE_NETWORK)
+    .inspect()
+    .catch(() => undefined)) as Docker.NetworkInspectInfo | undefined;
   if (!net) return [{ check: 'network', problem: `the instance network ${config.INSTANCE_NETWORK} does not exist`, fix: restartProvisioner }];
   const options = net.Options ?? {};
-  if (options['com.docker.network.bridge.enable_icc'] !== 'false') out.push({ check: 'network', problem: `${config.INSTANCE_NETWORK} lets containers talk to each other`, fix: `remove the network once no instance uses it (docker network rm ${config.INSTANCE_NETWORK}), then ${restartProvisioner}` });
+  if (options['com.docker.network.bridge.enable_icc'] !== 'false')
+    out.push({
+      check: 'network',
+      problem: `${config.INSTANCE_NETWORK} lets containers talk to each other`,
+      fix: `remove the network once no instance uses it (docker network rm ${config.INSTANCE_NETWORK}), then ${restartProvisioner}`,
+    });
   const bridge = options['com.docker.network.bridge.name'];
   if (config.FIREWALL === 'enforce' && bridge) {
-    const missing = await missingFirewallRules({ bridge, gatewayPort: config.GATEWAY_PORT, tag: firewallTag(config.INSTANCE_NETWORK), dnsServers: hostDnsServers(), hostSubnets: hostSubnets() });
-    for (const r of missing) out.push({ check: 'firewall', problem: `host firewall rule missing from ${r.chain}: ${r.rule.join(' ')}`, fix: restartProvisioner });
+    const missing = await missingFirewallRules({
+      bridge,
+      gatewayPort: config.GATEWAY_PORT,
+      tag: firewallTag(config.INSTANCE_NETWORK),
+      dnsServers: hostDnsServers(),
+      hostSubnets: hostSubnets(),
+    });
+    for (const r of missing)
+      out.push({ check: 'firewall', problem: `host firewall rule missing from ${r.chain}: ${r.rule.join(' ')}`, fix: restartProvisioner });
   }
   return out;
 }
@@ -111,12 +182,29 @@ async function auditNetwork(config: ProvisionerConfig, docker: Docker): Promise<
 async function auditHealth(row: InstanceRow, info: Docker.ContainerInspectInfo, config: ProvisionerConfig, drift: Finding[], notes: Finding[]): Promise<void> {
   const logs = `see its logs (GET /api/instance/logs/${row.id}) and restart it (POST /api/instance/restart/${row.id})`;
   if (row.step === 'backoff') {
-    notes.push({ instance_id: row.id, check: 'health', problem: `its agent crashed (${row.last_exit_reason}); restarted at ${new Date(row.next_restart_at!).toISOString()}`, fix: 'none: the self-healing restarts it' });
+    notes.push({
+      instance_id: row.id,
+      check: 'health',
+      problem: `its agent crashed (${row.last_exit_reason}); restarted at ${new Date(row.next_restart_at!).toISOString()}`,
+      fix: 'none: the self-healing restarts it',
+    });
   } else if (row.status === 'running') {
-    if (!info.State.Running) drift.push({ instance_id: row.id, check: 'health', problem: 'is running in the database but its container is not', fix: 'none needed if the provisioner runs: its reconciler restarts the agent; otherwise start the provisioner' });
-    else if (!(await healthy(config.PUBLISH_HOST, row.port))) drift.push({ instance_id: row.id, check: 'health', problem: `its agent does not answer GET /healthz on port ${row.port}`, fix: logs });
+    if (!info.State.Running)
+      drift.push({
+        instance_id: row.id,
+        check: 'health',
+        problem: 'is running in the database but its container is not',
+        fix: 'none needed if the provisioner runs: its reconciler restarts the agent; otherwise start the provisioner',
+      });
+    else if (!(await healthy(config.PUBLISH_HOST, row.port)))
+      drift.push({ instance_id: row.id, check: 'health', problem: `its agent does not answer GET /healthz on port ${row.port}`, fix: logs });
   } else if (row.status === 'stopped' && info.State.Running) {
-    drift.push({ instance_id: row.id, check: 'health', problem: 'is stopped in the database but its container runs', fix: `docker stop ${containerName(row.id)}` });
+    drift.push({
+      instance_id: row.id,
+      check: 'health',
+      problem: 'is stopped in the database but its container runs',
+      fix: `docker stop ${containerName(row.id)}`,
+    });
   } else if (row.status === 'failed') {
     notes.push({ instance_id: row.id, check: 'health', problem: `failed: ${row.failure_reason ?? 'no reason recorded'}`, fix: logs });
   }

@@ -20,13 +20,27 @@ export interface Intent {
 }
 
 /** The environment variables the provisioner sets (containers.ts, spec.ts). */
-const OWN_ENV = new Set(['AGENTHOST_INSTANCE_ID', 'AGENTHOST_CREDENTIALS', 'AGENTHOST_KEYS_URL', 'AGENTHOST_KEYS_WATCH', 'NODE_OPTIONS', 'AGENTHOST_PUBLIC_URL', TOKEN_ENV]);
+const OWN_ENV = new Set([
+  'AGENTHOST_INSTANCE_ID',
+  'AGENTHOST_CREDENTIALS',
+  'AGENTHOST_KEYS_URL',
+  'AGENTHOST_KEYS_WATCH',
+  'NODE_OPTIONS',
+  'AGENTHOST_PUBLIC_URL',
+  TOKEN_ENV,
+]);
 const OWN_LABELS = new Set([LABEL_INSTANCE, LABEL_USER, LABEL_MANAGED, LABEL_SCOPE]);
 
 /** Names of agenthost's own credentials: none may ever be in a container's configuration. */
-const SECRET_NAME = /^(AGENTHOST_INSTANCE_(SECRET|KEY)|MASTER_KEY|MASTER_KEYS_PREVIOUS|DATABASE_URL|AUTH_JWT_PRIVATE_KEY|GATEWAY_ASSERTION_PRIVATE_KEY|KEYVAULT_SEAL_PRIVATE_KEY|NATS_NKEY_SEED|KEEPER_SECRET_KEY)/;
+const SECRET_NAME =
+  /^(AGENTHOST_INSTANCE_(SECRET|KEY)|MASTER_KEY|MASTER_KEYS_PREVIOUS|DATABASE_URL|AUTH_JWT_PRIVATE_KEY|GATEWAY_ASSERTION_PRIVATE_KEY|KEYVAULT_SEAL_PRIVATE_KEY|NATS_NKEY_SEED|KEEPER_SECRET_KEY)/;
 /** Values that are credentials whatever their name: a private key, a URL with a password, an nkey seed, a JWT. */
-const SECRET_VALUE = [/-----BEGIN [A-Z ]*PRIVATE KEY-----/, /^[a-z][a-z0-9+.-]*:\/\/[^\s:@/]+:[^\s@/]+@/i, /^S[ACNOPU][A-Z2-7]{54}$/, /^eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+$/];
+const SECRET_VALUE = [
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
+  /^[a-z][a-z0-9+.-]*:\/\/[^\s:@/]+:[^\s@/]+@/i,
+  /^S[ACNOPU][A-Z2-7]{54}$/,
+  /^eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+$/,
+];
 
 const recreate = (id: string) =>
   `recreate it from the intended spec: its owner restarts it (POST /api/instance/restart/${id}), or remove the container (docker rm -f ${containerName(id)}) and the reconciler marks it failed for its owner to restart`;
@@ -50,18 +64,29 @@ export function auditContainer(row: InstanceRow, c: Docker.ContainerInspectInfo,
   if (!(h.SecurityOpt ?? []).includes('no-new-privileges:true')) drift('no-new-privileges', 'may gain privileges (no-new-privileges is not set)');
   if (!h.ReadonlyRootfs) drift('read-only root', 'has a writable root filesystem');
   if (!h.Init) drift('init', 'has no init process as PID 1');
-  if (h.RestartPolicy?.Name && h.RestartPolicy.Name !== 'no') drift('restart policy', `has Docker restart policy "${h.RestartPolicy.Name}": restarts would bypass the self-healing`, `docker update --restart no ${name}`);
+  if (h.RestartPolicy?.Name && h.RestartPolicy.Name !== 'no')
+    drift(
+      'restart policy',
+      `has Docker restart policy "${h.RestartPolicy.Name}": restarts would bypass the self-healing`,
+      `docker update --restart no ${name}`,
+    );
   if ((h.Devices ?? []).length) drift('devices', `has host devices ${JSON.stringify(h.Devices)}`);
   for (const mode of ['NetworkMode', 'PidMode', 'IpcMode', 'UTSMode', 'UsernsMode'] as const) {
     if ((h as Record<string, unknown>)[mode] === 'host') drift('namespaces', `shares the host's ${mode.replace('Mode', '')} namespace`);
   }
 
   const memory = row.memory_mb * 1024 * 1024;
-  if (h.PidsLimit !== row.pids) drift('pids limit', `pids limit ${h.PidsLimit ?? 'none'}, intended ${row.pids}`, `docker update --pids-limit ${row.pids} ${name}`);
+  if (h.PidsLimit !== row.pids)
+    drift('pids limit', `pids limit ${h.PidsLimit ?? 'none'}, intended ${row.pids}`, `docker update --pids-limit ${row.pids} ${name}`);
   if (h.Memory !== memory || h.MemorySwap !== memory) {
-    drift('memory limit', `memory ${h.Memory ?? 0} B (swap ${h.MemorySwap ?? 0} B), intended ${memory} B without swap`, `docker update --memory ${row.memory_mb}m --memory-swap ${row.memory_mb}m ${name}`);
+    drift(
+      'memory limit',
+      `memory ${h.Memory ?? 0} B (swap ${h.MemorySwap ?? 0} B), intended ${memory} B without swap`,
+      `docker update --memory ${row.memory_mb}m --memory-swap ${row.memory_mb}m ${name}`,
+    );
   }
-  if (h.NanoCpus !== Math.round(row.cpus * 1e9)) drift('cpu limit', `CPU limit ${(h.NanoCpus ?? 0) / 1e9}, intended ${row.cpus}`, `docker update --cpus ${row.cpus} ${name}`);
+  if (h.NanoCpus !== Math.round(row.cpus * 1e9))
+    drift('cpu limit', `CPU limit ${(h.NanoCpus ?? 0) / 1e9}, intended ${row.cpus}`, `docker update --cpus ${row.cpus} ${name}`);
 
   const mounts = c.Mounts ?? [];
   const foreign = mounts.filter((m) => m.Destination !== '/data');
@@ -91,16 +116,21 @@ function auditSecrets(row: InstanceRow, c: Docker.ContainerInspectInfo, image: D
     const key = entry.slice(0, eq);
     const value = entry.slice(eq + 1);
     if (key === TOKEN_ENV) {
-      if (createHash('sha256').update(value).digest('hex') !== row.access_token_hash) out.push({ instance_id: id, check: 'token', problem: `${TOKEN_ENV} is not the instance's access token`, fix: recreate(id) });
+      if (createHash('sha256').update(value).digest('hex') !== row.access_token_hash)
+        out.push({ instance_id: id, check: 'token', problem: `${TOKEN_ENV} is not the instance's access token`, fix: recreate(id) });
       continue;
     }
-    if (SECRET_NAME.test(key) || SECRET_VALUE.some((p) => p.test(value))) out.push({ instance_id: id, check: 'secrets', problem: `environment variable ${key} holds a credential`, fix });
-    else if (!allowed.has(key) && !imageEnv.has(entry)) out.push({ instance_id: id, check: 'environment', problem: `environment variable ${key} was not set by the provisioner`, fix: recreate(id) });
+    if (SECRET_NAME.test(key) || SECRET_VALUE.some((p) => p.test(value)))
+      out.push({ instance_id: id, check: 'secrets', problem: `environment variable ${key} holds a credential`, fix });
+    else if (!allowed.has(key) && !imageEnv.has(entry))
+      out.push({ instance_id: id, check: 'environment', problem: `environment variable ${key} was not set by the provisioner`, fix: recreate(id) });
   }
   const imageLabels = image?.Config?.Labels ?? {};
   for (const [key, value] of Object.entries(c.Config.Labels ?? {})) {
-    if (SECRET_VALUE.some((p) => p.test(value)) || SECRET_NAME.test(key.toUpperCase())) out.push({ instance_id: id, check: 'secrets', problem: `label ${key} holds a credential`, fix });
-    else if (!OWN_LABELS.has(key) && imageLabels[key] !== value) out.push({ instance_id: id, check: 'labels', problem: `label ${key} was not set by the provisioner`, fix: recreate(id) });
+    if (SECRET_VALUE.some((p) => p.test(value)) || SECRET_NAME.test(key.toUpperCase()))
+      out.push({ instance_id: id, check: 'secrets', problem: `label ${key} holds a credential`, fix });
+    else if (!OWN_LABELS.has(key) && imageLabels[key] !== value)
+      out.push({ instance_id: id, check: 'labels', problem: `label ${key} was not set by the provisioner`, fix: recreate(id) });
   }
   for (const arg of [...(c.Config.Entrypoint ?? []), ...(c.Config.Cmd ?? [])] as string[]) {
     if (SECRET_VALUE.some((p) => p.test(arg))) out.push({ instance_id: id, check: 'secrets', problem: 'the command line holds a credential', fix });

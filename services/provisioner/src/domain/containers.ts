@@ -14,11 +14,18 @@ export type { Credentials } from './runtime.ts';
 
 type TierName = contracts.TierName;
 
-
 /** The `docker` driver: an instance is a container and a volume on one engine, by name (every call bounded by the engine). */
 export class InstanceContainers implements InstanceRuntime {
   readonly kind = 'docker' as const;
-  private readonly d: { engine: DockerEngine; config: ProvisionerConfig; scope: string; keysUrl(): string; handoff: CredentialHandoff; volumes: QuotaVolumes; tiers: TierTable };
+  private readonly d: {
+    engine: DockerEngine;
+    config: ProvisionerConfig;
+    scope: string;
+    keysUrl(): string;
+    handoff: CredentialHandoff;
+    volumes: QuotaVolumes;
+    tiers: TierTable;
+  };
 
   constructor(deps: InstanceContainers['d']) {
     this.d = deps;
@@ -110,7 +117,9 @@ export class InstanceContainers implements InstanceRuntime {
 
   async remove(id: string): Promise<void> {
     const { engine } = this.d;
-    await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))));
+    await ignoreGone(
+      engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))),
+    );
   }
 
   async removeVolume(id: string): Promise<void> {
@@ -139,7 +148,9 @@ export class InstanceContainers implements InstanceRuntime {
   async logs(id: string, tail: number): Promise<string> {
     const { engine } = this.d;
     const raw = await ignoreGone(
-      engine.run('container logs', (abortSignal) => engine.docker.getContainer(containerName(id)).logs(o({ stdout: true, stderr: true, follow: false, tail, abortSignal }))),
+      engine.run('container logs', (abortSignal) =>
+        engine.docker.getContainer(containerName(id)).logs(o({ stdout: true, stderr: true, follow: false, tail, abortSignal })),
+      ),
     );
     return raw === undefined ? '' : Buffer.isBuffer(raw) ? demux(raw) : typeof raw === 'string' ? raw : JSON.stringify(raw);
   }
@@ -147,9 +158,9 @@ export class InstanceContainers implements InstanceRuntime {
   async followLogs(id: string, from: { since?: string; tail?: number }): Promise<NodeJS.ReadableStream | undefined> {
     const { engine } = this.d;
     const opts = { stdout: true, stderr: true, follow: true, timestamps: true, ...(from.since ? { since: from.since } : { tail: from.tail ?? 200 }) };
-    return ignoreGone(engine.run('container logs follow', (abortSignal) => engine.docker.getContainer(containerName(id)).logs(o({ ...opts, abortSignal })))) as Promise<
-      NodeJS.ReadableStream | undefined
-    >;
+    return ignoreGone(
+      engine.run('container logs follow', (abortSignal) => engine.docker.getContainer(containerName(id)).logs(o({ ...opts, abortSignal }))),
+    ) as Promise<NodeJS.ReadableStream | undefined>;
   }
 
   async managed(): Promise<ManagedObject[]> {
@@ -161,13 +172,25 @@ export class InstanceContainers implements InstanceRuntime {
     for (const c of containers) {
       const instanceId = c.Labels?.[LABEL_INSTANCE];
       if (instanceId)
-        out.push({ instanceId, kind: 'container', remove: async () => void (await ignoreGone(engine.run('container remove', (abortSignal) => engine.docker.getContainer(c.Id).remove(o({ force: true, v: true, abortSignal }))))) });
+        out.push({
+          instanceId,
+          kind: 'container',
+          remove: async () =>
+            void (await ignoreGone(
+              engine.run('container remove', (abortSignal) => engine.docker.getContainer(c.Id).remove(o({ force: true, v: true, abortSignal }))),
+            )),
+        });
     }
     // Volumes after containers: a volume is removable only once its container is gone.
     for (const v of volumes) {
       const instanceId = v.Labels?.[LABEL_INSTANCE];
       if (instanceId)
-        out.push({ instanceId, kind: 'volume', remove: async () => void (await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(v.Name).remove(o({ force: true, abortSignal }))))) });
+        out.push({
+          instanceId,
+          kind: 'volume',
+          remove: async () =>
+            void (await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(v.Name).remove(o({ force: true, abortSignal }))))),
+        });
     }
     for (const instanceId of await this.d.volumes.ids()) out.push({ instanceId, kind: 'volume file', remove: () => this.d.volumes.remove(instanceId) });
     return out;

@@ -10,7 +10,10 @@ import { settled, timer } from './steps.ts';
 
 type View = contracts.provisioner.InstanceView;
 
-export type CreateDeps = Pick<LifecycleDeps, 'repo' | 'images' | 'locks' | 'tiers' | 'log' | 'issueCredentials' | 'events' | 'readiness' | 'runtime' | 'pause'> & {
+export type CreateDeps = Pick<
+  LifecycleDeps,
+  'repo' | 'images' | 'locks' | 'tiers' | 'log' | 'issueCredentials' | 'events' | 'readiness' | 'runtime' | 'pause'
+> & {
   lifecycle: InstanceLifecycle;
   view: LiveView;
   config: ProvisionerConfig;
@@ -119,7 +122,13 @@ export class InstanceCreator {
   }
 
   /** After the lease: the workload is created and started, and its readiness watched. */
-  private async launch(row: InstanceRow, userId: string, token: string, credsP: Promise<Credentials>, t: ReturnType<typeof timer>): Promise<View & { access_token: string }> {
+  private async launch(
+    row: InstanceRow,
+    userId: string,
+    token: string,
+    credsP: Promise<Credentials>,
+    t: ReturnType<typeof timer>,
+  ): Promise<View & { access_token: string }> {
     const { config, repo, runtime } = this.d;
     const id = row.id;
     await this.d.pause('leased');
@@ -132,7 +141,10 @@ export class InstanceCreator {
     await this.d.pause('container');
     // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
     // alike (by name), so the step only has to be written before the create answers.
-    await settled(runtime.start(id, creds), repo.setStep(id, 'container', { container_id: workload.runtimeId, node_host: workload.host ?? null, image_digest: row.image_digest }));
+    await settled(
+      runtime.start(id, creds),
+      repo.setStep(id, 'container', { container_id: workload.runtimeId, node_host: workload.host ?? null, image_digest: row.image_digest }),
+    );
     t.lap('start');
     // Probing starts at once; the watcher's transitions are conditional on this generation, so an
     // undo (which bumps it) silences it.

@@ -6,7 +6,12 @@ import type { Logger } from '@agenthost/shared';
  * process at exactly that step. Empty in every real deployment.
  */
 export function faults(spec: string, log: Logger): (point: string) => Promise<void> {
-  const points = new Set(spec.split(',').map((s) => s.trim()).filter(Boolean));
+  const points = new Set(
+    spec
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
   if (points.size === 0) return async () => {};
   log.warn({ points: [...points] }, 'fault injection is enabled');
   return async (point) => {

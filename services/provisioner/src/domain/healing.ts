@@ -11,7 +11,10 @@ import type { OpLocks } from './locks.ts';
 import type { Readiness } from './readiness.ts';
 import type { Credentials, InstanceRuntime, RuntimeState } from './runtime.ts';
 
-type Policy = Pick<ProvisionerConfig, 'RESTART_BACKOFF_INITIAL_MS' | 'RESTART_BACKOFF_MAX_SECONDS' | 'RESTART_STABLE_SECONDS' | 'RESTART_FAILED_AFTER' | 'READY_TIMEOUT_SECONDS'>;
+type Policy = Pick<
+  ProvisionerConfig,
+  'RESTART_BACKOFF_INITIAL_MS' | 'RESTART_BACKOFF_MAX_SECONDS' | 'RESTART_STABLE_SECONDS' | 'RESTART_FAILED_AFTER' | 'READY_TIMEOUT_SECONDS'
+>;
 
 export interface HealingDeps {
   db: Kysely<ProvisionerDB>;
@@ -196,7 +199,10 @@ export class SelfHealing {
     });
     if (!r) return false;
     const { row, reason } = r;
-    this.d.log.warn({ instance_id: row.id, exit_reason: reason, crash_streak: row.crash_streak, next_restart_at: row.next_restart_at }, 'agent crashed; restart scheduled');
+    this.d.log.warn(
+      { instance_id: row.id, exit_reason: reason, crash_streak: row.crash_streak, next_restart_at: row.next_restart_at },
+      'agent crashed; restart scheduled',
+    );
     this.schedule(row.id, new Date(row.next_restart_at!));
     return true;
   }
@@ -204,10 +210,15 @@ export class SelfHealing {
   private schedule(id: string, at: Date): void {
     if (this.stopped) return;
     clearTimeout(this.timers.get(id));
-    const t = setTimeout(() => {
-      this.timers.delete(id);
-      void this.restart(id).catch((err) => this.d.log.warn({ instance_id: id, err: describe(err) }, 'restart after a crash failed; the reconciler retries it'));
-    }, Math.max(0, at.getTime() - Date.now()));
+    const t = setTimeout(
+      () => {
+        this.timers.delete(id);
+        void this.restart(id).catch((err) =>
+          this.d.log.warn({ instance_id: id, err: describe(err) }, 'restart after a crash failed; the reconciler retries it'),
+        );
+      },
+      Math.max(0, at.getTime() - Date.now()),
+    );
     t.unref();
     this.timers.set(id, t);
   }
@@ -224,7 +235,15 @@ export class SelfHealing {
       const deadline = new Date(now.getTime() + policy.READY_TIMEOUT_SECONDS * 1000);
       const started = await db
         .updateTable('instances')
-        .set({ step: 'done', restarts: sql`restarts + 1`, generation: sql`generation + 1`, next_restart_at: null, started_at: now, ready_deadline: deadline, updated_at: now })
+        .set({
+          step: 'done',
+          restarts: sql`restarts + 1`,
+          generation: sql`generation + 1`,
+          next_restart_at: null,
+          started_at: now,
+          ready_deadline: deadline,
+          updated_at: now,
+        })
         .where('id', '=', id)
         .where('generation', '=', row.generation)
         .returningAll()

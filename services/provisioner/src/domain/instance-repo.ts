@@ -101,7 +101,11 @@ export class InstanceRepo {
   async usage(userId: string): Promise<{ instances: number; bytes: number }> {
     const r = await this.db
       .selectFrom('instances')
-      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.coalesce(eb.fn.sum<number>('storage_bytes'), sql<number>`0`).as('bytes'), sql<string>`(select coalesce(sum(size_bytes), 0) from backups b where b.user_id = ${userId}::uuid)`.as('backup_bytes')])
+      .select((eb) => [
+        eb.fn.countAll<number>().as('n'),
+        eb.fn.coalesce(eb.fn.sum<number>('storage_bytes'), sql<number>`0`).as('bytes'),
+        sql<string>`(select coalesce(sum(size_bytes), 0) from backups b where b.user_id = ${userId}::uuid)`.as('backup_bytes'),
+      ])
       .where('user_id', '=', userId)
       .where('deleting_at', 'is', null)
       .executeTakeFirstOrThrow();
@@ -123,7 +127,11 @@ export class InstanceRepo {
 
   /** How far an operation got, written before each Docker change so the reconciler can finish or undo it. */
   async setStep(id: string, step: Step, extra: { container_id?: string; node_host?: string | null; image_digest?: string | null } = {}): Promise<void> {
-    await this.db.updateTable('instances').set({ step, updated_at: new Date(), ...extra }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('instances')
+      .set({ step, updated_at: new Date(), ...extra })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** The workload of this generation was started: the readiness deadline runs from now. */
@@ -152,7 +160,12 @@ export class InstanceRepo {
   async markStopping(id: string): Promise<void> {
     await this.db
       .updateTable('instances')
-      .set({ step: 'stopping', generation: sql`generation + 1`, updated_at: new Date(), ...endUpgrade('The instance was stopped before the agent was ready on the new image') })
+      .set({
+        step: 'stopping',
+        generation: sql`generation + 1`,
+        updated_at: new Date(),
+        ...endUpgrade('The instance was stopped before the agent was ready on the new image'),
+      })
       .where('id', '=', id)
       .execute();
   }
@@ -162,7 +175,14 @@ export class InstanceRepo {
     const now = new Date();
     await this.db
       .updateTable('instances')
-      .set({ status: failureReason ? 'failed' : 'stopped', step: 'done', failure_reason: failureReason ?? null, crash_streak: 0, last_activity: now, updated_at: now })
+      .set({
+        status: failureReason ? 'failed' : 'stopped',
+        step: 'done',
+        failure_reason: failureReason ?? null,
+        crash_streak: 0,
+        last_activity: now,
+        updated_at: now,
+      })
       .where('id', '=', id)
       .execute();
   }

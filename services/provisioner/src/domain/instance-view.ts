@@ -106,7 +106,11 @@ export class LiveView {
 
   /** One page of a log follow (see contracts.provisioner.logsPage); the stream is closed before the answer. */
   async logsPage(input: contracts.provisioner.LogsPageInput): Promise<contracts.provisioner.LogsPageOutput> {
-    const from = input.after ? { since: sinceOf(parseId(input.after).ts) } : input.since !== undefined ? { since: input.since.toFixed(9) } : { tail: input.tail };
+    const from = input.after
+      ? { since: sinceOf(parseId(input.after).ts) }
+      : input.since !== undefined
+        ? { since: input.since.toFixed(9) }
+        : { tail: input.tail };
     await this.owned(input.user_id, input.instance_id);
     const stream = await this.d.runtime.followLogs(input.instance_id, from);
     if (!stream) return { instance_id: input.instance_id, lines: [], running: false };

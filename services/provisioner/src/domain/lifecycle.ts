@@ -169,8 +169,20 @@ export class InstanceLifecycle {
       await this.d.pause('recreated');
       await runtime.start(row.id, creds);
       const now = new Date();
-      const started = await repo.markStarted(row.id, updated.generation, now, opts.readySeconds ? new Date(now.getTime() + opts.readySeconds * 1000) : undefined);
-      this.d.readiness.watch({ id: row.id, generation: started.generation, port: row.port, host: runtime.probeHost(started), deadline: started.ready_deadline!, startedAt: started.started_at! });
+      const started = await repo.markStarted(
+        row.id,
+        updated.generation,
+        now,
+        opts.readySeconds ? new Date(now.getTime() + opts.readySeconds * 1000) : undefined,
+      );
+      this.d.readiness.watch({
+        id: row.id,
+        generation: started.generation,
+        port: row.port,
+        host: runtime.probeHost(started),
+        deadline: started.ready_deadline!,
+        startedAt: started.started_at!,
+      });
       return minted;
     } catch (err) {
       log.warn({ instance_id: row.id, err: describe(err) }, 'recreating the container failed');
@@ -220,7 +232,11 @@ export class InstanceLifecycle {
 /** An upgrade settles by itself (upgraded or rolled back) by its readiness deadline; the owner's verbs wait for it. */
 export function assertNotUpgrading(row: InstanceRow): void {
   if (row.upgrade_state === 'upgrading' && row.status === 'provisioning') {
-    throw new AppError('INSTANCE_STATE_CONFLICT', 'An upgrade of this instance is in progress: it ends when the agent is ready on the new image or rolled back', { retryAfter: 5 });
+    throw new AppError(
+      'INSTANCE_STATE_CONFLICT',
+      'An upgrade of this instance is in progress: it ends when the agent is ready on the new image or rolled back',
+      { retryAfter: 5 },
+    );
   }
 }
 

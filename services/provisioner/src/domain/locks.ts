@@ -18,7 +18,13 @@ export class OpLocks {
 
   constructor(databaseUrl: string, schema: string, size = 64) {
     // Idle connections are kept for a while: opening one costs more than the lock itself.
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: size, idleTimeoutMillis: 300_000, connectionTimeoutMillis: 5000, options: `-c search_path=${schema}` });
+    this.pool = new pg.Pool({
+      connectionString: databaseUrl,
+      max: size,
+      idleTimeoutMillis: 300_000,
+      connectionTimeoutMillis: 5000,
+      options: `-c search_path=${schema}`,
+    });
     this.pool.on('error', () => {});
   }
 

@@ -143,38 +143,62 @@ export class Reconciler {
   private async reconcileRow(row: InstanceRow, report: ReconcileReport): Promise<void> {
     const { runtime, db, instances, readiness, log } = this.d;
     if (row.deleting_at || row.step === 'deleting') {
-      if (await this.repair(row, (r) => r.deleting_at !== null || r.step === 'deleting', (r) => instances.lifecycle.finishDelete(r).then(() => {}))) {
+      if (
+        await this.repair(
+          row,
+          (r) => r.deleting_at !== null || r.step === 'deleting',
+          (r) => instances.lifecycle.finishDelete(r).then(() => {}),
+        )
+      ) {
         report.deletesFinished++;
         log.warn({ instance_id: row.id }, 'finished an interrupted delete');
       }
     } else if (CREATE_STEPS.has(row.step)) {
-      if (await this.repair(row, (r) => CREATE_STEPS.has(r.step) && !r.deleting_at, (r) => instances.lifecycle.undo(r))) {
+      if (
+        await this.repair(
+          row,
+          (r) => CREATE_STEPS.has(r.step) && !r.deleting_at,
+          (r) => instances.lifecycle.undo(r),
+        )
+      ) {
         report.rolledBack++;
         log.warn({ instance_id: row.id, step: row.step }, 'rolled back an interrupted create');
       }
     } else if (this.d.healing && (row.step === 'backoff' || SelfHealing.heals(row)) && (await this.d.healing.reconcile(row))) {
       report.crashes++;
     } else if (row.step === 'stopping') {
-      await this.repair(row, (r) => r.step === 'stopping', (r) => instances.lifecycle.stopLocked(r));
+      await this.repair(
+        row,
+        (r) => r.step === 'stopping',
+        (r) => instances.lifecycle.stopLocked(r),
+      );
     } else if (row.step === 'recreating') {
-      await this.repair(row, (r) => r.step === 'recreating', async (r) => {
-        if (r.upgrade_state === 'upgrading') {
-          // An upgrade cut short: back to the kept image (whichever container was left, it is replaced by name).
-          await instances.upgrades.rollbackLocked(r, INTERRUPTED);
-          report.rolledBack++;
-          return;
-        }
-        if ((await runtime.inspect(r.id)).state === 'running') {
-          const now = new Date();
-          const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
-          await db.updateTable('instances').set({ step: 'done', started_at: now, ready_deadline: deadline, updated_at: now }).where('id', '=', r.id).execute();
-          readiness.watch({ id: r.id, generation: r.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
-          report.watchersResumed++;
-        } else {
-          await instances.repo.markFailed(r.id, r.generation, 'A restart was interrupted; restart the instance again');
-          report.failed++;
-        }
-      });
+      await this.repair(
+        row,
+        (r) => r.step === 'recreating',
+        async (r) => {
+          if (r.upgrade_state === 'upgrading') {
+            // An upgrade cut short: back to the kept image (whichever container was left, it is replaced by name).
+            await instances.upgrades.rollbackLocked(r, INTERRUPTED);
+            report.rolledBack++;
+            return;
+          }
+          if ((await runtime.inspect(r.id)).state === 'running') {
+            const now = new Date();
+            const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
+            await db
+              .updateTable('instances')
+              .set({ step: 'done', started_at: now, ready_deadline: deadline, updated_at: now })
+              .where('id', '=', r.id)
+              .execute();
+            readiness.watch({ id: r.id, generation: r.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
+            report.watchersResumed++;
+          } else {
+            await instances.repo.markFailed(r.id, r.generation, 'A restart was interrupted; restart the instance again');
+            report.failed++;
+          }
+        },
+      );
     } else if (row.status === 'provisioning' && row.step === 'done') {
       if (!readiness.isWatching(row.id, row.generation)) {
         readiness.watch({
@@ -190,30 +214,34 @@ export class Reconciler {
       }
     } else if (row.status === 'failed' && row.step === 'done' && row.failure_reason === NODE_DOWN) {
       // Its node is back and the swarm started its task again there: watched until ready, as after a start.
-      await this.repair(row, (r) => r.status === 'failed' && r.failure_reason === NODE_DOWN, async (r) => {
-        const s = await runtime.inspect(r.id);
-        if (s.state === 'node_down' || s.state === 'starting') return;
-        if (s.state !== 'running') {
-          if (runtime.nodeSettled && !(await runtime.nodeSettled(r))) return;
-          // Its node is back but the swarm gave its task up (e.g. it failed its restarts while the node's
-          // engine was coming back): started anew, with fresh credentials, as a restart would.
-          log.info({ instance_id: r.id, state: s.state }, 'its node is back: instance restarted');
-          await instances.lifecycle.recreateLocked(r);
+      await this.repair(
+        row,
+        (r) => r.status === 'failed' && r.failure_reason === NODE_DOWN,
+        async (r) => {
+          const s = await runtime.inspect(r.id);
+          if (s.state === 'node_down' || s.state === 'starting') return;
+          if (s.state !== 'running') {
+            if (runtime.nodeSettled && !(await runtime.nodeSettled(r))) return;
+            // Its node is back but the swarm gave its task up (e.g. it failed its restarts while the node's
+            // engine was coming back): started anew, with fresh credentials, as a restart would.
+            log.info({ instance_id: r.id, state: s.state }, 'its node is back: instance restarted');
+            await instances.lifecycle.recreateLocked(r);
+            report.watchersResumed++;
+            return;
+          }
+          const now = new Date();
+          const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
+          const back = await db
+            .updateTable('instances')
+            .set({ status: 'provisioning', failure_reason: null, generation: sql`generation + 1`, started_at: now, ready_deadline: deadline, updated_at: now })
+            .where('id', '=', r.id)
+            .returning(['generation'])
+            .executeTakeFirstOrThrow();
+          readiness.watch({ id: r.id, generation: back.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
           report.watchersResumed++;
-          return;
-        }
-        const now = new Date();
-        const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
-        const back = await db
-          .updateTable('instances')
-          .set({ status: 'provisioning', failure_reason: null, generation: sql`generation + 1`, started_at: now, ready_deadline: deadline, updated_at: now })
-          .where('id', '=', r.id)
-          .returning(['generation'])
-          .executeTakeFirstOrThrow();
-        readiness.watch({ id: r.id, generation: back.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
-        report.watchersResumed++;
-        log.info({ instance_id: r.id }, 'its node is back: instance starting again');
-      });
+          log.info({ instance_id: r.id }, 'its node is back: instance starting again');
+        },
+      );
     } else if (row.status === 'running' && row.step === 'done') {
       const reason = await this.deadReason(row.id);
       if (reason) {

@@ -7,7 +7,10 @@ type Route = contracts.provisioner.Route;
 
 /** An instance's public URL from INSTANCE_URL_TEMPLATE ({port}, {id}, {host}: its node's address, localhost on one engine). */
 export const instanceUrl = (template: string, row: { id: string; port: number; node_host: string | null }): string =>
-  template.replaceAll('{port}', String(row.port)).replaceAll('{id}', row.id).replaceAll('{host}', row.node_host ?? 'localhost');
+  template
+    .replaceAll('{port}', String(row.port))
+    .replaceAll('{id}', row.id)
+    .replaceAll('{host}', row.node_host ?? 'localhost');
 
 /**
  * The edge's route table (provisioner.v1.routes.list): every instance that is not being deleted, with the

@@ -17,7 +17,14 @@ const exec = promisify(execFile);
  */
 export class StorageSampler {
   /** capped: volumes measured by the quota guard instead (size-limited ones), skipped here. */
-  private readonly deps: { db: Kysely<ProvisionerDB>; engine: DockerEngine; scope: string; log: Logger; intervalSeconds: number; capped(id: string): Promise<boolean> };
+  private readonly deps: {
+    db: Kysely<ProvisionerDB>;
+    engine: DockerEngine;
+    scope: string;
+    log: Logger;
+    intervalSeconds: number;
+    capped(id: string): Promise<boolean>;
+  };
   private timer: NodeJS.Timeout | undefined;
   private running = false;
 
@@ -41,7 +48,9 @@ export class StorageSampler {
     if (this.running || !engine.available) return;
     this.running = true;
     try {
-      const res = await engine.run('volume list', (abortSignal) => engine.docker.listVolumes(o({ filters: { label: [`${LABEL_SCOPE}=${scope}`] }, abortSignal })));
+      const res = await engine.run('volume list', (abortSignal) =>
+        engine.docker.listVolumes(o({ filters: { label: [`${LABEL_SCOPE}=${scope}`] }, abortSignal })),
+      );
       const sizes = new Map<string, number>();
       let needDf = false;
       for (const v of res.Volumes ?? []) {
@@ -52,12 +61,17 @@ export class StorageSampler {
         else sizes.set(id, bytes);
       }
       if (needDf) {
-        const df = (await engine.run('system df', (abortSignal) => (engine.docker as unknown as { df(opts: object): Promise<unknown> }).df(o({ abortSignal })), 60_000)) as {
+        const df = (await engine.run(
+          'system df',
+          (abortSignal) => (engine.docker as unknown as { df(opts: object): Promise<unknown> }).df(o({ abortSignal })),
+          60_000,
+        )) as {
           Volumes?: { Labels?: Record<string, string>; UsageData?: { Size?: number } }[];
         };
         for (const v of df.Volumes ?? []) {
           const id = v.Labels?.[LABEL_INSTANCE];
-          if (id && v.Labels?.[LABEL_SCOPE] === scope && !sizes.has(id) && !(await this.deps.capped(id)) && (v.UsageData?.Size ?? -1) >= 0) sizes.set(id, v.UsageData!.Size!);
+          if (id && v.Labels?.[LABEL_SCOPE] === scope && !sizes.has(id) && !(await this.deps.capped(id)) && (v.UsageData?.Size ?? -1) >= 0)
+            sizes.set(id, v.UsageData!.Size!);
         }
       }
       for (const [id, bytes] of sizes) {

@@ -46,7 +46,14 @@ export async function exportInstance(ops: CopyOps, id: string, sink: (tar: NodeJ
     await ops.waitStopped(id);
   }
   try {
-    const t = { instanceId: id, userId: spec.Labels?.[LABEL_USER] ?? '', scope: ops.scope(), image: spec.TaskTemplate.ContainerSpec!.Image!, node, timeoutMs: COPY_TIMEOUT_MS };
+    const t = {
+      instanceId: id,
+      userId: spec.Labels?.[LABEL_USER] ?? '',
+      scope: ops.scope(),
+      image: spec.TaskTemplate.ContainerSpec!.Image!,
+      node,
+      timeoutMs: COPY_TIMEOUT_MS,
+    };
     await exportFromNode(ops.engine(), t, sink);
   } finally {
     if (running) await copying(false);

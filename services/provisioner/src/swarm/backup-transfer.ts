@@ -109,7 +109,12 @@ export async function importToNode(engine: DockerEngine, t: Transfer, tar: NodeJ
  * this provisioner at its address on the platform's overlay (read from its own container, which this manager's
  * engine runs); only the first request with the token is served.
  */
-async function transfer(engine: DockerEngine, t: Transfer, mode: 'send' | 'receive', serve: (req: IncomingMessage, res: ServerResponse) => void): Promise<void> {
+async function transfer(
+  engine: DockerEngine,
+  t: Transfer,
+  mode: 'send' | 'receive',
+  serve: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<void> {
   const self = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(hostname()).inspect(o({ abortSignal })));
   const overlay = Object.values(self.NetworkSettings.Networks ?? {}).find((n) => n.IPAddress && n.NetworkID);
   if (!overlay) throw new Error('this provisioner is on no overlay network a transfer job could reach it on');
@@ -134,7 +139,12 @@ async function transfer(engine: DockerEngine, t: Transfer, mode: 'send' | 'recei
         Image: t.image,
         User: AGENT_USER,
         Command: ['/usr/local/bin/node', '-e', mode === 'send' ? SEND : RECEIVE],
-        Env: Object.entries({ T_HOST: overlay.IPAddress, T_PORT: String((server.address() as AddressInfo).port), T_TOKEN: token, T_TIMEOUT_MS: String(t.timeoutMs) }).map(([k, v]) => `${k}=${v}`),
+        Env: Object.entries({
+          T_HOST: overlay.IPAddress,
+          T_PORT: String((server.address() as AddressInfo).port),
+          T_TOKEN: token,
+          T_TIMEOUT_MS: String(t.timeoutMs),
+        }).map(([k, v]) => `${k}=${v}`),
         ReadOnly: true,
         CapabilityDrop: ['ALL'],
         Mounts: [

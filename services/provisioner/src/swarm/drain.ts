@@ -16,7 +16,8 @@ import { volumeName } from './spec.ts';
 const MOVE_FAILED = 'Moving it off its draining node failed; it is tried again';
 /** Failures a move cures: the instance could not run only because of where it was. */
 const placementFailure = (r: InstanceRow) =>
-  r.status === 'failed' && (r.failure_reason === NODE_DOWN || r.failure_reason === MOVE_FAILED || (r.failure_reason ?? '').startsWith('No node can run it now'));
+  r.status === 'failed' &&
+  (r.failure_reason === NODE_DOWN || r.failure_reason === MOVE_FAILED || (r.failure_reason ?? '').startsWith('No node can run it now'));
 
 /**
  * Moves the instances of a node being drained (labelled agenthost.drain=true by `cli.ts drain`, which sets the
@@ -58,7 +59,13 @@ export class Drainer {
     const nodes = await engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })));
     let moved = 0;
     for (const node of nodes.filter((n) => isDraining(n) && n.Status?.State === 'ready' && n.Spec?.Availability !== 'drain')) {
-      const rows = await db.selectFrom('instances').selectAll().where('node_host', '=', nodeAddr(node)).where('deleting_at', 'is', null).where('step', '=', 'done').execute();
+      const rows = await db
+        .selectFrom('instances')
+        .selectAll()
+        .where('node_host', '=', nodeAddr(node))
+        .where('deleting_at', 'is', null)
+        .where('step', '=', 'done')
+        .execute();
       for (const row of rows) {
         // One instance that cannot move now does not hold up the others.
         const done = await locks
@@ -86,7 +93,11 @@ export class Drainer {
     if (restart) {
       // Provisioning (step recreating) while it moves: readiness watchers of the old generation stand down, and
       // the reconciler leaves it (it repairs a recreating row only when its lock is free: after a crash).
-      await db.updateTable('instances').set({ status: 'provisioning', step: 'recreating', failure_reason: null, generation: sql`generation + 1`, updated_at: new Date() }).where('id', '=', row.id).execute();
+      await db
+        .updateTable('instances')
+        .set({ status: 'provisioning', step: 'recreating', failure_reason: null, generation: sql`generation + 1`, updated_at: new Date() })
+        .where('id', '=', row.id)
+        .execute();
     }
     // Read before the stop, as the service that holds it is changed from here on.
     const token = await runtime.token(row.id);
@@ -120,7 +131,12 @@ export class Drainer {
   /** The copy is on the new node: the row follows, the instance starts there (or stays stopped), the old volume goes. */
   private async land(row: InstanceRow, from: string, target: { id: string; addr: string }, restart: boolean, token: string | undefined): Promise<boolean> {
     const { db, engine, runtime, instances, config, scope, log } = this.d;
-    const moved = await db.updateTable('instances').set({ node_host: target.addr, updated_at: new Date() }).where('id', '=', row.id).returningAll().executeTakeFirstOrThrow();
+    const moved = await db
+      .updateTable('instances')
+      .set({ node_host: target.addr, updated_at: new Date() })
+      .where('id', '=', row.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
     if (restart) {
       await instances.lifecycle.recreateLocked(moved);
     } else {

@@ -42,7 +42,10 @@ const filters = encodeURIComponent(JSON.stringify({ volume: [name], label: ['${J
 /** A node whose engine socket is not /var/run/docker.sock says where it is with this node label. */
 const SOCKET_LABEL = 'agenthost.docker-socket';
 
-export async function removeVolumeOnNode(engine: DockerEngine, p: { node: string; volume: string; image: string; scope: string; timeoutMs: number }): Promise<boolean> {
+export async function removeVolumeOnNode(
+  engine: DockerEngine,
+  p: { node: string; volume: string; image: string; scope: string; timeoutMs: number },
+): Promise<boolean> {
   const nodeInfo = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(p.node).inspect(o({ abortSignal })));
   const socket = (nodeInfo.Spec?.Labels as Record<string, string> | undefined)?.[SOCKET_LABEL] ?? '/var/run/docker.sock';
   return runJob(engine, {
@@ -120,7 +123,9 @@ export async function removeJob(engine: DockerEngine, id: string): Promise<void>
 
 /** Remove our job services older than `olderThanMs` (a provisioner that died mid-job left them); returns how many. */
 export async function sweepJobs(engine: DockerEngine, scope: string, olderThanMs: number): Promise<number> {
-  const jobs = await engine.run('service list', (abortSignal) => engine.docker.listServices(o({ filters: { label: [`${JOB_SERVICE_LABEL}=true`, `${LABEL_SCOPE}=${scope}`] }, abortSignal })));
+  const jobs = await engine.run('service list', (abortSignal) =>
+    engine.docker.listServices(o({ filters: { label: [`${JOB_SERVICE_LABEL}=true`, `${LABEL_SCOPE}=${scope}`] }, abortSignal })),
+  );
   const stale = jobs.filter((j) => Date.now() - Date.parse(j.CreatedAt ?? '') > olderThanMs);
   for (const j of stale) await removeJob(engine, j.ID);
   return stale.length;

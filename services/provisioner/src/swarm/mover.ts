@@ -96,7 +96,14 @@ export async function copyVolume(engine: DockerEngine, m: Move): Promise<boolean
     Mounts: [volume(readOnly), { Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: 16 * 1024 * 1024 } }],
   });
   const networks = [networkName(m.instanceId)];
-  const sender = await startJob(engine, { name: source, scope: m.scope, node: m.from, networks, timeoutMs: m.timeoutMs, container: container(SEND, true, { MOVE_TIMEOUT_MS: String(m.timeoutMs) }) });
+  const sender = await startJob(engine, {
+    name: source,
+    scope: m.scope,
+    node: m.from,
+    networks,
+    timeoutMs: m.timeoutMs,
+    container: container(SEND, true, { MOVE_TIMEOUT_MS: String(m.timeoutMs) }),
+  });
   try {
     return await runJob(engine, {
       name: `agenthost-receive-${m.instanceId.slice(-20)}-${stamp}`,

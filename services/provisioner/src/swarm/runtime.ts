@@ -11,7 +11,12 @@ import { removeVolumeOnNode } from './janitor.ts';
 import { isDraining, nodeByAddr, pickNode } from './placement.ts';
 import { credentialsSecretPrefix, instanceServiceSpec, networkName, serviceName, volumeName } from './spec.ts';
 
-export type Spec = { Name: string; Labels?: Record<string, string>; Mode?: { Replicated?: { Replicas?: number } }; TaskTemplate: { ContainerSpec?: { Image?: string; Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number; Placement?: { Constraints?: string[] } } };
+export type Spec = {
+  Name: string;
+  Labels?: Record<string, string>;
+  Mode?: { Replicated?: { Replicas?: number } };
+  TaskTemplate: { ContainerSpec?: { Image?: string; Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number; Placement?: { Constraints?: string[] } };
+};
 
 /** How long a node that came back must stay ready before its given-up instances are started anew. */
 const NODE_SETTLE_MS = 20_000;
@@ -93,7 +98,13 @@ export class SwarmInstances implements InstanceRuntime {
       restartDelaySeconds: Math.max(1, Math.round(config.RESTART_BACKOFF_INITIAL_MS / 1000)),
       stopTimeoutSeconds: config.STOP_TIMEOUT_SECONDS,
       extraSecurity: this.d.extraSecurity,
-      env: { ...config.INSTANCE_EXTRA_ENV_JSON, AGENTHOST_INSTANCE_ID: row.id, AGENTHOST_KEYS_URL: this.d.keysUrl(node.addr), ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}), [TOKEN_ENV]: token },
+      env: {
+        ...config.INSTANCE_EXTRA_ENV_JSON,
+        AGENTHOST_INSTANCE_ID: row.id,
+        AGENTHOST_KEYS_URL: this.d.keysUrl(node.addr),
+        ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}),
+        [TOKEN_ENV]: token,
+      },
     });
     const created = (await engine.run('service create', () => engine.docker.createService(spec))) as { id?: string; ID?: string };
     return { runtimeId: created.id ?? created.ID ?? spec.Name, host: node.addr };
@@ -104,7 +115,14 @@ export class SwarmInstances implements InstanceRuntime {
     const { engine } = this.d;
     try {
       await engine.run('network create', (abortSignal) =>
-        engine.docker.createNetwork({ Name: networkName(row.id), Driver: 'overlay', Attachable: false, CheckDuplicate: true, Labels: labels({ instanceId: row.id, userId: row.user_id, scope: this.d.scope }), abortSignal } as never),
+        engine.docker.createNetwork({
+          Name: networkName(row.id),
+          Driver: 'overlay',
+          Attachable: false,
+          CheckDuplicate: true,
+          Labels: labels({ instanceId: row.id, userId: row.user_id, scope: this.d.scope }),
+          abortSignal,
+        } as never),
       );
     } catch (err) {
       if (dockerStatus(err) !== 409) throw err;
@@ -115,10 +133,16 @@ export class SwarmInstances implements InstanceRuntime {
     const { engine } = this.d;
     const secretName = `${credentialsSecretPrefix(id)}${randomBytes(6).toString('hex')}`;
     const secret = (await engine.run('secret create', () =>
-      engine.docker.createSecret({ Name: secretName, Data: Buffer.from(`${JSON.stringify(creds)}\n`).toString('base64'), Labels: { [LABEL_INSTANCE]: id, [LABEL_SCOPE]: this.d.scope } }),
+      engine.docker.createSecret({
+        Name: secretName,
+        Data: Buffer.from(`${JSON.stringify(creds)}\n`).toString('base64'),
+        Labels: { [LABEL_INSTANCE]: id, [LABEL_SCOPE]: this.d.scope },
+      }),
     )) as { id?: string; ID?: string };
     const found = await this.updateService(id, (s) => {
-      s.TaskTemplate.ContainerSpec!.Secrets = [{ SecretID: secret.id ?? secret.ID, SecretName: secretName, File: { Name: 'agenthost-credentials', UID: '10001', GID: '10001', Mode: 0o400 } }];
+      s.TaskTemplate.ContainerSpec!.Secrets = [
+        { SecretID: secret.id ?? secret.ID, SecretName: secretName, File: { Name: 'agenthost-credentials', UID: '10001', GID: '10001', Mode: 0o400 } },
+      ];
       s.TaskTemplate.ForceUpdate = (s.TaskTemplate.ForceUpdate ?? 0) + 1;
       s.Mode = { Replicated: { Replicas: 1 } };
     });
@@ -129,8 +153,11 @@ export class SwarmInstances implements InstanceRuntime {
 
   private async dropSecrets(id: string, keep?: string): Promise<void> {
     const { engine } = this.d;
-    const secrets = await engine.run('secret list', (abortSignal) => engine.docker.listSecrets(o({ filters: { label: [`${LABEL_INSTANCE}=${id}`] }, abortSignal }))).catch(() => []);
-    for (const s of secrets) if (s.Spec?.Name !== keep) await engine.run('secret remove', (abortSignal) => engine.docker.getSecret(s.ID).remove(o({ abortSignal }))).catch(() => {});
+    const secrets = await engine
+      .run('secret list', (abortSignal) => engine.docker.listSecrets(o({ filters: { label: [`${LABEL_INSTANCE}=${id}`] }, abortSignal })))
+      .catch(() => []);
+    for (const s of secrets)
+      if (s.Spec?.Name !== keep) await engine.run('secret remove', (abortSignal) => engine.docker.getSecret(s.ID).remove(o({ abortSignal }))).catch(() => {});
   }
 
   async token(id: string): Promise<string | undefined> {
@@ -204,7 +231,8 @@ export class SwarmInstances implements InstanceRuntime {
     if (!latest) return { state: current.spec.Mode?.Replicated?.Replicas ? 'starting' : 'created' };
     if (state === 'running' && latest.DesiredState === 'running') return { state: 'running', startedAt: Date.parse(latest.Status?.Timestamp ?? '') };
     // The scheduler found no node for it (its pinned node is full): a clear failure, not a wait until the deadline.
-    if (state === 'pending' && /no suitable node/.test(latest.Status?.Err ?? '')) return { state: 'exited', error: `No node can run it now: ${latest.Status!.Err}` };
+    if (state === 'pending' && /no suitable node/.test(latest.Status?.Err ?? ''))
+      return { state: 'exited', error: `No node can run it now: ${latest.Status!.Err}` };
     if (STARTING.has(state) && latest.DesiredState === 'running') return { state: 'starting' };
     const exit = latest.Status?.ContainerStatus?.ExitCode;
     // A task that failed is replaced while restarts remain: only the last one's failure is final.
@@ -226,14 +254,18 @@ export class SwarmInstances implements InstanceRuntime {
 
   async logs(id: string, tail: number): Promise<string> {
     const { engine } = this.d;
-    const raw = await ignoreGone(engine.run('service logs', (abortSignal) => this.service(id).logs(o({ stdout: true, stderr: true, follow: false, tail, abortSignal }))));
+    const raw = await ignoreGone(
+      engine.run('service logs', (abortSignal) => this.service(id).logs(o({ stdout: true, stderr: true, follow: false, tail, abortSignal }))),
+    );
     return raw === undefined ? '' : Buffer.isBuffer(raw) ? demux(raw) : String(raw);
   }
 
   async followLogs(id: string, from: { since?: string; tail?: number }): Promise<NodeJS.ReadableStream | undefined> {
     const { engine } = this.d;
     const opts = { stdout: true, stderr: true, follow: true, timestamps: true, ...(from.since ? { since: from.since } : { tail: from.tail ?? 200 }) };
-    return ignoreGone(engine.run('service logs follow', (abortSignal) => this.service(id).logs(o({ ...opts, abortSignal })))) as Promise<NodeJS.ReadableStream | undefined>;
+    return ignoreGone(engine.run('service logs follow', (abortSignal) => this.service(id).logs(o({ ...opts, abortSignal })))) as Promise<
+      NodeJS.ReadableStream | undefined
+    >;
   }
 
   async managed(): Promise<ManagedObject[]> {
@@ -251,11 +283,21 @@ export class SwarmInstances implements InstanceRuntime {
     }
     for (const n of networks) {
       const instanceId = n.Labels?.[LABEL_INSTANCE];
-      if (instanceId) out.push({ instanceId, kind: 'network', remove: async () => void (await ignoreGone(engine.run('network remove', (abortSignal) => engine.docker.getNetwork(n.Id).remove(o({ abortSignal }))))) });
+      if (instanceId)
+        out.push({
+          instanceId,
+          kind: 'network',
+          remove: async () => void (await ignoreGone(engine.run('network remove', (abortSignal) => engine.docker.getNetwork(n.Id).remove(o({ abortSignal }))))),
+        });
     }
     for (const s of secrets) {
       const instanceId = s.Spec?.Labels?.[LABEL_INSTANCE];
-      if (instanceId) out.push({ instanceId, kind: 'secret', remove: async () => void (await ignoreGone(engine.run('secret remove', (abortSignal) => engine.docker.getSecret(s.ID).remove(o({ abortSignal }))))) });
+      if (instanceId)
+        out.push({
+          instanceId,
+          kind: 'secret',
+          remove: async () => void (await ignoreGone(engine.run('secret remove', (abortSignal) => engine.docker.getSecret(s.ID).remove(o({ abortSignal }))))),
+        });
     }
     return out;
   }
@@ -280,7 +322,10 @@ export class SwarmInstances implements InstanceRuntime {
             else if (!this.readySince.has(n.ID!)) this.readySince.set(n.ID!, first ? 0 : Date.now());
           }
           first = false;
-          const now = nodes.map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}:${isDraining(n)}`).sort().join(',');
+          const now = nodes
+            .map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}:${isDraining(n)}`)
+            .sort()
+            .join(',');
           if (last && now !== last) changed();
           last = now;
         })

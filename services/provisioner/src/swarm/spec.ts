@@ -66,7 +66,12 @@ export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec &
     // seconds. So the check is bash's /dev/tcp, not a node process: a few ms of CPU a second per instance. Retries
     // keep a busy agent ~15 s of grace before the swarm replaces it, as 3 × 5 s did.
     Healthcheck: {
-      Test: ['CMD', '/bin/bash', '-c', `exec 3<>/dev/tcp/127.0.0.1/${AGENT_PORT} && printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' >&3 && read -r -t 3 line <&3 && [[ $line == *' 200 '* ]]`],
+      Test: [
+        'CMD',
+        '/bin/bash',
+        '-c',
+        `exec 3<>/dev/tcp/127.0.0.1/${AGENT_PORT} && printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' >&3 && read -r -t 3 line <&3 && [[ $line == *' 200 '* ]]`,
+      ],
       Interval: 1 * S,
       Timeout: 4 * S,
       Retries: 15,
@@ -92,6 +97,9 @@ export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec &
       LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
     },
     Mode: { Replicated: { Replicas: 0 } },
-    EndpointSpec: { Mode: 'dnsrr', Ports: [{ Protocol: 'tcp', TargetPort: AGENT_PORT, PublishedPort: i.port, PublishMode: 'host' }] } as Docker.ServiceSpec['EndpointSpec'],
+    EndpointSpec: {
+      Mode: 'dnsrr',
+      Ports: [{ Protocol: 'tcp', TargetPort: AGENT_PORT, PublishedPort: i.port, PublishMode: 'host' }],
+    } as Docker.ServiceSpec['EndpointSpec'],
   };
 }

@@ -21,8 +21,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('served', 'bigint', (c) => c.notNull().defaultTo(0))
     .addPrimaryKeyConstraint('usage_leases_pk', ['replica_id', 'user_id', 'window', 'window_start'])
     .execute();
-  await sql`comment on table usage_replicas is 'live gateway replicas; one whose heartbeat is older than USAGE_LEASE_TTL_SECONDS is reclaimed by another'`.execute(db);
-  await sql`comment on column usage_leases.granted is 'quota of the window held by the replica (leased minus given back); granted - served goes back when the replica is reclaimed'`.execute(db);
+  await sql`comment on table usage_replicas is 'live gateway replicas; one whose heartbeat is older than USAGE_LEASE_TTL_SECONDS is reclaimed by another'`.execute(
+    db,
+  );
+  await sql`comment on column usage_leases.granted is 'quota of the window held by the replica (leased minus given back); granted - served goes back when the replica is reclaimed'`.execute(
+    db,
+  );
   await sql`comment on column usage_leases.served is 'requests the replica admitted from its lease, durable before their responses were sent'`.execute(db);
 }
 

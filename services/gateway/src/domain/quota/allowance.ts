@@ -27,7 +27,9 @@ export class Allowance {
     const n = (this.used.get(userId) ?? 0) + 1;
     if (n > this.perMinute) {
       const retryAfter = Math.max(1, Math.ceil(((window + 1) * 60_000 - now) / 1000));
-      throw new AppError('RATE_LIMITED', `At most ${this.perMinute} requests per minute without a subscription (and registrations); retry in ${retryAfter} s`, { retryAfter });
+      throw new AppError('RATE_LIMITED', `At most ${this.perMinute} requests per minute without a subscription (and registrations); retry in ${retryAfter} s`, {
+        retryAfter,
+      });
     }
     this.used.set(userId, n);
   }

@@ -158,4 +158,3 @@ export class Usage {
     await this.ledger.stop();
   }
 }
-

@@ -47,11 +47,24 @@ export class WebhookEndpoints {
     // Counted and inserted in one transaction, under a per-user lock, so concurrent creates cannot pass the limit.
     const row = await this.db.transaction().execute(async (trx) => {
       await sql`select pg_advisory_xact_lock(hashtext(${'webhooks:' + userId}))`.execute(trx);
-      const { n } = await trx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow();
+      const { n } = await trx
+        .selectFrom('webhook_endpoints')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('user_id', '=', userId)
+        .executeTakeFirstOrThrow();
       if (Number(n) >= this.s.perUser) throw new AppError('WEBHOOK_LIMIT_EXCEEDED', `At most ${this.s.perUser} webhook endpoints per user`);
       return trx
         .insertInto('webhook_endpoints')
-        .values({ id, user_id: userId, url: input.url, events, description: input.description ?? null, secret_sealed: sealSecret(key, secret, id), previous_secret_sealed: null, previous_expires_at: null })
+        .values({
+          id,
+          user_id: userId,
+          url: input.url,
+          events,
+          description: input.description ?? null,
+          secret_sealed: sealSecret(key, secret, id),
+          previous_secret_sealed: null,
+          previous_expires_at: null,
+        })
         .returningAll()
         .executeTakeFirstOrThrow();
     });
@@ -92,7 +105,14 @@ export class WebhookEndpoints {
 
   async deliveries(userId: string, id: string, limit = 50) {
     await this.owned(userId, id);
-    const rows = await this.db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', id).orderBy('created_at', 'desc').orderBy('id').limit(limit).execute();
+    const rows = await this.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('webhook_id', '=', id)
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
     return { deliveries: rows.map(deliveryView) };
   }
 

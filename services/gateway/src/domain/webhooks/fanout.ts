@@ -36,12 +36,22 @@ function subscriptionData(p: z.output<typeof B.subscriptionChanged.payload> | z.
  * keys.changed carries key names only: the contract has no field for a value, and only the fields named here go out.
  */
 const SOURCES: Array<{ contract: EventContract; durable: string; map: (p: never) => WebhookEvent | undefined }> = [
-  source(P.instanceCreated, DURABLES.gatewayWebhooksInstanceCreated, (p) => ({ user_id: p.user_id, type: 'instance.created', at: p.created_at, data: { instance_id: p.instance_id, created_at: p.created_at } })),
+  source(P.instanceCreated, DURABLES.gatewayWebhooksInstanceCreated, (p) => ({
+    user_id: p.user_id,
+    type: 'instance.created',
+    at: p.created_at,
+    data: { instance_id: p.instance_id, created_at: p.created_at },
+  })),
   source(P.instanceStatusChanged, DURABLES.gatewayWebhooksInstanceStatus, (p) => {
     const { user_id, ...data } = p;
     return { user_id, type: 'instance.status', at: p.at, data };
   }),
-  source(P.instanceDeleted, DURABLES.gatewayWebhooksInstanceDeleted, (p) => ({ user_id: p.user_id, type: 'instance.deleted', at: p.deleted_at, data: { instance_id: p.instance_id, deleted_at: p.deleted_at } })),
+  source(P.instanceDeleted, DURABLES.gatewayWebhooksInstanceDeleted, (p) => ({
+    user_id: p.user_id,
+    type: 'instance.deleted',
+    at: p.deleted_at,
+    data: { instance_id: p.instance_id, deleted_at: p.deleted_at },
+  })),
   source(B.subscriptionChanged, DURABLES.gatewayWebhooksSubscriptionChanged, (p) => {
     const type = SUBSCRIPTION_TYPES[p.reason];
     return type && p.user_id ? { user_id: p.user_id, type, at: p.refreshed_at, data: subscriptionData(p) } : undefined;
@@ -79,10 +89,18 @@ export class WebhookFanout {
   async start(nc: NatsConnection): Promise<void> {
     for (const s of SOURCES) {
       const key = (p: unknown) => createHash('sha256').update(s.contract.subject).update(JSON.stringify(p)).digest('hex');
-      this.subs.push(await consumeEvents(nc, s.contract, s.durable, async (p) => {
-        const ev = s.map(p as never);
-        if (ev) await this.enqueue(ev, key(p));
-      }, this.opts.log));
+      this.subs.push(
+        await consumeEvents(
+          nc,
+          s.contract,
+          s.durable,
+          async (p) => {
+            const ev = s.map(p as never);
+            if (ev) await this.enqueue(ev, key(p));
+          },
+          this.opts.log,
+        ),
+      );
     }
   }
 

@@ -37,7 +37,15 @@ export class Webhooks {
       ...lookup,
     });
     const wake = () => this.worker.wake();
-    this.endpoints = new WebhookEndpoints(db, { perUser: config.WEBHOOKS_PER_USER, allowHosts: config.WEBHOOK_ALLOW_HOSTS, overlapMs: config.WEBHOOK_SECRET_OVERLAP_HOURS * 3600_000, retryMs, key, wake, ...lookup });
+    this.endpoints = new WebhookEndpoints(db, {
+      perUser: config.WEBHOOKS_PER_USER,
+      allowHosts: config.WEBHOOK_ALLOW_HOSTS,
+      overlapMs: config.WEBHOOK_SECRET_OVERLAP_HOURS * 3600_000,
+      retryMs,
+      key,
+      wake,
+      ...lookup,
+    });
     this.fanout = new WebhookFanout(db, { log, retryMs, maxPayloadBytes: config.WEBHOOK_MAX_PAYLOAD_BYTES, wake });
   }
 

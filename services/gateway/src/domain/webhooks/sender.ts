@@ -26,9 +26,17 @@ export function signatures(secrets: string[], msgId: string, at: Date, body: str
  * POSTs one signed body to a checked target. The connection goes to the address that was checked (the lookup is
  * pinned), so DNS cannot swap in another address between the check and the connect; redirects are not followed.
  */
-export function send(target: Target, msgId: string, body: string, signature: string, at: Date, opts: { ca: string[]; timeoutMs: number; signal?: AbortSignal }): Promise<Attempt> {
+export function send(
+  target: Target,
+  msgId: string,
+  body: string,
+  signature: string,
+  at: Date,
+  opts: { ca: string[]; timeoutMs: number; signal?: AbortSignal },
+): Promise<Attempt> {
   const pinned: LookupFunction = (_host, options, cb) => {
-    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address: target.address, family: target.family }]);
+    if ((options as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address: target.address, family: target.family }]);
     else cb(null, target.address, target.family);
   };
   return new Promise<Attempt>((resolve) => {

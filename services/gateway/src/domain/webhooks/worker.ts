@@ -102,7 +102,11 @@ export class DeliveryWorker {
         secrets.push(openSecret(this.s.key!, endpoint.previous_secret_sealed, endpoint.id));
       }
       const at = new Date();
-      result = await send(target, d.id, d.payload, signatures(secrets, d.id, at, d.payload), at, { ca: this.s.ca, timeoutMs: this.s.timeoutMs, signal: this.halt.signal });
+      result = await send(target, d.id, d.payload, signatures(secrets, d.id, at, d.payload), at, {
+        ca: this.s.ca,
+        timeoutMs: this.s.timeoutMs,
+        signal: this.halt.signal,
+      });
     } catch (err) {
       const e = toAppError(err);
       result = { error: e.code === 'WEBHOOK_URL_REFUSED' ? e.message : 'could not send' };
@@ -130,6 +134,17 @@ export class DeliveryWorker {
       })
       .where('id', '=', d.id)
       .execute();
-    this.s.log.info({ event: 'webhook_attempt', webhook_id: d.webhook_id, delivery_id: d.id, attempt: d.attempts, status: r.status, error: r.error, outcome: ok ? 'delivered' : gaveUp ? 'failed' : 'retry' }, 'webhook attempt');
+    this.s.log.info(
+      {
+        event: 'webhook_attempt',
+        webhook_id: d.webhook_id,
+        delivery_id: d.id,
+        attempt: d.attempts,
+        status: r.status,
+        error: r.error,
+        outcome: ok ? 'delivered' : gaveUp ? 'failed' : 'retry',
+      },
+      'webhook attempt',
+    );
   }
 }

@@ -41,14 +41,28 @@ export function backupRoutes(ctx: GatewayContext): Route[] {
       body: z.object({ backup_id: P.backupId }),
       response: P.restore.output,
       handler: ({ req, caller, requestId }) =>
-        slow(P.restore, { user_id: caller.user_id, instance_id: id(req.params), backup_id: jsonBody(req).backup_id as string, tier: tierOf(caller) }, requestId),
+        slow(
+          P.restore,
+          { user_id: caller.user_id, instance_id: id(req.params), backup_id: jsonBody(req).backup_id as string, tier: tierOf(caller) },
+          requestId,
+        ),
     },
     {
       method: 'post',
       path: '/instance/clone/:instanceId',
       access: 'subscriber',
       operationId: 'cloneInstance',
-      errors: ['BACKUPS_UNSUPPORTED', 'BACKUP_NOT_FOUND', 'BACKUP_CORRUPT', 'INSTANCE_LIMIT_EXCEEDED', 'STORAGE_LIMIT_EXCEEDED', 'SUBSCRIPTION_CANCELLED', 'PORTS_EXHAUSTED', 'CONFLICT', 'DOCKER_UNAVAILABLE'],
+      errors: [
+        'BACKUPS_UNSUPPORTED',
+        'BACKUP_NOT_FOUND',
+        'BACKUP_CORRUPT',
+        'INSTANCE_LIMIT_EXCEEDED',
+        'STORAGE_LIMIT_EXCEEDED',
+        'SUBSCRIPTION_CANCELLED',
+        'PORTS_EXHAUSTED',
+        'CONFLICT',
+        'DOCKER_UNAVAILABLE',
+      ],
       summary: 'A new instance holding a backup of this instance (which may be deleted); counts like a create',
       body: clientShape(P.clone.input.omit({ instance_id: true })),
       response: P.clone.output,
@@ -67,7 +81,8 @@ export function backupRoutes(ctx: GatewayContext): Route[] {
       errors: ['BACKUPS_UNSUPPORTED', 'BACKUP_NOT_FOUND'],
       summary: 'Delete one backup of an instance',
       response: P.removeBackup.output,
-      handler: ({ req, caller, requestId }) => ctx.call(P.removeBackup, { user_id: caller.user_id, instance_id: id(req.params), backup_id: String(req.params.backupId) }, requestId),
+      handler: ({ req, caller, requestId }) =>
+        ctx.call(P.removeBackup, { user_id: caller.user_id, instance_id: id(req.params), backup_id: String(req.params.backupId) }, requestId),
     },
   ];
 }

@@ -12,7 +12,9 @@ const eventData = z
   .union([
     P.instanceStatusChanged.payload.describe('event: status (id: the stream sequence)'),
     P.instanceDeleted.payload.describe('event: deleted, the last event of the stream'),
-    z.object({ instance_id: contracts.instanceId, status: P.instanceStatus, at: z.string(), failure_reason: z.string().optional() }).describe('event: current, first on a new stream (no Last-Event-ID); its id is where a resume starts'),
+    z
+      .object({ instance_id: contracts.instanceId, status: P.instanceStatus, at: z.string(), failure_reason: z.string().optional() })
+      .describe('event: current, first on a new stream (no Last-Event-ID); its id is where a resume starts'),
   ])
   .describe('Server-sent events: id is the JetStream sequence; resume with Last-Event-ID; comment lines are heartbeats');
 
@@ -38,7 +40,8 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
       handler: async ({ req, res, caller, requestId }) => {
         const id = instanceId(req.params);
         const given = req.get('last-event-id');
-        if (given !== undefined && !LAST_EVENT_ID.test(given.trim())) throw new AppError('VALIDATION_FAILED', 'Last-Event-ID must be an event id of this stream (a number)');
+        if (given !== undefined && !LAST_EVENT_ID.test(given.trim()))
+          throw new AppError('VALIDATION_FAILED', 'Last-Event-ID must be an event id of this stream (a number)');
         const resumeFrom = given === undefined ? undefined : Number(given.trim());
         const mine = (ev: StoredEvent) => ev.data.instance_id === id && ev.data.user_id === caller.user_id;
         // Registered before anything is read, so no change between the read and the first wait is missed.
@@ -56,7 +59,12 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
             const now = await ctx.call(P.get, { user_id: caller.user_id, instance_id: id }, requestId);
             cursor = resumeFrom ?? (await reader.lastSeq());
             if (resumeFrom === undefined) {
-              first = frame(cursor, 'current', { instance_id: id, status: now.status, at: new Date().toISOString(), ...(now.failure_reason ? { failure_reason: now.failure_reason } : {}) });
+              first = frame(cursor, 'current', {
+                instance_id: id,
+                status: now.status,
+                at: new Date().toISOString(),
+                ...(now.failure_reason ? { failure_reason: now.failure_reason } : {}),
+              });
             }
           } catch (err) {
             // A deleted instance is gone from the provisioner: a client resuming after it may still read up to its deletion.

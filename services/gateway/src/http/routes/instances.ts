@@ -10,7 +10,12 @@ const P = contracts.provisioner;
 export const tierOf = (c: Caller) => c.subscription!.tier;
 
 /** Who a new instance (a create or a clone) is for: from the token and the subscription, never from the body. */
-export const newInstanceOwner = (c: Caller) => ({ user_id: c.user_id, wallet_address: c.wallet_address, tier: tierOf(c), subscription_cancelled: c.subscription!.cancelled });
+export const newInstanceOwner = (c: Caller) => ({
+  user_id: c.user_id,
+  wallet_address: c.wallet_address,
+  tier: tierOf(c),
+  subscription_cancelled: c.subscription!.cancelled,
+});
 
 /**
  * Calls that change containers wait longer than the gateway's default backend timeout: under a burst a

@@ -30,7 +30,10 @@ export const keysRoutes = (ctx: GatewayContext): Route[] => [
       const b = parseOr400(kv.storeBody, jsonBody(req));
       const sealed_keys = seal(JSON.stringify(b.keys), ctx.keyvaultSealKey, kv.sealContext(kv.store.subject, b.instance_id));
       const out = await ctx.call(kv.store, { user_id: caller.user_id, instance_id: b.instance_id, sealed_keys, meta }, requestId);
-      return { ...out, ...(await ctx.keyReload.apply({ user_id: caller.user_id, instance_id: out.instance_id, action: 'stored', key_names: Object.keys(b.keys) })) };
+      return {
+        ...out,
+        ...(await ctx.keyReload.apply({ user_id: caller.user_id, instance_id: out.instance_id, action: 'stored', key_names: Object.keys(b.keys) })),
+      };
     },
   },
   {
@@ -61,8 +64,15 @@ export const keysRoutes = (ctx: GatewayContext): Route[] => [
     response: kv.remove.output.extend(applied),
     handler: async ({ req, requestId, caller, meta }) => {
       const b = jsonBody(req);
-      const out = await ctx.call(kv.remove, { user_id: caller.user_id, instance_id: b.instance_id as string, key_names: b.key_names as string[], meta }, requestId);
-      return { ...out, ...(await ctx.keyReload.apply({ user_id: caller.user_id, instance_id: out.instance_id, action: 'deleted', key_names: b.key_names as string[] })) };
+      const out = await ctx.call(
+        kv.remove,
+        { user_id: caller.user_id, instance_id: b.instance_id as string, key_names: b.key_names as string[], meta },
+        requestId,
+      );
+      return {
+        ...out,
+        ...(await ctx.keyReload.apply({ user_id: caller.user_id, instance_id: out.instance_id, action: 'deleted', key_names: b.key_names as string[] })),
+      };
     },
   },
   {
@@ -74,7 +84,8 @@ export const keysRoutes = (ctx: GatewayContext): Route[] => [
     summary: "Names (never values) of an instance's keys",
     query: clientShape(kv.list.input) as z.ZodObject,
     response: kv.list.output,
-    handler: ({ req, requestId, caller, meta }) => ctx.call(kv.list, { user_id: caller.user_id, instance_id: queryString(req, 'instance_id') as string, meta }, requestId),
+    handler: ({ req, requestId, caller, meta }) =>
+      ctx.call(kv.list, { user_id: caller.user_id, instance_id: queryString(req, 'instance_id') as string, meta }, requestId),
   },
   {
     method: 'get',
@@ -87,7 +98,11 @@ export const keysRoutes = (ctx: GatewayContext): Route[] => [
     response: kv.audit.output,
     handler: ({ req, requestId, caller, meta }) => {
       const limit = queryString(req, 'limit');
-      return ctx.call(kv.audit, { user_id: caller.user_id, instance_id: queryString(req, 'instance_id') as string, ...(limit === undefined ? {} : { limit }), meta }, requestId);
+      return ctx.call(
+        kv.audit,
+        { user_id: caller.user_id, instance_id: queryString(req, 'instance_id') as string, ...(limit === undefined ? {} : { limit }), meta },
+        requestId,
+      );
     },
   },
   {

@@ -31,15 +31,28 @@ export function subscriptionRoutes(ctx: GatewayContext): Route[] {
     path: '/subscription/register',
     access: 'user',
     operationId: 'registerSubscription',
-    errors: ['TX_SIGNATURE_MALFORMED', 'INVALID_TIER', 'TRANSACTION_NOT_FOUND', 'TX_FAILED', 'TX_WRONG_PROGRAM', 'TX_NOT_SUBSCRIBE', 'TX_WRONG_SIGNER', 'TX_TIER_MISMATCH', 'TX_ALREADY_USED', 'SUBSCRIPTION_ACCOUNT_INVALID'],
+    errors: [
+      'TX_SIGNATURE_MALFORMED',
+      'INVALID_TIER',
+      'TRANSACTION_NOT_FOUND',
+      'TX_FAILED',
+      'TX_WRONG_PROGRAM',
+      'TX_NOT_SUBSCRIBE',
+      'TX_WRONG_SIGNER',
+      'TX_TIER_MISMATCH',
+      'TX_ALREADY_USED',
+      'SUBSCRIPTION_ACCOUNT_INVALID',
+    ],
     summary: 'Register a confirmed subscribe transaction',
     body: contracts.billing.registerBody,
     response: contracts.billing.register.output,
     count: false,
     handler: async ({ req, res, caller, requestId }) => {
       const body = jsonBody(req);
-      if (typeof body.tx_signature !== 'string') throw new AppError('VALIDATION_FAILED', 'tx_signature: required, a base58 transaction signature', { details: { field: 'tx_signature' } });
-      if (body.tier === undefined) throw new AppError('VALIDATION_FAILED', 'tier: required, 0 (free), 1 (pro) or 2 (enterprise)', { details: { field: 'tier' } });
+      if (typeof body.tx_signature !== 'string')
+        throw new AppError('VALIDATION_FAILED', 'tx_signature: required, a base58 transaction signature', { details: { field: 'tx_signature' } });
+      if (body.tier === undefined)
+        throw new AppError('VALIDATION_FAILED', 'tier: required, 0 (free), 1 (pro) or 2 (enterprise)', { details: { field: 'tier' } });
       if (body.tier !== 0 && body.tier !== 1 && body.tier !== 2) throw new AppError('INVALID_TIER');
       if (body.tx_signature.length > 200) throw new AppError('TX_SIGNATURE_MALFORMED');
       const out = await ctx.call(contracts.billing.register, { ...who(caller), tx_signature: body.tx_signature, tier: body.tier }, requestId);

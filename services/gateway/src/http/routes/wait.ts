@@ -55,8 +55,12 @@ export const waitRoutes = (ctx: GatewayContext): Route[] => [
           void read().catch((err: unknown) => {
             if (toAppError(err).code === 'INSTANCE_NOT_FOUND') decide({ status: 'deleted', at: new Date().toISOString() });
           });
-        }
-        else decide(ev.kind === 'deleted' ? { status: 'deleted', at: ev.at } : { status: ev.status, at: ev.at, ...(ev.failure_reason ? { failure_reason: ev.failure_reason } : {}) });
+        } else
+          decide(
+            ev.kind === 'deleted'
+              ? { status: 'deleted', at: ev.at }
+              : { status: ev.status, at: ev.at, ...(ev.failure_reason ? { failure_reason: ev.failure_reason } : {}) },
+          );
       });
       const timer = setTimeout(() => settle({ status: 'provisioning', at: '' }), timeout * 1000);
       const gone = () => settle({ status: 'provisioning', at: '' });
@@ -66,7 +70,9 @@ export const waitRoutes = (ctx: GatewayContext): Route[] => [
         await read();
         const o = await reached;
         if (o.status === 'failed') {
-          throw new AppError('WAIT_INSTANCE_FAILED', `The instance failed: ${o.failure_reason ?? 'no reason given'}`, { details: { failure_reason: o.failure_reason } });
+          throw new AppError('WAIT_INSTANCE_FAILED', `The instance failed: ${o.failure_reason ?? 'no reason given'}`, {
+            details: { failure_reason: o.failure_reason },
+          });
         }
         if (o.status !== state) throw new AppError('WAIT_TIMEOUT', `The instance was not ${state} within ${timeout} s`, { retryable: true });
         return { instance_id: id, status: o.status, at: o.at };
