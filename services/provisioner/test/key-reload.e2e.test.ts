@@ -95,12 +95,12 @@ async function running(id: string): Promise<void> {
  * times (clock ticks since boot) and environments. OpenClaw's own short-lived helpers come and go with each turn.
  */
 async function openclawProcesses(id: string): Promise<Array<{ pid: string; started: string; env: string }>> {
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script; ${p#/proc/} is the shell's
   const out = await docker(
     'exec',
     container(id),
     'sh',
     '-c',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script; ${p#/proc/} is the shell's
     'for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) || continue; pp=$(echo "$s" | cut -d" " -f4); if [ "${p#/proc/}" = 1 ] || { [ "$pp" = 1 ] && grep -q openclaw $p/cmdline; }; then echo "${p#/proc/} $(echo "$s" | cut -d" " -f22) $(tr "\\0" " " < $p/environ | base64 -w0)"; fi; done',
   );
   return out

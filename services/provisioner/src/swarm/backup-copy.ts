@@ -4,7 +4,7 @@ import { o, type DockerEngine } from '../docker/engine.ts';
 import { LABEL_USER } from '../docker/spec.ts';
 import { exportFromNode, importToNode } from './backup-transfer.ts';
 import { nodeByAddr } from './placement.ts';
-import type { Spec } from './runtime.ts';
+import type { Spec } from './spec.ts';
 
 /** On an instance service whose agent is stopped for a backup's copy: it is shown starting, not failed, meanwhile. */
 export const LABEL_COPYING = 'agenthost.copying';

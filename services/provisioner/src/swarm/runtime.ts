@@ -9,14 +9,7 @@ import { exportInstance, importInstance, LABEL_COPYING, type CopyOps } from './b
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { isDraining, nodeByAddr, pickNode } from './placement.ts';
-import { credentialsSecretPrefix, instanceServiceSpec, networkName, serviceName, volumeName } from './spec.ts';
-
-export type Spec = {
-  Name: string;
-  Labels?: Record<string, string>;
-  Mode?: { Replicated?: { Replicas?: number } };
-  TaskTemplate: { ContainerSpec?: { Image?: string; Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number; Placement?: { Constraints?: string[] } };
-};
+import { credentialsSecretPrefix, instanceServiceSpec, networkName, type Spec, serviceName, volumeName } from './spec.ts';
 
 /** How long a node that came back must stay ready before its given-up instances are started anew. */
 const NODE_SETTLE_MS = 20_000;

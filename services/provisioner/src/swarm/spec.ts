@@ -103,3 +103,11 @@ export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec &
     } as Docker.ServiceSpec['EndpointSpec'],
   };
 }
+
+/** The parts of an instance service's spec that the runtime and a backup's copy read and change. */
+export type Spec = {
+  Name: string;
+  Labels?: Record<string, string>;
+  Mode?: { Replicated?: { Replicas?: number } };
+  TaskTemplate: { ContainerSpec?: { Image?: string; Env?: string[]; Secrets?: unknown[] }; ForceUpdate?: number; Placement?: { Constraints?: string[] } };
+};
