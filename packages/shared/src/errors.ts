@@ -81,7 +81,7 @@ export const ERROR_CODES = {
   WEBHOOK_LIMIT_EXCEEDED: { status: 403, message: 'Webhook endpoint limit reached' },
   WEBHOOK_NOT_FOUND: { status: 404, message: 'Webhook endpoint not found' },
   WEBHOOK_DELIVERY_NOT_FOUND: { status: 404, message: 'Webhook delivery not found' },
-  /** No GATEWAY_DATA_KEY and no GATEWAY_ASSERTION_PRIVATE_KEY to derive one from: signing secrets cannot be kept sealed. */
+  /** WEBHOOKS=off, or no GATEWAY_DATA_KEY and no GATEWAY_ASSERTION_PRIVATE_KEY to derive one from (signing secrets cannot be kept sealed). */
   WEBHOOKS_UNAVAILABLE: { status: 501, message: 'Webhooks are not configured on this deployment' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

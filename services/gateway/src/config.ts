@@ -111,6 +111,8 @@ export const gatewayConfig = baseConfig
     /** Seconds between the comment lines that keep an idle event stream (GET /instance/events) open through proxies. */
     SSE_HEARTBEAT_SECONDS: configInt(15),
     /** Outbound webhooks: endpoints per user. */
+    /** off: this deployment offers no webhooks (no consumer reads the event streams for them; the routes answer 501). */
+    WEBHOOKS: z.enum(['on', 'off']).default('on'),
     WEBHOOKS_PER_USER: configInt(10),
     /**
      * Hosts (names or addresses, comma-separated) a webhook may reach although they are or resolve to private, loopback

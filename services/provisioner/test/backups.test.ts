@@ -48,7 +48,14 @@ describe('backups of an instance (stand-in agent)', () => {
     // The deleted instance is still known by its backups, which still count toward storage.
     expect((await s.n.call(P.backups, { user_id, instance_id: a.instance_id })).backups.map((x) => x.backup_id)).toEqual([b.backup_id]);
     const usage = await s.n.call(P.usage, { user_id });
-    expect(usage).toEqual({ instances_active: 0, storage_used_mb: Math.round((b.size_bytes / 1024 / 1024) * 100) / 100, restarts: 0, oom_kills: 0, cpu_usage_percent: 0, memory_usage_mb: 0 });
+    expect(usage).toEqual({
+      instances_active: 0,
+      storage_used_mb: Math.round((b.size_bytes / 1024 / 1024) * 100) / 100,
+      restarts: 0,
+      oom_kills: 0,
+      cpu_usage_percent: 0,
+      memory_usage_mb: 0,
+    });
 
     const c = await s.n.call(P.clone, { user_id, tier: 'pro', instance_id: a.instance_id, backup_id: b.backup_id, name: 'revived' });
     recordSecret(c.access_token);

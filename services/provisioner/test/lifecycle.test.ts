@@ -276,6 +276,13 @@ describe('instance lifecycle on the real Docker engine', () => {
     expect(u.instances_active).toBe(1);
     expect(u.storage_used_mb).toBeLessThan(10);
     await n.call(P.remove, { user_id, instance_id: c.instance_id });
-    expect(await n.call(P.usage, { user_id })).toEqual({ instances_active: 0, storage_used_mb: 0, restarts: 0, oom_kills: 0, cpu_usage_percent: 0, memory_usage_mb: 0 });
+    expect(await n.call(P.usage, { user_id })).toEqual({
+      instances_active: 0,
+      storage_used_mb: 0,
+      restarts: 0,
+      oom_kills: 0,
+      cpu_usage_percent: 0,
+      memory_usage_mb: 0,
+    });
   });
 });

@@ -21,7 +21,7 @@ export class Webhooks {
   private stopped = false;
 
   constructor(db: Kysely<GatewayDB>, config: GatewayConfig, log: Logger, opts: { lookup?: Lookup } = {}) {
-    const key = gatewayDataKey(config);
+    const key = config.WEBHOOKS === 'off' ? undefined : gatewayDataKey(config);
     this.enabled = key !== undefined;
     this.log = log;
     const retryMs = config.WEBHOOK_RETRY_HOURS * 3600_000;

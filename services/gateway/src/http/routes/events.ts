@@ -86,14 +86,20 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
           const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
           try {
             if (first) await write(res, first);
+            // The wake is the event's core-NATS delivery, which can come before the stream has stored the event: a read
+            // after a wake that finds nothing is tried again every 50 ms for a second, and a quiet stream is read again
+            // every few seconds whatever happens, so no event waits for the next one to be seen.
+            let soon = 0;
             while (open) {
               woken = false;
               const ev = await reader.next(cursor + 1);
               if (!ev) {
-                if (!woken && open) await new Promise<void>((r) => (wake = r));
+                if (!woken && open) await pause(soon > 0 ? 50 : QUIET_REREAD_MS, (r) => (wake = r));
                 wake = undefined;
+                soon = woken ? 20 : Math.max(0, soon - 1);
                 continue;
               }
+              soon = 0;
               cursor = ev.seq;
               if (!mine(ev)) continue;
               const kind = ev.subject === P.instanceDeleted.subject ? 'deleted' : ev.subject === P.instanceStatusChanged.subject ? 'status' : undefined;
@@ -124,4 +130,18 @@ async function deletedSince(reader: StreamReader, from: number, mine: (ev: Store
     if (mine(ev)) return true;
   }
   return false;
+}
+
+/** A quiet stream reads the bus again this often even with no wake (the wake is a hint, the stream the truth). */
+const QUIET_REREAD_MS = 3000;
+
+/** Resolves after `ms`, or earlier when the callback handed to `onWake` is called. */
+function pause(ms: number, onWake: (wake: () => void) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    onWake(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
