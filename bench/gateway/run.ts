@@ -13,9 +13,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assertionCost } from './assertions.ts';
 import { edgeCost } from './edge.ts';
-import { observabilityCost, otlpSink } from './observability.ts';
-import { closedLoop, merge, openLoop, pairedAdded, r3, report, type RunResult, type Target } from './load.ts';
-import { cpuSeconds, spawnLogged, spawnReady, startBare, type BenchProcess } from './processes.ts';
+import { startGateways } from './gateways.ts';
+import { observabilityCost } from './observability.ts';
+import { halfLoad, latencyAtRates, maxThroughput } from './compare.ts';
+import { closedLoop, merge, report, type RunResult, type Target } from './load.ts';
+import { spawnLogged, spawnReady, startBare, type BenchProcess } from './processes.ts';
 import { usageWrites } from './usage-writes.ts';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 
@@ -71,58 +73,22 @@ const [auth, billing] = await Promise.all([
   ),
 ]);
 procs.push(auth, billing);
-const args = (name: string) => (process.env[name] ?? '').split(' ').filter(Boolean);
-const spawnGateway = async (label: string, extra: Record<string, string>, execArgv: string[] = []) => {
-  const genv = {
+const baseRepo = process.env.BENCH_BASE_REPO;
+const { gw, gwOff, sink, gwPlain, gwObserved, gwTraceAll, gwBase } = await startGateways({
+  repo,
+  baseRepo,
+  env: {
     ...env,
     ...nats.envFor('gateway'),
     DATABASE_URL: db.urlFor('gateway'),
     GATEWAY_HOST: '127.0.0.1',
     GATEWAY_PORT: '0',
     GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem,
-  };
-  const p = await spawnLogged(repo, 'gateway', { ...genv, ...extra }, logDir, label, execArgv);
-  procs.push(p);
-  return p;
-};
-// Diagnostics, e.g. BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc".
-const gw = await spawnGateway('gateway', {}, args('BENCH_GATEWAY_NODE_ARGS'));
-// The same gateway without assertions, for their cost in this run (bench/gateway/assertions.ts).
-const gwOff = await spawnGateway('gateway-assertions-off', { ASSERTIONS: 'off' });
-// The same gateway with metrics served and traces exported (bench/gateway/observability.ts), at the default
-// sampling and with every request traced, against a twin without either started with them: a gateway started
-// minutes later than another costs a third more CPU per request for a while (its code is less optimised yet),
-// so each side of a comparison must be as warm as the other. BENCH_OBSERVED_NODE_ARGS: diagnostics for these.
-const sink = await otlpSink();
-const twin = async (label: string, extra: Record<string, string>) => {
-  const metricsPort = await freePort();
-  const observed = { METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sink.url };
-  const p = await spawnGateway(label, { ...(label === 'gateway-plain' ? {} : observed), ...extra }, args('BENCH_OBSERVED_NODE_ARGS'));
-  return { p, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
-};
-const gwPlain = await twin('gateway-plain', {});
-const gwObserved = await twin('gateway-observed', {});
-const gwTraceAll = await twin('gateway-traced-all', { TRACE_SAMPLE_RATIO: '1' });
-// Before and after in the same run: BENCH_BASE_REPO=<another checkout> adds its gateway (same NATS, database and
-// billing-chain) to every throughput and half-load slice.
-const baseRepo = process.env.BENCH_BASE_REPO;
-const gwBase = baseRepo
-  ? await spawnLogged(
-      baseRepo,
-      'gateway',
-      {
-        ...env,
-        ...nats.envFor('gateway'),
-        DATABASE_URL: db.urlFor('gateway'),
-        GATEWAY_HOST: '127.0.0.1',
-        GATEWAY_PORT: '0',
-        GATEWAY_ASSERTION_PRIVATE_KEY: busKeys().assertionPem,
-      },
-      logDir,
-      'gateway-base',
-    )
-  : undefined;
-if (gwBase) procs.push(gwBase);
+  },
+  logDir,
+  procs,
+  freePort,
+});
 const baseUrl = `${String(gw.ready.url)}/api`;
 const stack = {
   api: apiClient(baseUrl),
@@ -166,11 +132,7 @@ try {
   onGateway(await closedLoop(gateway, CONNECTIONS, WARMUP_MS));
   if (before) onGateway(await closedLoop(before, CONNECTIONS, WARMUP_MS));
 
-  log(`max throughput: ${CONNECTIONS} connections, ${ROUNDS} alternating slices of ${SLICE_MS / 1000}s each`);
-  const bareParts: RunResult[] = [];
-  const gwParts: RunResult[] = [];
-  const beforeParts: RunResult[] = [];
-  // CPU time each process spends per request, to show where the time goes.
+  // The processes whose CPU time per request maxThroughput measures.
   const pids: Record<string, number> = {
     client: process.pid,
     bare: bare.pid,
@@ -179,79 +141,26 @@ try {
     'nats-server': nats.pid()!,
     ...(gwBase ? { before: gwBase.pid } : {}),
   };
-  const cpu = (): Record<string, number> => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuSeconds(pid) : 0]));
-  const spent = { bare: {} as Record<string, number>, gateway: {} as Record<string, number>, before: {} as Record<string, number> };
-  const add = (into: Record<string, number>, a: Record<string, number>, b: Record<string, number>) => {
-    for (const k of Object.keys(a)) into[k] = (into[k] ?? 0) + (b[k]! - a[k]!);
-  };
-  for (let i = 0; i < ROUNDS; i++) {
-    let c0 = cpu();
-    bareParts.push(await closedLoop(baseline, CONNECTIONS, SLICE_MS));
-    let c1 = cpu();
-    add(spent.bare, c0, c1);
-    c0 = cpu();
-    gwParts.push(onGateway(await closedLoop(gateway, CONNECTIONS, SLICE_MS)));
-    c1 = cpu();
-    add(spent.gateway, c0, c1);
-    if (!before) continue;
-    c0 = cpu();
-    beforeParts.push(onGateway(await closedLoop(before, CONNECTIONS, SLICE_MS)));
-    add(spent.before, c0, cpu());
-  }
-  const bareMax = merge(bareParts);
-  const gwMax = merge(gwParts);
-  const ratio = gwMax.rps / bareMax.rps;
-  const perRequest = (m: Record<string, number>, n: number) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / n) * 1_000_000)]));
-  const beforeMax = before && merge(beforeParts);
-  const cpuUsPerRequest = {
-    bare: perRequest(spent.bare, bareMax.requests),
-    gateway: perRequest(spent.gateway, gwMax.requests),
-    ...(beforeMax ? { before: perRequest(spent.before, beforeMax.requests) } : {}),
-  };
-  log(`cpu µs per request: bare ${JSON.stringify(cpuUsPerRequest.bare)}, gateway ${JSON.stringify(cpuUsPerRequest.gateway)}`);
-  log(`bare ${bareMax.rps} req/s, gateway ${gwMax.rps} req/s, ratio ${ratio.toFixed(3)}`);
-  if (beforeMax)
-    log(
-      `before (${baseRepo}): gateway ${beforeMax.rps} req/s, ratio ${(beforeMax.rps / bareMax.rps).toFixed(3)}, cpu µs per request ${JSON.stringify(cpuUsPerRequest.before)}`,
-    );
+  const sides = { baseline, gateway, before, onGateway, log };
+  const { bareMax, gwMax, beforeParts, beforeMax, ratio, cpuUsPerRequest } = await maxThroughput({
+    ...sides,
+    pids,
+    connections: CONNECTIONS,
+    rounds: ROUNDS,
+    sliceMs: SLICE_MS,
+    baseRepo,
+  });
 
-  if (process.env.BENCH_RATES) {
-    // Diagnostics: latency at given rates (comma-separated), alternating bare and gateway.
-    for (const rate of process.env.BENCH_RATES.split(',').map(Number)) {
-      const b = await openLoop(baseline, rate, SLICE_MS);
-      const g = onGateway(await openLoop(gateway, rate, SLICE_MS));
-      log(
-        `rate ${rate}: bare p50 ${b.latencyMs.p50} p99 ${b.latencyMs.p99} max ${b.latencyMs.max} | gateway p50 ${g.latencyMs.p50} p99 ${g.latencyMs.p99} max ${g.latencyMs.max}`,
-      );
-    }
-  }
+  // Diagnostics: latency at given rates (comma-separated), alternating bare and gateway.
+  if (process.env.BENCH_RATES) await latencyAtRates(sides, process.env.BENCH_RATES.split(',').map(Number), SLICE_MS);
   const half = Math.max(1, Math.round(gwMax.rps / 2));
-  log(`half load: ${half} req/s open loop, ${ROUNDS_HALF} alternating slices of ${HALF_SLICE_MS / 1000}s each`);
-  const bareHalfParts: RunResult[] = [];
-  const gwHalfParts: RunResult[] = [];
-  const floorHalfParts: RunResult[] = [];
-  const beforeHalfParts: RunResult[] = [];
-  await openLoop(floor, half, HALF_SLICE_MS);
-  for (let i = 0; i < ROUNDS_HALF; i++) {
-    bareHalfParts.push(await openLoop(baseline, half, HALF_SLICE_MS));
-    gwHalfParts.push(onGateway(await openLoop(gateway, half, HALF_SLICE_MS)));
-    floorHalfParts.push(await openLoop(floor, half, HALF_SLICE_MS));
-    if (before) beforeHalfParts.push(onGateway(await openLoop(before, half, HALF_SLICE_MS)));
-  }
-  const bareHalf = merge(bareHalfParts);
-  const gwHalf = merge(gwHalfParts);
-  // Pooled over all slices, and the median over adjacent (bare, gateway) slice pairs (pairedAdded says why).
-  const pooled = { p50: r3(gwHalf.latencyMs.p50 - bareHalf.latencyMs.p50), p99: r3(gwHalf.latencyMs.p99 - bareHalf.latencyMs.p99) };
-  const paired = pairedAdded(gwHalfParts, bareHalfParts);
-  const added = paired;
-  const overFloor = pairedAdded(gwHalfParts, floorHalfParts);
-  const beforeOverFloor = before && pairedAdded(beforeHalfParts, floorHalfParts);
-  if (beforeOverFloor) log(`before: added over the floor relay at half load p50 ${beforeOverFloor.p50} ms, p99 ${beforeOverFloor.p99} ms`);
-  log(
-    `added over the floor relay at half load: median of paired slices p50 ${overFloor.p50} ms, p99 ${overFloor.p99} ms (floor p99 ${merge(floorHalfParts).latencyMs.p99} ms)`,
-  );
-  log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
-  log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
+  const { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added, overFloor, beforeOverFloor } = await halfLoad({
+    ...sides,
+    floor,
+    rate: half,
+    rounds: ROUNDS_HALF,
+    sliceMs: HALF_SLICE_MS,
+  });
 
   const pathCpuUs = cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!;
   const load = { billingPid: billing.pid, connections: CONNECTIONS, rounds: ROUNDS, sliceMs: SLICE_MS, pathCpuUs, log };

@@ -9,16 +9,14 @@
 // Targets (issue #17): create → running p50 ≤ 6 s, wake → first response p50 ≤ 3 s, idle RSS ≤ 450 MB.
 // Results: bench/results/openclaw.json.
 
-import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
+import { docker, dockerQuiet, memoryOf, readyz, sleep, startProfile } from './container.ts';
 
-const exec = promisify(execFile);
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 loadInfraEnv();
 const { startStack, testAsserter } = await import('../../packages/testkit/src/index.ts');
@@ -45,24 +43,6 @@ const TOKEN = randomBytes(24).toString('hex');
 const asserter = testAsserter();
 
 const log = (msg: string) => process.stderr.write(`[bench:openclaw] ${msg}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const docker = async (...args: string[]) => (await exec('docker', args, { maxBuffer: 16 << 20 })).stdout.trim();
-const dockerQuiet = (...args: string[]) => docker(...args).catch(() => '');
-
-/** Polls /readyz every 50 ms: the same cadence for both sides. */
-async function readyz(port: number, deadline: number): Promise<boolean> {
-  while (Date.now() < deadline) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1000) });
-      await r.arrayBuffer();
-      if (r.status === 200) return true;
-    } catch {
-      /* not yet */
-    }
-    await sleep(50);
-  }
-  return false;
-}
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -122,52 +102,6 @@ async function bareRun(name: string, port: number): Promise<void> {
 async function removeBare(name: string): Promise<void> {
   await dockerQuiet('rm', '-f', '-v', name);
   await dockerQuiet('volume', 'rm', '-f', name);
-}
-
-/** The gateway's own log lines as ms after the container started: where the start time goes. */
-async function startProfile(container: string): Promise<Record<string, number>> {
-  const started = Date.parse(await docker('inspect', '-f', '{{.State.StartedAt}}', container));
-  const out = await exec('docker', ['logs', '--timestamps', container], { maxBuffer: 16 << 20 }).catch(() => ({ stdout: '', stderr: '' }));
-  const profile: Record<string, number> = {};
-  for (const line of `${out.stdout}\n${out.stderr}`.split('\n')) {
-    const m = /^(\S+Z) (.*)$/.exec(line);
-    if (!m) continue;
-    const msg = m[2]!.replace(/^\S+T\S+ /, '').slice(0, 80);
-    if (/\[gateway\]|listening|ready|seeded|plugin/i.test(msg) && !(msg in profile)) profile[msg] = Date.parse(m[1]!) - started;
-  }
-  return profile;
-}
-
-/** RSS of the container's processes and its parts (MB): anonymous = V8 heap + native buffers, file = code and mapped files. */
-async function memoryOf(container: string) {
-  const pids = (await docker('top', container, '-eo', 'pid'))
-    .split('\n')
-    .slice(1)
-    .map((s) => Number(s.trim()))
-    .filter(Boolean);
-  const sum = { rss_mb: 0, anonymous_mb: 0, file_mb: 0, shmem_mb: 0 };
-  for (const pid of pids) {
-    try {
-      const t = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-      const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(t)?.[1] ?? 0) / 1024;
-      sum.rss_mb += kb('Rss');
-      sum.anonymous_mb += kb('Anonymous');
-      sum.file_mb += kb('Rss') - kb('Anonymous') - kb('Shmem');
-      sum.shmem_mb += kb('Shmem');
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  const cg = await dockerQuiet('stats', '--no-stream', '--format', '{{.MemUsage}}', container);
-  const mb = (v: number) => Math.round(v);
-  return {
-    processes: pids.length,
-    rss_mb: mb(sum.rss_mb),
-    anonymous_mb: mb(sum.anonymous_mb),
-    file_mb: mb(sum.file_mb),
-    shmem_mb: mb(sum.shmem_mb),
-    cgroup_usage: cg,
-  };
 }
 
 async function createAndWait(nc: Nc, user_id: string, n: number): Promise<{ ms: number[]; ids: string[]; failures: number }> {

@@ -1,50 +1,11 @@
-import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'puppeteer-core';
-import { chainClient, recordSecret, startStack, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../../services/provisioner/test/helpers.ts';
-import { controlNames, holdRequests, launch, press, screenshot, textOf, unnamedControls, waitForFocus } from './browser.ts';
+import { chainClient, recordSecret } from '@agenthost/testkit';
+import { controlNames, holdRequests, press, screenshot, textOf, unnamedControls, waitForFocus } from './browser.ts';
+import { browser, origin, page, stack, startDashboard, stopDashboard, wallet } from './dashboard-stack.ts';
 import { TestWallet } from './test-wallet.ts';
 
-const DIST = new URL('../dist/index.html', import.meta.url);
-const network = testNetwork('dashboard');
-// One instance on pro, so that the quota is reached by the second create of the walk.
-const tiers = {
-  free: { memory_mb: 256, cpus: 0.5, pids: 64 },
-  pro: { instances: 1, memory_mb: 256, cpus: 0.5, pids: 64 },
-  enterprise: { memory_mb: 256, cpus: 0.5, pids: 64 },
-};
-
-let stack: Stack;
-let browser: Browser;
-let page: Page;
-let wallet: TestWallet;
-let origin: string;
-
-beforeAll(async () => {
-  if (!existsSync(DIST)) throw new Error('the dashboard is not built: pnpm --filter @agenthost/dashboard build (deploy/test.sh does it)');
-  await cleanupDocker(network);
-  stack = await startStack({
-    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
-    devchain: true,
-    // 18899 and 18900 are the swarm suite's devchain (RPC and WebSocket), published on the host while it runs.
-    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18910, 18949], tiers }), gateway: { ...gatewayEnv, TIER_LIMITS_JSON: JSON.stringify(tiers) } },
-  });
-  origin = stack.baseUrl.replace(/\/api$/, '');
-  wallet = new TestWallet(stack.chain!.url);
-  browser = await launch();
-  page = await browser.newPage();
-  await page.setViewport({ width: 1100, height: 800 });
-  await wallet.install(page);
-  // The page's own errors belong in the test's output (the page never logs a token).
-  page.on('pageerror', (err) => console.error('page error:', err));
-}, 240_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-  await cleanupDocker(network);
-});
+beforeAll(startDashboard, 240_000);
+afterAll(stopDashboard);
 
 const session = () => page.evaluate(() => localStorage.getItem('agenthost.session'));
 

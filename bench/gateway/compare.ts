@@ -1,0 +1,103 @@
+// The gateway against its baselines in this run (the bare server, the floor relay, and BENCH_BASE_REPO's gateway
+// when given), in alternating slices so that a change in background load hits every side alike. run.ts starts
+// the processes and writes the results.
+import { closedLoop, merge, openLoop, pairedAdded, r3, type RunResult, type Target } from './load.ts';
+import { cpuSeconds } from './processes.ts';
+
+interface Sides {
+  baseline: Target;
+  gateway: Target;
+  before: Target | undefined;
+  /** Counts the requests the gateways served, for the usage writes per request. */
+  onGateway: (r: RunResult) => RunResult;
+  log: (msg: string) => void;
+}
+
+/** Max throughput, and the CPU time each process (pids) spends per request, to show where the time goes. */
+export async function maxThroughput(
+  o: Sides & { pids: Record<string, number>; connections: number; rounds: number; sliceMs: number; baseRepo: string | undefined },
+) {
+  const { baseline, gateway, before, onGateway, log, pids } = o;
+  log(`max throughput: ${o.connections} connections, ${o.rounds} alternating slices of ${o.sliceMs / 1000}s each`);
+  const bareParts: RunResult[] = [];
+  const gwParts: RunResult[] = [];
+  const beforeParts: RunResult[] = [];
+  const cpu = (): Record<string, number> => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuSeconds(pid) : 0]));
+  const spent = { bare: {} as Record<string, number>, gateway: {} as Record<string, number>, before: {} as Record<string, number> };
+  const add = (into: Record<string, number>, a: Record<string, number>, b: Record<string, number>) => {
+    for (const k of Object.keys(a)) into[k] = (into[k] ?? 0) + (b[k]! - a[k]!);
+  };
+  for (let i = 0; i < o.rounds; i++) {
+    let c0 = cpu();
+    bareParts.push(await closedLoop(baseline, o.connections, o.sliceMs));
+    let c1 = cpu();
+    add(spent.bare, c0, c1);
+    c0 = cpu();
+    gwParts.push(onGateway(await closedLoop(gateway, o.connections, o.sliceMs)));
+    c1 = cpu();
+    add(spent.gateway, c0, c1);
+    if (!before) continue;
+    c0 = cpu();
+    beforeParts.push(onGateway(await closedLoop(before, o.connections, o.sliceMs)));
+    add(spent.before, c0, cpu());
+  }
+  const bareMax = merge(bareParts);
+  const gwMax = merge(gwParts);
+  const ratio = gwMax.rps / bareMax.rps;
+  const perRequest = (m: Record<string, number>, n: number) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / n) * 1_000_000)]));
+  const beforeMax = before && merge(beforeParts);
+  const cpuUsPerRequest = {
+    bare: perRequest(spent.bare, bareMax.requests),
+    gateway: perRequest(spent.gateway, gwMax.requests),
+    ...(beforeMax ? { before: perRequest(spent.before, beforeMax.requests) } : {}),
+  };
+  log(`cpu µs per request: bare ${JSON.stringify(cpuUsPerRequest.bare)}, gateway ${JSON.stringify(cpuUsPerRequest.gateway)}`);
+  log(`bare ${bareMax.rps} req/s, gateway ${gwMax.rps} req/s, ratio ${ratio.toFixed(3)}`);
+  if (beforeMax)
+    log(
+      `before (${o.baseRepo}): gateway ${beforeMax.rps} req/s, ratio ${(beforeMax.rps / bareMax.rps).toFixed(3)}, cpu µs per request ${JSON.stringify(cpuUsPerRequest.before)}`,
+    );
+  return { bareMax, gwMax, beforeParts, beforeMax, ratio, cpuUsPerRequest };
+}
+
+/** Diagnostics: the latency of the bare server and of the gateway at each rate, one slice each. */
+export async function latencyAtRates(o: Sides, rates: number[], sliceMs: number): Promise<void> {
+  for (const rate of rates) {
+    const b = await openLoop(o.baseline, rate, sliceMs);
+    const g = o.onGateway(await openLoop(o.gateway, rate, sliceMs));
+    o.log(
+      `rate ${rate}: bare p50 ${b.latencyMs.p50} p99 ${b.latencyMs.p99} max ${b.latencyMs.max} | gateway p50 ${g.latencyMs.p50} p99 ${g.latencyMs.p99} max ${g.latencyMs.max}`,
+    );
+  }
+}
+
+/** The latency the gateway adds at a fixed rate (half its max), over the bare server and over the floor relay. */
+export async function halfLoad(o: Sides & { floor: Target; rate: number; rounds: number; sliceMs: number }) {
+  const { baseline, gateway, before, floor, onGateway, log, rate: half } = o;
+  log(`half load: ${half} req/s open loop, ${o.rounds} alternating slices of ${o.sliceMs / 1000}s each`);
+  const bareHalfParts: RunResult[] = [];
+  const gwHalfParts: RunResult[] = [];
+  const floorHalfParts: RunResult[] = [];
+  const beforeHalfParts: RunResult[] = [];
+  await openLoop(floor, half, o.sliceMs);
+  for (let i = 0; i < o.rounds; i++) {
+    bareHalfParts.push(await openLoop(baseline, half, o.sliceMs));
+    gwHalfParts.push(onGateway(await openLoop(gateway, half, o.sliceMs)));
+    floorHalfParts.push(await openLoop(floor, half, o.sliceMs));
+    if (before) beforeHalfParts.push(onGateway(await openLoop(before, half, o.sliceMs)));
+  }
+  const bareHalf = merge(bareHalfParts);
+  const gwHalf = merge(gwHalfParts);
+  // Pooled over all slices, and the median over adjacent (bare, gateway) slice pairs (pairedAdded says why).
+  const pooled = { p50: r3(gwHalf.latencyMs.p50 - bareHalf.latencyMs.p50), p99: r3(gwHalf.latencyMs.p99 - bareHalf.latencyMs.p99) };
+  const paired = pairedAdded(gwHalfParts, bareHalfParts);
+  const overFloor = pairedAdded(gwHalfParts, floorHalfParts);
+  const beforeOverFloor = before && pairedAdded(beforeHalfParts, floorHalfParts);
+  if (beforeOverFloor) log(`before: added over the floor relay at half load p50 ${beforeOverFloor.p50} ms, p99 ${beforeOverFloor.p99} ms`);
+  log(
+    `added over the floor relay at half load: median of paired slices p50 ${overFloor.p50} ms, p99 ${overFloor.p99} ms (floor p99 ${merge(floorHalfParts).latencyMs.p99} ms)`,
+  );
+  log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
+  log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
+  return { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added: paired, overFloor, beforeOverFloor };
+}

@@ -1,0 +1,137 @@
+import { type Actors, type Case, UNKNOWN_INSTANCE } from './types.ts';
+
+/**
+ * The keys of an instance, in the middle of its life in instance-cases.ts (the instance is running): the owner's calls,
+ * then the instance's own, with the credentials as its bootstrap holds them. Kept apart because they are the keyvault's
+ * contract, not the provisioner's.
+ */
+export function instanceKeyCases(a: Actors): Case[] {
+  const mine = (s: { instance: string }) => s.instance;
+  return [
+    {
+      operationId: 'storeKeys',
+      why: 'keys for my instance',
+      as: 'subscriber',
+      path: '/keys/store',
+      body: (s) => ({ instance_id: mine(s), keys: { OPENAI_API_KEY: 'sk-contract-1' } }),
+      status: 200,
+      documented: true,
+    },
+    {
+      operationId: 'storeKeys',
+      why: 'not my instance',
+      as: 'subscriber',
+      path: '/keys/store',
+      body: { instance_id: UNKNOWN_INSTANCE, keys: { OPENAI_API_KEY: 'sk-test' } },
+      status: 404,
+      documented: true,
+    },
+    {
+      operationId: 'storeKeys',
+      why: 'a reserved name',
+      as: 'subscriber',
+      path: '/keys/store',
+      body: (s) => ({ instance_id: mine(s), keys: { AGENTHOST_X: 'v' } }),
+      status: 400,
+    },
+    {
+      operationId: 'updateKey',
+      why: 'a stored key',
+      as: 'subscriber',
+      path: '/keys/update',
+      body: (s) => ({ instance_id: mine(s), key_name: 'OPENAI_API_KEY', key_value: 'sk-contract-2' }),
+      status: 200,
+      documented: true,
+    },
+    {
+      operationId: 'updateKey',
+      why: 'a key never stored',
+      as: 'subscriber',
+      path: '/keys/update',
+      body: (s) => ({ instance_id: mine(s), key_name: 'NEVER_STORED', key_value: 'v' }),
+      status: 404,
+      documented: true,
+    },
+    {
+      operationId: 'listKeys',
+      why: 'the names',
+      as: 'subscriber',
+      path: (s) => `/keys/list?instance_id=${mine(s)}`,
+      status: 200,
+      documented: true,
+      // Credentials for the instance's own calls below (the agent's are replaced, as a foreign start would).
+      keep: async (_b, s) => void (s.secret = await a.issue(a.subscriber.user_id, s.instance)),
+    },
+    { operationId: 'listKeys', why: 'not my instance', as: 'subscriber', path: `/keys/list?instance_id=${UNKNOWN_INSTANCE}`, status: 404, documented: true },
+    {
+      operationId: 'listKeyAudit',
+      why: 'the changes',
+      as: 'subscriber',
+      path: (s) => `/keys/audit?instance_id=${mine(s)}&limit=10`,
+      status: 200,
+      documented: true,
+    },
+    {
+      operationId: 'listKeyAudit',
+      why: 'not my instance',
+      as: 'subscriber',
+      path: `/keys/audit?instance_id=${UNKNOWN_INSTANCE}&limit=10`,
+      status: 404,
+      documented: true,
+    },
+    {
+      operationId: 'retrieveKeys',
+      why: "the instance's credentials",
+      as: 'anyone',
+      path: '/keys/retrieve',
+      headers: (s) => ({ 'X-Instance-ID': s.instance, 'X-Instance-Secret': s.secret }),
+      status: 200,
+      documented: true,
+    },
+    {
+      operationId: 'retrieveKeys',
+      why: 'unknown instance',
+      as: 'anyone',
+      path: '/keys/retrieve',
+      headers: { 'X-Instance-ID': UNKNOWN_INSTANCE, 'X-Instance-Secret': 'nope' },
+      status: 401,
+      documented: true,
+    },
+    {
+      operationId: 'watchKeys',
+      why: 'the keys first',
+      as: 'anyone',
+      path: '/keys/watch',
+      headers: (s) => ({ 'X-Instance-ID': s.instance, 'X-Instance-Secret': s.secret }),
+      status: 200,
+      documented: true,
+    },
+    {
+      operationId: 'watchKeys',
+      why: 'unknown instance',
+      as: 'anyone',
+      path: '/keys/watch',
+      headers: { 'X-Instance-ID': UNKNOWN_INSTANCE, 'X-Instance-Secret': 'nope' },
+      status: 401,
+      documented: true,
+    },
+    {
+      operationId: 'deleteKeys',
+      why: 'a stored key',
+      as: 'subscriber',
+      path: '/keys/delete',
+      body: (s) => ({ instance_id: mine(s), key_names: ['OPENAI_API_KEY'] }),
+      status: 200,
+      documented: true,
+    },
+    {
+      operationId: 'deleteKeys',
+      why: 'not my instance',
+      as: 'subscriber',
+      path: '/keys/delete',
+      body: { instance_id: UNKNOWN_INSTANCE, key_names: ['OPENAI_API_KEY'] },
+      status: 404,
+      documented: true,
+    },
+  ];
+}
