@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import { healthCheckCommand, pinTo } from '@agenthost/shared';
 import { NATS_CLIENT_URL, NATS_NODES, SCHEMAS, SECRET_DIR } from './material.ts';
+import { envList, hardened, health, MB, type Mount, resources, rolling } from './service-parts.ts';
 
 /**
  * The agenthost stack as swarm service specs (Engine API 1.41): NATS ×3 (JetStream, R3), Postgres pinned
@@ -21,7 +22,6 @@ export const SUBNET = '10.213.0.0/16';
 const SERVICE_UID = '10100';
 const HEALTH_PORT = 9090;
 export const METRICS_PORT = 9464;
-const MB = 1024 * 1024;
 
 export type ImageName = 'gateway' | 'auth' | 'billing-chain' | 'provisioner' | 'keyvault' | 'devchain' | 'postgres' | 'nats' | 'edge';
 
@@ -49,39 +49,12 @@ export interface StackOptions {
 
 type Spec = Docker.ServiceSpec & { Name: string };
 /** A task mount (Engine API), looser than dockerode's type: tmpfs mounts have no source. */
-type Mount = { Type: 'volume' | 'bind' | 'tmpfs'; Target: string; Source?: string; ReadOnly?: boolean; TmpfsOptions?: { SizeBytes: number; Mode?: number } };
 type PortConfig = { Protocol: 'tcp' | 'udp'; TargetPort: number; PublishedPort: number; PublishMode: 'host' | 'ingress' };
 
 const secret = (o: StackOptions, name: string, uid = SERVICE_UID, target = name) => {
   const s = o.secrets[name];
   if (!s) throw new Error(`no swarm secret for ${name}`);
   return { SecretID: s.id, SecretName: s.name, File: { Name: target, UID: uid, GID: uid, Mode: 0o400 } };
-};
-
-const envList = (env: Record<string, string>) => Object.entries(env).map(([k, v]) => `${k}=${v}`);
-
-const rolling = (order: 'start-first' | 'stop-first') => ({
-  UpdateConfig: { Parallelism: 1, Delay: 1_000_000_000, FailureAction: 'rollback', Monitor: 10_000_000_000, MaxFailureRatio: 0, Order: order },
-  RollbackConfig: { Parallelism: 1, Delay: 0, FailureAction: 'pause', Monitor: 5_000_000_000, MaxFailureRatio: 0, Order: order },
-});
-
-const health = (test: string[], startSeconds = 60) => ({
-  Test: test,
-  Interval: 5_000_000_000,
-  Timeout: 4_000_000_000,
-  Retries: 3,
-  StartPeriod: startSeconds * 1_000_000_000,
-});
-
-const resources = (reserveMb: number, reserveCpu: number, limitMb: number, limitCpu: number) => ({
-  Reservations: { MemoryBytes: reserveMb * MB, NanoCPUs: Math.round(reserveCpu * 1e9) },
-  Limits: { MemoryBytes: limitMb * MB, NanoCPUs: Math.round(limitCpu * 1e9) },
-});
-
-const hardened = {
-  CapabilityDrop: ['ALL'],
-  Mounts: [{ Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: 64 * MB, Mode: 0o1777 } }] as Mount[],
-  StopGracePeriod: 15_000_000_000,
 };
 
 function service(

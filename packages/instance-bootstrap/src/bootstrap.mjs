@@ -16,13 +16,13 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeInstanceKey } from './crypto.mjs';
 import { buildAgentEnv, decryptKeys, STRIPPED_ENV } from './agent-env.mjs';
 import { startKeyServer } from './key-server.mjs';
 import { siblingUrl, watchKeys } from './hot-reload.mjs';
 import { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from './keys-fetch.mjs';
+import { makeLogger, resolveCommand } from './process-tools.mjs';
 
 export { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from './keys-fetch.mjs';
 export { buildAgentEnv, decryptKeys, RESERVED_PREFIX, STRIPPED_ENV } from './agent-env.mjs';
@@ -41,42 +41,6 @@ export {
 } from './crypto.mjs';
 
 const FORWARDED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'];
-
-/** Makes a logger writing one JSON object per line to fd 2 (synchronously, so nothing is
- *  lost on exit/exec, and without switching the inherited stderr to non-blocking mode). */
-export function makeLogger(instanceId, write = (line) => fs.writeSync(2, line)) {
-  return (level, msg, fields = {}) => {
-    const line = JSON.stringify({
-      ts: new Date().toISOString(),
-      level,
-      msg,
-      component: 'agenthost-bootstrap',
-      instance_id: instanceId ?? null,
-      ...fields,
-    });
-    try {
-      write(`${line}\n`);
-    } catch {
-      // stderr gone: nothing sensible to do
-    }
-  };
-}
-
-/** execvp-style lookup of the command in PATH. */
-export function resolveCommand(command, searchPath) {
-  if (command.includes('/')) return path.resolve(command);
-  const dirs = (searchPath || '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin').split(':');
-  for (const dir of dirs) {
-    const candidate = path.join(dir || '.', command);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      if (fs.statSync(candidate).isFile()) return candidate;
-    } catch {
-      // keep looking
-    }
-  }
-  return null;
-}
 
 function signalExitCode(signal) {
   return 128 + (os.constants.signals[signal] ?? 0);
@@ -299,3 +263,5 @@ if (isEntrypoint()) {
     process.exit(1);
   });
 }
+
+export { makeLogger, resolveCommand };

@@ -4540,7 +4540,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY, or the swarm driver) */
+            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY) */
             501: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -4772,7 +4772,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY, or the swarm driver) */
+            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY) */
             501: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -5101,7 +5101,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY, or the swarm driver) */
+            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY) */
             501: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -5430,7 +5430,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY, or the swarm driver) */
+            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY) */
             501: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -5668,7 +5668,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY, or the swarm driver) */
+            /** @description BACKUPS_UNSUPPORTED: Backups are not available on this deployment (no BACKUP_KEY) */
             501: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */

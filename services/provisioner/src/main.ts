@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { consumeEvents, contracts, endpoint, ensureEventStream, publishEvent, request, runService, type Subscription } from '@agenthost/shared';
+import { contracts, endpoint, ensureEventStream, publishEvent, request, runService, type Subscription } from '@agenthost/shared';
 import { provisionerConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { ProvisionerDB } from './db/schema.ts';
@@ -29,6 +29,7 @@ import { BackupScheduler } from './backups/scheduler.ts';
 import { archiveStore, backupBucket } from './backups/choose-store.ts';
 import { instancesByState, observeContainerEvent, swarmCapacity } from './metrics.ts';
 import { nodeRoom } from './swarm/placement.ts';
+import { stopEndedSubscriptions } from './domain/subscription-ends.ts';
 
 const P = contracts.provisioner;
 const SCHEMA = 'provisioner';
@@ -60,23 +61,6 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS });
     const handoff = new CredentialHandoff({ engine, log, issue: issueCredentials, startedByAReplica: startedByAReplica({ db, locks, engine }) });
     const containerEvents = new ContainerEvents({ engine, log, scope });
-    /** True when billing-chain says the wallet has no active, unexpired subscription (a throw redelivers the event). */
-    const subscriptionEnded = async (wallet: string): Promise<boolean> => {
-      const owner = await db.selectFrom('instances').select('user_id').where('wallet_address', '=', wallet).executeTakeFirst();
-      if (!owner) return false; // nothing of this wallet's to stop
-      try {
-        const s = await request(
-          nc,
-          contracts.billing.status,
-          { user_id: owner.user_id, wallet_address: wallet },
-          { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS },
-        );
-        return !s.is_active || Date.parse(s.expires_at) <= Date.now();
-      } catch (err) {
-        if ((err as { code?: string }).code === 'SUBSCRIPTION_NOT_FOUND') return true;
-        throw err;
-      }
-    };
     const swarm = config.PROVISIONER_DRIVER === 'swarm';
     // Filled at start from the engine's API version: no-new-privileges on swarm services needs API 1.44.
     const extraSecurity = { noNewPrivileges: false };
@@ -261,24 +245,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           if (config.VOLUME_QUOTA === 'enforce') quota.start();
           if (config.BACKUP_KEY) backupScheduler.start();
         }
-        // A durable consumer shared by every replica: a subscription that ended while we were down still
-        // stops its instances when we are back. A throw (Docker down) redelivers the event later.
-        subscriptionChanges = await consumeEvents(
-          nc,
-          contracts.billing.subscriptionChanged,
-          'provisioner-subscription-changes',
-          async (sub) => {
-            if (sub.is_active) return;
-            // Re-read from billing-chain, the owner of the record: an event alone never stops anything.
-            if (!(await subscriptionEnded(sub.wallet_address))) {
-              log.warn({ wallet_address: sub.wallet_address, reason: sub.reason }, 'subscription event not confirmed by billing-chain: ignored');
-              return;
-            }
-            const stopped = await instances.lifecycle.suspendWallet(sub.wallet_address);
-            if (stopped) log.info({ wallet_address: sub.wallet_address, stopped, reason: sub.reason }, 'subscription ended: instances stopped');
-          },
-          log,
-        );
+        subscriptionChanges = await stopEndedSubscriptions({ nc, db, config, log, suspendWallet: (w) => instances.lifecycle.suspendWallet(w) });
       },
       async stop() {
         await subscriptionChanges?.stop();

@@ -34,7 +34,8 @@ describe('the real OpenClaw image', () => {
     const c = await n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' });
     expect(c.status).toBe('provisioning');
     const info = JSON.parse(await docker('inspect', `agenthost-${c.instance_id}`))[0];
-    expect(info.Config.Image).toBe('agenthost/openclaw:latest');
+    // Created from the image the version resolved to at create (its ID), not the moving tag.
+    expect(info.Config.Image).toBe((await docker('image', 'inspect', 'agenthost/openclaw:latest', '--format', '{{.Id}}')).trim());
     expect(info.HostConfig.Memory).toBe(1536 * 1024 * 1024);
     expect(info.Config.Env).toContain('NODE_OPTIONS=--max-old-space-size=1152');
 

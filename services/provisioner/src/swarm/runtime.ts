@@ -8,7 +8,8 @@ import { labels, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.t
 import { exportInstance, importInstance, LABEL_COPYING, type CopyOps } from './backup-copy.ts';
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
 import { removeVolumeOnNode } from './janitor.ts';
-import { isDraining, nodeByAddr, pickNode } from './placement.ts';
+import { managedObjects, watchNodes } from './swarm-objects.ts';
+import { nodeByAddr, pickNode } from './placement.ts';
 import { credentialsSecretPrefix, instanceServiceSpec, networkName, type Spec, serviceName, volumeName } from './spec.ts';
 
 /** How long a node that came back must stay ready before its given-up instances are started anew. */
@@ -262,37 +263,7 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   async managed(): Promise<ManagedObject[]> {
-    const { engine, scope } = this.d;
-    const filters = { label: [`${LABEL_SCOPE}=${scope}`] };
-    const [services, networks, secrets] = await Promise.all([
-      engine.run('service list', (abortSignal) => engine.docker.listServices(o({ filters, abortSignal }))),
-      engine.run('network list', (abortSignal) => engine.docker.listNetworks(o({ filters, abortSignal }))),
-      engine.run('secret list', (abortSignal) => engine.docker.listSecrets(o({ filters, abortSignal }))),
-    ]);
-    const out: ManagedObject[] = [];
-    for (const s of services) {
-      const instanceId = s.Spec?.Labels?.[LABEL_INSTANCE];
-      if (instanceId) out.push({ instanceId, kind: 'service', remove: () => this.remove(instanceId) });
-    }
-    for (const n of networks) {
-      const instanceId = n.Labels?.[LABEL_INSTANCE];
-      if (instanceId)
-        out.push({
-          instanceId,
-          kind: 'network',
-          remove: async () => void (await ignoreGone(engine.run('network remove', (abortSignal) => engine.docker.getNetwork(n.Id).remove(o({ abortSignal }))))),
-        });
-    }
-    for (const s of secrets) {
-      const instanceId = s.Spec?.Labels?.[LABEL_INSTANCE];
-      if (instanceId)
-        out.push({
-          instanceId,
-          kind: 'secret',
-          remove: async () => void (await ignoreGone(engine.run('secret remove', (abortSignal) => engine.docker.getSecret(s.ID).remove(o({ abortSignal }))))),
-        });
-    }
-    return out;
+    return managedObjects(this.d.engine, this.d.scope, (id) => this.remove(id));
   }
 
   /**
@@ -301,31 +272,7 @@ export class SwarmInstances implements InstanceRuntime {
    * that returned; the drainer moves those of a draining node.
    */
   watchNodes(changed: () => void, everyMs = 2000): () => void {
-    const { engine } = this.d;
-    let last = '';
-    let first = true;
-    const timer = setInterval(() => {
-      if (!engine.available) return;
-      void engine
-        .run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })))
-        .then((nodes) => {
-          for (const n of nodes) {
-            if (n.Status?.State !== 'ready') this.readySince.delete(n.ID!);
-            // Ready when first seen counts as settled; a return seen later counts from now.
-            else if (!this.readySince.has(n.ID!)) this.readySince.set(n.ID!, first ? 0 : Date.now());
-          }
-          first = false;
-          const now = nodes
-            .map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}:${isDraining(n)}`)
-            .sort()
-            .join(',');
-          if (last && now !== last) changed();
-          last = now;
-        })
-        .catch(() => {});
-    }, everyMs);
-    timer.unref();
-    return () => clearInterval(timer);
+    return watchNodes(this.d.engine, this.readySince, changed, everyMs);
   }
 
   async nodeSettled(row: Pick<InstanceRow, 'node_host'>): Promise<boolean> {

@@ -1,0 +1,138 @@
+import { expect } from 'vitest';
+import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
+import {
+  apiUrl,
+  expectSpread,
+  expectUsageExact,
+  killOne,
+  leftovers,
+  MANAGER,
+  manager,
+  perNode,
+  provisionerMetrics,
+  rebalanceStack,
+  runningTasks,
+  SCALED,
+  statusIs,
+  steadyLoad,
+  swarmChain,
+  twoNode,
+  WORKER,
+  worker,
+} from './helpers.ts';
+import { expectComplete, instanceHistory } from './history.ts';
+
+/** Clients of the steady load, each with one request in flight at a time. */
+const CLIENTS = 4;
+
+// The chaos scenario of the swarm suite (swarm.test.ts runs it on the stack it deployed): a steady authenticated
+// load while one replica of each service and a NATS node are killed, then the second engine is stopped and started.
+
+export async function chaosUnderLoad(): Promise<void> {
+  // The load's user (its usage checked against the answers) and an owner of instances on both nodes.
+  const session = await signIn(apiClient(apiUrl()));
+  await subscribe({ chain: swarmChain }, session, { tier: 'enterprise' });
+  const owner = await signIn(apiClient(apiUrl()));
+  await subscribe({ chain: swarmChain }, owner, { tier: 'pro' });
+  const api = owner.api; // seven creates at once against pro's limit of five: exactly five are accepted
+  const created = await Promise.all(Array.from({ length: 7 }, () => api.post('/instance/create', { framework: 'openclaw' })));
+  const ids = created.filter((r) => r.status === 200).map((r) => (recordSecret(r.body.access_token), r.body.instance_id as string));
+  // What the API answered for each instance, in order: its history on JetStream must hold it all.
+  const observed = new Map<string, Array<{ status: string; failure_reason?: string }>>(ids.map((id) => [id, []]));
+  try {
+    expect(created.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.body.code}`)).toEqual(Array(2).fill('403 INSTANCE_LIMIT_EXCEEDED'));
+    expect(ids).toHaveLength(5);
+    const views = await Promise.all(ids.map((id) => waitFor(`running ${id}`, () => statusIs(api, id, 'running'), 180_000, 500)));
+    for (const id of ids) observed.get(id)!.push({ status: 'running' });
+    const onWorker = views.filter((v) => new URL(v.url).hostname === WORKER).map((v) => v.instance_id as string);
+    const onManager = views.filter((v) => new URL(v.url).hostname === MANAGER).map((v) => v.instance_id as string);
+    expect([onWorker.length > 0, onManager.length > 0]).toEqual([true, true]);
+    // Placement's view per node, as the provisioner exports it: the instances where they run, and room left.
+    const page = await provisionerMetrics();
+    expect(perNode(page, 'agenthost_swarm_node_instances')).toEqual({
+      [(await manager.info()).Name]: onManager.length,
+      [(await worker.info()).Name]: onWorker.length,
+    });
+    expect(Object.values(perNode(page, 'agenthost_swarm_node_unreserved_memory_bytes')).every((b) => b > 0)).toBe(true);
+    // The load's user's requests (half through the worker's edge) and the owner's view of its instances.
+    let most = 0;
+    const load = steadyLoad(session.token, CLIENTS, '/instance/list');
+    const owned = steadyLoad(owner.token, 1, '/instance/list', (body) => void (most = Math.max(most, body.instances.length)), 1000);
+    const kills = (process.env.CHAOS_KILLS ?? 'gateway,auth,billing-chain,provisioner,keyvault,nats-3').split(',').map((s) => `agenthost-${s}`);
+    for (const s of kills) await new Promise((r) => setTimeout(r, 2000)).then(() => killOne(s));
+    const killFailures = load.failures.length;
+    // The killed replicas' successors are up (and the reconciler with them) before the node goes: node_down's bound
+    // is counted from a settled platform, not from one still restarting what was just killed.
+    await waitFor(
+      'the platform back after the kills',
+      async () => {
+        for (const [svc, n] of Object.entries(SCALED)) if ((await runningTasks(`agenthost-${svc}`)).length !== n) return false;
+        return true;
+      },
+      180_000,
+      1000,
+    );
+    // While the second engine is away its edge is too: the load goes to the manager's edge meanwhile.
+    load.managerOnly = true;
+    await twoNode('stop-worker');
+    // The issue's bound: failed with node_down within 30 s of the node going away. The view asserted on is the
+    // one that said failed (a second request could meet a replica that died with the node).
+    for (const id of onWorker) {
+      const v = await waitFor(`node_down ${id}`, () => statusIs(api, id, 'failed'), 30_000, 500);
+      expect(v.failure_reason, JSON.stringify(v)).toBe('node_down');
+      observed.get(id)!.push({ status: 'failed', failure_reason: 'node_down' });
+    }
+    for (const id of onManager) {
+      const v = await waitFor(
+        `an answer for ${id}`,
+        async () => ((await api.get(`/instance/status/${id}`)) as { status: number; body: any }).body,
+        30_000,
+        500,
+      );
+      expect(v.status, JSON.stringify(v)).toBe('running');
+    }
+    await twoNode('start-worker');
+    for (const id of onWorker) {
+      await waitFor(`back ${id}`, () => statusIs(api, id, 'running'), 240_000, 1000);
+      observed.get(id)!.push({ status: 'running' });
+    }
+    await waitFor("the worker's edge back", async () => (await runningTasks('agenthost-edge')).length === 2, 180_000, 1000);
+    const nodeLossFailures = load.failures.length - killFailures;
+    load.managerOnly = false;
+    await new Promise((r) => setTimeout(r, 2000));
+    const [{ ok, failures }] = await Promise.all([load.end(), owned.end()]);
+    expect(most).toBeLessThanOrEqual(5);
+    // Each client has one request in flight at a time: at most one failure per client per killed process. Known
+    // (README, Run across machines): while a node is lost, requests fail until the swarm sees it down.
+    console.log(`chaos: ${ok} answered, ${killFailures} failed on kills, ${nodeLossFailures} while a node was lost:\n${failures.join('\n')}`);
+    expect(killFailures, failures.join('\n')).toBeLessThanOrEqual(CLIENTS * kills.length);
+    expect(failures.length - killFailures - nodeLossFailures, 'failures once the node was back').toBe(0);
+    expect(ok).toBeGreaterThan(100);
+    await expectUsageExact(session.token, ok, failures.length, CLIENTS);
+
+    // The swarm moved the worker's platform tasks to the manager and never moves them back by itself: the
+    // operator's rebalance spreads every scaled service over both nodes again, one task at a time.
+    await rebalanceStack();
+    await expectSpread();
+  } finally {
+    await twoNode('start-worker');
+    for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});
+  }
+  for (const id of ids) expect(await leftovers(id)).toEqual([]);
+  expect((await api.get('/usage/metrics')).body.instances.active).toBe(0);
+  for (const id of ids) {
+    // Read from the start of the stream to the deletion, and resumed halfway (Last-Event-ID) to the same end.
+    const h = await waitFor(
+      `the deletion of ${id} on the stream`,
+      async () => {
+        const all = await instanceHistory(apiUrl(), owner.token, id);
+        return all.at(-1)?.event === 'deleted' ? all : undefined;
+      },
+      60_000,
+      1000,
+    );
+    expectComplete(id, h, observed.get(id)!);
+    const half = Math.floor(h.length / 2);
+    expect(await instanceHistory(apiUrl(), owner.token, id, h[half - 1]!.id)).toEqual(h.slice(half));
+  }
+}

@@ -1,0 +1,68 @@
+import { o, ignoreGone, type DockerEngine } from '../docker/engine.ts';
+import { LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
+import type { ManagedObject } from '../domain/runtime.ts';
+import { isDraining } from './placement.ts';
+
+// What the swarm runtime reads of the swarm as a whole, apart from its per-instance operations (runtime.ts): the
+// objects of its scope (for the reconciler's orphan sweep) and the nodes' states (for node_down and drains).
+
+/** Every swarm object of the scope that belongs to an instance (services, networks, secrets), with how to remove it. */
+export async function managedObjects(engine: DockerEngine, scope: string, removeService: (instanceId: string) => Promise<void>): Promise<ManagedObject[]> {
+  const filters = { label: [`${LABEL_SCOPE}=${scope}`] };
+  const [services, networks, secrets] = await Promise.all([
+    engine.run('service list', (abortSignal) => engine.docker.listServices(o({ filters, abortSignal }))),
+    engine.run('network list', (abortSignal) => engine.docker.listNetworks(o({ filters, abortSignal }))),
+    engine.run('secret list', (abortSignal) => engine.docker.listSecrets(o({ filters, abortSignal }))),
+  ]);
+  const out: ManagedObject[] = [];
+  for (const s of services) {
+    const instanceId = s.Spec?.Labels?.[LABEL_INSTANCE];
+    if (instanceId) out.push({ instanceId, kind: 'service', remove: () => removeService(instanceId) });
+  }
+  for (const n of networks) {
+    const instanceId = n.Labels?.[LABEL_INSTANCE];
+    if (instanceId)
+      out.push({
+        instanceId,
+        kind: 'network',
+        remove: async () => void (await ignoreGone(engine.run('network remove', (abortSignal) => engine.docker.getNetwork(n.Id).remove(o({ abortSignal }))))),
+      });
+  }
+  for (const s of secrets) {
+    const instanceId = s.Spec?.Labels?.[LABEL_INSTANCE];
+    if (instanceId)
+      out.push({
+        instanceId,
+        kind: 'secret',
+        remove: async () => void (await ignoreGone(engine.run('secret remove', (abortSignal) => engine.docker.getSecret(s.ID).remove(o({ abortSignal }))))),
+      });
+  }
+  return out;
+}
+
+export function watchNodes(engine: DockerEngine, readySince: Map<string, number>, changed: () => void, everyMs: number): () => void {
+  let last = '';
+  let first = true;
+  const timer = setInterval(() => {
+    if (!engine.available) return;
+    void engine
+      .run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })))
+      .then((nodes) => {
+        for (const n of nodes) {
+          if (n.Status?.State !== 'ready') readySince.delete(n.ID!);
+          // Ready when first seen counts as settled; a return seen later counts from now.
+          else if (!readySince.has(n.ID!)) readySince.set(n.ID!, first ? 0 : Date.now());
+        }
+        first = false;
+        const now = nodes
+          .map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}:${isDraining(n)}`)
+          .sort()
+          .join(',');
+        if (last && now !== last) changed();
+        last = now;
+      })
+      .catch(() => {});
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
