@@ -70,6 +70,18 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, s
 const int = (def: number) => z.coerce.number().int().default(def);
 
 /** Settings every service shares. */
+/** A comma-separated list in one variable (empty entries dropped); unset is an empty list. */
+export const configList = () =>
+  z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+
 export const baseConfig = z.object({
   NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
   /** This service's NATS identity (an nkey seed file) and the CA of the server's TLS certificate. */
@@ -99,15 +111,7 @@ export const baseConfig = z.object({
   /** Share of new traces kept (a request with a sampled parent is always kept). */
   TRACE_SAMPLE_RATIO: z.coerce.number().min(0).max(1).default(0.1),
   /** Certificate files (PEM, comma-separated) whose expiry is exported, besides NATS_CA_FILE (the "certificate expiring" alert). */
-  CERTIFICATE_FILES: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
+  CERTIFICATE_FILES: configList(),
   /** Milliseconds spans are batched before they are exported. */
   OTEL_BSP_SCHEDULE_DELAY: int(5000),
   /** Replicas with the same name share a queue group; an id tells them apart in logs. */
@@ -117,16 +121,10 @@ export const baseConfig = z.object({
    * a rotation, the previous one) that verify its assertions (nats/assertion.ts). A backend that serves
    * requests acting for users refuses to start without them.
    */
-  GATEWAY_ASSERTION_PUBLIC_KEYS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    )
-    .refine((keys) => keys.every((k) => Buffer.from(k, 'base64').length === 32), 'must be comma-separated base64 Ed25519 public keys (32 bytes each)'),
+  GATEWAY_ASSERTION_PUBLIC_KEYS: configList().refine(
+    (keys) => keys.every((k) => Buffer.from(k, 'base64').length === 32),
+    'must be comma-separated base64 Ed25519 public keys (32 bytes each)',
+  ),
   /** For the gateway benchmark only (assertions on against off in one run): 'off' signs and checks none. */
   ASSERTIONS: z.enum(['on', 'off']).default('on'),
 });

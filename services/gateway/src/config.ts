@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { AssertionSigner, baseConfig, configInt, tiersConfig } from '@agenthost/shared';
+import { AssertionSigner, baseConfig, configInt, configList, tiersConfig } from '@agenthost/shared';
 
 export const gatewayConfig = baseConfig
   .extend({
@@ -60,34 +60,16 @@ export const gatewayConfig = baseConfig
     /** Largest block of quota a replica leases at once (usage counting costs one write per block, not per request). */
     USAGE_PREFETCH_MAX: configInt(5000),
     /** Proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For is believed; none by default. */
-    TRUSTED_PROXIES: z
-      .string()
-      .default('')
-      .transform((v) =>
-        v
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean),
-      )
-      .refine(
-        (l) => l.every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e) && isIP(e.split('/')[0]!) !== 0),
-        'must be comma-separated IP addresses or CIDR ranges',
-      ),
+    TRUSTED_PROXIES: configList().refine(
+      (l) => l.every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e) && isIP(e.split('/')[0]!) !== 0),
+      'must be comma-separated IP addresses or CIDR ranges',
+    ),
     /**
      * Browser origins (scheme://host[:port], comma-separated) allowed to call the API from their pages (CORS); none by
      * default, so a browser app on another origin gets no CORS headers. The dashboard, served by the gateway itself,
      * needs none.
      */
-    CORS_ORIGINS: z
-      .string()
-      .default('')
-      .transform((v) =>
-        v
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean),
-      )
-      .refine((l) => l.every(isOrigin), 'must be comma-separated origins such as https://app.example.com (no path, no trailing slash)'),
+    CORS_ORIGINS: configList().refine((l) => l.every(isOrigin), 'must be comma-separated origins such as https://app.example.com (no path, no trailing slash)'),
     /** A leased block unused this long goes back to the shared counter. */
     USAGE_IDLE_RETURN_MS: configInt(5000),
     /**
