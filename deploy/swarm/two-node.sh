@@ -55,9 +55,15 @@ engine2_up() {
     nsenter --net="/run/netns/$NS" ip link del "$vx" 2>/dev/null || true
   done
   mkdir -p "$N2_STATE/docker" "$(dirname "$N2_SOCK")"
+  # An engine stopped moments ago (stop-worker: TERM, then KILL after 10 s) may still be exiting, and a killed one
+  # leaves its containerd running: either makes the next dockerd fail at start. Wait for the one, end the other.
+  local old
+  old=$(cat /run/agenthost-node2/dockerd.pid 2>/dev/null || true)
+  if [ -n "$old" ]; then for _ in $(seq 1 300); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done; fi
+  pkill -f -- '--config /run/agenthost-node2/exec/containerd/containerd.toml' 2>/dev/null || true
   # Its own UTS namespace too, so that the node has its own hostname in `docker node ls`.
   nohup nsenter --net="/run/netns/$NS" unshare --uts sh -c 'hostname agenthost-n2 && exec "$0" "$@"' dockerd --data-root "$N2_STATE/docker" --exec-root /run/agenthost-node2/exec \
-    -H "$N2_HOST" --pidfile /run/agenthost-node2/dockerd.pid >"$LOG_DIR/dockerd-node2.log" 2>&1 &
+    -H "$N2_HOST" --pidfile /run/agenthost-node2/dockerd.pid >>"$LOG_DIR/dockerd-node2.log" 2>&1 &
   remember_pid dockerd-node2 $!
   # A restart after a stop can take a while on a loaded machine: it first cleans up the containers it had.
   wait_for 180 docker -H "$N2_HOST" info || die "the second dockerd did not start (see $LOG_DIR/dockerd-node2.log)"
