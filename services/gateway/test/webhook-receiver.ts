@@ -1,8 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import { ensureNatsTls } from '@agenthost/shared';
 
 export interface Received {
   path: string;
@@ -10,31 +10,13 @@ export interface Received {
   body: string;
 }
 
-/** A CA and a certificate for localhost and vm (both resolve to 127.0.0.1 here), made with openssl for this suite. */
+/**
+ * A CA and a certificate for localhost, 127.0.0.1 and `hosts` (vm resolves to 127.0.0.1 here), made fresh for this
+ * suite by the same openssl recipe that makes the NATS certificates.
+ */
 export function receiverTls(hosts: string[]): { caFile: string; cert: string; key: string } {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'agenthost-webhook-tls-'));
-  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  ssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=webhook test CA',
-    '-keyout',
-    'ca-key.pem',
-    '-out',
-    'ca.pem',
-  );
-  ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=webhook receiver', '-keyout', 'key.pem', '-out', 'req.csr');
-  writeFileSync(path.join(dir, 'ext.cnf'), `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(',')},IP:127.0.0.1\nextendedKeyUsage=serverAuth\n`);
-  ssl('x509', '-req', '-in', 'req.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'cert.pem');
-  return { caFile: path.join(dir, 'ca.pem'), cert: readFileSync(path.join(dir, 'cert.pem'), 'utf8'), key: readFileSync(path.join(dir, 'key.pem'), 'utf8') };
+  const tls = ensureNatsTls(path.join(mkdtempSync(path.join(os.tmpdir(), 'agenthost-webhook-tls-')), 'tls'), hosts);
+  return { caFile: tls.ca, cert: readFileSync(tls.cert, 'utf8'), key: readFileSync(tls.key, 'utf8') };
 }
 
 /**
