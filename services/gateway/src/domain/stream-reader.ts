@@ -1,5 +1,5 @@
 import type { NatsConnection } from 'nats';
-import { EVENT_STREAM } from '@agenthost/shared';
+import { AppError, EVENT_STREAM } from '@agenthost/shared';
 
 /** Every instance lifecycle event (status changes, deletions; created and backups too, skipped by the readers). */
 export const INSTANCE_EVENTS = 'events.instance.>';
@@ -29,10 +29,12 @@ export class StreamReader {
 
   /** The first event on `subject` with a sequence ≥ `from`, or undefined at the end of the stream. */
   async next(from: number, subject = INSTANCE_EVENTS): Promise<StoredEvent | undefined> {
-    const reply = await this.nc.request(API, JSON.stringify({ seq: Math.max(1, from), next_by_subj: subject }), { timeout: this.timeoutMs });
-    const body = reply.json<{ message?: { seq: number; subject: string; data?: string }; error?: { code: number; description: string } }>();
+    const body = await this.ask<{ message?: { seq: number; subject: string; data?: string }; error?: { code: number; description: string } }>(
+      API,
+      JSON.stringify({ seq: Math.max(1, from), next_by_subj: subject }),
+    );
     if (body.error?.code === 404) return undefined;
-    if (!body.message) throw new Error(`reading ${subject} from ${EVENT_STREAM}: ${body.error?.description ?? 'no message'}`);
+    if (!body.message) throw unavailable(new Error(`reading ${subject} from ${EVENT_STREAM} at ${from}: ${JSON.stringify(body.error ?? 'no message')}`));
     let data: Record<string, unknown> = {};
     try {
       data = JSON.parse(Buffer.from(body.message.data ?? '', 'base64').toString('utf8')) as Record<string, unknown>;
@@ -44,9 +46,22 @@ export class StreamReader {
 
   /** The stream's last sequence now (0 when empty): a new client stream starts after it. */
   async lastSeq(): Promise<number> {
-    const reply = await this.nc.request(`$JS.API.STREAM.INFO.${EVENT_STREAM}`, '', { timeout: this.timeoutMs });
-    const body = reply.json<{ state?: { last_seq: number }; error?: { description: string } }>();
-    if (!body.state) throw new Error(`stream info of ${EVENT_STREAM}: ${body.error?.description ?? 'no state'}`);
+    const body = await this.ask<{ state?: { last_seq: number }; error?: { description: string } }>(`$JS.API.STREAM.INFO.${EVENT_STREAM}`, '');
+    if (!body.state) throw unavailable(new Error(`stream info of ${EVENT_STREAM}: ${JSON.stringify(body.error ?? 'no state')}`));
     return body.state.last_seq;
   }
+
+  /** One JetStream API call; a bus that does not answer (or answers garbage) is a retryable 503, its cause logged. */
+  private async ask<T>(subject: string, payload: string): Promise<T> {
+    try {
+      return (await this.nc.request(subject, payload, { timeout: this.timeoutMs })).json<T>();
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+}
+
+/** The event stream could not be read: the client retries (the cause stays in the gateway's log). */
+function unavailable(cause: unknown): AppError {
+  return new AppError('SERVICE_UNAVAILABLE', 'The event stream could not be read; retry shortly', { retryable: true, retryAfter: 1, cause });
 }

@@ -88,13 +88,16 @@ function notFound(req: Request, _res: Response, next: NextFunction): void {
   next(new AppError('NOT_FOUND', `No route for ${req.method} ${shown}`));
 }
 
+const causeOf = (e: Error): string | undefined => (e.cause === undefined ? undefined : e.cause instanceof Error ? e.cause.message : String(e.cause));
+
 /** Every failure as { error, code, status } (spec §7); unknown errors are logged and answered as a generic 500. */
 function errorHandler(log: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const appErr = toAppError(malformedPath(err) ?? err);
     const where = { request_id: res.locals.requestId, path: pathOf(req.originalUrl) };
     if (appErr.code === 'INTERNAL') log.error({ err, ...where }, 'unhandled error');
-    else if (appErr.status >= 500) log.warn({ code: appErr.code, ...where }, appErr.message);
+    // An unavailable backend: its cause's message (a bus or database error, never a request's data) says which.
+    else if (appErr.status >= 500) log.warn({ code: appErr.code, ...where, cause: causeOf(appErr) }, appErr.message);
     if (res.headersSent) {
       res.destroy();
       return;
