@@ -3,10 +3,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import type { contracts } from '@agenthost/shared';
+import type { z } from 'zod';
+import { contracts } from '@agenthost/shared';
 import { recordSecret, startStack, type Stack } from '@agenthost/testkit';
 import { archiveKey, openArchive, type ArchiveIds } from '../src/backups/archive.ts';
 import { cleanupDocker, docker, gatewayEnv, natsClient, testNetwork, waitRunning, type Nats } from './helpers.ts';
+
+const P = contracts.provisioner;
 
 /** A backup master key and directory of one suite: the provisioner's settings, and what a test reads of its archives. */
 export interface BackupStore {
@@ -48,7 +51,13 @@ export interface BackupSuite {
   store: BackupStore;
   /** Wait until the instance runs (a failed one is reported as it is). */
   running(user_id: string, instance_id: string, timeoutMs?: number): Promise<contracts.provisioner.InstanceView>;
+  /** Create an instance (its access token kept out of logs) and wait until it runs. */
+  newInstance(user_id: string, tier?: 'free' | 'pro'): Promise<z.output<typeof contracts.provisioner.create.output>>;
 }
+
+/** The stand-in's state kept in its volume: `born` is made at its first start, `boots` counts its starts. */
+export const agentState = async (port: number): Promise<{ born: string; boots: number }> =>
+  ((await (await fetch(`http://127.0.0.1:${port}/`)).json()) as { state: { born: string; boots: number } }).state;
 
 /**
  * keyvault and the provisioner of one backup suite (its own network, ports and backup store), started before
@@ -57,6 +66,12 @@ export interface BackupSuite {
 export function backupSuite(file: string, env: (network: string) => Record<string, string>, setup?: (s: BackupSuite) => Promise<void>): BackupSuite {
   const s = { network: testNetwork(file) } as BackupSuite;
   s.running = (user_id, instance_id, timeoutMs = 60_000) => waitRunning(s.n, user_id, instance_id, timeoutMs);
+  s.newInstance = async (user_id, tier = 'pro') => {
+    const c = await s.n.call(P.create, { user_id, tier, framework: 'openclaw' });
+    recordSecret(c.access_token!);
+    await s.running(user_id, c.instance_id);
+    return c;
+  };
   beforeAll(async () => {
     await cleanupDocker(s.network);
     s.store = await backupStore(s.network);

@@ -4,7 +4,7 @@ import { beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
 import { recordSecret } from '@agenthost/testkit';
 import { archiveKey, openArchive } from '../src/backups/archive.ts';
-import { backupSuite, tokenOf } from './backup-helpers.ts';
+import { agentState, backupSuite, tokenOf } from './backup-helpers.ts';
 import { docker, newUser, provisionerEnv } from './helpers.ts';
 import { s3Server } from './s3-server.ts';
 
@@ -26,16 +26,9 @@ const s = backupSuite('bks3', (network) => ({
   ...s3.env,
 }));
 
-const agentState = async (port: number): Promise<{ born: string; boots: number }> =>
-  ((await (await fetch(`http://127.0.0.1:${port}/`)).json()) as { state: { born: string; boots: number } }).state;
 const objectOf = (backup_id: string) => `${s.network}/${backup_id}.bak`;
 
-async function newInstance(user_id: string) {
-  const c = await s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
-  recordSecret(c.access_token!);
-  await s.running(user_id, c.instance_id);
-  return c;
-}
+const { newInstance } = s;
 
 describe('backups in an S3-compatible bucket', () => {
   it('backup → delete → restore through the bucket: the object is ciphertext, and the data comes back', async () => {

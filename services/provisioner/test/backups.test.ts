@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
 import { eventHistory, recordSecret } from '@agenthost/testkit';
-import { backupSuite, tokenOf } from './backup-helpers.ts';
+import { agentState, backupSuite, tokenOf } from './backup-helpers.ts';
 import { docker, newUser, provisionerEnv } from './helpers.ts';
 
 const P = contracts.provisioner;
@@ -12,17 +12,9 @@ const s = backupSuite('bk', (network) =>
   provisionerEnv({ network, ports: [18850, 18869], tiers: { free: small, pro: { ...small, backups_kept: 2 }, enterprise: { ...small, backups_kept: 0 } } }),
 );
 
-/** The stand-in's state kept in its volume: `born` is made at its first start, `boots` counts its starts. */
-const agentState = async (port: number): Promise<{ born: string; boots: number }> =>
-  ((await (await fetch(`http://127.0.0.1:${port}/`)).json()) as { state: { born: string; boots: number } }).state;
 const archive = (backup_id: string) => s.store.archive(backup_id);
 
-async function newInstance(user_id: string, tier: 'free' | 'pro' = 'pro') {
-  const c = await s.n.call(P.create, { user_id, tier, framework: 'openclaw' });
-  recordSecret(c.access_token!);
-  await s.running(user_id, c.instance_id);
-  return c;
-}
+const { newInstance } = s;
 
 describe('backups of an instance (stand-in agent)', () => {
   it('a backup survives the instance: deleted, then cloned into a new instance with the same data and its own token', async () => {

@@ -1,50 +1,18 @@
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { eventHistory, spawnService, startStack, type ServiceProcess, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+import { eventHistory } from '@agenthost/testkit';
+import { crashSuite, pausedAt } from './crash-suite.ts';
+import { docker, newUser, waitFor } from './helpers.ts';
 
 const P = contracts.provisioner;
-const network = testNetwork('crash');
-
-let stack: Stack;
-let n: Nats;
-let db: pg.Client;
-const procs: ServiceProcess[] = [];
-
-const provisioner = async (faultAt = '') => {
-  const p = await spawnService('provisioner', {
-    env: { ...stack.envFor('provisioner'), ...provisionerEnv({ network, ports: [18230, 18249] }), FAULT_PAUSE_AT: faultAt },
-    label: `provisioner-${faultAt || 'clean'}`,
-  });
-  procs.push(p);
-  return p;
-};
-
-beforeAll(async () => {
-  await cleanupDocker(network);
-  stack = await startStack({ services: ['keyvault'], serviceEnv: { gateway: gatewayEnv } });
-  n = await natsClient(stack.nats);
-  db = new pg.Client({ connectionString: stack.db.url });
-  await db.connect();
-});
-
-afterAll(async () => {
-  for (const p of procs) await p.kill();
-  await db?.end();
-  await n?.close();
-  await stack?.stop();
-  await cleanupDocker(network);
-});
+const s = crashSuite('crash', [18230, 18249]);
+const { network, provisioner } = s;
 
 const state = async () => ({
-  rows: (await db.query<{ id: string; step: string }>('select id, step from provisioner.instances')).rows,
+  rows: (await s.db.query<{ id: string; step: string }>('select id, step from provisioner.instances')).rows,
   containers: (await docker('ps', '-aq', '--filter', `label=agenthost.scope=${network}`)).split('\n').filter(Boolean),
   volumes: (await docker('volume', 'ls', '-q', '--filter', `label=agenthost.scope=${network}`)).split('\n').filter(Boolean),
 });
-
-const pausedAt = (p: ServiceProcess, point: string) =>
-  waitFor(`pause at ${point}`, async () => p.lines().some((l) => l.includes('"event":"fault_pause"') && l.includes(`"point":"${point}"`)), 30_000, 25);
 
 describe('a provisioner killed with SIGKILL in the middle of an operation', () => {
   // What exists at each pause: the row always; the container and its volume from the container step on. The
@@ -56,7 +24,7 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
   ])('leaves no orphan when killed after the create step "%s"', async (point, step, containers, volumes) => {
     const user_id = newUser();
     const p = await provisioner(point);
-    const pending = n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' }, 4000).catch((e) => e);
+    const pending = s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' }, 4000).catch((e) => e);
     await pausedAt(p, point);
     await p.kill();
     const before = await state();
@@ -68,9 +36,9 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
     const q = await provisioner();
     expect(await state()).toEqual({ rows: [], containers: [], volumes: [] });
     // The port is free again: the next create gets the lowest port of the range.
-    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    const c = await s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
     expect(c.port).toBe(18230);
-    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+    await s.n.call(P.remove, { user_id, instance_id: c.instance_id });
     await q.stop();
     await pending;
   });
@@ -78,14 +46,14 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
   it('completes a create that was killed after the container started: the instance becomes running', async () => {
     const user_id = newUser();
     const p = await provisioner('started');
-    const pending = n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' }, 4000).catch((e) => e);
+    const pending = s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' }, 4000).catch((e) => e);
     await pausedAt(p, 'started');
     await p.kill();
     const [row] = (await state()).rows;
     expect(row).toMatchObject({ step: 'done' });
     const q = await provisioner();
-    await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: row!.id })).status === 'running');
-    await n.call(P.remove, { user_id, instance_id: row!.id });
+    await waitFor('running', async () => (await s.n.call(P.get, { user_id, instance_id: row!.id })).status === 'running');
+    await s.n.call(P.remove, { user_id, instance_id: row!.id });
     expect(await state()).toEqual({ rows: [], containers: [], volumes: [] });
     await q.stop();
     await pending;
@@ -94,17 +62,17 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
   it.each(['deleting', 'container_removed', 'volume_removed'])('finishes a delete that was killed at "%s"', async (point) => {
     const user_id = newUser();
     const q = await provisioner();
-    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    const c = await s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
     await q.stop();
     const p = await provisioner(point);
-    const pending = n.call(P.remove, { user_id, instance_id: c.instance_id }, 4000).catch((e) => e);
+    const pending = s.n.call(P.remove, { user_id, instance_id: c.instance_id }, 4000).catch((e) => e);
     await pausedAt(p, point);
     await p.kill();
     expect((await state()).rows).toEqual([expect.objectContaining({ id: c.instance_id, step: 'deleting' })]);
     // Hidden from its owner already.
     const r = await provisioner();
     expect(await state()).toEqual({ rows: [], containers: [], volumes: [] });
-    const jsm = await n.nc.jetstreamManager();
+    const jsm = await s.n.nc.jetstreamManager();
     const ev = await jsm.streams.getMessage('EVENTS', { last_by_subj: 'events.instance.deleted' });
     expect(ev.json()).toMatchObject({ instance_id: c.instance_id, user_id });
     await r.stop();
@@ -114,46 +82,47 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
   it('publishes a status change made while NATS was down, though the provisioner that saw it was killed', async () => {
     const user_id = newUser();
     const p = await provisioner();
-    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
-    await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running', 30_000);
-    await stack.nats.pause();
+    const c = await s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    await waitFor('running', async () => (await s.n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running', 30_000);
+    await s.stack.nats.pause();
     // The agent goes away with the bus down: the reconciler fails the instance, and its event cannot be published yet.
     await docker('stop', '-t', '1', `agenthost-${c.instance_id}`);
     await waitFor(
       'failed in its row',
-      async () => (await db.query<{ status: string }>('select status from provisioner.instances where id = $1', [c.instance_id])).rows[0]?.status === 'failed',
+      async () =>
+        (await s.db.query<{ status: string }>('select status from provisioner.instances where id = $1', [c.instance_id])).rows[0]?.status === 'failed',
       30_000,
     );
     await p.kill();
-    await stack.nats.restart();
+    await s.stack.nats.restart();
     const q = await provisioner();
     const statuses = async () =>
-      (await eventHistory<{ instance_id: string; status: string }>(n.nc, 'events.instance.status'))
+      (await eventHistory<{ instance_id: string; status: string }>(s.n.nc, 'events.instance.status'))
         .filter((e) => e.instance_id === c.instance_id)
         .map((e) => e.status);
     await waitFor('failed on the stream', async () => (await statuses()).includes('failed'), 30_000);
     expect(await statuses()).toEqual(['provisioning', 'running', 'failed']);
-    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+    await s.n.call(P.remove, { user_id, instance_id: c.instance_id });
     await q.stop();
   });
 
   it('settles a restart that was killed before the old container was replaced', async () => {
     const user_id = newUser();
     const q = await provisioner();
-    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
-    await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
+    const c = await s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+    await waitFor('running', async () => (await s.n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
     await q.stop();
     const p = await provisioner('recreating');
-    const pending = n.call(P.restart, { user_id, instance_id: c.instance_id }, 4000).catch((e) => e);
+    const pending = s.n.call(P.restart, { user_id, instance_id: c.instance_id }, 4000).catch((e) => e);
     await pausedAt(p, 'recreating');
     await p.kill();
     expect((await state()).rows).toEqual([expect.objectContaining({ step: 'recreating' })]);
     const r = await provisioner();
-    await waitFor('running again', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
+    await waitFor('running again', async () => (await s.n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
     // It can be restarted normally afterwards.
-    expect((await n.call(P.restart, { user_id, instance_id: c.instance_id })).status).toBe('provisioning');
-    await waitFor('running after restart', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
-    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+    expect((await s.n.call(P.restart, { user_id, instance_id: c.instance_id })).status).toBe('provisioning');
+    await waitFor('running after restart', async () => (await s.n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
+    await s.n.call(P.remove, { user_id, instance_id: c.instance_id });
     expect(await state()).toEqual({ rows: [], containers: [], volumes: [] });
     await r.stop();
     await pending;

@@ -120,20 +120,7 @@ describe('when Docker is unavailable', () => {
     expect((await n.call(P.list, { user_id })).instances).toHaveLength(1);
 
     await proxy.pass();
-    const second = await waitFor(
-      'create works again',
-      async () => {
-        try {
-          return await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
-        } catch (err) {
-          if ((err as { code?: string }).code === 'DOCKER_UNAVAILABLE') return undefined;
-          throw err;
-        }
-      },
-      15_000,
-      200,
-    );
-    await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: second.instance_id })).status === 'running');
+    const second = await createOnceDockerIsBack(user_id);
     // The instance created before the outage kept running throughout.
     expect((await n.call(P.get, { user_id, instance_id: first.instance_id })).status).toBe('running');
     await n.call(P.remove, { user_id, instance_id: first.instance_id });
@@ -203,20 +190,26 @@ describe('when Docker is unavailable', () => {
     expect(r.value).toMatchObject({ code: 'DOCKER_UNAVAILABLE', status: 503 });
     expect(r.ms).toBeLessThan(500);
     await proxy.pass();
-    const c = await waitFor(
-      'create after Docker appeared',
-      async () => {
-        try {
-          return await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
-        } catch (err) {
-          if ((err as { code?: string }).code === 'DOCKER_UNAVAILABLE') return undefined;
-          throw err;
-        }
-      },
-      15_000,
-      200,
-    );
-    await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running');
+    const c = await createOnceDockerIsBack(user_id);
     await n.call(P.remove, { user_id, instance_id: c.instance_id });
   });
 });
+
+/** Docker is reachable again: a create stops answering DOCKER_UNAVAILABLE within seconds, and its instance runs. */
+async function createOnceDockerIsBack(user_id: string) {
+  const created = await waitFor(
+    'a create after Docker came back',
+    async () => {
+      try {
+        return await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+      } catch (err) {
+        if ((err as { code?: string }).code === 'DOCKER_UNAVAILABLE') return undefined;
+        throw err;
+      }
+    },
+    15_000,
+    200,
+  );
+  await waitFor('running', async () => (await n.call(P.get, { user_id, instance_id: created.instance_id })).status === 'running');
+  return created;
+}
