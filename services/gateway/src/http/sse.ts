@@ -25,3 +25,37 @@ export async function write(res: Response, text: string): Promise<boolean> {
     res.once('close', closed);
   });
 }
+
+/**
+ * What a stream's reading loop sleeps on between reads: a signal (an event named the instance, the client went
+ * away) ends the sleep at once, and one that comes while the loop is reading is remembered (`woken`), so the loop
+ * reads again instead of sleeping through it.
+ */
+export class Waker {
+  woken = false;
+  private wake: (() => void) | undefined;
+
+  readonly signal = (): void => {
+    this.woken = true;
+    this.wake?.();
+  };
+
+  /** Before a read: signals from here on count. */
+  reset(): void {
+    this.woken = false;
+  }
+
+  /** Sleeps until a signal, or `ms` (forever when omitted); returns at once when one came since the reset. */
+  async sleep(ms?: number): Promise<void> {
+    if (!this.woken) {
+      await new Promise<void>((resolve) => {
+        const timer = ms === undefined ? undefined : setTimeout(resolve, ms);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    this.wake = undefined;
+  }
+}

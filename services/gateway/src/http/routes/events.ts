@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { GatewayContext } from '../../context.ts';
 import { StreamReader, type StoredEvent } from '../../domain/stream-reader.ts';
 import type { Route } from '../route.ts';
-import { frame, openStream, write } from '../sse.ts';
+import { frame, openStream, Waker, write } from '../sse.ts';
 import { instanceId } from './instances.ts';
 
 const P = contracts.provisioner;
@@ -45,12 +45,8 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
         const resumeFrom = given === undefined ? undefined : Number(given.trim());
         const mine = (ev: StoredEvent) => ev.data.instance_id === id && ev.data.user_id === caller.user_id;
         // Registered before anything is read, so no change between the read and the first wait is missed.
-        let woken = false;
-        let wake: (() => void) | undefined;
-        const signal = () => {
-          woken = true;
-          wake?.();
-        };
+        const waker = new Waker();
+        const signal = waker.signal;
         const unwatch = ctx.instanceEvents.watch(id, signal);
         try {
           let cursor: number;
@@ -91,12 +87,11 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
             // every few seconds whatever happens, so no event waits for the next one to be seen.
             let soon = 0;
             while (open) {
-              woken = false;
+              waker.reset();
               const ev = await reader.next(cursor + 1);
               if (!ev) {
-                if (!woken && open) await pause(soon > 0 ? 50 : QUIET_REREAD_MS, (r) => (wake = r));
-                wake = undefined;
-                soon = woken ? 20 : Math.max(0, soon - 1);
+                if (open) await waker.sleep(soon > 0 ? 50 : QUIET_REREAD_MS);
+                soon = waker.woken ? 20 : Math.max(0, soon - 1);
                 continue;
               }
               soon = 0;
@@ -134,14 +129,3 @@ async function deletedSince(reader: StreamReader, from: number, mine: (ev: Store
 
 /** A quiet stream reads the bus again this often even with no wake (the wake is a hint, the stream the truth). */
 const QUIET_REREAD_MS = 3000;
-
-/** Resolves after `ms`, or earlier when the callback handed to `onWake` is called. */
-function pause(ms: number, onWake: (wake: () => void) => void): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    onWake(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}

@@ -2,7 +2,7 @@ import { AppError, contracts, request, toAppError } from '@agenthost/shared';
 import { z } from 'zod';
 import type { GatewayContext } from '../../context.ts';
 import { queryString, type Route } from '../route.ts';
-import { frame, openStream, write } from '../sse.ts';
+import { frame, openStream, Waker, write } from '../sse.ts';
 import { instanceId } from './instances.ts';
 
 const P = contracts.provisioner;
@@ -67,12 +67,8 @@ export const logRoutes = (ctx: GatewayContext): Route[] => {
         // Another user's instance, or none: the 404 before any header is sent.
         await ctx.call(P.get, { user_id: caller.user_id, instance_id: id }, requestId);
 
-        let woken = false;
-        let wake: (() => void) | undefined;
-        const signal = () => {
-          woken = true;
-          wake?.();
-        };
+        const waker = new Waker();
+        const signal = waker.signal;
         // A stopped container has no lines to wait for: the next page is asked when its status changes (or at a heartbeat).
         const unwatch = ctx.instanceEvents.watch(id, signal);
         openStream(res);
@@ -93,7 +89,7 @@ export const logRoutes = (ctx: GatewayContext): Route[] => {
         let after = given;
         try {
           while (open) {
-            woken = false;
+            waker.reset();
             let page: contracts.provisioner.LogsPageOutput | undefined;
             try {
               const from = after !== undefined ? { after } : since !== undefined ? { since } : tail === undefined ? {} : { tail };
@@ -113,8 +109,7 @@ export const logRoutes = (ctx: GatewayContext): Route[] => {
               if (!open) break;
               after = line.id;
             }
-            if (open && (!page || (!page.running && page.lines.length === 0)) && !woken) await new Promise<void>((r) => (wake = r));
-            wake = undefined;
+            if (open && (!page || (!page.running && page.lines.length === 0))) await waker.sleep();
           }
         } finally {
           clearInterval(heartbeat);
