@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { airdrop, call, cancel, deposit, login, subscribe, walletCreate, walletShow, type Env } from './commands.ts';
 import { isTierName } from '@agenthost/subscription-program';
+import { devices } from './devices.ts';
 import { create, events, list, logs, status, verb } from './instances.ts';
 
 const USAGE = `agenthost — command line for the agenthost API
@@ -18,6 +19,7 @@ const USAGE = `agenthost — command line for the agenthost API
   agenthost stop|start|restart|delete <id> [--wait]   (--wait: until stopped, running or deleted)
   agenthost logs <id> [-f] [--tail N]   the agent's output; -f follows it (resumes by itself after a drop)
   agenthost events <id>              lifecycle events as they happen, until the instance is deleted
+  agenthost devices <id> [approve|reject <request_id>]   browsers waiting to pair with its Control UI, and the paired
   agenthost call <METHOD> <PATH> [JSON]   any API call with the saved token
   agenthost doctor [--json]          operator, as root on the host (bin/agenthost): audit every instance container,
                                      the instance network and its firewall against what the provisioner intended;
@@ -75,6 +77,10 @@ async function main(argv: string[]): Promise<number> {
       break;
     case 'events':
       if (id) return events(env, id).then(() => 0);
+      break;
+    case 'devices':
+      if (id && !b) return devices(env, id).then(() => 0);
+      if (id && (b === 'approve' || b === 'reject') && c) return devices(env, id, b, c).then(() => 0);
       break;
     case 'wallet':
       if (a === 'create') return walletCreate(env).then(() => 0);

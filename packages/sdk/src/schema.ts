@@ -341,6 +341,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/instance/devices/{instanceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The browsers and apps waiting for pairing approval, and the paired ones (OpenClaw instances) */
+        get: operations["listDevices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/instance/devices/approve/{instanceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a pending pairing request: that browser (or app) may then use the instance */
+        post: operations["approveDevice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/instance/devices/reject/{instanceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject a pending pairing request: that browser (or app) stays out */
+        post: operations["rejectDevice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/keys/store": {
         parameters: {
             query?: never;
@@ -996,6 +1047,51 @@ export interface components {
             success: boolean;
             instance_id: string;
             backup_id: string;
+        };
+        ListDevicesResponse: {
+            instance_id: string;
+            pending: {
+                request_id?: string;
+                device_id?: string;
+                name?: string;
+                platform?: string;
+                client?: string;
+                role?: string;
+                scopes?: string[];
+                remote_ip?: string;
+                at?: string;
+            }[];
+            paired: {
+                request_id?: string;
+                device_id?: string;
+                name?: string;
+                platform?: string;
+                client?: string;
+                role?: string;
+                scopes?: string[];
+                remote_ip?: string;
+                at?: string;
+            }[];
+        };
+        ApproveDeviceResponse: {
+            success: boolean;
+            instance_id: string;
+            request_id: string;
+            /** @enum {string} */
+            decision: "approve" | "reject";
+        };
+        ApproveDeviceRequest: {
+            request_id: string;
+        };
+        RejectDeviceResponse: {
+            success: boolean;
+            instance_id: string;
+            request_id: string;
+            /** @enum {string} */
+            decision: "approve" | "reject";
+        };
+        RejectDeviceRequest: {
+            request_id: string;
         };
         StoreKeysResponse: {
             success: boolean;
@@ -5709,6 +5805,874 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         code?: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDevices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                instanceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListDevicesResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description SUBSCRIPTION_REQUIRED: An active subscription is required */
+            402: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "SUBSCRIPTION_REQUIRED";
+                        /** @constant */
+                        status?: 402;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INSTANCE_NOT_FOUND: Instance not found */
+            404: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INSTANCE_NOT_FOUND";
+                        /** @constant */
+                        status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INSTANCE_STATE_CONFLICT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DEVICES_UNSUPPORTED: Device pairing is not available for this instance (its framework, or the swarm driver) */
+            501: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DEVICES_UNSUPPORTED";
+                        /** @constant */
+                        status?: 501;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; DOCKER_UNAVAILABLE: The container engine is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "DOCKER_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approveDevice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                instanceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApproveDeviceRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description present on a replay of the first answer to the Idempotency-Key */
+                    "Idempotency-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApproveDeviceResponse"];
+                };
+            };
+            /** @description INVALID_JSON: Request body is not valid JSON; VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INVALID_JSON" | "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description SUBSCRIPTION_REQUIRED: An active subscription is required */
+            402: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "SUBSCRIPTION_REQUIRED";
+                        /** @constant */
+                        status?: 402;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DEVICE_REQUEST_NOT_FOUND: No pending pairing request with this id (list the devices for the current one); INSTANCE_NOT_FOUND: Instance not found */
+            404: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DEVICE_REQUEST_NOT_FOUND" | "INSTANCE_NOT_FOUND";
+                        /** @constant */
+                        status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INSTANCE_STATE_CONFLICT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Request body is too large */
+            413: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "PAYLOAD_TOO_LARGE";
+                        /** @constant */
+                        status?: 413;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: Content-Type must be application/json */
+            415: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNSUPPORTED_MEDIA_TYPE";
+                        /** @constant */
+                        status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DEVICES_UNSUPPORTED: Device pairing is not available for this instance (its framework, or the swarm driver) */
+            501: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DEVICES_UNSUPPORTED";
+                        /** @constant */
+                        status?: 501;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; DOCKER_UNAVAILABLE: The container engine is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "DOCKER_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rejectDevice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                instanceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RejectDeviceRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description present on a replay of the first answer to the Idempotency-Key */
+                    "Idempotency-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RejectDeviceResponse"];
+                };
+            };
+            /** @description INVALID_JSON: Request body is not valid JSON; VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INVALID_JSON" | "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description SUBSCRIPTION_REQUIRED: An active subscription is required */
+            402: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "SUBSCRIPTION_REQUIRED";
+                        /** @constant */
+                        status?: 402;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DEVICE_REQUEST_NOT_FOUND: No pending pairing request with this id (list the devices for the current one); INSTANCE_NOT_FOUND: Instance not found */
+            404: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DEVICE_REQUEST_NOT_FOUND" | "INSTANCE_NOT_FOUND";
+                        /** @constant */
+                        status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INSTANCE_STATE_CONFLICT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Request body is too large */
+            413: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "PAYLOAD_TOO_LARGE";
+                        /** @constant */
+                        status?: 413;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: Content-Type must be application/json */
+            415: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNSUPPORTED_MEDIA_TYPE";
+                        /** @constant */
+                        status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DEVICES_UNSUPPORTED: Device pairing is not available for this instance (its framework, or the swarm driver) */
+            501: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DEVICES_UNSUPPORTED";
+                        /** @constant */
+                        status?: 501;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; DOCKER_UNAVAILABLE: The container engine is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "DOCKER_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                         /** @constant */
                         status?: 503;
                     } & components["schemas"]["Error"];

@@ -36,6 +36,7 @@ export const ERROR_CODES = {
   TRANSACTION_NOT_FOUND: { status: 404, message: 'Transaction not found or not yet confirmed' },
   KEY_NOT_FOUND: { status: 404, message: 'Key not found' },
   BACKUP_NOT_FOUND: { status: 404, message: 'Backup not found' },
+  DEVICE_REQUEST_NOT_FOUND: { status: 404, message: 'No pending pairing request with this id (list the devices for the current one)' },
   // 409
   CONFLICT: { status: 409, message: 'Request conflicts with the current state' },
   INSTANCE_STATE_CONFLICT: { status: 409, message: 'Instance is not in a state that allows this action' },
@@ -54,6 +55,7 @@ export const ERROR_CODES = {
   INTERNAL: { status: 500, message: 'Internal server error' },
   BACKUPS_UNSUPPORTED: { status: 501, message: 'Backups are not available on this deployment (no BACKUP_KEY)' },
   UPGRADES_UNSUPPORTED: { status: 501, message: 'Upgrades are not available on this deployment (the swarm driver)' },
+  DEVICES_UNSUPPORTED: { status: 501, message: 'Device pairing is not available for this instance (its framework, or the swarm driver)' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'A backend service is unavailable' },
   CHAIN_UNAVAILABLE: { status: 503, message: 'The blockchain RPC is unavailable' },
   DOCKER_UNAVAILABLE: { status: 503, message: 'The container engine is unavailable' },

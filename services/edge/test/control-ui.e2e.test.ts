@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkoutVariant, signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
+import { checkoutVariant, signIn, startEdge, startStack, subscribe, waitFor, type ApiResponse, type Edge, type EdgeResponse, type Session, type Stack } from '@agenthost/testkit';
+import { documentValidator } from '../../gateway/test/contract/validator.ts';
 import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
 
 // A real browser (Debian's chromium) opens the Control UI of real OpenClaw instances at their https URLs.
@@ -69,6 +70,34 @@ async function openControlUi(url: string, token: string): Promise<{ page: Page; 
 
 const seen = (frames: string[], re: RegExp) => frames.some((f) => re.test(f));
 
+/**
+ * The pairing calls' answers checked against the OpenAPI document as the gateway serves it (the contract test's
+ * validator): only a real OpenClaw answers them with success, so the contract test leaves their successes to this suite.
+ */
+async function expectDocumented(operationId: string, r: EdgeResponse): Promise<void> {
+  const v = documentValidator((await api('GET', '/openapi.json')).json);
+  const o = v.operations.find((x) => x.operationId === operationId)!;
+  const headers = new Headers(Object.entries(r.headers).flatMap(([k, h]) => (h === undefined ? [] : [[k, Array.isArray(h) ? h.join(', ') : h] as [string, string]])));
+  expect(v.answer(o, { status: r.status, body: r.json, text: r.text, headers } as unknown as ApiResponse)).toEqual([]);
+}
+
+/** The owner's view of the instance's pairing, through the edge. */
+const devicesOf = async (id: string) => {
+  const r = await api('GET', `/instance/devices/${id}`);
+  expect(r.status, r.text).toBe(200);
+  await expectDocumented('listDevices', r);
+  return r.json as { pending: Array<Record<string, unknown>>; paired: Array<Record<string, unknown>> };
+};
+
+/** Waits for a pending pairing request from a browser, and returns it as the API shows it. */
+const pendingRequest = (id: string, not?: unknown) =>
+  waitFor(
+    'a pairing request of the browser',
+    async () => (await devicesOf(id)).pending.find((p) => p.request_id !== not),
+    90_000,
+    1000,
+  );
+
 beforeAll(async () => {
   await cleanupDocker(network);
   // This checkout's launcher (it allows the instance's public origin).
@@ -124,10 +153,6 @@ afterAll(async () => {
   await cleanupDocker(network);
 });
 
-/** The instance's own OpenClaw CLI (as its operator would run it on the host). */
-const openclaw = async (id: string, ...args: string[]) =>
-  (await exec('docker', ['exec', `agenthost-${id}`, '/usr/local/bin/node', '/opt/openclaw/node_modules/openclaw/openclaw.mjs', ...args], { timeout: 60_000 }))
-    .stdout;
 /** What the instance's gateway logged about WebSocket connections from this origin. */
 const wsLog = async (id: string, host: string) =>
   (await exec('docker', ['logs', `agenthost-${id}`], { timeout: 30_000, maxBuffer: 32 * 1024 * 1024 })).stdout
@@ -139,25 +164,42 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
     const a = instances[0]!;
     const first = await openControlUi(a.url, a.token);
     expect(first.page.url().startsWith(`https://${a.id}.agenthost.localhost:${HTTPS}/`)).toBe(true);
-    // The token is accepted; a browser the instance has never seen is then paired once by its operator (OpenClaw's
-    // rule for every non-loopback browser): its request is pending on the instance.
-    const requestId = await waitFor(
-      'the pairing request of this browser',
-      async () => {
-        const listed = JSON.parse(await openclaw(a.id, 'devices', 'list', '--json')) as { pending?: Array<{ requestId: string }> };
-        return listed.pending?.[0]?.requestId;
-      },
-      90_000,
-      1000,
-    );
+    // The token is accepted; a browser the instance has never seen is then paired once by its owner (OpenClaw's
+    // rule for every non-loopback browser): its request is pending on the instance, and the owner sees it and
+    // approves it through the API (the edge, the gateway, the provisioner running the instance's own CLI).
+    const pending = await pendingRequest(a.id);
+    expect(pending).toMatchObject({ request_id: expect.any(String) });
+    expect(JSON.stringify(pending)).not.toContain(a.token);
     expect(await wsLog(a.id, `${edge.hostOf(a.id)}:${HTTPS}`)).not.toEqual(expect.arrayContaining([expect.stringMatching(/token_mismatch|token mismatch/)]));
-    await openclaw(a.id, 'devices', 'approve', requestId, '--json');
+    // An id that is not pending is a 404 in the error shape; then the real one is approved.
+    const unknown = await api('POST', `/instance/devices/approve/${a.id}`, { request_id: 'not-a-pending-request' });
+    expect(unknown.json).toMatchObject({ code: 'DEVICE_REQUEST_NOT_FOUND', status: 404 });
+    const approved = await api('POST', `/instance/devices/approve/${a.id}`, { request_id: pending.request_id });
+    expect(approved.status, approved.text).toBe(200);
+    expect(approved.json).toMatchObject({ success: true, decision: 'approve' });
+    await expectDocumented('approveDevice', approved);
     // Opened again with the token in the same browser (its device identity is kept in this profile): connected,
     // the gateway's hello over the proxied WebSocket.
     const { page, frames } = first;
     await openWithToken(page, a.url, a.token);
     await waitFor('the UI connected', async () => seen(frames, /hello-ok/), 90_000, 500);
+    // The owner's list now shows it paired, and no request is left pending.
+    const after = await devicesOf(a.id);
+    expect(after.pending).toEqual([]);
+    expect(after.paired.length).toBeGreaterThan(0);
     await page.browserContext().close();
+
+    // Another browser with the same token asks too; the owner rejects it: it is not paired, and that request is gone.
+    const other = await openControlUi(a.url, a.token);
+    const asked = await pendingRequest(a.id);
+    const rejected = await api('POST', `/instance/devices/reject/${a.id}`, { request_id: asked.request_id });
+    expect(rejected.status, rejected.text).toBe(200);
+    await expectDocumented('rejectDevice', rejected);
+    const now = await devicesOf(a.id);
+    expect(now.paired.length).toBe(after.paired.length);
+    expect(now.pending.map((p) => p.request_id)).not.toContain(asked.request_id);
+    expect(seen(other.frames, /hello-ok/)).toBe(false);
+    await other.page.browserContext().close();
   }, 300_000);
 
   it("does not open instance B with instance A's token", async () => {
@@ -186,7 +228,7 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
       );
     });
     expect(seen(frames, /hello-ok/)).toBe(false);
-    expect(JSON.parse(await openclaw(b.id, 'devices', 'list', '--json'))).not.toMatchObject({ pending: [expect.anything()] });
+    expect((await api('GET', `/instance/devices/${b.id}`)).json).toMatchObject({ pending: [] });
     await page.browserContext().close();
   }, 180_000);
 });

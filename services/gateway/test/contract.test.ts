@@ -55,6 +55,12 @@ afterAll(async () => {
 const path = (p: string) => p.replace(/:([A-Za-z]+)/g, '{$1}');
 const live = <T>(v: Live<T>, s: State): T => (typeof v === 'function' ? (v as (s: State) => T)(s) : v);
 
+/**
+ * Operations only a real OpenClaw answers with success (device pairing: the stand-in agent has none). Their errors are
+ * cases here; their successes are checked against this document by services/edge/test/control-ui.e2e.test.ts.
+ */
+const SUCCEEDS_ELSEWHERE = new Set(['listDevices', 'approveDevice', 'rejectDevice']);
+
 describe('the OpenAPI document against the live gateway', () => {
   it('documents every route the gateway mounts, and the gateway serves every documented operation', async () => {
     const documented = documentValidator(doc)
@@ -120,7 +126,7 @@ describe('the OpenAPI document against the live gateway', () => {
     // Every operation was shown to accept what the document describes, and answered it with a documented success.
     const accepted = new Set(all.filter((c) => c.documented).map((c) => c.operationId));
     expect(v.operations.map((o) => o.operationId).filter((id) => !accepted.has(id))).toEqual([]);
-    expect(v.operations.map((o) => o.operationId).filter((id) => !successes.has(id))).toEqual([]);
+    expect(v.operations.map((o) => o.operationId).filter((id) => !successes.has(id) && !SUCCEEDS_ELSEWHERE.has(id))).toEqual([]);
   }, 600_000);
 
   it('fails on drift: an undocumented field, a missing required field or an undocumented status in any live answer', () => {

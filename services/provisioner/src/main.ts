@@ -10,6 +10,7 @@ import { startedByAReplica } from './domain/own-starts.ts';
 import { faults } from './domain/faults.ts';
 import { SelfHealing } from './domain/healing.ts';
 import { buildInstances } from './domain/instances.ts';
+import { DevicePairing } from './domain/devices.ts';
 import { listRoutes } from './domain/routes.ts';
 import { OpLocks } from './domain/locks.ts';
 import { NetworkGuard } from './domain/network-guard.ts';
@@ -32,6 +33,7 @@ import { nodeRoom } from './swarm/placement.ts';
 import { stopEndedSubscriptions } from './domain/subscription-ends.ts';
 
 const P = contracts.provisioner;
+const D = contracts.devices;
 const SCHEMA = 'provisioner';
 
 await runService<typeof provisionerConfig, ProvisionerDB>({
@@ -173,6 +175,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     engine.onRecovery(() => void reconciler.trigger());
     instancesByState(db);
     if (swarm) swarmCapacity(() => nodeRoom(engine));
+    const devices = new DevicePairing({ repo: instances.repo, engine, runtime, log });
     let subscriptionChanges: Subscription | undefined;
     let stopNodeWatch: (() => void) | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
@@ -197,6 +200,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.clone, (input) => backups.clone(input)),
         endpoint(P.removeBackup, (input) => backups.remove(input)),
         endpoint(P.routes, (input) => listRoutes({ db, runtime }, input)),
+        endpoint(D.list, (input) => devices.list(input)),
+        endpoint(D.decide, (input) => devices.decide(input)),
       ],
       async start() {
         await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });

@@ -8,3 +8,4 @@ export * as keys from './keys.ts';
 export * as ping from './ping.ts';
 export * as api from './api.ts';
 export * as webhooks from './webhooks.ts';
+export * as devices from './devices.ts';

@@ -69,6 +69,7 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       ...subjects(kv.store, kv.update, kv.remove, kv.list, kv.retrieve, kv.audit),
       ...subjects(p.create, p.get, p.list, p.restart, p.stop, p.start, p.remove, p.logs, p.logsPage, p.usage, p.upgrade),
       ...subjects(p.backup, p.backups, p.restore, p.clone, p.removeBackup),
+      ...subjects(contracts.devices.list, contracts.devices.decide),
       ...backends.map(pingSubject),
       // Replicas hand back each other's idle quota blocks.
       'gateway.usage.release',

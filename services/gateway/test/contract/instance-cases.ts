@@ -1,6 +1,7 @@
 import { recordSecret } from '@agenthost/testkit';
 import { type Actors, type Case, UNKNOWN_INSTANCE } from './types.ts';
 import { instanceKeyCases } from './instance-key-cases.ts';
+import { deviceCases } from './device-cases.ts';
 
 const UNKNOWN_BACKUP = 'bk-0123456789abcdef0123';
 /** Long enough (the most the API allows) for a loaded engine to create and start the stand-in agent; the wait answers as soon as it runs. */
@@ -70,6 +71,7 @@ export function instanceCases(a: Actors): Case[] {
     { operationId: 'streamInstanceEvents', why: 'not mine', as: 'subscriber', path: `/instance/events/${UNKNOWN_INSTANCE}`, status: 404, documented: true },
     // Keys of the instance (instance-key-cases.ts): the owner's calls, then the instance's own.
     ...instanceKeyCases(a),
+    ...deviceCases(),
     // Backups: taken, listed, restored in place, cloned into a new instance.
     {
       operationId: 'createBackup',

@@ -64,7 +64,7 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
             }
           } catch (err) {
             // A deleted instance is gone from the provisioner: a client resuming after it may still read up to its deletion.
-            if (resumeFrom === undefined || toAppError(err).code !== 'INSTANCE_NOT_FOUND' || !(await deletedSince(reader, resumeFrom, mine))) throw err;
+            if (resumeFrom === undefined || toAppError(err).code !== 'INSTANCE_NOT_FOUND' || !(await deletedSoon(reader, resumeFrom, mine))) throw err;
             cursor = resumeFrom;
           }
           openStream(res);
@@ -126,6 +126,22 @@ async function deletedSince(reader: StreamReader, from: number, mine: (ev: Store
   }
   return false;
 }
+
+/**
+ * deletedSince, given the moment a deletion takes to reach the stream: the provisioner forgets the instance when its
+ * row goes, and publishes the deletion from its outbox just after. A resume that falls between would be told 404 and
+ * miss the `deleted` event, so the stream is read again for a few seconds before the 404.
+ */
+async function deletedSoon(reader: StreamReader, from: number, mine: (ev: StoredEvent) => boolean): Promise<boolean> {
+  for (let tries = 0; ; tries++) {
+    if (await deletedSince(reader, from, mine)) return true;
+    if (tries >= DELETION_LAG_TRIES) return false;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** 20 × 250 ms: the outbox publishes within milliseconds, and retries a bus that was away every second. */
+const DELETION_LAG_TRIES = 20;
 
 /** A quiet stream reads the bus again this often even with no wake (the wake is a hint, the stream the truth). */
 const QUIET_REREAD_MS = 3000;

@@ -3,6 +3,7 @@ import { openApiDocument } from '../openapi.ts';
 import type { Route } from '../route.ts';
 import { authRoutes } from './auth.ts';
 import { backupRoutes } from './backups.ts';
+import { deviceRoutes } from './devices.ts';
 import { healthRoutes } from './health.ts';
 import { instanceRoutes } from './instances.ts';
 import { keyWatchRoutes } from './key-watch.ts';
@@ -24,6 +25,7 @@ export function apiRoutes(ctx: GatewayContext): Route[] {
     ...waitRoutes(ctx),
     ...eventRoutes(ctx),
     ...backupRoutes(ctx),
+    ...deviceRoutes(ctx),
     ...keysRoutes(ctx),
     ...keyWatchRoutes(ctx),
     ...subscriptionRoutes(ctx),
