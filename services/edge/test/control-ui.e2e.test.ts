@@ -4,7 +4,19 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkoutVariant, signIn, startEdge, startStack, subscribe, waitFor, type ApiResponse, type Edge, type EdgeResponse, type Session, type Stack } from '@agenthost/testkit';
+import {
+  checkoutVariant,
+  signIn,
+  startEdge,
+  startStack,
+  subscribe,
+  waitFor,
+  type ApiResponse,
+  type Edge,
+  type EdgeResponse,
+  type Session,
+  type Stack,
+} from '@agenthost/testkit';
 import { documentValidator } from '../../gateway/test/contract/validator.ts';
 import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
 
@@ -77,7 +89,9 @@ const seen = (frames: string[], re: RegExp) => frames.some((f) => re.test(f));
 async function expectDocumented(operationId: string, r: EdgeResponse): Promise<void> {
   const v = documentValidator((await api('GET', '/openapi.json')).json);
   const o = v.operations.find((x) => x.operationId === operationId)!;
-  const headers = new Headers(Object.entries(r.headers).flatMap(([k, h]) => (h === undefined ? [] : [[k, Array.isArray(h) ? h.join(', ') : h] as [string, string]])));
+  const headers = new Headers(
+    Object.entries(r.headers).flatMap(([k, h]) => (h === undefined ? [] : [[k, Array.isArray(h) ? h.join(', ') : h] as [string, string]])),
+  );
   expect(v.answer(o, { status: r.status, body: r.json, text: r.text, headers } as unknown as ApiResponse)).toEqual([]);
 }
 
@@ -91,12 +105,7 @@ const devicesOf = async (id: string) => {
 
 /** Waits for a pending pairing request from a browser, and returns it as the API shows it. */
 const pendingRequest = (id: string, not?: unknown) =>
-  waitFor(
-    'a pairing request of the browser',
-    async () => (await devicesOf(id)).pending.find((p) => p.request_id !== not),
-    90_000,
-    1000,
-  );
+  waitFor('a pairing request of the browser', async () => (await devicesOf(id)).pending.find((p) => p.request_id !== not), 90_000, 1000);
 
 beforeAll(async () => {
   await cleanupDocker(network);
