@@ -90,6 +90,17 @@ export interface KeyChange {
   reason?: string;
 }
 
+/** A browser or app of an OpenClaw instance: waiting for its owner's approval, or paired. */
+export interface Device {
+  request_id?: string;
+  device_id?: string;
+  name?: string;
+  platform?: string;
+  client?: string;
+  remote_ip?: string;
+  at?: string;
+}
+
 export class ApiError extends Error {
   readonly code: string;
   readonly status: number;
@@ -154,6 +165,13 @@ export function apiClient(o: ApiOptions) {
     updateKey: (id: string, name: string, value: string) =>
       call<KeyChange>(api.PUT('/keys/update', { body: { instance_id: id, key_name: name, key_value: value } })),
     deleteKey: (id: string, name: string) => call<KeyChange>(api.DELETE('/keys/delete', { body: { instance_id: id, key_names: [name] } })),
+    devices: (id: string) => call<{ pending: Device[]; paired: Device[] }>(api.GET('/instance/devices/{instanceId}', path(id))),
+    decideDevice: (id: string, request_id: string, decision: 'approve' | 'reject') =>
+      call<{ success: boolean }>(
+        decision === 'approve'
+          ? api.POST('/instance/devices/approve/{instanceId}', { ...path(id), body: { request_id } })
+          : api.POST('/instance/devices/reject/{instanceId}', { ...path(id), body: { request_id } }),
+      ),
     /** The instance's lifecycle events (GET /instance/events over fetch, with the session header), resumed after drops. */
     events: (id: string, signal: AbortSignal) => sdk.events(id, { signal }),
   };

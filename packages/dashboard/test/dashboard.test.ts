@@ -147,6 +147,11 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     await textOf(page, '#logs', /ready/);
   });
 
+  it('says plainly when an agent has no device pairing (the stand-in agent; a real OpenClaw lists its browsers)', async () => {
+    await press(page, 'Check for requests');
+    await textOf(page, '#devices', /This agent has no device pairing/);
+  });
+
   it('stops and starts the instance, with the status following', async () => {
     await press(page, 'Stop');
     await textOf(page, '#instance-status', /stopped/, 60_000);

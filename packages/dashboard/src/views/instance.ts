@@ -2,6 +2,7 @@ import type { Instance } from '../api.ts';
 import type { View } from '../app.ts';
 import { confirmDialog, fill, h } from '../dom.ts';
 import { nextPoll, showToken, statusBadge } from './instances.ts';
+import { devicesSection } from './devices.ts';
 import { keysSection } from './keys.ts';
 
 /** One instance: live status with CPU and memory, stop/start/restart/delete, the log tail, its keys and their audit. */
@@ -13,6 +14,7 @@ export const instanceView: View = (app, main, id) => {
   const token = h('section', { 'aria-live': 'polite' });
   const logs = h('pre', { id: 'logs', tabindex: '0', 'aria-label': 'Log tail' });
   const keys = h('section', { 'aria-labelledby': 'keys-title' });
+  const devices = h('section', { 'aria-labelledby': 'devices-title' });
   fill(
     main,
     h('p', {}, h('a', { href: '#/instances' }, '← All instances')),
@@ -31,6 +33,7 @@ export const instanceView: View = (app, main, id) => {
       ),
       logs,
     ),
+    devices,
     keys,
   );
   let stopped = false;
@@ -152,6 +155,7 @@ export const instanceView: View = (app, main, id) => {
   void poll();
   void watch();
   void loadLogs();
+  devicesSection(app, devices, id);
   keysSection(app, keys, id);
   return () => {
     stopped = true;
