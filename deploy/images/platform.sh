@@ -4,7 +4,8 @@
 #                                  agenthost/service:<h> with that service's command
 #   agenthost/postgres:15          Debian's PostgreSQL 15 (+ the role setup of deploy/pg-roles.sh)
 #   agenthost/nats:<version>       Debian's nats-server
-#   agenthost/edge:<version>       Debian's Caddy
+#   agenthost/edge:<h>             agenthost/service:<h> with Debian's caddy binary: Caddy and its route keeper in one task
+#   agenthost/caddy:<version>      Debian's Caddy package (where the edge's caddy binary comes from)
 # <h> is the hash of the inputs, so a code change is a new tag and a swarm update rolls it out.
 # The Debian packages are installed with apt-get inside the build (the Debian mirror is the one registry).
 
@@ -43,8 +44,11 @@ build_services() {
     printf 'FROM agenthost/service:%s\nLABEL agenthost.image=%s agenthost.service=%s\nCMD ["%s"]\n' \
       "$SERVICE_TAG" "$svc" "$svc" "$main" | docker build -q -t "agenthost/$svc:$SERVICE_TAG" -t "agenthost/$svc:latest" - >/dev/null
   done
+  # The edge: the route keeper's code and Debian's caddy binary (a static Go binary) in one image.
+  printf 'FROM agenthost/caddy:%s AS caddy\nFROM agenthost/service:%s\nCOPY --from=caddy /usr/bin/caddy /usr/bin/caddy\nLABEL agenthost.image=edge agenthost.service=edge\nCMD ["services/edge/src/swarm.ts"]\n' \
+    "$CADDY_VERSION" "$SERVICE_TAG" | docker build -q -t "agenthost/edge:$SERVICE_TAG" -t "agenthost/edge:latest" - >/dev/null
   # Earlier builds' tags go (an image a container still uses stays until that container is gone).
-  for svc in service "${PLATFORM_SERVICES[@]}"; do
+  for svc in service edge "${PLATFORM_SERVICES[@]}"; do
     for old in $(docker image ls "agenthost/$svc" --format '{{.Tag}}'); do
       [[ "$old" == "$SERVICE_TAG" || "$old" == latest ]] || docker image rm "agenthost/$svc:$old" >/dev/null 2>&1 || true
     done
@@ -81,10 +85,12 @@ build_infra() {
   build_debian_image nats 2.9
 }
 
+CADDY_VERSION=2.6
+
 build_platform() {
   check_common
   once base
+  build_debian_image caddy "$CADDY_VERSION"
   build_services
   once infra
-  build_debian_image edge 2.6
 }

@@ -7,7 +7,8 @@
 //   node deploy/swarm/src/cli.ts activate <node>             put it back in service and spread the services again
 //   node deploy/swarm/src/cli.ts down [--volumes]            remove the stack (and its volumes on this node)
 // Environment: DOCKER_HOST (a manager), AGENTHOST_STATE (secret material, default /var/lib/agenthost),
-// EDGE_PORT (8080), DEVCHAIN_PORT (8899; and the next port), SWARM_DATABASE_URL (an external database: no Postgres
+// EDGE_DOMAIN (agenthost.localhost), EDGE_HTTPS_PORT (443) and EDGE_HTTP_PORT (80) for users, EDGE_PORT (8080: the
+// instances' own port of the edge, never open to users), DEVCHAIN_PORT (8899; and the next port), SWARM_DATABASE_URL (an external database: no Postgres
 // service), SWARM_SOLANA_RPC_URL (a Solana RPC: no devchain),
 // AGENTHOST_ENV_FILE (settings for every service, KEY=VALUE lines), IMAGE_TAG (latest).
 import { existsSync, readFileSync } from 'node:fs';
@@ -30,7 +31,6 @@ import {
 } from './apply.ts';
 import { busPublicKeys, ensureMaterial, NATS_NODES } from './material.ts';
 import { activateNode, drainNode } from './nodes.ts';
-import { caddyfile } from './caddyfile.ts';
 import { NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
 
 const SCALABLE = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault'] as const;
@@ -75,7 +75,7 @@ async function up(args: string[]): Promise<void> {
     devchain: `agenthost/devchain:${tag}`,
     postgres: 'agenthost/postgres:15',
     nats: 'agenthost/nats:2.9',
-    edge: 'agenthost/edge:2.6',
+    edge: `agenthost/edge:${tag}`,
   };
   // By image id: a task starts from the image its node has, without asking a registry first.
   const images = Object.fromEntries(await Promise.all(Object.entries(refs).map(async ([k, ref]) => [k, await imageId(docker, ref)]))) as Record<
@@ -87,7 +87,7 @@ async function up(args: string[]): Promise<void> {
 
   say('secrets');
   const material = ensureMaterial({ dir: path.join(state, 'swarm'), ...(env.SWARM_DATABASE_URL ? { databaseUrl: env.SWARM_DATABASE_URL } : {}) });
-  const secrets = await ensureSecrets(docker, { ...material.secrets, Caddyfile: caddyfile() });
+  const secrets = await ensureSecrets(docker, material.secrets);
   await ensureNetwork(docker);
   const postgres = !env.SWARM_DATABASE_URL;
   if (postgres) say(`Postgres pinned to node ${await pinPostgres(docker)}`);
@@ -95,7 +95,8 @@ async function up(args: string[]): Promise<void> {
     images,
     replicas,
     secrets,
-    edgePort: Number(env.EDGE_PORT ?? 8080),
+    edgePorts: { https: Number(env.EDGE_HTTPS_PORT ?? 443), http: Number(env.EDGE_HTTP_PORT ?? 80), instances: Number(env.EDGE_PORT ?? 8080) },
+    edgeDomain: env.EDGE_DOMAIN ?? 'agenthost.localhost',
     devchainPort: Number(env.DEVCHAIN_PORT ?? 8899),
     env: { ...busPublicKeys(material.secrets), ...envFile(env.AGENTHOST_ENV_FILE ?? path.join(state, 'agenthost.env')) },
     postgres,
@@ -123,7 +124,8 @@ async function up(args: string[]): Promise<void> {
   );
   await spread();
   await pruneSecrets(docker, new Set(Object.values(secrets).map((s) => s.id)));
-  say(`agenthost is up on every node's port ${opts.edgePort}: http://<node address>:${opts.edgePort}/api`);
+  const https = opts.edgePorts.https === 443 ? '' : `:${opts.edgePorts.https}`;
+  say(`agenthost is up on every node: https://${opts.edgeDomain}${https}/api (trust ${path.join(state, 'swarm', 'edge-ca.crt')})`);
 }
 
 /** Spread the services whose replicas all run on one node (after a node was away), and wait for them. */

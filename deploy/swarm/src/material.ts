@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -69,6 +70,12 @@ export function ensureMaterial(opts: MaterialOptions): Material {
     }
   }
 
+  // The edge's CA: every node's edge issues its certificates under this one root, so a client that trusts it (the
+  // file edge-ca.crt here) is served by any node. Made once and kept, like every key here.
+  if (!existsSync(path.join(dir, 'edge-ca.key'))) makeEdgeCa(dir);
+  secrets['edge-ca.crt'] = readFileSync(path.join(dir, 'edge-ca.crt'), 'utf8');
+  secrets['edge-ca.key'] = readFileSync(path.join(dir, 'edge-ca.key'), 'utf8');
+
   // NATS: one nkey per service (and the operator's, for tools), a CA and a certificate for every node name,
   // and a route password, so that only our nodes join the cluster.
   const natsDir = path.join(dir, 'nats');
@@ -109,4 +116,35 @@ export function ensureMaterial(opts: MaterialOptions): Material {
 export function busPublicKeys(secrets: Record<string, string>): { GATEWAY_ASSERTION_PUBLIC_KEYS: string; KEYVAULT_SEAL_PUBLIC_KEY: string } {
   const raw = (pem: string) => rawPublicKey(createPublicKey(createPrivateKey(pem)));
   return { GATEWAY_ASSERTION_PUBLIC_KEYS: raw(secrets['gateway-assertion.pem']!), KEYVAULT_SEAL_PUBLIC_KEY: raw(secrets['keyvault-seal.pem']!) };
+}
+
+/** A root CA for the edges (EC P-256, 10 years), as Caddy's own local CA would make: openssl, written 0600. */
+function makeEdgeCa(dir: string): void {
+  const key = path.join(dir, 'edge-ca.key');
+  const crt = path.join(dir, 'edge-ca.crt');
+  execFileSync('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', `${key}.new`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  chmodSync(`${key}.new`, 0o600);
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      `${key}.new`,
+      '-sha256',
+      '-days',
+      '3650',
+      '-subj',
+      '/CN=agenthost edge root',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      '-out',
+      crt,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  execFileSync('mv', ['-f', `${key}.new`, key]);
 }

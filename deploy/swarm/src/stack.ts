@@ -1,7 +1,8 @@
 import type Docker from 'dockerode';
 import { healthCheckCommand, pinTo } from '@agenthost/shared';
 import { NATS_CLIENT_URL, NATS_NODES, SCHEMAS, SECRET_DIR } from './material.ts';
-import { envList, hardened, health, MB, type Mount, resources, rolling } from './service-parts.ts';
+import { edgeSpec, type EdgePorts } from './edge-spec.ts';
+import { envList, hardened, health, type Mount, resources, rolling } from './service-parts.ts';
 
 /**
  * The agenthost stack as swarm service specs (Engine API 1.41): NATS ×3 (JetStream, R3), Postgres pinned
@@ -31,8 +32,10 @@ export interface StackOptions {
   replicas: Record<'gateway' | 'auth' | 'billing-chain' | 'provisioner' | 'keyvault', number>;
   /** Secret name → the swarm secret holding its current content. */
   secrets: Record<string, { id: string; name: string }>;
-  /** The port every node's edge listens on (host mode: the routing mesh needs IPVS). */
-  edgePort: number;
+  /** The ports every node's edge listens on (host mode: the routing mesh needs IPVS). */
+  edgePorts: EdgePorts;
+  /** The API at https://<domain>/api, instances at https://<id>.<domain>. */
+  edgeDomain: string;
   /** Settings for every service (the operator's agenthost.env), after ours. */
   env: Record<string, string>;
   /** Postgres runs on the node with this label (node.labels.agenthost.postgres == true); none with an external database. */
@@ -76,6 +79,7 @@ function service(
     ports?: PortConfig[];
     readOnly?: boolean;
     alias?: string;
+    sysctls?: Record<string, string>;
   },
 ): Spec {
   return {
@@ -94,6 +98,7 @@ function service(
         Mounts: [...hardened.Mounts, ...(p.mounts ?? [])],
         Secrets: p.secrets ?? [],
         Healthcheck: health(p.healthTest),
+        ...(p.sysctls ? { Sysctls: p.sysctls } : {}),
       } as unknown as Docker.ContainerSpec,
       Resources: p.res,
       RestartPolicy: { Condition: 'any', Delay: 1_000_000_000, MaxAttempts: 0 },
@@ -222,9 +227,10 @@ export function stackSpecs(o: StackOptions): Spec[] {
       env: {
         PROVISIONER_DRIVER: 'swarm',
         DOCKER_HOST: 'unix:///var/run/docker.sock',
-        // Every node's edge serves the API: an instance reaches it on its own node's address.
-        INSTANCE_GATEWAY_URL: `http://{host}:${o.edgePort}/api`,
-        INSTANCE_URL_TEMPLATE: 'http://{host}:{port}',
+        // Every node's edge serves the API to instances on a port of its own: an instance reaches it on its node's address.
+        INSTANCE_GATEWAY_URL: `http://{host}:${o.edgePorts.instances}/api`,
+        // The same https address through every node's edge, wherever the instance runs.
+        INSTANCE_URL_TEMPLATE: `https://{id}.${o.edgeDomain}${o.edgePorts.https === 443 ? '' : `:${o.edgePorts.https}`}`,
         SWARM_JANITOR_IMAGE: o.images.provisioner,
         // The loop-mounted size-limited volumes and the host firewall are the docker driver's (README).
         VOLUME_QUOTA: 'off',
@@ -263,21 +269,11 @@ export function stackSpecs(o: StackOptions): Spec[] {
     }),
   );
   specs.push(
-    service('edge', {
-      image: o.images.edge,
-      global: true,
-      args: ['run', '--config', `${SECRET_DIR}/Caddyfile`, '--adapter', 'caddyfile'],
-      secrets: [secret(o, 'Caddyfile', '10400')],
-      mounts: [
-        { Type: 'tmpfs', Target: '/data', TmpfsOptions: { SizeBytes: 16 * MB } },
-        { Type: 'tmpfs', Target: '/config', TmpfsOptions: { SizeBytes: 16 * MB } },
-      ],
-      healthTest: ['CMD', 'curl', '-fsS', '-o', '/dev/null', 'http://127.0.0.1:8081/healthz'],
-      res: resources(32, 0.05, 256, 1),
-      // Its host port is taken until the old task stops: one node at a time, stop first.
-      order: 'stop-first',
-      ports: [{ Protocol: 'tcp', TargetPort: 8080, PublishedPort: o.edgePort, PublishMode: 'host' }],
-    }),
+    edgeSpec(
+      o,
+      (name, p) => service(name, p as Parameters<typeof service>[1]),
+      (name, uid, target) => secret(o, name, uid, target),
+    ),
   );
   return specs;
 }

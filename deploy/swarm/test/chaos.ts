@@ -20,6 +20,7 @@ import {
   WORKER,
   worker,
 } from './helpers.ts';
+import { nodeOf } from './edge.ts';
 
 /** Clients of the steady load, each with one request in flight at a time. */
 const CLIENTS = 4;
@@ -43,8 +44,9 @@ export async function chaosUnderLoad(): Promise<void> {
     expect(ids).toHaveLength(5);
     const views = await Promise.all(ids.map((id) => waitFor(`running ${id}`, () => statusIs(api, id, 'running'), 180_000, 500)));
     for (const id of ids) observed.get(id)!.push({ status: 'running' });
-    const onWorker = views.filter((v) => new URL(v.url).hostname === WORKER).map((v) => v.instance_id as string);
-    const onManager = views.filter((v) => new URL(v.url).hostname === MANAGER).map((v) => v.instance_id as string);
+    const placed = await Promise.all(views.map((v) => nodeOf(v.instance_id)));
+    const onWorker = views.filter((_, i) => placed[i] === WORKER).map((v) => v.instance_id as string);
+    const onManager = views.filter((_, i) => placed[i] === MANAGER).map((v) => v.instance_id as string);
     expect([onWorker.length > 0, onManager.length > 0]).toEqual([true, true]);
     // Placement's view per node, as the provisioner exports it: the instances where they run, and room left.
     const page = await provisionerMetrics();

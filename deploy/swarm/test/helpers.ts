@@ -33,7 +33,16 @@ export async function deployStack(state: string, replicas: string[] = []): Promi
   // Instance ports of their own: the single-host suites, run beside this one, publish 18100-18649 on this machine.
   writeFileSync(envFile, 'FRAMEWORK_IMAGES={"openclaw":"agenthost/standin"}\nPORT_RANGE_START=19000\nPORT_RANGE_END=19199\n');
   await run(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), 'up', ...replicas], {
-    env: { ...process.env, AGENTHOST_STATE: state, EDGE_PORT: String(EDGE_PORT), DEVCHAIN_PORT: String(DEVCHAIN_PORT), AGENTHOST_ENV_FILE: envFile },
+    env: {
+      ...process.env,
+      AGENTHOST_STATE: state,
+      // The edge's ports: HTTPS and HTTP for users, EDGE_PORT the instances' own (the API tests call there too).
+      EDGE_PORT: String(EDGE_PORT),
+      EDGE_HTTPS_PORT: '18443',
+      EDGE_HTTP_PORT: '18482',
+      DEVCHAIN_PORT: String(DEVCHAIN_PORT),
+      AGENTHOST_ENV_FILE: envFile,
+    },
     timeout: 900_000,
     maxBuffer: 16 * 1024 * 1024,
   });

@@ -20,6 +20,7 @@ import {
   WORKER,
 } from './helpers.ts';
 import { chaosUnderLoad } from './chaos.ts';
+import { agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, viaEdge } from './edge.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -89,12 +90,31 @@ describe('agenthost on a two-node swarm', () => {
           ),
         ),
       );
-      const hosts = new Set(views.map((v) => new URL(v.url).hostname));
-      expect(hosts).toEqual(new Set([MANAGER, WORKER]));
+      const nodes = await Promise.all(views.map((v) => nodeOf(v.instance_id)));
+      expect(new Set(nodes)).toEqual(new Set([MANAGER, WORKER]));
+
+      // The HTTPS edge on every node: one URL per instance, the same through either node's edge wherever the instance
+      // runs, under the deployment's one CA; the API there too, without the routes only instances call.
+      for (const node of [MANAGER, WORKER]) {
+        for (const v of views) {
+          expect(v.url).toBe(`https://${v.instance_id}.${DOMAIN}:18443`);
+          expect((await agentVia(v.url, '/', node)).state.boots).toBeGreaterThan(0);
+        }
+        const status = await viaEdge(`${edgeOrigin}/api/subscription/status`, { node, headers: { authorization: `Bearer ${session.token}` } });
+        expect(status.status, status.text).toBe(200);
+        expect(status.headers['strict-transport-security']).toBeDefined();
+        const retrieve = await viaEdge(`${edgeOrigin}/api/keys/retrieve`, { node });
+        expect(retrieve.json).toMatchObject({ code: 'NOT_FOUND', status: 404 });
+        const unknown = await viaEdge(`https://inst-00000000000000000000.${DOMAIN}:18443/`, { node });
+        expect(unknown.json).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
+        const plain = await fetch(`http://${node}:${EDGE_HTTP_PORT}/api/auth/me`, { redirect: 'manual', headers: { host: `${DOMAIN}:${EDGE_HTTP_PORT}` } });
+        expect(plain.status).toBe(308);
+        expect(plain.headers.get('location')).toBe(`${edgeOrigin}/api/auth/me`);
+      }
 
       // A key stored through the API reaches the agent on the worker node when it restarts: the agent's
       // bootstrap fetched it through that node's edge and the gateways, from keyvault.
-      const onWorker = views.find((v) => new URL(v.url).hostname === WORKER)!;
+      const onWorker = views[nodes.indexOf(WORKER)]!;
       const value = `sk-swarm-${randomBytes(16).toString('hex')}`;
       recordSecret(value);
       const stored = await api.post('/keys/store', { instance_id: onWorker.instance_id, keys: { OPENAI_API_KEY: value } });
@@ -104,9 +124,7 @@ describe('agenthost on a two-node swarm', () => {
       const env = await waitFor(
         'the agent to have its key',
         async () => {
-          const r = await fetch(`${onWorker.url}/env`)
-            .then((x) => x.json() as Promise<{ sha256: Record<string, string> }>)
-            .catch(() => undefined);
+          const r = await agentVia(onWorker.url, '/env', WORKER).catch(() => undefined);
           return r?.sha256.OPENAI_API_KEY ? r : undefined;
         },
         180_000,
@@ -171,7 +189,7 @@ describe('agenthost on a two-node swarm', () => {
     const tokens = new Map<string, string>();
     const workerNode = (await worker.info()).Swarm.NodeID as string;
     type Agent = { state: { born: string; boots: number }; sha256: Record<string, string> };
-    const agent = async (url: string, path = '/') => (await fetch(`${url}${path}`)).json() as Promise<Agent>;
+    const agent = (url: string, path = '/'): Promise<Agent> => agentVia(url, path);
     let [backedUp, backupId, born] = ['', '', ''];
     const sha = (s: string) => createHash('sha256').update(s).digest('hex');
     try {
@@ -184,7 +202,8 @@ describe('agenthost on a two-node swarm', () => {
       }
       const status = async (id: string) => (await api.get(`/instance/status/${id}`)).body;
       const views = await Promise.all(ids.map((id) => waitFor(`running ${id}`, () => statusIs(api, id, 'running'), 180_000, 500)));
-      const moving = views.filter((v) => new URL(v.url).hostname === WORKER);
+      const placed = await Promise.all(views.map((v) => nodeOf(v.instance_id)));
+      const moving = views.filter((_, i) => placed[i] === WORKER);
       expect(moving.length).toBeGreaterThan(0);
       // A backup on the swarm: the volume streamed from the worker to the provisioner, the agent stopped for the
       // copy and started again (a boot more, before the move's are counted).
@@ -221,8 +240,10 @@ describe('agenthost on a two-node swarm', () => {
           120_000,
           500,
         );
-        expect(new URL(moved.url).hostname).toBe(MANAGER);
+        expect(await nodeOf(id)).toBe(MANAGER);
         expect(moved.instance_id).toBe(id);
+        // Its URL did not change: the edge routes it to its new node (the drained worker runs no edge any more).
+        expect(moved.url).toBe(v.url);
         // Same data (one boot more), the key stored before the move, the same access token.
         const state = (await agent(moved.url)).state;
         expect(state.born).toBe(before.get(id)!.born);

@@ -78,9 +78,12 @@ function instanceRoutes(s: EdgeSettings): Json {
 
 /** The gateway replicas; only a request that reached none (a dial error) is tried on another (see deploy/swarm). */
 function gatewayProxy(s: EdgeSettings): Json {
+  const [dnsName, dnsPort] = s.EDGE_GATEWAYS_DNS.split(/:(?=\d+$)/);
   return {
     handler: 'reverse_proxy',
-    upstreams: s.EDGE_GATEWAYS.map((dial) => ({ dial })),
+    ...(dnsName
+      ? { dynamic_upstreams: { source: 'a', name: dnsName, port: dnsPort, refresh: '1s' } }
+      : { upstreams: s.EDGE_GATEWAYS.map((dial) => ({ dial })) }),
     load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '3s', try_interval: '100ms', retry_match: [{ method: ['NONE'] }] },
     // No passive health checks: a body over the limit fails the proxying too, and would take the gateway out of
     // rotation for everyone. A gateway that is down is a dial error, which the next replica is tried for.
@@ -157,6 +160,7 @@ export function baseConfig(s: EdgeSettings): Json {
             // certificate on demand, once the keeper says it is an instance.
             automatic_https: { disable_redirects: true, ...(acme ? { skip_certificates: [`*.${domain}`] } : {}) },
           },
+          ...instanceListener(s, listen),
           // Caddy's own redirects leave out a port other than 443; this one keeps it. ACME's HTTP challenge is
           // answered before any route of a server on the HTTP port.
           redirect: {
@@ -184,7 +188,33 @@ export function baseConfig(s: EdgeSettings): Json {
           ...(acme ? { on_demand: { ask: `http://127.0.0.1:${s.EDGE_ASK_PORT}/ask` } } : {}),
         },
       },
-      ...(acme ? {} : { pki: { certificate_authorities: { local: { install_trust: false } } } }),
+      ...(acme ? {} : { pki: { certificate_authorities: { local: { install_trust: false, ...sharedRoot(s) } } } }),
+    },
+  };
+}
+
+/** The root every edge of a deployment issues under, when the deployment gives one (the swarm's shared CA). */
+const sharedRoot = (s: EdgeSettings): Json =>
+  s.EDGE_CA_CERT_FILE ? { root: { certificate: s.EDGE_CA_CERT_FILE, private_key: s.EDGE_CA_KEY_FILE, format: 'pem_file' } } : {};
+
+/** The instances' own listener (EDGE_INSTANCE_PORT): plain HTTP, the whole API, no instance hosts, no dashboard. */
+function instanceListener(s: EdgeSettings, listen: (port: number) => string): Json {
+  if (!s.EDGE_INSTANCE_PORT) return {};
+  return {
+    instances: {
+      listen: [listen(s.EDGE_INSTANCE_PORT)],
+      read_header_timeout: `${s.EDGE_READ_HEADER_TIMEOUT_SECONDS}s`,
+      idle_timeout: `${s.EDGE_IDLE_TIMEOUT_SECONDS}s`,
+      automatic_https: { disable: true },
+      routes: [
+        {
+          match: [{ path: ['/api', '/api/*'] }],
+          handle: [{ handler: 'request_body', max_size: s.EDGE_API_BODY_LIMIT_BYTES }, gatewayProxy(s)],
+          terminal: true,
+        },
+        { handle: [errorAnswer('NOT_FOUND')] },
+      ],
+      errors: { routes: [{ handle: [errorAnswer('SERVICE_UNAVAILABLE', { message: 'The API is unavailable; retry shortly', retryAfter: 1 })] }] },
     },
   };
 }

@@ -39,6 +39,22 @@ export const edgeSettings = z.object({
         .filter(Boolean),
     )
     .pipe(z.array(hostPort).min(1)),
+  /**
+   * The gateway replicas by DNS instead (host:port, every address the name has, read again each second): on the swarm,
+   * `tasks.agenthost-gateway:8080`. Set, it replaces EDGE_GATEWAYS.
+   */
+  EDGE_GATEWAYS_DNS: z.union([z.literal(''), hostPort]).default(''),
+  /**
+   * A plain-HTTP listener for instances only (0: none): the whole API, the routes only instances call included. On the
+   * swarm an instance reaches the API at its node's edge on this port; it must not be open to users (README).
+   */
+  EDGE_INSTANCE_PORT: configInt(0),
+  /**
+   * The local CA's root certificate and key (PEM files). Set, every edge that has them issues under the same root, so
+   * a client that trusts it is served by any of them (the swarm); empty: Caddy makes its own root in its data.
+   */
+  EDGE_CA_CERT_FILE: z.string().default(''),
+  EDGE_CA_KEY_FILE: z.string().default(''),
   /** Empty: certificates from Caddy's own local CA. An e-mail address: certificates from ACME (EDGE_ACME_CA). */
   EDGE_ACME_EMAIL: z.string().default(''),
   /** The ACME directory; empty: Caddy's default (Let's Encrypt, then ZeroSSL). */

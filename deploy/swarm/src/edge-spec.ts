@@ -1,0 +1,68 @@
+import { healthCheckCommand } from '@agenthost/shared';
+import { NATS_CLIENT_URL, SECRET_DIR } from './material.ts';
+import { MB, resources } from './service-parts.ts';
+
+/** The edge's ports on every node (host mode: published on the node's own addresses). */
+export interface EdgePorts {
+  /** Users: HTTPS, the API at https://<domain>/api and every instance at https://<id>.<domain>. */
+  https: number;
+  /** Users: plain HTTP, redirected to HTTPS. */
+  http: number;
+  /** Instances only (never open to users): plain HTTP, the whole API, the routes only instances call included. */
+  instances: number;
+}
+
+const HEALTH_PORT = 9090;
+const EDGE_UID = '10100';
+
+/**
+ * The edge on every node: Caddy and its route keeper in one task (services/edge/src/swarm.ts), with the single
+ * host's configuration. Every node's edge answers for every instance (the keeper asks the provisioner where each runs)
+ * and issues its certificates under the deployment's one root (a swarm secret), so a URL works through any node and
+ * stays the same when its instance moves. `build` and `secret` are stack.ts's spec builders.
+ */
+export function edgeSpec<S, Sec>(
+  o: { images: { edge: string }; env: Record<string, string>; edgeDomain: string; edgePorts: EdgePorts },
+  build: (name: string, p: Record<string, unknown>) => S,
+  secret: (name: string, uid: string, target?: string) => Sec,
+): S {
+  const p = o.edgePorts;
+  const low = Math.min(p.https, p.http, p.instances) < 1024;
+  return build('edge', {
+    image: o.images.edge,
+    global: true,
+    env: {
+      NATS_URL: NATS_CLIENT_URL,
+      NATS_NKEY_SEED_FILE: `${SECRET_DIR}/nats-seed`,
+      NATS_CA_FILE: `${SECRET_DIR}/nats-ca.pem`,
+      HEALTH_PORT: String(HEALTH_PORT),
+      INSTANCE_NAME: 'edge.{{.Node.Hostname}}',
+      EDGE_DOMAIN: o.edgeDomain,
+      EDGE_HTTPS_PORT: String(p.https),
+      EDGE_HTTP_PORT: String(p.http),
+      EDGE_INSTANCE_PORT: String(p.instances),
+      EDGE_GATEWAYS_DNS: 'tasks.agenthost-gateway:8080',
+      EDGE_DATA_DIR: '/data/caddy',
+      EDGE_ADMIN_SOCKET: '/data/admin.sock',
+      EDGE_KEEPER_SOCKET: '/data/keeper.sock',
+      EDGE_CA_CERT_FILE: `${SECRET_DIR}/edge-ca.crt`,
+      EDGE_CA_KEY_FILE: `${SECRET_DIR}/edge-ca.key`,
+      ...o.env,
+    },
+    secrets: [
+      secret('nats-seed-edge', EDGE_UID, 'nats-seed'),
+      secret('nats-ca.pem', EDGE_UID),
+      secret('edge-ca.crt', EDGE_UID),
+      secret('edge-ca.key', EDGE_UID),
+    ],
+    // Caddy's certificates and the keeper's socket: in memory, made again by each task.
+    mounts: [{ Type: 'tmpfs', Target: '/data', TmpfsOptions: { SizeBytes: 16 * MB } }],
+    healthTest: healthCheckCommand(HEALTH_PORT),
+    res: resources(64, 0.05, 384, 1),
+    // Its host ports are taken until the old task stops: one node at a time, stop first.
+    order: 'stop-first',
+    // Ports below 1024 without a capability: the container's own network namespace lets its user bind them.
+    ...(low ? { sysctls: { 'net.ipv4.ip_unprivileged_port_start': '0' } } : {}),
+    ports: [p.https, p.http, p.instances].map((port) => ({ Protocol: 'tcp', TargetPort: port, PublishedPort: port, PublishMode: 'host' })),
+  });
+}
