@@ -1,6 +1,6 @@
 import { healthCheckCommand } from '@agenthost/shared';
 import { NATS_CLIENT_URL, SECRET_DIR } from './material.ts';
-import { MB, resources } from './service-parts.ts';
+import { resources } from './service-parts.ts';
 
 /** The edge's ports on every node (host mode: published on the node's own addresses). */
 export interface EdgePorts {
@@ -42,9 +42,10 @@ export function edgeSpec<S, Sec>(
       EDGE_HTTP_PORT: String(p.http),
       EDGE_INSTANCE_PORT: String(p.instances),
       EDGE_GATEWAYS_DNS: 'tasks.agenthost-gateway:8080',
-      EDGE_DATA_DIR: '/data/caddy',
-      EDGE_ADMIN_SOCKET: '/data/admin.sock',
-      EDGE_KEEPER_SOCKET: '/data/keeper.sock',
+      // Caddy's certificates and the keeper's socket: in the task's /tmp (memory), made again by each task.
+      EDGE_DATA_DIR: '/tmp/edge/caddy',
+      EDGE_ADMIN_SOCKET: '/tmp/edge/admin.sock',
+      EDGE_KEEPER_SOCKET: '/tmp/edge/keeper.sock',
       EDGE_CA_CERT_FILE: `${SECRET_DIR}/edge-ca.crt`,
       EDGE_CA_KEY_FILE: `${SECRET_DIR}/edge-ca.key`,
       ...o.env,
@@ -55,8 +56,6 @@ export function edgeSpec<S, Sec>(
       secret('edge-ca.crt', EDGE_UID),
       secret('edge-ca.key', EDGE_UID),
     ],
-    // Caddy's certificates and the keeper's socket: in memory, made again by each task.
-    mounts: [{ Type: 'tmpfs', Target: '/data', TmpfsOptions: { SizeBytes: 16 * MB } }],
     healthTest: healthCheckCommand(HEALTH_PORT),
     res: resources(64, 0.05, 384, 1),
     // Its host ports are taken until the old task stops: one node at a time, stop first.

@@ -21,6 +21,7 @@ import {
   worker,
 } from './helpers.ts';
 import { nodeOf } from './edge.ts';
+import { expectComplete, instanceHistory } from './history.ts';
 
 /** Clients of the steady load, each with one request in flight at a time. */
 const CLIENTS = 4;
@@ -130,6 +131,19 @@ export async function chaosUnderLoad(): Promise<void> {
   }
   for (const id of ids) expect(await leftovers(id)).toEqual([]);
   expect((await api.get('/usage/metrics')).body.instances.active).toBe(0);
-  // Each instance's history through GET /instance/events is not checked here yet: on the swarm, reading a deleted
-  // instance's events from the start answers 500 (README, Run across machines; issue #10).
+  for (const id of ids) {
+    // Read from the start of the stream to the deletion, and resumed halfway (Last-Event-ID) to the same end.
+    const h = await waitFor(
+      `the deletion of ${id} on the stream`,
+      async () => {
+        const all = await instanceHistory(apiUrl(), owner.token, id);
+        return all.at(-1)?.event === 'deleted' ? all : undefined;
+      },
+      60_000,
+      1000,
+    );
+    expectComplete(id, h, observed.get(id)!);
+    const half = Math.floor(h.length / 2);
+    expect(await instanceHistory(apiUrl(), owner.token, id, h[half - 1]!.id)).toEqual(h.slice(half));
+  }
 }
