@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
+import { nodeAddr } from '../../../services/provisioner/src/swarm/placement.ts';
 import { manager, MANAGER } from './helpers.ts';
 
 // The swarm's HTTPS edge as a user's client meets it: every name under the domain resolves to a node (here the test
@@ -66,10 +68,23 @@ export async function agentVia(url: string, p = '/', node = MANAGER): Promise<{ 
   return r.json;
 }
 
-/** The address of the node an instance's task runs on now (its swarm advertise address). */
+/** The address of the node an instance's task runs on (as the provisioner names nodes: placement.ts nodeAddr). */
 export async function nodeOf(instanceId: string): Promise<string | undefined> {
   const tasks = await manager.listTasks({ filters: JSON.stringify({ service: [`agenthost-${instanceId}`], 'desired-state': ['running'] }) });
-  const nodeId = tasks.find((t) => t.Status?.State === 'running')?.NodeID;
+  const nodeId = tasks.sort((a, b) => String(b.CreatedAt).localeCompare(String(a.CreatedAt)))[0]?.NodeID;
   if (!nodeId) return undefined;
-  return ((await manager.getNode(nodeId).inspect()) as { Status: { Addr: string } }).Status.Addr;
+  return nodeAddr((await manager.getNode(nodeId).inspect()) as Parameters<typeof nodeAddr>[0]);
+}
+
+/** A plain-HTTP GET of `url` through the edge of the node at `node`, redirects not followed: [status, Location]. */
+export function plainVia(url: string, node = MANAGER): Promise<[number, string | undefined]> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: node, port: Number(u.port || 80), path: `${u.pathname}${u.search}`, headers: { host: u.host }, timeout: 30_000 }, (res) => {
+      res.resume();
+      resolve([res.statusCode ?? 0, res.headers.location]);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} through ${node}`)));
+    req.on('error', reject);
+  });
 }

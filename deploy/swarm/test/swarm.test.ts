@@ -20,7 +20,7 @@ import {
   WORKER,
 } from './helpers.ts';
 import { chaosUnderLoad } from './chaos.ts';
-import { agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, viaEdge } from './edge.ts';
+import { agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, plainVia, viaEdge } from './edge.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -107,9 +107,7 @@ describe('agenthost on a two-node swarm', () => {
         expect(retrieve.json).toMatchObject({ code: 'NOT_FOUND', status: 404 });
         const unknown = await viaEdge(`https://inst-00000000000000000000.${DOMAIN}:18443/`, { node });
         expect(unknown.json).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
-        const plain = await fetch(`http://${node}:${EDGE_HTTP_PORT}/api/auth/me`, { redirect: 'manual', headers: { host: `${DOMAIN}:${EDGE_HTTP_PORT}` } });
-        expect(plain.status).toBe(308);
-        expect(plain.headers.get('location')).toBe(`${edgeOrigin}/api/auth/me`);
+        expect(await plainVia(`http://${DOMAIN}:${EDGE_HTTP_PORT}/api/auth/me`, node)).toEqual([308, `${edgeOrigin}/api/auth/me`]);
       }
 
       // A key stored through the API reaches the agent on the worker node when it restarts: the agent's
