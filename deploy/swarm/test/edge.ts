@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import https from 'node:https';
 import path from 'node:path';
+import { requestVia } from '../../../packages/testkit/src/edge.ts';
 import { nodeAddr } from '../../../services/provisioner/src/swarm/placement.ts';
 import { manager, MANAGER } from './helpers.ts';
 
@@ -17,55 +17,15 @@ const state = process.env.AGENTHOST_STATE ?? '/var/lib/agenthost';
 /** The root every node's edge issues under (deploy keeps it in $AGENTHOST_STATE/swarm). */
 export const edgeCa = () => readFileSync(path.join(state, 'swarm', 'edge-ca.crt'), 'utf8');
 
-export interface EdgeAnswer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-  json: any;
-}
-
 /** One HTTPS request to `url` through the edge of the node at `node` (TLS checked against the swarm's CA). */
-export function viaEdge(url: string, opts: { node?: string; method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<EdgeAnswer> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      {
-        host: opts.node ?? MANAGER,
-        port: Number(u.port || 443),
-        servername: u.hostname,
-        path: `${u.pathname}${u.search}`,
-        method: opts.method ?? 'GET',
-        ca: edgeCa(),
-        headers: { host: u.host, ...opts.headers },
-        timeout: 30_000,
-        agent: false,
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => {
-          let json: unknown;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} through ${opts.node ?? MANAGER} within 30 s`)));
-    req.on('error', reject);
-    req.end(opts.body);
-  });
-}
+export const viaEdge = (url: string, opts: { node?: string; method?: string; headers?: Record<string, string>; body?: string } = {}) =>
+  requestVia(url, { ...opts, address: opts.node ?? MANAGER, ca: edgeCa(), timeoutMs: 30_000 });
 
 /** The stand-in agent's own answer through the edge (its state, and the hashes of its environment on /env). */
 export async function agentVia(url: string, p = '/', node = MANAGER): Promise<{ state: { born: string; boots: number }; sha256: Record<string, string> }> {
   const r = await viaEdge(`${url}${p}`, { node });
   if (r.status !== 200) throw new Error(`${url}${p} through ${node}: ${r.status} ${r.text.slice(0, 200)}`);
-  return r.json;
+  return r.json as Awaited<ReturnType<typeof agentVia>>;
 }
 
 /** The address of the node an instance's task runs on (as the provisioner names nodes: placement.ts nodeAddr). */

@@ -119,41 +119,7 @@ export async function startEdge(stack: Stack, opts: EdgeOptions): Promise<Edge> 
     keeper,
     stopCaddy,
     startCaddy,
-    request(url, init = {}) {
-      const { u, port, servername } = target(url);
-      return new Promise((resolve, reject) => {
-        const req = https.request(
-          {
-            host: '127.0.0.1',
-            port,
-            servername,
-            path: `${u.pathname}${u.search}`,
-            method: init.method ?? 'GET',
-            ca: ca(),
-            headers: { host: u.host, ...init.headers },
-            timeout: 15_000,
-            agent: false,
-          },
-          (res) => {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => (text += c));
-            res.on('end', () => {
-              let json: Record<string, unknown> = {};
-              try {
-                json = JSON.parse(text) as Record<string, unknown>;
-              } catch {
-                // not JSON
-              }
-              resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-            });
-          },
-        );
-        req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within 15 s`)));
-        req.on('error', reject);
-        req.end(init.body);
-      });
-    },
+    request: (url, init = {}) => requestVia(url, { ...init, address: '127.0.0.1', ca: ca() }),
     websocket: (url, headers = {}) => websocket(target(url), ca(), headers),
     async stop() {
       await keeper.stop();
@@ -161,6 +127,50 @@ export async function startEdge(stack: Stack, opts: EdgeOptions): Promise<Edge> 
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * One HTTPS request to `url`, sent to `address` (the name is kept for TLS and Host, as a client whose DNS gave that
+ * address sends it), trusting `ca`; the answer whole, with its JSON when it is JSON.
+ */
+export function requestVia(
+  url: string,
+  o: { address: string; ca: string; method?: string; headers?: Record<string, string>; body?: string | Buffer; timeoutMs?: number },
+): Promise<EdgeResponse> {
+  const u = new URL(url);
+  const timeoutMs = o.timeoutMs ?? 15_000;
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      {
+        host: o.address,
+        port: Number(u.port || 443),
+        servername: u.hostname,
+        path: `${u.pathname}${u.search}`,
+        method: o.method ?? 'GET',
+        ca: o.ca,
+        headers: { host: u.host, ...o.headers },
+        timeout: timeoutMs,
+        agent: false,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          let json: Record<string, unknown> = {};
+          try {
+            json = JSON.parse(text) as Record<string, unknown>;
+          } catch {
+            // not JSON
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} through ${o.address} within ${timeoutMs / 1000} s`)));
+    req.on('error', reject);
+    req.end(o.body);
+  });
 }
 
 export interface EdgeWebSocket {

@@ -1,4 +1,4 @@
-import type { NatsConnection } from 'nats';
+import { type NatsConnection, RequestStrategy } from 'nats';
 import { AppError, EVENT_STREAM } from '@agenthost/shared';
 
 /** Every instance lifecycle event (status changes, deletions; created and backups too, skipped by the readers). */
@@ -46,18 +46,32 @@ export class StreamReader {
 
   /** The stream's last sequence now (0 when empty): a new client stream starts after it. */
   async lastSeq(): Promise<number> {
-    const body = await this.ask<{ state?: { last_seq: number }; error?: { description: string } }>(`$JS.API.STREAM.INFO.${EVENT_STREAM}`, '');
+    const body = await this.ask<{ state?: { last_seq: number }; error?: { code: number; description: string } }>(`$JS.API.STREAM.INFO.${EVENT_STREAM}`, '');
     if (!body.state) throw unavailable(new Error(`stream info of ${EVENT_STREAM}: ${JSON.stringify(body.error ?? 'no state')}`));
     return body.state.last_seq;
   }
 
-  /** One JetStream API call; a bus that does not answer (or answers garbage) is a retryable 503, its cause logged. */
-  private async ask<T>(subject: string, payload: string): Promise<T> {
+  /**
+   * One JetStream API call. Every server of a cluster hears it: the stream's leader answers, and a server that has
+   * lost sight of the leader (a replica that came back and is not current yet) answers at once "temporarily
+   * unavailable" (503, err_code 10008), usually first when it is the one this gateway is connected to. So the answers
+   * are read for the whole timeout until one is not that; only if none is, that is the answer. A bus that does not
+   * answer (or answers garbage) is a retryable 503, its cause logged.
+   */
+  private async ask<T extends { error?: { code: number } }>(subject: string, payload: string): Promise<T> {
+    let stale: T | undefined;
     try {
-      return (await this.nc.request(subject, payload, { timeout: this.timeoutMs })).json<T>();
+      const answers = await this.nc.requestMany(subject, payload, { strategy: RequestStrategy.Timer, maxWait: this.timeoutMs });
+      for await (const m of answers) {
+        const body = m.json<T>();
+        if (body.error?.code !== 503) return body;
+        stale = body;
+      }
     } catch (err) {
       throw unavailable(err);
     }
+    if (stale) return stale;
+    throw unavailable(new Error(`no answer to ${subject} within ${this.timeoutMs} ms`));
   }
 }
 
