@@ -255,6 +255,9 @@ export function stackSpecs(o: StackOptions): Spec[] {
       replicas: o.replicas.gateway,
       env: serviceEnv(o, 'gateway', {
         GATEWAY_PORT: '8080',
+        // A stopping replica answers for 3 s more (each answer closing its connection): the edges' DNS of the gateway
+        // tasks refreshes every second, so no request meets a replica that already stopped listening.
+        SHUTDOWN_GRACE_MS: '3000',
         TRUSTED_PROXIES: SUBNET,
         GATEWAY_ASSERTION_PRIVATE_KEY_FILE: `${SECRET_DIR}/gateway-assertion.pem`,
       }),

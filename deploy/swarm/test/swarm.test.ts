@@ -249,9 +249,13 @@ describe('agenthost on a two-node swarm', () => {
         const env = await agent(moved.url, '/env');
         expect(env.sha256.OPENAI_API_KEY).toBe(sha(keys.get(id)!));
         expect(env.sha256.OPENCLAW_GATEWAY_TOKEN).toBe(sha(tokens.get(id)!));
-        // Its old volume is gone from the drained node.
-        const { Volumes } = await worker.listVolumes({ filters: JSON.stringify({ label: [`agenthost.instance=${id}`] }) });
-        expect(Volumes.map((x) => x.Name)).toEqual([]);
+        // Its old volume goes from the drained node (a janitor job there, after the move).
+        await waitFor(
+          `the old volume of ${id} gone from the worker`,
+          async () => (await worker.listVolumes({ filters: JSON.stringify({ label: [`agenthost.instance=${id}`] }) })).Volumes.length === 0,
+          120_000,
+          1000,
+        );
       }
       // The instances that were on the manager never stopped.
       for (const v of views.filter((x) => !moving.includes(x))) expect((await agent(v.url)).state).toMatchObject({ boots: 1 });

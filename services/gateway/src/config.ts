@@ -7,6 +7,11 @@ export const gatewayConfig = baseConfig
   .extend({
     GATEWAY_HOST: z.string().default('0.0.0.0'),
     GATEWAY_PORT: configInt(8080),
+    /**
+     * On SIGTERM, keep serving this long first, every answer closing its connection: a proxy that still sends here
+     * (its DNS not yet refreshed, a pooled connection) is answered instead of cut off. The swarm sets 3000.
+     */
+    SHUTDOWN_GRACE_MS: configInt(0),
     /** Largest JSON body accepted (bytes). */
     BODY_LIMIT_BYTES: configInt(64 * 1024),
     JWT_ISSUER: z.string().default('agenthost-auth'),

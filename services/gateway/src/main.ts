@@ -19,7 +19,12 @@ ctx.entitlements.start(nc);
 ctx.tokens.start();
 await ctx.tokens.followRevocations();
 ctx.webhooks.start(nc);
+let stopping = false;
 const server = createServer(buildApp(ctx));
+// While stopping, no answer keeps its connection open: the client's next request opens one to another replica.
+server.prependListener('request', (_req, res) => {
+  if (stopping) res.shouldKeepAlive = false;
+});
 server.on('clientError', answerClientError);
 server.listen(config.GATEWAY_PORT, config.GATEWAY_HOST);
 server.keepAliveTimeout = 65_000;
@@ -29,7 +34,6 @@ await new Promise<void>((resolve, reject) => {
   server.once('listening', resolve);
   server.once('error', reject);
 });
-let stopping = false;
 const observe = await startObservability({
   service: 'gateway',
   traceRoots: 'sampled',
@@ -46,9 +50,14 @@ log.info({ event: 'ready', url: `http://${host}:${port}` }, `gateway listening o
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
-  log.info({ signal }, 'stopping: no new connections, finishing requests in flight');
-  const force = setTimeout(() => process.exit(1), 10_000);
+  const force = setTimeout(() => process.exit(1), config.SHUTDOWN_GRACE_MS + 10_000);
   force.unref();
+  if (config.SHUTDOWN_GRACE_MS > 0) {
+    log.info({ signal, grace_ms: config.SHUTDOWN_GRACE_MS }, 'stopping: still serving, every answer closing its connection');
+    server.closeIdleConnections();
+    await new Promise((r) => setTimeout(r, config.SHUTDOWN_GRACE_MS));
+  }
+  log.info({ signal }, 'stopping: no new connections, finishing requests in flight');
   server.close();
   // Key watches never end by themselves: end them so their bootstraps reconnect to another replica.
   ctx.keyReload.stop();
