@@ -1,5 +1,4 @@
-import { healthCheckCommand } from '@agenthost/shared';
-import { NATS_CLIENT_URL, SECRET_DIR } from './material.ts';
+import { SECRET_DIR } from './material.ts';
 import { resources } from './service-parts.ts';
 
 /** The edge's ports on every node (host mode: published on the node's own addresses). */
@@ -12,36 +11,36 @@ export interface EdgePorts {
   instances: number;
 }
 
-const HEALTH_PORT = 9090;
-const EDGE_UID = '10100';
-
 /**
  * The edge on every node: Caddy and its route keeper in one task (services/edge/src/swarm.ts), with the single
  * host's configuration. Every node's edge answers for every instance (the keeper asks the provisioner where each runs)
  * and issues its certificates under the deployment's one root (a swarm secret), so a URL works through any node and
- * stays the same when its instance moves. `build` and `secret` are stack.ts's spec builders.
+ * stays the same when its instance moves. `common` is what stack.ts gives every service: its spec builder, NATS
+ * identity, health check and the gateways' DNS name.
  */
-export function edgeSpec<S, Sec>(
+export function edgeSpec<S>(
   o: { images: { edge: string }; env: Record<string, string>; edgeDomain: string; edgePorts: EdgePorts },
-  build: (name: string, p: Record<string, unknown>) => S,
-  secret: (name: string, uid: string, target?: string) => Sec,
+  common: {
+    build: (name: string, p: Record<string, unknown>) => S;
+    env: Record<string, string>;
+    secrets: unknown[];
+    healthTest: string[];
+    gatewaysDns: string;
+  },
 ): S {
   const p = o.edgePorts;
   const low = Math.min(p.https, p.http, p.instances) < 1024;
-  return build('edge', {
+  return common.build('edge', {
     image: o.images.edge,
     global: true,
     env: {
-      NATS_URL: NATS_CLIENT_URL,
-      NATS_NKEY_SEED_FILE: `${SECRET_DIR}/nats-seed`,
-      NATS_CA_FILE: `${SECRET_DIR}/nats-ca.pem`,
-      HEALTH_PORT: String(HEALTH_PORT),
+      ...common.env,
       INSTANCE_NAME: 'edge.{{.Node.Hostname}}',
       EDGE_DOMAIN: o.edgeDomain,
       EDGE_HTTPS_PORT: String(p.https),
       EDGE_HTTP_PORT: String(p.http),
       EDGE_INSTANCE_PORT: String(p.instances),
-      EDGE_GATEWAYS_DNS: 'tasks.agenthost-gateway:8080',
+      EDGE_GATEWAYS_DNS: common.gatewaysDns,
       // Caddy's certificates and the keeper's socket: in the task's /tmp (memory), made again by each task.
       EDGE_DATA_DIR: '/tmp/edge/caddy',
       EDGE_ADMIN_SOCKET: '/tmp/edge/admin.sock',
@@ -50,13 +49,8 @@ export function edgeSpec<S, Sec>(
       EDGE_CA_KEY_FILE: `${SECRET_DIR}/edge-ca.key`,
       ...o.env,
     },
-    secrets: [
-      secret('nats-seed-edge', EDGE_UID, 'nats-seed'),
-      secret('nats-ca.pem', EDGE_UID),
-      secret('edge-ca.crt', EDGE_UID),
-      secret('edge-ca.key', EDGE_UID),
-    ],
-    healthTest: healthCheckCommand(HEALTH_PORT),
+    secrets: common.secrets,
+    healthTest: common.healthTest,
     res: resources(64, 0.05, 384, 1),
     // Its host ports are taken until the old task stops: one node at a time, stop first.
     order: 'stop-first',

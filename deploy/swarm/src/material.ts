@@ -1,8 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ensureNatsTls, natsServerConfig, natsUsers, rawPublicKey, SERVICES } from '@agenthost/shared';
+import { ensureNatsTls, makeCa, natsServerConfig, natsUsers, rawPublicKey, SERVICES } from '@agenthost/shared';
 
 /**
  * The secret material of a swarm deployment, made once on the manager in `dir` (root only) and kept, so
@@ -118,33 +117,8 @@ export function busPublicKeys(secrets: Record<string, string>): { GATEWAY_ASSERT
   return { GATEWAY_ASSERTION_PUBLIC_KEYS: raw(secrets['gateway-assertion.pem']!), KEYVAULT_SEAL_PUBLIC_KEY: raw(secrets['keyvault-seal.pem']!) };
 }
 
-/** A root CA for the edges (EC P-256, 10 years), as Caddy's own local CA would make: openssl, written 0600. */
+/** The edges' root CA, made aside and renamed into place (a half-made key is never taken for the CA). */
 function makeEdgeCa(dir: string): void {
-  const key = path.join(dir, 'edge-ca.key');
-  const crt = path.join(dir, 'edge-ca.crt');
-  execFileSync('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', `${key}.new`], { stdio: ['ignore', 'ignore', 'pipe'] });
-  chmodSync(`${key}.new`, 0o600);
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-new',
-      '-key',
-      `${key}.new`,
-      '-sha256',
-      '-days',
-      '3650',
-      '-subj',
-      '/CN=agenthost edge root',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-      '-out',
-      crt,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  execFileSync('mv', ['-f', `${key}.new`, key]);
+  makeCa(dir, { subject: '/CN=agenthost edge root', cert: 'edge-ca.crt', key: 'edge-ca.key.new' });
+  renameSync(path.join(dir, 'edge-ca.key.new'), path.join(dir, 'edge-ca.key'));
 }

@@ -120,9 +120,7 @@ function service(
  */
 function serviceEnv(o: StackOptions, svc: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    NATS_URL: NATS_CLIENT_URL,
-    NATS_NKEY_SEED_FILE: `${SECRET_DIR}/nats-seed`,
-    NATS_CA_FILE: `${SECRET_DIR}/nats-ca.pem`,
+    ...busEnv,
     NATS_STREAM_REPLICAS: '3',
     DATABASE_URL_FILE: `${SECRET_DIR}/database-url`,
     HEALTH_PORT: String(HEALTH_PORT),
@@ -134,9 +132,12 @@ function serviceEnv(o: StackOptions, svc: string, extra: Record<string, string> 
   };
 }
 
+/** A task's NATS identity (its own nkey seed) and the CA of the NATS servers. */
+const busEnv = { NATS_URL: NATS_CLIENT_URL, NATS_NKEY_SEED_FILE: `${SECRET_DIR}/nats-seed`, NATS_CA_FILE: `${SECRET_DIR}/nats-ca.pem` };
+const busSecrets = (o: StackOptions, svc: string) => [secret(o, `nats-seed-${svc}`, SERVICE_UID, 'nats-seed'), secret(o, 'nats-ca.pem')];
+
 const serviceSecrets = (o: StackOptions, svc: string, more: ReturnType<typeof secret>[] = []) => [
-  secret(o, `nats-seed-${svc}`, SERVICE_UID, 'nats-seed'),
-  secret(o, 'nats-ca.pem'),
+  ...busSecrets(o, svc),
   secret(o, `database-url-${svc}`, SERVICE_UID, 'database-url'),
   ...more,
 ];
@@ -272,11 +273,13 @@ export function stackSpecs(o: StackOptions): Spec[] {
     }),
   );
   specs.push(
-    edgeSpec(
-      o,
-      (name, p) => service(name, p as Parameters<typeof service>[1]),
-      (name, uid, target) => secret(o, name, uid, target),
-    ),
+    edgeSpec(o, {
+      build: (name, p) => service(name, p as Parameters<typeof service>[1]),
+      env: { ...busEnv, HEALTH_PORT: String(HEALTH_PORT) },
+      secrets: [...busSecrets(o, 'edge'), secret(o, 'edge-ca.crt'), secret(o, 'edge-ca.key')],
+      healthTest: healthCheckCommand(HEALTH_PORT),
+      gatewaysDns: `tasks.${STACK}-gateway:8080`,
+    }),
   );
   return specs;
 }

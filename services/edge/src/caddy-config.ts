@@ -193,6 +193,9 @@ export function baseConfig(s: EdgeSettings): Json {
   };
 }
 
+/** No gateway answered (the public API host and the instances' listener alike). */
+const apiUnavailable = (): Json => errorAnswer('SERVICE_UNAVAILABLE', { message: 'The API is unavailable; retry shortly', retryAfter: 1 });
+
 /** The root every edge of a deployment issues under, when the deployment gives one (the swarm's shared CA). */
 const sharedRoot = (s: EdgeSettings): Json =>
   s.EDGE_CA_CERT_FILE ? { root: { certificate: s.EDGE_CA_CERT_FILE, private_key: s.EDGE_CA_KEY_FILE, format: 'pem_file' } } : {};
@@ -214,7 +217,7 @@ function instanceListener(s: EdgeSettings, listen: (port: number) => string): Js
         },
         { handle: [errorAnswer('NOT_FOUND')] },
       ],
-      errors: { routes: [{ handle: [errorAnswer('SERVICE_UNAVAILABLE', { message: 'The API is unavailable; retry shortly', retryAfter: 1 })] }] },
+      errors: { routes: [{ handle: [apiUnavailable()] }] },
     },
   };
 }
@@ -232,7 +235,7 @@ function errorRoutes(domain: string, keeper: string, port: number): Json[] {
     // A body over the limit that was announced by Content-Length reaches the proxy first, which reports it as a 502.
     { match: [is(413)], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },
     { match: [{ vars_regexp: { '{http.error.message}': { pattern: 'body too large' } } }], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },
-    { match: [{ host: [domain] }], handle: [errorAnswer('SERVICE_UNAVAILABLE', { message: 'The API is unavailable; retry shortly', retryAfter: 1 })] },
+    { match: [{ host: [domain] }], handle: [apiUnavailable()] },
     // The route keeper is not running (its socket is named in the dial error).
     {
       match: [{ vars_regexp: { '{http.error.message}': { pattern: keeper.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') } } }],

@@ -31,23 +31,7 @@ export function ensureNatsTls(dir: string, hosts: string[] = []): NatsTls {
   const tmp = mkdtempSync(path.join(parent, `.${path.basename(dir)}-`));
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: tmp, stdio: ['ignore', 'ignore', 'pipe'] });
   const san = ['DNS:localhost', 'IP:127.0.0.1', ...hosts.map((h) => (/^[\d.]+$/.test(h) ? `IP:${h}` : `DNS:${h}`))].join(',');
-  ssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-days',
-    '3650',
-    '-subj',
-    '/CN=agenthost NATS CA',
-    '-keyout',
-    'ca-key.pem',
-    '-out',
-    'ca.pem',
-  );
+  makeCa(tmp, { subject: '/CN=agenthost NATS CA', cert: 'ca.pem', key: 'ca-key.pem' });
   ssl(
     'req',
     '-newkey',
@@ -88,6 +72,21 @@ export function ensureNatsTls(dir: string, hosts: string[] = []): NatsTls {
     rmSync(tmp, { recursive: true, force: true }); // another process made it first
   }
   return out;
+}
+
+/**
+ * A self-signed root CA (EC P-256, 10 years) in `dir`: its certificate and its key (0600). The one recipe for every CA
+ * of a deployment: the NATS CA here, the swarm edges' root (deploy/swarm/src/material.ts).
+ */
+export function makeCa(dir: string, o: { subject: string; cert: string; key: string }): void {
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '3650', '-subj', o.subject]
+      .concat(['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'])
+      .concat(['-keyout', o.key, '-out', o.cert]),
+    { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  chmodSync(path.join(dir, o.key), 0o600);
 }
 
 /** The seed file of one identity in `dir`, made when missing. Returns the user's public nkey. */
