@@ -217,13 +217,27 @@ function instanceListener(s: EdgeSettings, listen: (port: number) => string): Js
         },
         { handle: [errorAnswer('NOT_FOUND')] },
       ],
-      errors: { routes: [{ handle: [apiUnavailable()] }] },
+      errors: { routes: [...requestErrorRoutes(s.EDGE_INSTANCE_PORT), { handle: [apiUnavailable()] }] },
     },
   };
 }
 
 /** What the edge answers when a handler failed: never Caddy's empty page, always the API's error shape. */
 function errorRoutes(domain: string, keeper: string, port: number): Json[] {
+  return [
+    ...requestErrorRoutes(port),
+    { match: [{ host: [domain] }], handle: [apiUnavailable()] },
+    // The route keeper is not running (its socket is named in the dial error).
+    {
+      match: [{ vars_regexp: { '{http.error.message}': { pattern: keeper.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') } } }],
+      handle: [errorAnswer('SERVICE_UNAVAILABLE', { message: 'Instances cannot be reached through the edge right now; retry shortly', retryAfter: 1 })],
+    },
+    { handle: [errorAnswer('INSTANCE_UNREACHABLE', { retryAfter: 2 })] },
+  ];
+}
+
+/** The client's own faults, on any listener (port: the listener's): a body too slow or too large. */
+function requestErrorRoutes(port: number): Json[] {
   const is = (status: number) => ({ expression: `{http.error.status_code} == ${status}` });
   return [
     // The client's body did not arrive within EDGE_READ_TIMEOUT_SECONDS: the proxy's error names the read from the
@@ -235,12 +249,5 @@ function errorRoutes(domain: string, keeper: string, port: number): Json[] {
     // A body over the limit that was announced by Content-Length reaches the proxy first, which reports it as a 502.
     { match: [is(413)], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },
     { match: [{ vars_regexp: { '{http.error.message}': { pattern: 'body too large' } } }], handle: [errorAnswer('PAYLOAD_TOO_LARGE')] },
-    { match: [{ host: [domain] }], handle: [apiUnavailable()] },
-    // The route keeper is not running (its socket is named in the dial error).
-    {
-      match: [{ vars_regexp: { '{http.error.message}': { pattern: keeper.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') } } }],
-      handle: [errorAnswer('SERVICE_UNAVAILABLE', { message: 'Instances cannot be reached through the edge right now; retry shortly', retryAfter: 1 })],
-    },
-    { handle: [errorAnswer('INSTANCE_UNREACHABLE', { retryAfter: 2 })] },
   ];
 }

@@ -3,9 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkoutVariant, signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
 
-// Ports of this suite: instances 18700-18709, the edge 18740 (HTTPS) and 18741 (HTTP).
+// Ports of this suite: instances 18700-18709, the edge 18740 (HTTPS), 18741 (HTTP) and 18748 (the instances' listener).
 const HTTPS = 18740;
 const HTTP = 18741;
+const INSTANCES = 18748;
 const READ_TIMEOUT_SECONDS = 3;
 const network = testNetwork('edge');
 
@@ -61,7 +62,11 @@ beforeAll(async () => {
     },
   });
   // A short read timeout: the WebSocket test shows that an upgraded connection outlives it.
-  edge = await startEdge(stack, { httpsPort: HTTPS, httpPort: HTTP, env: { EDGE_READ_TIMEOUT_SECONDS: String(READ_TIMEOUT_SECONDS) } });
+  edge = await startEdge(stack, {
+    httpsPort: HTTPS,
+    httpPort: HTTP,
+    env: { EDGE_READ_TIMEOUT_SECONDS: String(READ_TIMEOUT_SECONDS), EDGE_INSTANCE_PORT: String(INSTANCES) },
+  });
   owner = await signIn(stack.api);
   await subscribe(stack, owner, { tier: 'pro' });
 }, 180_000);
@@ -127,6 +132,21 @@ describe('the API through the HTTPS edge', () => {
     // A path that is neither the API nor a dashboard file: the gateway's 404 in the API's shape.
     const other = await edge.request(`${edge.origin}/no-such-page.php`);
     expect(other.json).toEqual({ ...shape, code: 'NOT_FOUND', status: 404 });
+  });
+
+  it("serves the instances' own listener in the API's error shape: the keys routes, and a body too large", async () => {
+    const plain = (path: string, init: RequestInit = {}) =>
+      fetch(`http://127.0.0.1:${INSTANCES}${path}`, init).then(async (r) => ({ status: r.status, json: await r.json() }));
+    // There the keys routes reach the gateway, which judges the instance's credentials.
+    const retrieve = await plain('/api/keys/retrieve', { headers: { 'x-instance-id': 'inst-00000000000000000000', 'x-instance-secret': 'guess' } });
+    expect(retrieve).toEqual({ status: 401, json: { ...shape, code: 'INSTANCE_UNAUTHORIZED', status: 401 } });
+    expect(await plain('/')).toEqual({ status: 404, json: { ...shape, code: 'NOT_FOUND', status: 404 } });
+    const big = await plain('/api/keys/store', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ BIG: 'x'.repeat(2_000_000) }),
+    });
+    expect(big).toEqual({ status: 413, json: { ...shape, code: 'PAYLOAD_TOO_LARGE', status: 413 } });
   });
 });
 

@@ -7,7 +7,15 @@ import { ignoreGone, o, type DockerEngine } from './engine.ts';
 import { labels, volumeName } from './spec.ts';
 
 const exec = promisify(execFile);
-const run = (cmd: string, args: string[]) => exec(cmd, args, { timeout: 60_000 });
+/** A command of util-linux or e2fsprogs; its failure names what the tool said (stderr's last line), not only its exit. */
+const run = (cmd: string, args: string[]) =>
+  exec(cmd, args, { timeout: 60_000 }).catch((err: Error & { stderr?: string; code?: number }) => {
+    const said = String(err.stderr ?? '')
+      .trim()
+      .split('\n')
+      .pop();
+    throw Object.assign(new Error(`${cmd} ${args.join(' ')} failed${said ? `: ${said}` : ''}`), { code: err.code });
+  });
 
 /** uid:gid of the agent user (deploy/images/runtime); the volume's data directory belongs to it. */
 const AGENT_UID = 10001;
@@ -107,25 +115,38 @@ export class QuotaVolumes {
   }
 
   /**
-   * A larger allowance (a restart on a bigger tier, after its container is gone) grows the volume offline:
-   * unmount, fsck, resize2fs on the file, mount again (online growth needs CAP_SYS_RESOURCE, which a
-   * containerised provisioner may lack). A smaller allowance leaves it as it is; the quota guard holds the
-   * user's sum to the tier's storage_mb. A failed growth is logged and the volume keeps its size.
+   * A larger allowance (a restart on a bigger tier) grows the volume. Mounted, it grows in place: the loop
+   * device learns the file's new size and resize2fs grows ext4 online (root's CAP_SYS_RESOURCE); this does not
+   * depend on the engine having let go of the old container's bind of it, which an unmount would. Where online
+   * growth is refused (a containerised provisioner without that capability), it grows offline: unmount, fsck,
+   * resize2fs on the file. A smaller allowance leaves it as it is; the quota guard holds the user's sum to the
+   * tier's storage_mb. A failed growth is logged, the file gets its old length back, and the volume keeps its size.
    */
   private async grow(id: string, sizeMb: number): Promise<void> {
     const file = this.file(id);
-    if ((await stat(file)).size >= sizeMb * 1024 * 1024) return;
+    const before = (await stat(file)).size;
+    if (before >= sizeMb * 1024 * 1024) return;
+    const mnt = this.mountpoint(id);
     try {
-      const mnt = this.mountpoint(id);
-      if (await isMounted(mnt)) await run('umount', [mnt]);
-      await run('e2fsck', ['-f', '-p', file]).catch((err: { code?: number }) => {
-        if (err.code !== 1) throw err; // 1: errors corrected
-      });
       await run('truncate', ['-s', `${sizeMb}M`, file]);
-      await run('resize2fs', [file]);
-      this.d.log.info({ instance_id: id, size_mb: sizeMb }, 'instance volume grown');
+      const [device] = (await isMounted(mnt)) ? await loopDevices(file) : [];
+      const online = device ? await this.growOnline(id, device) : false;
+      if (!online) await growOffline(file, mnt);
+      this.d.log.info({ instance_id: id, size_mb: sizeMb, online }, 'instance volume grown');
     } catch (err) {
+      await run('truncate', ['-s', String(before), file]).catch(() => {}); // the filesystem never reached past it
       this.d.log.warn({ instance_id: id, err: (err as Error).message.split('\n')[0] }, 'could not grow the instance volume; it keeps its size');
+    }
+  }
+
+  private async growOnline(id: string, device: string): Promise<boolean> {
+    try {
+      await run('losetup', ['-c', device]);
+      await run('resize2fs', [device]);
+      return true;
+    } catch (err) {
+      this.d.log.info({ instance_id: id, err: (err as Error).message.split('\n')[0] }, 'online volume growth refused; growing it offline');
+      return false;
     }
   }
 
@@ -182,6 +203,42 @@ export async function mountPoints(): Promise<Set<string>> {
   const info = await readFile('/proc/self/mountinfo', 'utf8');
   const unescapeOctal = (s: string) => s.replace(/\\([0-7]{3})/g, (_, n: string) => String.fromCharCode(Number.parseInt(n, 8)));
   return new Set(info.split('\n').map((l) => unescapeOctal(l.split(' ')[4] ?? '')));
+}
+
+/** Offline growth of an unmounted (or unmountable) volume file; mount() puts it back. */
+async function growOffline(file: string, mnt: string): Promise<void> {
+  if (await isMounted(mnt)) await unmountWhenFree(mnt);
+  // The loop device lets go of the file after the unmount (asynchronously on newer kernels): until it has,
+  // the filesystem may still be live, and fsck must not touch it.
+  await until(async () => (await loopDevices(file)).length === 0, 10_000, `${file} is still attached to a loop device`);
+  await run('e2fsck', ['-f', '-p', file]).catch((err: { code?: number }) => {
+    if (err.code !== 1) throw err; // 1: errors corrected
+  });
+  await run('resize2fs', [file]);
+}
+
+/**
+ * Unmount, waiting (up to 10 s) while the mount is busy: the engine lets go of its bind of the volume when it
+ * has cleaned up the removed container, which can trail the removal itself on a loaded machine.
+ */
+async function unmountWhenFree(mnt: string): Promise<void> {
+  const end = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return void (await run('umount', [mnt]));
+    } catch (err) {
+      if (Date.now() > end || !/busy/i.test((err as Error).message)) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs: number, what = 'condition'): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`${what} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 const isMounted = async (path: string): Promise<boolean> => (await mountPoints()).has(path);
