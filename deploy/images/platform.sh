@@ -82,7 +82,7 @@ build_infra() {
   check_common
   once base
   build_debian_image postgres 15 "$REPO/deploy/pg-roles.sh"
-  build_debian_image nats 2.9
+  build_debian_image nats 2.10
 }
 
 CADDY_VERSION=2.6

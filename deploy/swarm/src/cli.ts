@@ -74,7 +74,7 @@ async function up(args: string[]): Promise<void> {
     keyvault: `agenthost/keyvault:${tag}`,
     devchain: `agenthost/devchain:${tag}`,
     postgres: 'agenthost/postgres:15',
-    nats: 'agenthost/nats:2.9',
+    nats: 'agenthost/nats:2.10',
     edge: `agenthost/edge:${tag}`,
   };
   // By image id: a task starts from the image its node has, without asking a registry first.

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { healthCheckCommand, pinTo } from '@agenthost/shared';
+import { healthCheckCommand, httpHealthCheck, pinTo } from '@agenthost/shared';
 import { NATS_CLIENT_URL, NATS_NODES, SCHEMAS, SECRET_DIR } from './material.ts';
 import { edgeSpec, type EdgePorts } from './edge-spec.ts';
 import { envList, hardened, health, type Mount, resources, rolling } from './service-parts.ts';
@@ -263,12 +263,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
         GATEWAY_ASSERTION_PRIVATE_KEY_FILE: `${SECRET_DIR}/gateway-assertion.pem`,
       }),
       secrets: serviceSecrets(o, 'gateway', [secret(o, 'gateway-assertion.pem')]),
-      healthTest: [
-        'CMD',
-        '/usr/local/bin/node',
-        '-e',
-        "fetch('http://127.0.0.1:8080/api/health/live',{signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))",
-      ],
+      healthTest: httpHealthCheck(8080, '/api/health/live'),
       res: resources(128, 0.1, 512, 1),
     }),
   );

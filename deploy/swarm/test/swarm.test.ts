@@ -127,7 +127,12 @@ describe('agenthost on a two-node swarm', () => {
         },
         180_000,
         500,
-      );
+      ).catch(async (err: Error) => {
+        // What the agent and the platform said meanwhile: the failure names its cause.
+        const status = await api.get(`/instance/status/${onWorker.instance_id}`);
+        const logs = await api.get(`/instance/logs/${onWorker.instance_id}?tail=30`);
+        throw new Error(`${err.message}; status ${JSON.stringify(status.body)}; agent log:\n${(logs.body.lines ?? [logs.text]).join('\n')}`);
+      });
       expect(env.sha256.OPENAI_API_KEY).toBe(createHash('sha256').update(value).digest('hex'));
       // Its logs, from the worker, through a manager's Engine API.
       await waitFor(

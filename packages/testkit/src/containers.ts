@@ -12,7 +12,7 @@ import { freePort } from './ports.ts';
 process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
 
 export const POSTGRES_IMAGE = 'agenthost/postgres:15';
-export const NATS_IMAGE = 'agenthost/nats:2.9';
+export const NATS_IMAGE = 'agenthost/nats:2.10';
 /**
  * The test process that made a container, as `<pid namespace>:<pid>`: a pid means something only in its own
  * namespace, and on a shared machine other runs may live in other ones (where that pid is unknown, so a run

@@ -40,6 +40,9 @@ export async function connectNats(id: NatsIdentity, name: string, log: Logger): 
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
+    // A server that went away with its address (a killed swarm task: its name resolved to it a moment longer) never
+    // answers the connect: the default 20 s handshake wait was a gateway's 20 s of 503s after one NATS node was killed.
+    timeout: 3000,
     waitOnFirstConnect: false,
     pingInterval: 5000,
     // Without this the client builds an Error (a stack trace) for every request, to enrich rare failures.

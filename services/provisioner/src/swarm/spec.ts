@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { pinTo } from '@agenthost/shared';
+import { httpHealthCheck, pinTo } from '@agenthost/shared';
 import { AGENT_PORT, AGENT_USER, heapMb, labels } from '../docker/spec.ts';
 
 /** The swarm objects of one instance, by name: its service, its network, its volume (on its node), its credentials. */
@@ -66,12 +66,7 @@ export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec &
     // seconds. So the check is bash's /dev/tcp, not a node process: a few ms of CPU a second per instance. Retries
     // keep a busy agent ~15 s of grace before the swarm replaces it, as 3 × 5 s did.
     Healthcheck: {
-      Test: [
-        'CMD',
-        '/bin/bash',
-        '-c',
-        `exec 3<>/dev/tcp/127.0.0.1/${AGENT_PORT} && printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' >&3 && read -r -t 3 line <&3 && [[ $line == *' 200 '* ]]`,
-      ],
+      Test: httpHealthCheck(AGENT_PORT, '/readyz'),
       Interval: 1 * S,
       Timeout: 4 * S,
       Retries: 15,
