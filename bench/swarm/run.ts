@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 import { closedLoop, merge } from '../gateway/load.ts';
+import { breakdown, medians } from './breakdown.ts';
 
 loadInfraEnv();
 const { apiClient, signIn, subscribe, waitFor } = await import('../../packages/testkit/src/index.ts');
@@ -62,14 +63,19 @@ async function gatewayRun(replicas: number, token: string) {
   };
 }
 
+/** When each instance's create was called (epoch ms), for the breakdown. */
+const calledAt = new Map<string, number>();
+
 async function swarmCreates(api: ReturnType<typeof apiClient>): Promise<number[]> {
   const ms: number[] = [];
   await Promise.all(
     Array.from({ length: CREATES }, async () => {
       const t0 = performance.now();
+      const epoch = Date.now();
       const r = await api.post('/instance/create', { framework: 'openclaw' });
       if (r.status !== 200) throw new Error(`create: ${r.status} ${r.text}`);
       const id = r.body.instance_id as string;
+      calledAt.set(id, epoch);
       await waitFor(`running ${id}`, async () => (await api.get(`/instance/status/${id}`)).body.status === 'running', 180_000, 50);
       ms.push(performance.now() - t0);
     }),
@@ -101,7 +107,9 @@ await exec(process.execPath, [path.join(repo, 'bench/instances/run.ts')], {
   maxBuffer: 16 << 20,
 });
 const dockerDriver = JSON.parse(readFileSync(dockerFile, 'utf8')) as { provisioner_create_to_running_ms: { p50: number } };
+const createsSince = Math.floor(Date.now() / 1000) - 1;
 const swarmMs = [...(await swarmCreates(session.api)), ...(await swarmCreates(session.api))];
+const phases = medians(await breakdown(manager, [manager, worker], createsSince, calledAt));
 
 const result = {
   benchmark: 'swarm',
@@ -122,6 +130,7 @@ const result = {
     added_p50_ms: p50(swarmMs) - dockerDriver.provisioner_create_to_running_ms.p50,
     target: { added_p50_ms_max: 1000 },
     target_met: p50(swarmMs) - dockerDriver.provisioner_create_to_running_ms.p50 <= 1000,
+    swarm_phases_p50: phases,
   },
 };
 console.log(JSON.stringify(result, null, 2));
