@@ -21,6 +21,8 @@ PROMETHEUS_PORT="${PROMETHEUS_PORT:-9095}"
 EDGE_DOMAIN="${EDGE_DOMAIN:-agenthost.localhost}"
 EDGE_HTTPS_PORT="${EDGE_HTTPS_PORT:-443}"
 EDGE_HTTP_PORT="${EDGE_HTTP_PORT:-80}"
+# Connections one client address may hold open to the edge at once (a kernel rule, deploy/edge-limit.sh); 0: no cap.
+EDGE_MAX_CONNS_PER_CLIENT="${EDGE_MAX_CONNS_PER_CLIENT:-256}"
 EDGE_DIR="$AGENTHOST_STATE/edge"
 # The NATS identities (one nkey seed per service, the operator's) and the CA of NATS's certificate.
 NATS_AUTH_DIR="${NATS_AUTH_DIR:-$AGENTHOST_STATE/nats-auth}"

@@ -64,6 +64,8 @@ EDGE_DOMAIN="$EDGE_DOMAIN" EDGE_HTTPS_PORT="$EDGE_HTTPS_PORT" EDGE_HTTP_PORT="$E
   EDGE_ADMIN_SOCKET="$EDGE_DIR/admin.sock" EDGE_KEEPER_SOCKET="$EDGE_DIR/keeper.sock" EDGE_GATEWAYS="127.0.0.1:$GATEWAY_PORT" \
   node "$REPO_DIR/services/edge/src/write-config.ts" >"$EDGE_DIR/caddy.json.new" || die "invalid edge settings"
 mv -f "$EDGE_DIR/caddy.json.new" "$EDGE_DIR/caddy.json" && chmod 644 "$EDGE_DIR/caddy.json"
+source "$DEPLOY_DIR/edge-limit.sh"
+edge_limit_on
 
 # What this start decided, for deploy/run-service.sh (which supervisord runs for every (re)start).
 (umask 077; cat >"$RUN_DIR/services.env" <<EOV

@@ -5,6 +5,8 @@ source "$(dirname "$0")/env.sh"
 source "$DEPLOY_DIR/services.sh"
 
 stop_supervisor
+source "$DEPLOY_DIR/edge-limit.sh"
+edge_limit_off
 stop_process nats
 stop_process dockerd
 if [ -f "$RUN_DIR/postgres.started" ]; then

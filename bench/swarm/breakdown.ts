@@ -1,6 +1,6 @@
 // Where a swarm create's time goes, per instance, from what the platform itself records: the provisioner's
 // "instance created" line (its laps: lock, lease, credentials, container = service create, start = secret and
-// replicas 1) and "instance is running" line, and the engines' container events on both nodes.
+// replicas 1) and "instance is running" line, and the engines' container events on both nodes, watched live.
 import type { manager } from '../../deploy/swarm/test/helpers.ts';
 
 /** An engine's client (dockerode, as deploy/swarm's helpers make it). */
@@ -42,32 +42,45 @@ async function provisionerLines(manager: Docker, since: number): Promise<LogLine
   return out;
 }
 
-/** Container create/start times (ms) of each instance's service, on both nodes. */
-async function containerEvents(engines: Docker[], since: number): Promise<Map<string, { create?: number; start?: number }>> {
-  const until = Math.ceil(Date.now() / 1000);
-  const byService = new Map<string, { create?: number; start?: number }>();
-  for (const d of engines) {
-    const stream = await d.getEvents({ since, until, filters: JSON.stringify({ type: ['container'], event: ['create', 'start'] }) });
-    let text = '';
-    for await (const chunk of stream as AsyncIterable<Buffer>) text += chunk.toString('utf8');
-    for (const line of text.split('\n').filter(Boolean)) {
-      const e = JSON.parse(line) as { Action: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
-      const svc = e.Actor.Attributes['com.docker.swarm.service.name'];
-      if (!svc?.startsWith('agenthost-inst-')) continue;
-      const rec = byService.get(svc) ?? {};
-      const ms = e.timeNano / 1e6;
-      if (e.Action === 'create') rec.create ??= ms;
-      if (e.Action === 'start') rec.start ??= ms;
-      byService.set(svc, rec);
-    }
+/** Container create/start times (ms) by instance service. */
+type ContainerTimes = Map<string, { create?: number; start?: number }>;
+
+/**
+ * Watch both nodes' container events from now on (an engine keeps only its last 256 events, so they are read as
+ * they happen); stop() ends the watch and gives each instance service's container create and start times.
+ */
+export async function watchContainers(engines: Docker[]): Promise<{ stop(): ContainerTimes }> {
+  const byService: ContainerTimes = new Map();
+  const streams = await Promise.all(
+    engines.map((d) => d.getEvents({ filters: JSON.stringify({ type: ['container'], event: ['create', 'start'] }) }) as Promise<NodeJS.ReadableStream>),
+  );
+  for (const stream of streams) {
+    let rest = '';
+    stream.on('data', (chunk: Buffer) => {
+      const lines = (rest + chunk.toString('utf8')).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines.filter(Boolean)) {
+        const e = JSON.parse(line) as { Action: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
+        const svc = e.Actor.Attributes['com.docker.swarm.service.name'];
+        if (!svc?.startsWith('agenthost-inst-')) continue;
+        const rec = byService.get(svc) ?? {};
+        if (e.Action === 'create') rec.create ??= e.timeNano / 1e6;
+        if (e.Action === 'start') rec.start ??= e.timeNano / 1e6;
+        byService.set(svc, rec);
+      }
+    });
   }
-  return byService;
+  return {
+    stop() {
+      for (const s of streams) (s as NodeJS.ReadableStream & { destroy(): void }).destroy();
+      return byService;
+    },
+  };
 }
 
 /** The phases of each instance created since `since`; `calledAt` holds each instance's API call time (epoch ms). */
-export async function breakdown(manager: Docker, engines: Docker[], since: number, calledAt: Map<string, number>): Promise<Phases[]> {
+export async function breakdown(manager: Docker, events: ContainerTimes, since: number, calledAt: Map<string, number>): Promise<Phases[]> {
   const lines = await provisionerLines(manager, since);
-  const events = await containerEvents(engines, since);
   const out: Phases[] = [];
   for (const [id, t0] of calledAt) {
     const created = lines.find((l) => l.instance_id === id && l.msg === 'instance created');

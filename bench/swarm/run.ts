@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 import { closedLoop, merge } from '../gateway/load.ts';
-import { breakdown, medians } from './breakdown.ts';
+import { breakdown, medians, watchContainers } from './breakdown.ts';
 
 loadInfraEnv();
 const { apiClient, signIn, subscribe, waitFor } = await import('../../packages/testkit/src/index.ts');
@@ -28,17 +28,20 @@ const CREATES = num('BENCH_CREATES', 4);
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const state = process.env.AGENTHOST_STATE ?? '/var/lib/agenthost';
 
-/** CPU (ns) used so far by every running gateway container on both nodes. */
-async function gatewayCpuNs(): Promise<number> {
-  let total = 0;
+/** CPU (ns) used so far by each running gateway container on both nodes, by container id. */
+async function gatewayCpuNs(): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
   for (const d of [manager, worker]) {
     for (const c of await d.listContainers({ filters: JSON.stringify({ label: ['com.docker.swarm.service.name=agenthost-gateway'] }) })) {
       const s = (await d.getContainer(c.Id).stats({ stream: false })) as { cpu_stats: { cpu_usage: { total_usage: number } } };
-      total += s.cpu_stats.cpu_usage.total_usage;
+      out.set(c.Id, s.cpu_stats.cpu_usage.total_usage);
     }
   }
-  return total;
+  return out;
 }
+
+/** CPU used between two samples: a container that went away in between is not counted (its total went with it). */
+const cpuBetween = (before: Map<string, number>, after: Map<string, number>) => [...after].reduce((sum, [id, ns]) => sum + ns - (before.get(id) ?? 0), 0);
 
 async function gatewayRun(replicas: number, token: string) {
   await scale(`gateway=${replicas}`);
@@ -59,7 +62,7 @@ async function gatewayRun(replicas: number, token: string) {
     non2xx: r.non2xx,
     p50_ms: r.latencyMs.p50,
     p99_ms: r.latencyMs.p99,
-    cpu_us_per_request: Math.round((cpu1 - cpu0) / 1000 / Math.max(1, r.requests)),
+    cpu_us_per_request: Math.round(cpuBetween(cpu0, cpu1) / 1000 / Math.max(1, r.requests)),
   };
 }
 
@@ -108,8 +111,9 @@ await exec(process.execPath, [path.join(repo, 'bench/instances/run.ts')], {
 });
 const dockerDriver = JSON.parse(readFileSync(dockerFile, 'utf8')) as { provisioner_create_to_running_ms: { p50: number } };
 const createsSince = Math.floor(Date.now() / 1000) - 1;
+const containers = await watchContainers([manager, worker]);
 const swarmMs = [...(await swarmCreates(session.api)), ...(await swarmCreates(session.api))];
-const phases = medians(await breakdown(manager, [manager, worker], createsSince, calledAt));
+const phases = medians(await breakdown(manager, containers.stop(), createsSince, calledAt));
 
 const result = {
   benchmark: 'swarm',

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import net from 'node:net';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +18,7 @@ let gatewayPort: number;
 let prometheusPort: number;
 const conf = path.join(state, 'supervisor', 'supervisord.conf');
 const EDGE_HTTPS = 18746;
+const EDGE_MAX_CONNS = 24;
 
 const supervisorctl = async (...args: string[]) => (await run('supervisorctl', ['-c', conf, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
 const pidOf = async (program: string) => Number(await supervisorctl('pid', program));
@@ -38,6 +40,7 @@ beforeAll(async () => {
     // The edge's ports in this suite (the edge suites own 18740-18749).
     EDGE_HTTPS_PORT: String(EDGE_HTTPS),
     EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
+    EDGE_MAX_CONNS_PER_CLIENT: String(EDGE_MAX_CONNS),
     // Operator ports and Prometheus on free ports, clear of a deployment running on this machine.
     METRICS_PORT_BASE: String(await freePort()),
     PROMETHEUS_PORT: String((prometheusPort = await freePort())),
@@ -82,6 +85,33 @@ describe('deploy/start.sh', () => {
     // Caddy runs as the edge's user, not root.
     const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${await pidOf('caddy')}/status`, 'utf8'))![1]);
     expect((await run('id', ['-un', String(uid)])).stdout.trim()).toBe('agenthost-edge');
+  });
+
+  it('caps the connections one client address holds open to the edge, and lets it connect again once it closes some', async () => {
+    const open = (port: number) =>
+      new Promise<net.Socket>((resolve, reject) => {
+        const sock = net.connect({ host: '127.0.0.1', port }, () => resolve(sock));
+        sock.once('error', reject);
+      });
+    const held: net.Socket[] = [];
+    try {
+      // Both ports count: most on HTTPS, a few on the HTTP redirect port.
+      for (let i = 0; i < EDGE_MAX_CONNS; i++) held.push(await open(i % 6 === 0 ? EDGE_HTTPS + 1 : EDGE_HTTPS));
+      await expect(open(EDGE_HTTPS)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+      await expect(open(EDGE_HTTPS + 1)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+      held.pop()!.destroy();
+      await waitFor(
+        'a connection slot again',
+        async () => {
+          held.push(await open(EDGE_HTTPS));
+          return true;
+        },
+        10_000,
+        100,
+      );
+    } finally {
+      for (const s of held) s.destroy();
+    }
   });
 
   it('runs Prometheus, which scrapes the operator port of every service', async () => {
