@@ -166,24 +166,33 @@ export class SwarmInstances implements InstanceRuntime {
       s.Mode = { Replicated: { Replicas: 0 } };
     });
     if (!found) return;
-    await this.waitNoTasks(id, (this.d.config.STOP_TIMEOUT_SECONDS + 15) * 1000);
+    await this.waitNoTasks(serviceName(id), (this.d.config.STOP_TIMEOUT_SECONDS + 15) * 1000);
   }
 
-  private async runningTasks(id: string) {
+  /** The tasks of a service (by name, or by id: a removed service's tasks are found by its id only) still running or starting. */
+  private async runningTasks(service: string) {
     const { engine } = this.d;
-    const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [serviceName(id)] }, abortSignal })));
+    const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [service] }, abortSignal })));
     return tasks.filter((t) => t.Status?.State === 'running' || STARTING.has(t.Status?.State ?? ''));
   }
 
-  private async waitNoTasks(id: string, timeoutMs: number): Promise<void> {
+  private async waitNoTasks(service: string, timeoutMs: number): Promise<void> {
     const end = Date.now() + timeoutMs;
-    while (Date.now() < end && (await this.runningTasks(id).catch(() => [])).length) await new Promise((r) => setTimeout(r, 250));
+    while (Date.now() < end && (await this.runningTasks(service).catch(() => [])).length) await new Promise((r) => setTimeout(r, 250));
   }
 
+  /**
+   * Remove the service and wait (up to 30 s) until its task has stopped: a recreate's new task needs the instance's
+   * host port on the same node, and the old task holds it until its container exits. The wait goes by the service's
+   * id, since once the service is removed its name no longer finds its tasks (a wait by name returned at once, and the
+   * new task was refused: "host-mode port already in use").
+   */
   async remove(id: string): Promise<void> {
     const { engine } = this.d;
+    const svc = await ignoreGone(engine.run('service inspect', (abortSignal) => this.service(id).inspect(o({ abortSignal }))));
+    if (!svc) return;
     await ignoreGone(engine.run('service remove', (abortSignal) => this.service(id).remove(o({ abortSignal }))));
-    await this.waitNoTasks(id, 30_000);
+    await this.waitNoTasks(svc.ID, 30_000);
   }
 
   /** The volume on its node (a janitor job), then the network and the credential secrets. */
@@ -243,7 +252,7 @@ export class SwarmInstances implements InstanceRuntime {
     scope: () => this.d.scope,
     spec: async (id) => (await this.spec(id))?.spec,
     update: (id, change) => this.updateService(id, change),
-    waitStopped: (id) => this.waitNoTasks(id, (this.d.config.STOP_TIMEOUT_SECONDS + 15) * 1000),
+    waitStopped: (id) => this.waitNoTasks(serviceName(id), (this.d.config.STOP_TIMEOUT_SECONDS + 15) * 1000),
   };
 
   async logs(id: string, tail: number): Promise<string> {
