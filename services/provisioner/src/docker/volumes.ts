@@ -221,19 +221,21 @@ async function growOffline(file: string, mnt: string): Promise<void> {
  * Unmount, waiting (up to 10 s) while the mount is busy: the engine lets go of its bind of the volume when it
  * has cleaned up the removed container, which can trail the removal itself on a loaded machine.
  */
-async function unmountWhenFree(mnt: string): Promise<void> {
-  const end = Date.now() + 10_000;
-  for (;;) {
-    try {
-      return void (await run('umount', [mnt]));
-    } catch (err) {
-      if (Date.now() > end || !/busy/i.test((err as Error).message)) throw err;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const unmountWhenFree = (mnt: string): Promise<void> =>
+  until(
+    () =>
+      run('umount', [mnt]).then(
+        () => true,
+        (err: Error) => {
+          if (!/busy/i.test(err.message)) throw err;
+          return false;
+        },
+      ),
+    10_000,
+    `${mnt} is still busy`,
+  );
 
-async function until(check: () => Promise<boolean>, timeoutMs: number, what = 'condition'): Promise<void> {
+async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`${what} after ${timeoutMs} ms`);
