@@ -2,6 +2,7 @@
 // "instance created" line (its laps: lock, lease, credentials, container = service create, start = secret and
 // replicas 1) and "instance is running" line, and the engines' container events on both nodes, watched live.
 import type { manager } from '../../deploy/swarm/test/helpers.ts';
+import { demux } from '../../services/provisioner/src/docker/logs.ts';
 
 /** An engine's client (dockerode, as deploy/swarm's helpers make it). */
 type Docker = typeof manager;
@@ -25,21 +26,14 @@ interface LogLine {
   ms?: Record<string, number>;
 }
 
-/** The provisioner's JSON lines since `since` (unix seconds), from every replica. */
+/** The provisioner's JSON lines since `since` (unix seconds), from every replica (the engine's frames undone as the provisioner's own log reader does). */
 async function provisionerLines(manager: Docker, since: number): Promise<LogLine[]> {
   const raw = (await manager.getService('agenthost-provisioner').logs({ stdout: true, stderr: true, since, timestamps: false })) as unknown;
-  const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : String(raw);
-  const out: LogLine[] = [];
-  for (const line of text.split('\n')) {
-    const at = line.indexOf('{');
-    if (at < 0) continue;
-    try {
-      out.push(JSON.parse(line.slice(at)) as LogLine);
-    } catch {
-      // a frame header split a line: not one of ours
-    }
-  }
-  return out;
+  const text = Buffer.isBuffer(raw) ? demux(raw) : String(raw);
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine);
 }
 
 /** Container create/start times (ms) by instance service. */
