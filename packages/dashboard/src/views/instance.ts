@@ -75,8 +75,10 @@ export const instanceView: View = (app, main, id) => {
     }
   }
 
+  /** The status and busy state the action buttons were last drawn for. */
+  let actionsFor = '';
+
   function draw(i: Instance): void {
-    const changed = current?.status !== i.status || busy;
     current = i;
     heading.textContent = i.name;
     const mem = i.memory_usage_mb === undefined ? '—' : `${i.memory_usage_mb.toFixed(0)} MB of ${i.memory_limit_mb ?? '?'} MB`;
@@ -95,10 +97,13 @@ export const instanceView: View = (app, main, id) => {
       h('dt', {}, 'Framework'),
       h('dd', {}, `${i.framework} ${i.version}`),
     );
-    if (changed) drawActions(i);
+    // Redrawn whenever what they depend on changed: a status the event stream brought while an action was running
+    // (drawn disabled then) gets its buttons enabled once the action is over, though the status itself is the same.
+    if (actionsFor !== `${i.status}:${busy}`) drawActions(i);
   }
 
   function drawActions(i: Instance): void {
+    actionsFor = `${i.status}:${busy}`;
     const focused = document.activeElement?.id;
     const button = (action: 'stop' | 'start' | 'restart', label: string, enabled: boolean) =>
       h('button', { type: 'button', id: `do-${action}`, disabled: !enabled || busy, onclick: () => void lifecycle(action, label) }, label);
