@@ -5,7 +5,8 @@ import { createAgenthost } from '@agenthost/sdk';
  * an ApiError carrying the API's code; a 401 on a signed-in call ends the session (onUnauthorized).
  */
 export type TierName = 'free' | 'pro' | 'enterprise';
-export type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed';
+/** sleeping: idle, its container stopped by the provisioner; the first request to its URL wakes it. */
+export type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed' | 'sleeping';
 
 export interface Session {
   token: string;

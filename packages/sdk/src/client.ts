@@ -4,7 +4,7 @@ import type { components, paths } from './schema.ts';
 import { parseSse, type SseMessage } from './sse.ts';
 
 type Schemas = components['schemas'];
-export type InstanceState = 'running' | 'stopped' | 'deleted';
+export type InstanceState = 'running' | 'stopped' | 'sleeping' | 'deleted';
 export type WaitResult = Schemas['WaitForInstanceResponse'];
 /** A lifecycle event: `current` (the status when a stream opens), `status` (a change) or `deleted` (the last). */
 export interface InstanceEvent {

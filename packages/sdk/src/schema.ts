@@ -229,7 +229,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Wait until the instance is running, stopped or deleted (408 WAIT_TIMEOUT at the timeout; 409 WAIT_INSTANCE_FAILED early if it fails) */
+        /** Wait until the instance is running, stopped, sleeping or deleted (408 WAIT_TIMEOUT at the timeout; 409 WAIT_INSTANCE_FAILED early if it fails) */
         get: operations["waitForInstance"];
         put?: never;
         post?: never;
@@ -742,7 +742,7 @@ export interface components {
             instance_id: string;
             name: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
             framework: string;
             version: string;
             port: number;
@@ -790,7 +790,7 @@ export interface components {
                 instance_id: string;
                 name: string;
                 /** @enum {string} */
-                status: "provisioning" | "running" | "stopped" | "failed";
+                status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
                 framework: string;
                 version: string;
                 port: number;
@@ -832,7 +832,7 @@ export interface components {
             instance_id: string;
             name: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
             framework: string;
             version: string;
             port: number;
@@ -873,27 +873,27 @@ export interface components {
             success: boolean;
             instance_id: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
             access_token?: string;
         };
         StopInstanceResponse: {
             success: boolean;
             instance_id: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
         };
         StartInstanceResponse: {
             success: boolean;
             instance_id: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
             access_token?: string;
         };
         UpgradeInstanceResponse: {
             success: boolean;
             instance_id: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
             version: string;
             image_digest?: string;
             upgrade?: {
@@ -926,7 +926,7 @@ export interface components {
         WaitForInstanceResponse: {
             instance_id: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed" | "deleted";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping" | "deleted";
             at: string;
         };
         /** @description Server-sent events: id is the JetStream sequence; resume with Last-Event-ID; comment lines are heartbeats */
@@ -935,7 +935,7 @@ export interface components {
             /** Format: uuid */
             user_id: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
             /** Format: date-time */
             at: string;
             failure_reason?: string;
@@ -959,7 +959,7 @@ export interface components {
         } | {
             instance_id: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
             at: string;
             failure_reason?: string;
         };
@@ -988,7 +988,7 @@ export interface components {
             success: boolean;
             instance_id: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
             access_token: string;
             backup_id: string;
         };
@@ -999,7 +999,7 @@ export interface components {
             instance_id: string;
             name: string;
             /** @enum {string} */
-            status: "provisioning" | "running" | "stopped" | "failed";
+            status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
             framework: string;
             version: string;
             port: number;
@@ -3958,7 +3958,7 @@ export interface operations {
     waitForInstance: {
         parameters: {
             query: {
-                state: "running" | "stopped" | "deleted";
+                state: "running" | "stopped" | "sleeping" | "deleted";
                 timeout?: number;
             };
             header?: never;

@@ -1,6 +1,7 @@
 import { chmodSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { ERROR_CODES } from '@agenthost/shared';
+import type { Activity } from './activity.ts';
 import type { RouteKeeper } from './keeper.ts';
 
 type Code = keyof typeof ERROR_CODES;
@@ -13,9 +14,9 @@ export const UPSTREAM_HEADER = 'x-agenthost-upstream';
  * address when the instance runs, otherwise the answer the client gets, in the API's error shape. Listens on a unix
  * socket that only Caddy's user reaches; Caddy strips the client's credentials before asking.
  */
-export function answerServer(keeper: RouteKeeper, domain: string): http.Server {
+export function answerServer(keeper: RouteKeeper, domain: string, opts: { activity?: Activity; wakeTimeoutMs?: number } = {}): http.Server {
   const suffix = `.${domain}`;
-  return http.createServer((req, res) => {
+  return http.createServer(async (req, res) => {
     if (req.url?.startsWith('/ask?')) {
       // ACME on demand: a certificate only for the domain itself and for instances that exist.
       const asked = (new URL(req.url, 'http://keeper').searchParams.get('domain') ?? '').toLowerCase();
@@ -26,8 +27,16 @@ export function answerServer(keeper: RouteKeeper, domain: string): http.Server {
     const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
     const id = host.endsWith(suffix) ? host.slice(0, -suffix.length) : '';
     if (!keeper.ready) return error(res, 'SERVICE_UNAVAILABLE', { message: 'The edge is starting; retry shortly', retryAfter: 1 });
-    const route = keeper.get(id);
+    let route = keeper.get(id);
     if (!route) return error(res, 'INSTANCE_NOT_FOUND');
+    opts.activity?.touch(id);
+    if (route.status === 'sleeping') {
+      // Held while the instance wakes (Caddy waits for this answer), then proxied like any other request.
+      const woken = await keeper.awaken(id, opts.wakeTimeoutMs ?? 60_000);
+      if (woken === null) return error(res, 'INSTANCE_NOT_FOUND');
+      if (!woken) return error(res, 'INSTANCE_STARTING', { message: 'The instance is waking up; retry shortly', retryAfter: 5 });
+      route = woken;
+    }
     switch (route.status) {
       case 'running':
         res.writeHead(204, { [UPSTREAM_HEADER]: route.upstream });

@@ -46,7 +46,8 @@ function instanceRoutes(s: EdgeSettings): Json {
         upstreams: [{ dial: `unix/${keeperSocket(s)}` }],
         rewrite: { method: 'GET', uri: '/route' },
         headers: { request: { delete: ['Authorization', 'Cookie', 'Upgrade', 'Connection', 'Sec-WebSocket-Key', 'Sec-WebSocket-Protocol'] } },
-        transport: { protocol: 'http', dial_timeout: '1s', response_header_timeout: '5s' },
+        // The keeper holds its answer while a sleeping instance wakes.
+        transport: { protocol: 'http', dial_timeout: '1s', response_header_timeout: `${s.EDGE_WAKE_TIMEOUT_SECONDS + 5}s` },
         handle_response: [
           {
             match: { status_code: [204] },
@@ -57,7 +58,8 @@ function instanceRoutes(s: EdgeSettings): Json {
                   {
                     handler: 'reverse_proxy',
                     upstreams: [{ dial: '{http.reverse_proxy.header.X-Agenthost-Upstream}' }],
-                    transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s` },
+                    // Idle connections to agents are closed soon: an open one counts as traffic for idle sleep (activity.ts).
+                    transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s`, keep_alive: { idle_timeout: '5s' } },
                     // No forwarded-client headers: an agent that does not trust its proxy refuses such traffic (OpenClaw
                     // does), and trusting the bridge's address would trust everything else on this host too. The
                     // agent checks the browser's Origin against the instance's public address instead.

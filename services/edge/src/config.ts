@@ -5,4 +5,6 @@ export const edgeConfig = baseConfig.extend({
   ...edgeSettings.shape,
   /** A full pass over the route table this often (catches a Caddy restart and any change no event announced). */
   EDGE_RESYNC_SECONDS: configInt(15),
+  /** Which instances had traffic is reported to the provisioner this often (idle sleep); keep it well under the idle times. */
+  EDGE_ACTIVITY_SECONDS: configInt(10),
 });

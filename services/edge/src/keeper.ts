@@ -5,8 +5,14 @@ type Route = contracts.provisioner.Route;
 export interface KeeperDeps {
   /** The provisioner's route table (provisioner.v1.routes.list): all instances, or one. */
   routes(instanceId?: string): Promise<Route[]>;
+  /** Ask the provisioner to wake a sleeping instance (provisioner.v1.routes.wake). */
+  wake(instanceId: string): Promise<void>;
   log: Logger;
 }
+
+const WAKE_POLL_MS = 100;
+/** While waiting for a woken instance, its route is read again this often in case an event was missed. */
+const WAKE_REREAD_MS = 2000;
 
 /**
  * The edge's route table, kept in memory beside Caddy: read whole at start, after a NATS reconnect and every
@@ -20,6 +26,8 @@ export class RouteKeeper {
   private loaded = false;
   /** Bumped by every full pass, so a per-instance refresh that raced one does not bring back what it dropped. */
   private epoch = 0;
+  /** Wakes in progress: every request held for an instance waits on the same one. */
+  private readonly waking = new Map<string, Promise<Route | null | undefined>>();
 
   constructor(deps: KeeperDeps) {
     this.d = deps;
@@ -36,6 +44,53 @@ export class RouteKeeper {
 
   get(instanceId: string): Route | undefined {
     return this.table.get(instanceId);
+  }
+
+  /** upstream → instance id, of the running instances (activity.ts matches open connections with it). */
+  upstreams(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const r of this.table.values()) if (r.status === 'running') out.set(r.upstream.toLowerCase(), r.instance_id);
+    return out;
+  }
+
+  /**
+   * Wake a sleeping instance and wait, up to timeoutMs, until it is no longer asleep or starting: its route then
+   * (running, or failed; null: deleted meanwhile), or undefined at the timeout. Events bring the change; the route is
+   * also re-read every 2 s.
+   */
+  awaken(instanceId: string, timeoutMs: number): Promise<Route | null | undefined> {
+    let p = this.waking.get(instanceId);
+    if (!p) {
+      p = this.wakeAndWait(instanceId, Date.now() + timeoutMs).finally(() => this.waking.delete(instanceId));
+      this.waking.set(instanceId, p);
+    }
+    return p;
+  }
+
+  private async wakeAndWait(instanceId: string, deadline: number): Promise<Route | null | undefined> {
+    const settled = () => {
+      const r = this.table.get(instanceId);
+      if (!r) return null;
+      return r.status !== 'sleeping' && r.status !== 'provisioning' ? r : undefined;
+    };
+    try {
+      await this.d.wake(instanceId);
+    } catch (err) {
+      this.d.log.warn({ instance_id: instanceId, err: (err as Error).message }, 'wake not sent; the held request times out unless it is woken');
+    }
+    this.d.log.info({ instance_id: instanceId }, 'waking a sleeping instance for a request');
+    let reread = Date.now() + WAKE_REREAD_MS;
+    while (Date.now() < deadline) {
+      const r = settled();
+      if (r !== undefined) return r;
+      if (Date.now() >= reread) {
+        reread = Date.now() + WAKE_REREAD_MS;
+        await this.refresh(instanceId);
+        continue;
+      }
+      await new Promise((res) => setTimeout(res, WAKE_POLL_MS));
+    }
+    return settled();
   }
 
   /** Read the whole table; resolves false (and keeps the old table) when the provisioner did not answer. */

@@ -2,6 +2,7 @@
 // where that instance runs or why it cannot be reached. It follows the instances through the provisioner.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { contracts, request, runService } from '@agenthost/shared';
+import { Activity } from './activity.ts';
 import { answerServer, listenOnSocket } from './answer.ts';
 import { edgeConfig } from './config.ts';
 import { RouteKeeper } from './keeper.ts';
@@ -14,15 +15,23 @@ await runService<typeof edgeConfig, unknown>({
   version: '1.0.0',
   config: edgeConfig,
   async build({ config, nc, log }) {
+    const timeoutMs = config.NATS_REQUEST_TIMEOUT_MS;
     const keeper = new RouteKeeper({
       log,
-      routes: async (instance_id) => (await request(nc, P.routes, instance_id ? { instance_id } : {}, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS })).routes,
+      routes: async (instance_id) => (await request(nc, P.routes, instance_id ? { instance_id } : {}, { timeoutMs })).routes,
+      wake: async (instance_id) => void (await request(nc, P.wake, { instance_id }, { timeoutMs: Math.max(timeoutMs, 30_000) })),
     });
-    const server = answerServer(keeper, config.EDGE_DOMAIN);
+    const activity = new Activity({
+      log,
+      upstreams: () => keeper.upstreams(),
+      report: async (instance_ids) => void (await request(nc, P.activity, { instance_ids }, { timeoutMs })),
+    });
+    const server = answerServer(keeper, config.EDGE_DOMAIN, { activity, wakeTimeoutMs: config.EDGE_WAKE_TIMEOUT_SECONDS * 1000 });
     // ACME on demand asks over HTTP: a loopback port, only when ACME is configured.
     const ask = config.EDGE_ACME_EMAIL ? answerServer(keeper, config.EDGE_DOMAIN) : undefined;
     let stopped = false;
     const subs: Array<{ unsubscribe(): void }> = [];
+    let activityTimer: NodeJS.Timeout | undefined;
     return {
       endpoints: [],
       async start() {
@@ -44,6 +53,7 @@ await runService<typeof edgeConfig, unknown>({
         })();
         await listenOnSocket(server, keeperSocket(config));
         if (ask) await new Promise<void>((resolve) => ask.listen(config.EDGE_ASK_PORT, '127.0.0.1', resolve));
+        activityTimer = setInterval(() => void activity.flush(), config.EDGE_ACTIVITY_SECONDS * 1000);
         // The provisioner may not be up yet: start anyway (instance hosts answer 503 until the first read).
         await keeper.resync();
         void (async () => {
@@ -59,6 +69,7 @@ await runService<typeof edgeConfig, unknown>({
       },
       async stop() {
         stopped = true;
+        clearInterval(activityTimer);
         for (const s of subs) s.unsubscribe();
         server.close();
         ask?.close();

@@ -78,6 +78,8 @@ export const edgeSettings = z.object({
   EDGE_API_TIMEOUT_SECONDS: configInt(60),
   /** An instance must accept the connection within this; a stopped one refuses at once. */
   EDGE_DIAL_TIMEOUT_SECONDS: configInt(3),
+  /** A request to a sleeping instance is held this long while it wakes; then 503 INSTANCE_STARTING with Retry-After. */
+  EDGE_WAKE_TIMEOUT_SECONDS: configInt(60),
 });
 export type EdgeSettings = z.output<typeof edgeSettings>;
 

@@ -136,6 +136,23 @@ export const provisionerConfig = baseConfig
     BACKUP_S3_SECRET_ACCESS_KEY: z.string().optional(),
     /** Scheduled backups: each instance of a tier that keeps backups gets one when its last scheduled one is this old (daily). */
     BACKUP_SCHEDULE_SECONDS: configInt(86_400),
+    /**
+     * Idle sleep, per tier: an instance with no traffic through the edge for this many seconds is put to sleep (its
+     * container stopped; volume, keys, port and URL kept) and the next request to its URL wakes it. 0: never sleeps.
+     */
+    SLEEP_AFTER_IDLE_SECONDS_JSON: z
+      .string()
+      .transform((v, ctx) => {
+        try {
+          return z.record(z.enum(['free', 'pro', 'enterprise']), z.number().int().min(0)).parse(JSON.parse(v));
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: `SLEEP_AFTER_IDLE_SECONDS_JSON must map tiers to whole seconds: ${(err as Error).message}` });
+          return z.NEVER;
+        }
+      })
+      .default({ free: 1800, pro: 0, enterprise: 0 }),
+    /** How often idle instances are looked for. */
+    SLEEP_CHECK_INTERVAL_SECONDS: configInt(15),
     /** Test-only fault injection: comma-separated step names where an operation pauses (see domain/faults.ts). */
     FAULT_PAUSE_AT: z.string().default(''),
   })

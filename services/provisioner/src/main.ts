@@ -12,6 +12,7 @@ import { SelfHealing } from './domain/healing.ts';
 import { buildInstances } from './domain/instances.ts';
 import { DevicePairing } from './domain/devices.ts';
 import { listRoutes } from './domain/routes.ts';
+import { IdleSleep } from './domain/idle-sleep.ts';
 import { OpLocks } from './domain/locks.ts';
 import { NetworkGuard } from './domain/network-guard.ts';
 import { Readiness } from './domain/readiness.ts';
@@ -172,6 +173,15 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       intervalSeconds: config.QUOTA_CHECK_INTERVAL_SECONDS,
       graceSeconds: config.QUOTA_GRACE_SECONDS,
     });
+    const idleSleep = new IdleSleep({
+      db,
+      locks,
+      lifecycle: instances.lifecycle,
+      dockerUp: () => engine.available,
+      idleSeconds: config.SLEEP_AFTER_IDLE_SECONDS_JSON,
+      intervalSeconds: config.SLEEP_CHECK_INTERVAL_SECONDS,
+      log,
+    });
     engine.onRecovery(() => void reconciler.trigger());
     instancesByState(db);
     if (swarm) swarmCapacity(() => nodeRoom(engine));
@@ -200,6 +210,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.clone, (input) => backups.clone(input)),
         endpoint(P.removeBackup, (input) => backups.remove(input)),
         endpoint(P.routes, (input) => listRoutes({ db, runtime }, input)),
+        endpoint(P.activity, async (input) => ({ recorded: await idleSleep.record(input.instance_ids) })),
+        endpoint(P.wake, (input) => instances.lifecycle.wake(input.instance_id)),
         endpoint(D.list, (input) => devices.list(input)),
         endpoint(D.decide, (input) => devices.decide(input)),
       ],
@@ -224,6 +236,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           log.error({ docker_host: config.DOCKER_HOST || 'default' }, 'docker engine unreachable at start; requests get 503 until it answers');
         }
         reconciler.start();
+        idleSleep.start();
         // A node that goes away fails its instances (node_down) within seconds, and brings them back when it returns.
         // A draining node's instances move, with their volume, to the node with the most room.
         if (runtime instanceof SwarmInstances) {
@@ -255,6 +268,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       async stop() {
         await subscriptionChanges?.stop();
         reconciler.stop();
+        idleSleep.stop();
         stopNodeWatch?.();
         clearInterval(drainTimer);
         containerEvents.stop();

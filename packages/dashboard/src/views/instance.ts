@@ -109,9 +109,9 @@ export const instanceView: View = (app, main, id) => {
       h('button', { type: 'button', id: `do-${action}`, disabled: !enabled || busy, onclick: () => void lifecycle(action, label) }, label);
     fill(
       actions,
-      button('stop', 'Stop', i.status === 'running' || i.status === 'provisioning'),
-      button('start', 'Start', i.status === 'stopped' || i.status === 'failed'),
-      button('restart', 'Restart', i.status === 'running' || i.status === 'failed'),
+      button('stop', 'Stop', i.status === 'running' || i.status === 'provisioning' || i.status === 'sleeping'),
+      button('start', 'Start', i.status === 'stopped' || i.status === 'failed' || i.status === 'sleeping'),
+      button('restart', 'Restart', i.status === 'running' || i.status === 'failed' || i.status === 'sleeping'),
       h('button', { type: 'button', id: 'do-delete', class: 'danger', disabled: busy, onclick: () => void remove() }, 'Delete instance'),
     );
     if (focused) document.getElementById(focused)?.focus();

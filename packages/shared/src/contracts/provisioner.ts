@@ -2,7 +2,11 @@ import { z } from 'zod';
 import { contract, event, userContract, userRead } from './contract.ts';
 import { instanceId, isoTime, tierName, uuid, walletAddress } from './common.ts';
 
-export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed']);
+/**
+ * The spec's four states, and `sleeping` (an addition): an idle instance whose container was stopped by the provisioner
+ * (its volume, keys, port and URL kept); the first request to its URL through the edge starts it again.
+ */
+export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed', 'sleeping']);
 /** How an agent last stopped on its own: killed by the kernel for its memory limit, by a signal, or its own exit. */
 export const exitKind = z.enum(['oom_killed', 'signal', 'exit']);
 
@@ -247,3 +251,19 @@ export type Route = z.infer<typeof route>;
  * event is a hint, the provisioner's row is the truth). Between services: NATS permissions give it to the edge only.
  */
 export const routes = contract('provisioner.v1.routes.list', z.object({ instance_id: instanceId.optional() }), z.object({ routes: z.array(route) }));
+
+/**
+ * The edge reports the instances that had traffic through it since its last report (a request asked their route, or a
+ * connection to their agent is open): the provisioner puts an instance to sleep only after none for its tier's idle time.
+ */
+export const activity = contract(
+  'provisioner.v1.routes.activity',
+  z.object({ instance_ids: z.array(instanceId).max(10_000) }),
+  z.object({ recorded: z.number().int() }),
+);
+/** The edge holds a request to a sleeping instance and asks for it to be woken (started); idempotent. */
+export const wake = contract(
+  'provisioner.v1.routes.wake',
+  z.object({ instance_id: instanceId }),
+  z.object({ instance_id: instanceId, status: instanceStatus }),
+);

@@ -124,9 +124,9 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
     subscribe: ['provisioner.v1.>', SRV, `${inboxPrefixFor('provisioner')}.>`],
   },
   // The edge's route keeper (services/edge, beside Caddy): reads the route table and hears instance events as
-  // hints. It serves nothing but its ping and publishes nothing.
+  // hints, reports which instances had traffic and wakes sleeping ones. It serves nothing but its ping.
   edge: {
-    publish: [p.routes.subject],
+    publish: [p.routes.subject, p.activity.subject, p.wake.subject],
     subscribe: [pingSubject('edge'), SRV, `${inboxPrefixFor('edge')}.>`, p.instanceCreated.subject, p.instanceStatusChanged.subject, p.instanceDeleted.subject],
   },
   keyvault: {

@@ -40,7 +40,7 @@ export class BackupScheduler {
           .selectFrom('instances as i')
           .select(['i.id', 'i.user_id', 'i.tier'])
           .where('i.deleting_at', 'is', null)
-          .where('i.status', 'in', ['running', 'stopped'])
+          .where('i.status', 'in', ['running', 'stopped', 'sleeping'])
           .where(({ not, exists, selectFrom }) =>
             not(
               exists(

@@ -1,9 +1,9 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
 
-type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed';
+type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed' | 'sleeping';
 type ExitKind = 'oom_killed' | 'signal' | 'exit';
 /** How far the current operation on an instance got (read by the reconciler after a crash). */
-export type Step = 'leased' | 'container' | 'done' | 'recreating' | 'stopping' | 'deleting' | 'backoff';
+export type Step = 'leased' | 'container' | 'done' | 'recreating' | 'stopping' | 'sleeping' | 'deleting' | 'backoff';
 
 type NullableTime = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
@@ -59,6 +59,8 @@ interface InstancesTable {
   upgrade_from_digest: ColumnType<string | null, string | null | undefined, string | null>;
   /** The version the last upgrade moved to (or tried to). */
   upgrade_to_version: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When an edge last reported traffic to the instance (idle sleep); null: none reported yet. */
+  traffic_at: NullableTime;
 }
 
 export type UpgradeState = 'upgrading' | 'upgraded' | 'rolled_back';

@@ -198,11 +198,11 @@ async function auditHealth(row: InstanceRow, info: Docker.ContainerInspectInfo, 
       });
     else if (!(await healthy(config.PUBLISH_HOST, row.port)))
       drift.push({ instance_id: row.id, check: 'health', problem: `its agent does not answer GET /healthz on port ${row.port}`, fix: logs });
-  } else if (row.status === 'stopped' && info.State.Running) {
+  } else if ((row.status === 'stopped' || row.status === 'sleeping') && info.State.Running) {
     drift.push({
       instance_id: row.id,
       check: 'health',
-      problem: 'is stopped in the database but its container runs',
+      problem: `is ${row.status} in the database but its container runs`,
       fix: `docker stop ${containerName(row.id)}`,
     });
   } else if (row.status === 'failed') {

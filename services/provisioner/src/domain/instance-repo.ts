@@ -91,7 +91,7 @@ export class InstanceRepo {
       .selectFrom('instances')
       .select('id')
       .where('wallet_address', '=', wallet)
-      .where('status', 'in', ['running', 'provisioning'])
+      .where('status', 'in', ['running', 'provisioning', 'sleeping'])
       .where('deleting_at', 'is', null)
       .execute();
     return rows.map((r) => r.id);
@@ -156,12 +156,12 @@ export class InstanceRepo {
       .execute();
   }
 
-  /** A stop begins: the new generation silences the readiness watcher and the healer of the old one. */
-  async markStopping(id: string): Promise<void> {
+  /** A stop (or a sleep) begins: the new generation silences the readiness watcher and the healer of the old one. */
+  async markStopping(id: string, step: 'stopping' | 'sleeping' = 'stopping'): Promise<void> {
     await this.db
       .updateTable('instances')
       .set({
-        step: 'stopping',
+        step,
         generation: sql`generation + 1`,
         updated_at: new Date(),
         ...endUpgrade('The instance was stopped before the agent was ready on the new image'),
@@ -170,13 +170,13 @@ export class InstanceRepo {
       .execute();
   }
 
-  /** The workload is stopped: stopped, or failed with a reason (the quota guard's). */
-  async markStopped(id: string, failureReason?: string): Promise<void> {
+  /** The workload is stopped: stopped, asleep (idle), or failed with a reason (the quota guard's). */
+  async markStopped(id: string, failureReason?: string, asleep = false): Promise<void> {
     const now = new Date();
     await this.db
       .updateTable('instances')
       .set({
-        status: failureReason ? 'failed' : 'stopped',
+        status: failureReason ? 'failed' : asleep ? 'sleeping' : 'stopped',
         step: 'done',
         failure_reason: failureReason ?? null,
         crash_streak: 0,

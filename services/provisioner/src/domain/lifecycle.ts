@@ -62,11 +62,11 @@ export class InstanceLifecycle {
 
   /** Recreate the container (fresh credentials, same volume and port) so the agent reloads its keys. */
   restart(input: Owned & { tier?: TierName | undefined }) {
-    return this.recreateOwned(input, ['running', 'provisioning', 'failed'], 'restart');
+    return this.recreateOwned(input, ['running', 'provisioning', 'failed', 'sleeping'], 'restart');
   }
 
   start(input: Owned & { tier?: TierName | undefined }) {
-    return this.recreateOwned(input, ['stopped', 'failed'], 'start');
+    return this.recreateOwned(input, ['stopped', 'failed', 'sleeping'], 'start');
   }
 
   async stop(input: Owned) {
@@ -92,7 +92,7 @@ export class InstanceLifecycle {
       this.d.engine.assertUp();
       await this.d.locks.with(id, async () => {
         const row = await this.d.repo.byId(id);
-        if (!row || row.deleting_at || !(row.status === 'running' || row.status === 'provisioning')) return;
+        if (!row || row.deleting_at || !(row.status === 'running' || row.status === 'provisioning' || row.status === 'sleeping')) return;
         await this.stopLocked(row);
         stopped++;
       });
@@ -107,6 +107,35 @@ export class InstanceLifecycle {
     await this.d.runtime.stop(row.id);
     await this.d.repo.markStopped(row.id, failureReason);
     this.d.stats.forget(row.id);
+  }
+
+  /** Under the lock, an idle instance: step sleeping → docker stop → sleeping (volume, port, token and keys kept). */
+  async sleepLocked(row: InstanceRow): Promise<void> {
+    await this.d.repo.markStopping(row.id, 'sleeping');
+    await this.d.pause('sleeping');
+    await this.d.runtime.stop(row.id);
+    await this.d.repo.markStopped(row.id, undefined, true);
+    this.d.stats.forget(row.id);
+  }
+
+  /**
+   * The edge holds a request to a sleeping instance: start it as a start would (same volume, port and token, fresh
+   * credentials). Idempotent: an instance that is not asleep is only reported, so every held request may ask.
+   */
+  async wake(id: string): Promise<{ instance_id: string; status: InstanceRow['status'] }> {
+    const seen = await this.d.repo.byId(id);
+    if (!seen || seen.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
+    if (seen.status !== 'sleeping') return { instance_id: id, status: seen.status };
+    this.d.engine.assertUp();
+    return this.d.locks.with(id, async () => {
+      const row = await this.d.repo.byId(id);
+      if (!row || row.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
+      if (row.status !== 'sleeping') return { instance_id: id, status: row.status };
+      await this.d.images.assertPresent(row.image_digest ?? row.image);
+      await this.recreateLocked(row);
+      this.d.log.info({ instance_id: id }, 'instance woken by a request');
+      return { instance_id: id, status: 'provisioning' as const };
+    });
   }
 
   /** Stop an instance's container without changing its row (the readiness watcher, for an agent that never became ready). */

@@ -32,7 +32,7 @@ export interface ReconcileReport {
  * comes back. Rows whose operation lock is held are being worked on and are skipped; a free lock on a
  * row in an intermediate step means the operation died with its process:
  *   create steps (leased, container) → undone (container, volume, lease, row; deleted event);
- *   deleting → finished;  stopping → finished;  recreating → an upgrade? rolled back : container running? watched : failed;
+ *   deleting → finished;  stopping, sleeping → finished;  recreating → an upgrade? rolled back : container running? watched : failed;
  *   provisioning/done → its readiness watcher resumed;  running with a dead or missing container → failed.
  * Labelled containers and volumes of this scope without a row are orphans and removed. Docker is
  * listed BEFORE the rows are read: a row is always written before its Docker objects exist, so an
@@ -171,6 +171,12 @@ export class Reconciler {
         row,
         (r) => r.step === 'stopping',
         (r) => instances.lifecycle.stopLocked(r),
+      );
+    } else if (row.step === 'sleeping') {
+      await this.repair(
+        row,
+        (r) => r.step === 'sleeping',
+        (r) => instances.lifecycle.sleepLocked(r),
       );
     } else if (row.step === 'recreating') {
       await this.repair(

@@ -8,13 +8,13 @@ import { instanceId } from './instances.ts';
 const P = contracts.provisioner;
 
 const waitQuery = z.object({
-  state: z.enum(['running', 'stopped', 'deleted']),
+  state: z.enum(['running', 'stopped', 'sleeping', 'deleted']),
   timeout: z.coerce.number().int().min(1).max(60).default(30).describe('seconds'),
 });
 
 const waitAnswer = z.object({
   instance_id: contracts.instanceId,
-  status: z.enum(['provisioning', 'running', 'stopped', 'failed', 'deleted']),
+  status: z.enum(['provisioning', 'running', 'stopped', 'failed', 'sleeping', 'deleted']),
   /** When the state was reached (the event's time), or when it was read if it already held. */
   at: z.string(),
 });
@@ -32,7 +32,7 @@ export const waitRoutes = (ctx: GatewayContext): Route[] => [
     operationId: 'waitForInstance',
     errors: ['WAIT_TIMEOUT', 'WAIT_INSTANCE_FAILED'],
     access: 'subscriber',
-    summary: 'Wait until the instance is running, stopped or deleted (408 WAIT_TIMEOUT at the timeout; 409 WAIT_INSTANCE_FAILED early if it fails)',
+    summary: 'Wait until the instance is running, stopped, sleeping or deleted (408 WAIT_TIMEOUT at the timeout; 409 WAIT_INSTANCE_FAILED early if it fails)',
     query: waitQuery,
     response: waitAnswer,
     handler: async ({ req, res, caller, requestId }) => {

@@ -16,6 +16,7 @@ import * as selfHealing from './2026-11-23T19-00-00-self-healing.ts';
 import * as backups from './2026-11-23T20-00-00-backups.ts';
 import * as oomKills from './2026-11-23T21-00-00-oom-kills.ts';
 import * as imagePinning from './2026-11-27T10-00-00-image-pinning.ts';
+import * as idleSleep from './2026-11-27T12-00-00-idle-sleep.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-init': init,
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-23T20-00-00-backups': backups,
   '2026-11-23T21-00-00-oom-kills': oomKills,
   '2026-11-27T10-00-00-image-pinning': imagePinning,
+  '2026-11-27T12-00-00-idle-sleep': idleSleep,
 };
