@@ -2,7 +2,9 @@
 //   1. create → running through the provisioner vs a bare `docker run` of the same image with the plain
 //      `openclaw gateway` command and the same limits (one of each at a time, BENCH_ROUNDS rounds);
 //   2. 5 concurrent creates through the provisioner (the only step with more than 2 agents at once);
-//   3. restart of a stopped instance container → first /readyz 200 (what a wake from sleep costs at least);
+//   3. restart of a stopped instance container → first /readyz 200 (what a wake from sleep costs at least), and
+//      a real wake: an instance put to sleep by the provisioner, one HTTPS request through the edge (Caddy and its
+//      route keeper) → the agent's first response byte;
 //   4. idle memory per instance after BENCH_IDLE_S (60) s: RSS and where it goes (/proc/<pid>/smaps_rollup:
 //      anonymous = heap and buffers, file-backed = code), and the gateway's start profile from its log lines.
 // Usage: bash bench/run.sh openclaw   (or node bench/openclaw/run.ts with the infra env loaded)
@@ -19,7 +21,8 @@ import { docker, dockerQuiet, memoryOf, readyz, sleep, startProfile } from './co
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 loadInfraEnv();
-const { startStack, testAsserter } = await import('../../packages/testkit/src/index.ts');
+const { startEdge, startStack, testAsserter } = await import('../../packages/testkit/src/index.ts');
+const { wakeThroughEdge } = await import('./wake.ts');
 const { contracts, request, DEFAULT_TIERS: TIERS } = await import('../../packages/shared/src/index.ts');
 const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
 const { heapMb } = await import('../../services/provisioner/src/docker/spec.ts');
@@ -29,10 +32,12 @@ const num = (name: string, def: number) => Number(process.env[name] ?? def);
 const ROUNDS = num('BENCH_ROUNDS', 3);
 const CONCURRENT = num('BENCH_CONCURRENCY', 5);
 const IDLE_S = num('BENCH_IDLE_S', 60);
+const WAKE_IDLE_S = num('BENCH_WAKE_IDLE_S', 5);
 const IMAGE = process.env.BENCH_IMAGE ?? 'agenthost/openclaw:latest';
 const TIER = 'pro' as const;
 const LIMITS = { memory_mb: TIERS[TIER].memory_mb, cpus: TIERS[TIER].cpus, pids: TIERS[TIER].pids };
-// The openclaw helper's port range (19450–19499): provisioner leases 19460–19479, bare containers 19480+.
+// The openclaw helper's port range (19450–19499): provisioner leases 19460–19479, bare containers 19480+, the
+// edge 19496 (HTTPS) and 19497 (HTTP).
 const PROV_PORTS: [number, number] = [19460, 19479];
 const BARE_PORT = 19480;
 const tag = randomBytes(3).toString('hex');
@@ -158,7 +163,11 @@ const stack = await startStack({
       INSTANCE_NETWORK: provNetwork,
       PORT_RANGE_START: String(PROV_PORTS[0]),
       PORT_RANGE_END: String(PROV_PORTS[1]),
-      TIER_LIMITS_JSON: JSON.stringify({ [TIER]: LIMITS }),
+      // free: the same limits, and sleeps after WAKE_IDLE_S (pro never does), for the wake measurement.
+      TIER_LIMITS_JSON: JSON.stringify({ [TIER]: LIMITS, free: LIMITS }),
+      SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: WAKE_IDLE_S, pro: 0, enterprise: 0 }),
+      SLEEP_CHECK_INTERVAL_SECONDS: '1',
+      INSTANCE_URL_TEMPLATE: 'https://{id}.agenthost.localhost:19496',
       INSTANCE_EXTRA_ENV_JSON: JSON.stringify({ AGENTHOST_BOOTSTRAP_SKIP_KEYS: '1' }),
       READY_TIMEOUT_SECONDS: '240',
       NATS_REQUEST_TIMEOUT_MS: '30000',
@@ -166,6 +175,7 @@ const stack = await startStack({
   },
 });
 const nc = (await stack.nats.connect()) as Nc;
+const edge = await startEdge(stack, { httpsPort: 19496, httpPort: 19497, env: { EDGE_ACTIVITY_SECONDS: '1', EDGE_WAKE_TIMEOUT_SECONDS: '240' } });
 const user_id = randomUUID();
 let exitCode = 0;
 try {
@@ -219,6 +229,10 @@ try {
   }
   await remove(nc, user_id, one.ids);
 
+  log(`wake through the edge: a free instance sleeps after ${WAKE_IDLE_S} s idle, then one request wakes it (${ROUNDS} rounds)`);
+  const woken = await wakeThroughEdge({ nc, edge, asserter, rounds: ROUNDS, log });
+  failures += woken.failures;
+
   const b = stats(bare);
   const p = stats(prov);
   const result = {
@@ -233,13 +247,15 @@ try {
     ratio_p50: Math.round((p.p50 / b.p50) * 100) / 100,
     concurrent_creates_to_running_ms: { concurrency: CONCURRENT, ...stats(burst.ms) },
     restart_to_ready_ms: stats(wake),
+    wake_to_first_byte_ms: stats(woken.ms),
+    wake_ratio_to_restart_p50: Math.round((pct(woken.ms, 50) / pct(wake, 50)) * 100) / 100,
     idle_memory_after_s: IDLE_S,
     idle_memory: idle,
     instances_per_gib_by_idle_rss: Math.round((1024 / Math.max(1, idle.rss_mb)) * 10) / 10,
     start_profile_ms: profiles,
     failures,
     targets: { create_to_running_p50_ms: 6000, wake_p50_ms: 3000, idle_rss_mb: 450 },
-    targets_met: { create: p.p50 <= 6000, wake: stats(wake).p50 <= 3000, idle_rss: idle.rss_mb <= 450 },
+    targets_met: { create: p.p50 <= 6000, wake: stats(woken.ms).p50 <= 3000, idle_rss: idle.rss_mb <= 450 },
   };
   console.log(JSON.stringify(result, null, 2));
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
@@ -250,6 +266,7 @@ try {
   exitCode = 1;
 } finally {
   await (nc as unknown as { drain(): Promise<void> }).drain().catch(() => {});
+  await edge.stop().catch(() => {});
   await stack.stop().catch((err: unknown) => log(`stopping the stack: ${(err as Error).message}`));
   for (const label of [`agenthost.scope=${provNetwork}`, bareLabel]) {
     const ids = (await dockerQuiet('ps', '-aq', '--filter', `label=${label}`)).split('\n').filter(Boolean);

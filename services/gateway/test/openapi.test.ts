@@ -155,7 +155,7 @@ describe('OpenAPI document', () => {
   it('describes wait, the event stream and Idempotency-Key', () => {
     const wait = doc.paths['/instance/wait/{instanceId}'].get;
     expect(wait.parameters.map((p: { name: string }) => p.name)).toEqual(['instanceId', 'state', 'timeout']);
-    expect(wait.parameters[1].schema.enum).toEqual(['running', 'stopped', 'deleted']);
+    expect(wait.parameters[1].schema.enum).toEqual(['running', 'stopped', 'sleeping', 'deleted']);
     const events = doc.paths['/instance/events/{instanceId}'].get;
     expect(events.responses['200'].content).toHaveProperty('text/event-stream');
     expect(events.parameters).toContainEqual(expect.objectContaining({ name: 'Last-Event-ID', in: 'header' }));
