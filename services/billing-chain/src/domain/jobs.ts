@@ -130,12 +130,10 @@ export class Jobs {
     for (const [wallet, seen] of touched) {
       const reason: ChangeReason =
         seen.last === 'cancel' ? 'cancelled' : seen.kinds.has('subscribe') ? 'picked_up' : seen.kinds.has('renew') ? 'renewed' : 'refreshed';
-      await this.d.subs.sync(wallet, {
-        reason,
-        cancelled: seen.last === undefined ? undefined : seen.last === 'cancel',
-        history: false,
-        msgId: `pickup:${seen.signature}:${wallet}`,
-      });
+      // Cancelled or not is read from the wallet's history now, not taken from this batch: a cancel (or a subscribe)
+      // that landed after the batch was listed must not be undone by an older instruction of it. The batch's
+      // transactions are memoised, so the history costs one signature list per wallet.
+      await this.d.subs.sync(wallet, { reason, ...(seen.last === undefined ? { history: false } : {}), msgId: `pickup:${seen.signature}:${wallet}` });
     }
     const newest = sigs[0]!;
     await this.d.db

@@ -168,7 +168,7 @@ export class Subscriptions {
   async refresh(who: Who): Promise<View> {
     const wallet = who.wallet_address;
     if (this.noAccount.has(wallet)) throw new AppError('SUBSCRIPTION_NOT_FOUND');
-    const row = await this.sync(wallet, { reason: 'refreshed', userId: who.user_id });
+    const row = await this.sync(wallet, { reason: 'refreshed', userId: who.user_id, fresh: true });
     if (!row) {
       this.noAccount.set(wallet, true);
       throw new AppError('SUBSCRIPTION_NOT_FOUND');
@@ -188,12 +188,19 @@ export class Subscriptions {
   /**
    * Read the wallet's subscription from the chain and store it; publish a change event when anything
    * an API client can see changed. `cancelled` when the caller already knows it (the pick-up saw the
-   * instruction), else read from the history (or kept, with history: false). One read per wallet at a time.
+   * instruction), else read from the history (or kept, with history: false). One read per wallet at a time: a
+   * caller joins the read in flight, except a `fresh` one (a forced refresh, asked after a change the caller made),
+   * which waits for it and reads again, since that read may have begun before the change.
    */
-  sync(wallet: string, opts: { reason: ChangeReason; userId?: string; cancelled?: boolean; history?: boolean; msgId?: string }): Promise<Row | null> {
+  sync(
+    wallet: string,
+    opts: { reason: ChangeReason; userId?: string; cancelled?: boolean; history?: boolean; msgId?: string; fresh?: boolean },
+  ): Promise<Row | null> {
     const running = this.inflight.get(wallet);
-    if (running) return running;
-    const p = this.doSync(wallet, opts).finally(() => this.inflight.delete(wallet));
+    if (running && !opts.fresh) return running;
+    const p: Promise<Row | null> = (running ? running.catch(() => null).then(() => this.doSync(wallet, opts)) : this.doSync(wallet, opts)).finally(() => {
+      if (this.inflight.get(wallet) === p) this.inflight.delete(wallet);
+    });
     this.inflight.set(wallet, p);
     return p;
   }
