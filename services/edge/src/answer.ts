@@ -32,7 +32,8 @@ export function answerServer(keeper: RouteKeeper, domain: string, opts: { activi
     opts.activity?.touch(id);
     if (route.status === 'sleeping') {
       // Held while the instance wakes (Caddy waits for this answer), then proxied like any other request.
-      const woken = await keeper.awaken(id, opts.wakeTimeoutMs ?? 60_000);
+      const woken = await keeper.awaken(id, opts.wakeTimeoutMs ?? 60_000).catch(() => 'failed' as const);
+      if (woken === 'failed') return error(res, 'SERVICE_UNAVAILABLE', { message: 'The instance could not be woken now; retry shortly', retryAfter: 5 });
       if (woken === null) return error(res, 'INSTANCE_NOT_FOUND');
       if (!woken) return error(res, 'INSTANCE_STARTING', { message: 'The instance is waking up; retry shortly', retryAfter: 5 });
       route = woken;

@@ -55,8 +55,8 @@ export class RouteKeeper {
 
   /**
    * Wake a sleeping instance and wait, up to timeoutMs, until it is no longer asleep or starting: its route then
-   * (running, or failed; null: deleted meanwhile), or undefined at the timeout. Events bring the change; the route is
-   * also re-read every 2 s.
+   * (running, or failed; null: deleted meanwhile), or undefined at the timeout; rejects when the provisioner could not
+   * start it. Events bring the change; the route is also re-read every 2 s.
    */
   awaken(instanceId: string, timeoutMs: number): Promise<Route | null | undefined> {
     let p = this.waking.get(instanceId);
@@ -76,7 +76,9 @@ export class RouteKeeper {
     try {
       await this.d.wake(instanceId);
     } catch (err) {
-      this.d.log.warn({ instance_id: instanceId, err: (err as Error).message }, 'wake not sent; the held request times out unless it is woken');
+      // The provisioner cannot start it now (Docker or the provisioner down): the held requests are answered at once.
+      this.d.log.warn({ instance_id: instanceId, err: (err as Error).message }, 'could not wake a sleeping instance');
+      throw err;
     }
     this.d.log.info({ instance_id: instanceId }, 'waking a sleeping instance for a request');
     let reread = Date.now() + WAKE_REREAD_MS;

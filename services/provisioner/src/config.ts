@@ -51,6 +51,12 @@ export const provisionerConfig = baseConfig
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/)
       .default('latest'),
     READY_TIMEOUT_SECONDS: configInt(180),
+    /**
+     * Staggered starts: at most this many agents of a provisioner replica start at once (started, not yet ready); a
+     * start waits for a slot up to START_QUEUE_MAX_SECONDS, then goes ahead. 0: no limit.
+     */
+    STARTS_AT_ONCE: configInt(3),
+    START_QUEUE_MAX_SECONDS: configInt(10),
     /** Shown as estimated_ready until real readiness times have been measured. */
     ESTIMATED_READY_SECONDS: configInt(20),
     /** The bridge network of the instances (created when missing, inter-container traffic disabled). */

@@ -75,6 +75,8 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       log,
       readyTimeoutSeconds: config.READY_TIMEOUT_SECONDS,
       defaultEstimateSeconds: config.ESTIMATED_READY_SECONDS,
+      startsAtOnce: config.STARTS_AT_ONCE,
+      startQueueMaxSeconds: config.START_QUEUE_MAX_SECONDS,
       stopContainer: (id, generation) =>
         locks
           .tryWith(id, async () => {

@@ -141,16 +141,19 @@ export class InstanceCreator {
     await this.d.pause('container');
     // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
     // alike (by name), so the step only has to be written before the create answers.
-    await settled(
-      runtime.start(id, creds),
-      repo.setStep(id, 'container', { container_id: workload.runtimeId, node_host: workload.host ?? null, image_digest: row.image_digest }),
-    );
-    t.lap('start');
-    // Probing starts at once; the watcher's transitions are conditional on this generation, so an
-    // undo (which bumps it) silences it.
-    const startedAt = new Date();
-    const deadline = new Date(startedAt.getTime() + config.READY_TIMEOUT_SECONDS * 1000);
-    this.d.readiness.watch({ id, generation: row.generation, port: row.port, host: runtime.probeHost(row), deadline, startedAt });
+    const { startedAt, deadline } = await this.d.readiness.staggered(async () => {
+      await settled(
+        runtime.start(id, creds),
+        repo.setStep(id, 'container', { container_id: workload.runtimeId, node_host: workload.host ?? null, image_digest: row.image_digest }),
+      );
+      t.lap('start');
+      // Probing starts at once; the watcher's transitions are conditional on this generation, so an
+      // undo (which bumps it) silences it.
+      const startedAt = new Date();
+      const deadline = new Date(startedAt.getTime() + config.READY_TIMEOUT_SECONDS * 1000);
+      this.d.readiness.watch({ id, generation: row.generation, port: row.port, host: runtime.probeHost(row), deadline, startedAt });
+      return { startedAt, deadline };
+    });
     const [created] = await settled(
       repo.markStarted(id, row.generation, startedAt, deadline),
       this.d.events.created({ instance_id: id, user_id: userId, created_at: row.created_at.toISOString() }),

@@ -231,36 +231,38 @@ export class SelfHealing {
       if (row?.step !== 'backoff' || row.deleting_at) return;
       if (row.next_restart_at && new Date(row.next_restart_at).getTime() > Date.now()) return this.schedule(id, new Date(row.next_restart_at));
       const creds = await this.d.issueCredentials(row.user_id, row.id);
-      const now = new Date();
-      const deadline = new Date(now.getTime() + policy.READY_TIMEOUT_SECONDS * 1000);
-      const started = await db
-        .updateTable('instances')
-        .set({
-          step: 'done',
-          restarts: sql`restarts + 1`,
-          generation: sql`generation + 1`,
-          next_restart_at: null,
-          started_at: now,
-          ready_deadline: deadline,
-          updated_at: now,
-        })
-        .where('id', '=', id)
-        .where('generation', '=', row.generation)
-        .returningAll()
-        .executeTakeFirst();
-      if (!started) return;
-      await runtime.start(id, creds);
-      observeRestart();
-      this.d.log.info({ instance_id: id, restarts: started.restarts }, 'crashed agent started again');
-      readiness.watch({
-        id,
-        generation: started.generation,
-        port: started.port,
-        host: runtime.probeHost(started),
-        deadline,
-        startedAt: now,
-        from: started.status === 'failed' ? 'failed' : 'provisioning',
-        healed: true,
+      await readiness.staggered(async () => {
+        const now = new Date();
+        const deadline = new Date(now.getTime() + policy.READY_TIMEOUT_SECONDS * 1000);
+        const started = await db
+          .updateTable('instances')
+          .set({
+            step: 'done',
+            restarts: sql`restarts + 1`,
+            generation: sql`generation + 1`,
+            next_restart_at: null,
+            started_at: now,
+            ready_deadline: deadline,
+            updated_at: now,
+          })
+          .where('id', '=', id)
+          .where('generation', '=', row.generation)
+          .returningAll()
+          .executeTakeFirst();
+        if (!started) return;
+        await runtime.start(id, creds);
+        observeRestart();
+        this.d.log.info({ instance_id: id, restarts: started.restarts }, 'crashed agent started again');
+        readiness.watch({
+          id,
+          generation: started.generation,
+          port: started.port,
+          host: runtime.probeHost(started),
+          deadline,
+          startedAt: now,
+          from: started.status === 'failed' ? 'failed' : 'provisioning',
+          healed: true,
+        });
       });
     });
   }

@@ -196,21 +196,23 @@ export class InstanceLifecycle {
       const created = await runtime.create(updated, token);
       await repo.setStep(row.id, 'recreating', { container_id: created.runtimeId, node_host: created.host ?? updated.node_host });
       await this.d.pause('recreated');
-      await runtime.start(row.id, creds);
-      const now = new Date();
-      const started = await repo.markStarted(
-        row.id,
-        updated.generation,
-        now,
-        opts.readySeconds ? new Date(now.getTime() + opts.readySeconds * 1000) : undefined,
-      );
-      this.d.readiness.watch({
-        id: row.id,
-        generation: started.generation,
-        port: row.port,
-        host: runtime.probeHost(started),
-        deadline: started.ready_deadline!,
-        startedAt: started.started_at!,
+      await this.d.readiness.staggered(async () => {
+        await runtime.start(row.id, creds);
+        const now = new Date();
+        const started = await repo.markStarted(
+          row.id,
+          updated.generation,
+          now,
+          opts.readySeconds ? new Date(now.getTime() + opts.readySeconds * 1000) : undefined,
+        );
+        this.d.readiness.watch({
+          id: row.id,
+          generation: started.generation,
+          port: row.port,
+          host: runtime.probeHost(started),
+          deadline: started.ready_deadline!,
+          startedAt: started.started_at!,
+        });
       });
       return minted;
     } catch (err) {

@@ -35,6 +35,9 @@ export interface ReadinessDeps {
    * failed. True when it was an upgrade (rolled back, or overtaken by another operation).
    */
   upgradeFailed?: (id: string, generation: number, reason: string) => Promise<boolean>;
+  /** STARTS_AT_ONCE and START_QUEUE_MAX_SECONDS (see admit). */
+  startsAtOnce?: number;
+  startQueueMaxSeconds?: number;
 }
 
 /**
@@ -49,6 +52,8 @@ export interface ReadinessDeps {
 export class Readiness {
   private readonly deps: ReadinessDeps;
   private readonly watching = new Map<string, number>();
+  /** Starts let through whose watch has not begun yet (see staggered). */
+  private admitted = 0;
   private stopped = false;
   /** Exponential moving average of measured create → ready times (seconds). */
   private emaSeconds: number | undefined;
@@ -60,6 +65,26 @@ export class Readiness {
   /** Seconds a new instance is expected to take until ready. */
   estimateSeconds(): number {
     return Math.max(1, Math.ceil(this.emaSeconds ?? this.deps.defaultEstimateSeconds));
+  }
+
+  /**
+   * Staggered starts: runs `start` (an agent's start and the beginning of its watch) once fewer than STARTS_AT_ONCE
+   * agents of this provisioner are starting (started, not yet ready or failed), or after START_QUEUE_MAX_SECONDS, so a
+   * burst of creates or a host's restart does not boot every agent at once (a start is an agent's peak of CPU and
+   * memory). STARTS_AT_ONCE 0: no limit.
+   */
+  async staggered<T>(start: () => Promise<T>): Promise<T> {
+    const limit = this.deps.startsAtOnce ?? 0;
+    const until = Date.now() + (this.deps.startQueueMaxSeconds ?? 0) * 1000;
+    while (limit > 0 && this.watching.size + this.admitted >= limit && Date.now() < until && !this.stopped) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    this.admitted++;
+    try {
+      return await start();
+    } finally {
+      this.admitted--;
+    }
   }
 
   isWatching(id: string, generation: number): boolean {
