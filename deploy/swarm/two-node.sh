@@ -80,6 +80,8 @@ swarm_up() {
     local token
     token=$(docker swarm join-token -q worker)
     say "joining the second engine as a worker"
+    # Still in the swarm of an earlier run (its manager left it while this engine was down): leave that one first.
+    [ "$(swarm_state "$N2_HOST")" = inactive ] || docker -H "$N2_HOST" swarm leave --force >/dev/null 2>&1 || true
     docker -H "$N2_HOST" swarm join --advertise-addr "$NS_ADDR" --token "$token" "$HOST_ADDR:2377" >/dev/null
   fi
   # Forget workers of earlier runs that are gone (a new data root joins as a new node).
