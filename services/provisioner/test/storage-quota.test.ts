@@ -191,15 +191,17 @@ describe('storage quota while an instance runs', () => {
 
   it('grows the volume when the instance is restarted on a tier with more storage, keeping its data', async () => {
     const user_id = newUser();
-    const c = await n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' });
+    // Generous timeouts: this runs beside the real-OpenClaw suites in CI, where one engine call can take seconds; what
+    // is tested here is the growth, not how fast a loaded machine answers.
+    const c = await n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' }, 90_000);
     const id = c.instance_id;
-    await running(user_id, id);
+    await waitRunning(n, user_id, id, 90_000);
     const sizeKb = async () => Number((await inInstance(id, "df -k /data | awk 'NR==2 {print $2}'")).stdout);
     expect(await sizeKb()).toBeLessThanOrEqual(64 * 1024);
     try {
       expect((await inInstance(id, 'echo kept > /data/note')).code).toBe(0);
-      await n.call(P.restart, { user_id, instance_id: id, tier: 'enterprise' });
-      await running(user_id, id);
+      await n.call(P.restart, { user_id, instance_id: id, tier: 'enterprise' }, 90_000);
+      await waitRunning(n, user_id, id, 90_000);
       // When it did not grow, the provisioner's warning says why.
       const why = procs
         .at(-1)!
@@ -210,9 +212,9 @@ describe('storage quota while an instance runs', () => {
       expect(await sizeKb()).toBeLessThanOrEqual(128 * 1024);
       expect((await inInstance(id, 'cat /data/note')).stdout).toBe('kept');
     } finally {
-      await n.call(P.remove, { user_id, instance_id: id }); // the next test counts the volume files
+      await n.call(P.remove, { user_id, instance_id: id }, 90_000); // the next test counts the volume files
     }
-  });
+  }, 300_000);
 
   it('removes the volume file, mount and loop device of a create killed half-way (the reconciler)', async () => {
     const user_id = newUser();
