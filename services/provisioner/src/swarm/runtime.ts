@@ -10,6 +10,7 @@ import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, 
 import { removeVolumeOnNode } from './janitor.ts';
 import { managedObjects, watchNodes } from './swarm-objects.ts';
 import { nodeByAddr, pickNode } from './placement.ts';
+import { waitPortReleased } from './port-release.ts';
 import { credentialsSecretPrefix, instanceServiceSpec, networkName, type Spec, serviceName, volumeName } from './spec.ts';
 
 /** How long a node that came back must stay ready before its given-up instances are started anew. */
@@ -182,17 +183,19 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   /**
-   * Remove the service and wait (up to 30 s) until its task has stopped: a recreate's new task needs the instance's
-   * host port on the same node, and the old task holds it until its container exits. The wait goes by the service's
-   * id, since once the service is removed its name no longer finds its tasks (a wait by name returned at once, and the
-   * new task was refused: "host-mode port already in use").
+   * Remove the service and wait (up to 30 s) until its task stopped and its host port is free for a recreate's task:
+   * by the service's id (once removed, its name finds no tasks), then by the port (port-release.ts).
    */
   async remove(id: string): Promise<void> {
     const { engine } = this.d;
     const svc = await ignoreGone(engine.run('service inspect', (abortSignal) => this.service(id).inspect(o({ abortSignal }))));
     if (!svc) return;
+    const nodes = (await this.runningTasks(svc.ID).catch(() => [])).map((t) => t.NodeID ?? '');
     await ignoreGone(engine.run('service remove', (abortSignal) => this.service(id).remove(o({ abortSignal }))));
+    const end = Date.now() + 30_000;
     await this.waitNoTasks(svc.ID, 30_000);
+    const port = svc.Spec?.EndpointSpec?.Ports?.[0]?.PublishedPort;
+    if (port) await waitPortReleased(engine, nodes, port, Math.max(0, end - Date.now()));
   }
 
   /** The volume on its node (a janitor job), then the network and the credential secrets. */
