@@ -236,9 +236,10 @@ export class SwarmInstances implements InstanceRuntime {
     const state = latest?.Status?.State ?? '';
     if (!latest) return { state: current.spec.Mode?.Replicated?.Replicas ? 'starting' : 'created' };
     if (state === 'running' && latest.DesiredState === 'running') return { state: 'running', startedAt: Date.parse(latest.Status?.Timestamp ?? '') };
-    // The scheduler found no node for it (its pinned node is full): a clear failure, not a wait until the deadline.
-    if (state === 'pending' && /no suitable node/.test(latest.Status?.Err ?? ''))
-      return { state: 'exited', error: `No node can run it now: ${latest.Status!.Err}` };
+    // No node for it: its pinned node is full (fails now), or still frees the port of a stopped task (the swarm retries).
+    const err = state === 'pending' ? (latest.Status?.Err ?? '') : '';
+    if (/no suitable node/.test(err))
+      return /port already in use/.test(err) ? { state: 'starting' } : { state: 'exited', error: `No node can run it now: ${err}` };
     if (STARTING.has(state) && latest.DesiredState === 'running') return { state: 'starting' };
     const exit = latest.Status?.ContainerStatus?.ExitCode;
     // A task that failed is replaced while restarts remain: only the last one's failure is final.
