@@ -10,6 +10,7 @@ export type Row = Selectable<BillingDB['subscriptions']>;
 export type View = contracts.billing.Subscription;
 export type ChangeReason = 'registered' | 'refreshed' | 'renewed' | 'expired' | 'cancelled' | 'picked_up';
 type Who = { user_id: string; wallet_address: string };
+type SyncOptions = { reason: ChangeReason; userId?: string; history?: boolean; msgId?: string };
 
 export interface SubscriptionsDeps {
   db: Kysely<BillingDB>;
@@ -187,15 +188,12 @@ export class Subscriptions {
 
   /**
    * Read the wallet's subscription from the chain and store it; publish a change event when anything
-   * an API client can see changed. `cancelled` when the caller already knows it (the pick-up saw the
-   * instruction), else read from the history (or kept, with history: false). One read per wallet at a time: a
+   * an API client can see changed. Cancelled or not is read from the wallet's history (or kept, with history: false:
+   * a renewal changes nothing about it). One read per wallet at a time: a
    * caller joins the read in flight, except a `fresh` one (a forced refresh, asked after a change the caller made),
    * which waits for it and reads again, since that read may have begun before the change.
    */
-  sync(
-    wallet: string,
-    opts: { reason: ChangeReason; userId?: string; cancelled?: boolean; history?: boolean; msgId?: string; fresh?: boolean },
-  ): Promise<Row | null> {
+  sync(wallet: string, opts: SyncOptions & { fresh?: boolean }): Promise<Row | null> {
     const running = this.inflight.get(wallet);
     if (running && !opts.fresh) return running;
     const p: Promise<Row | null> = (running ? running.catch(() => null).then(() => this.doSync(wallet, opts)) : this.doSync(wallet, opts)).finally(() => {
@@ -205,12 +203,9 @@ export class Subscriptions {
     return p;
   }
 
-  private async doSync(
-    wallet: string,
-    opts: { reason: ChangeReason; userId?: string; cancelled?: boolean; history?: boolean; msgId?: string },
-  ): Promise<Row | null> {
+  private async doSync(wallet: string, opts: SyncOptions): Promise<Row | null> {
     const prev = (await this.d.db.selectFrom('subscriptions').selectAll().where('wallet_address', '=', wallet).executeTakeFirst()) ?? null;
-    const wantHistory = opts.cancelled === undefined && (opts.history ?? true);
+    const wantHistory = opts.history ?? true;
     const [account, fromHistory] = await Promise.all([
       this.d.chain.subscription(wallet),
       wantHistory ? this.d.chain.cancelledFromHistory(wallet) : Promise.resolve(null),
@@ -220,7 +215,7 @@ export class Subscriptions {
       this.remember(wallet, prev);
       return prev;
     }
-    const cancelled = opts.cancelled ?? fromHistory ?? prev?.cancelled ?? false;
+    const cancelled = fromHistory ?? prev?.cancelled ?? false;
     const row = await upsert(this.d.db, account, { user_id: opts.userId ?? null, cancelled, refreshed_at: new Date(this.now()) });
     this.remember(wallet, row);
     const after = this.view(row);

@@ -35,7 +35,7 @@ export interface ReadinessDeps {
    * failed. True when it was an upgrade (rolled back, or overtaken by another operation).
    */
   upgradeFailed?: (id: string, generation: number, reason: string) => Promise<boolean>;
-  /** STARTS_AT_ONCE and START_QUEUE_MAX_SECONDS (see admit). */
+  /** STARTS_AT_ONCE and START_QUEUE_MAX_SECONDS (see staggered). */
   startsAtOnce?: number;
   startQueueMaxSeconds?: number;
 }
