@@ -1,15 +1,18 @@
 import { z } from 'zod';
-import { baseConfig, configInt, tiersConfig } from '@agenthost/shared';
+import { baseConfig, configInt, contracts, tiersConfig } from '@agenthost/shared';
 
-const jsonRecord = (name: string, value: z.ZodType<string>) =>
-  z.string().transform((v, ctx) => {
+/** A variable holding JSON that `schema` checks; `what` names the expected shape in the error. */
+const jsonVar = <T extends z.ZodType>(name: string, what: string, schema: T) =>
+  z.string().transform((v, ctx): z.output<T> => {
     try {
-      return z.record(z.string().min(1), value).parse(JSON.parse(v));
+      return schema.parse(JSON.parse(v));
     } catch (err) {
-      ctx.addIssue({ code: 'custom', message: `${name} must be a JSON object of strings: ${(err as Error).message}` });
+      ctx.addIssue({ code: 'custom', message: `${name} must be ${what}: ${(err as Error).message}` });
       return z.NEVER;
     }
   });
+
+const jsonRecord = (name: string, value: z.ZodType<string>) => jsonVar(name, 'a JSON object of strings', z.record(z.string().min(1), value));
 
 /** An image repository such as agenthost/openclaw or registry:5000/team/agent (no tag, no digest). */
 const imageRepo = z.string().regex(/^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/, 'must be an image repository without tag');
@@ -146,17 +149,11 @@ export const provisionerConfig = baseConfig
      * Idle sleep, per tier: an instance with no traffic through the edge for this many seconds is put to sleep (its
      * container stopped; volume, keys, port and URL kept) and the next request to its URL wakes it. 0: never sleeps.
      */
-    SLEEP_AFTER_IDLE_SECONDS_JSON: z
-      .string()
-      .transform((v, ctx) => {
-        try {
-          return z.record(z.enum(['free', 'pro', 'enterprise']), z.number().int().min(0)).parse(JSON.parse(v));
-        } catch (err) {
-          ctx.addIssue({ code: 'custom', message: `SLEEP_AFTER_IDLE_SECONDS_JSON must map tiers to whole seconds: ${(err as Error).message}` });
-          return z.NEVER;
-        }
-      })
-      .default({ free: 1800, pro: 0, enterprise: 0 }),
+    SLEEP_AFTER_IDLE_SECONDS_JSON: jsonVar(
+      'SLEEP_AFTER_IDLE_SECONDS_JSON',
+      'a JSON object mapping tiers to whole seconds',
+      z.partialRecord(contracts.tierName, z.number().int().min(0)),
+    ).default({ free: 1800, pro: 0, enterprise: 0 }),
     /** How often idle instances are looked for. */
     SLEEP_CHECK_INTERVAL_SECONDS: configInt(15),
     /** Test-only fault injection: comma-separated step names where an operation pauses (see domain/faults.ts). */

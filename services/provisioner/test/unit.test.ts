@@ -122,6 +122,16 @@ describe('config', () => {
     expect(c.TIER_LIMITS_JSON.free.instances).toBe(1);
   });
 
+  it('takes idle sleep times for some tiers (the others never sleep), and refuses an unknown tier or a negative time', () => {
+    expect(parseConfig(provisionerConfig, {}).SLEEP_AFTER_IDLE_SECONDS_JSON).toEqual({ free: 1800, pro: 0, enterprise: 0 });
+    expect(parseConfig(provisionerConfig, { SLEEP_AFTER_IDLE_SECONDS_JSON: '{"pro":600}' }).SLEEP_AFTER_IDLE_SECONDS_JSON).toEqual({ pro: 600 });
+    for (const bad of ['{"gold":60}', '{"free":-1}', '{"free":1.5}', 'not json']) {
+      expect(() => parseConfig(provisionerConfig, { SLEEP_AFTER_IDLE_SECONDS_JSON: bad }), bad).toThrow(
+        /SLEEP_AFTER_IDLE_SECONDS_JSON must be a JSON object mapping tiers/,
+      );
+    }
+  });
+
   it('rejects a bad port range and a bad image map', () => {
     expect(() => parseConfig(provisionerConfig, { PORT_RANGE_START: '19000', PORT_RANGE_END: '18000' })).toThrow(/PORT_RANGE_START/);
     expect(() => parseConfig(provisionerConfig, { FRAMEWORK_IMAGES: '{"openclaw":"Bad Image:tag"}' })).toThrow(/FRAMEWORK_IMAGES/);
