@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { requestVia } from '../../../packages/testkit/src/edge.ts';
 import { nodeAddr } from '../../../services/provisioner/src/swarm/placement.ts';
-import { manager, MANAGER } from './helpers.ts';
+import { manager, MANAGER, worker } from './helpers.ts';
 
 // The swarm's HTTPS edge as a user's client meets it: every name under the domain resolves to a node (here the test
 // picks which, as DNS would pick one), and the client trusts the deployment's one CA.
@@ -47,4 +47,25 @@ export function plainVia(url: string, node = MANAGER): Promise<[number, string |
     req.on('timeout', () => req.destroy(new Error(`no answer from ${url} through ${node}`)));
     req.on('error', reject);
   });
+}
+
+/**
+ * Whether the agent of instance `from` opens a TCP connection to the agent port of instance `to`, both on the node at
+ * `node`, at `to`'s address on that node's instance bridge (from inside `from`'s container, as the agent would).
+ */
+export async function agentReaches(node: string, from: string, to: string): Promise<boolean> {
+  const docker = node === MANAGER ? manager : worker;
+  const container = async (id: string) =>
+    (await docker.listContainers({ filters: JSON.stringify({ label: [`agenthost.instance=${id}`], status: ['running'] }) }))[0]!;
+  const [a, b] = await Promise.all([container(from), container(to)]);
+  const ip = Object.values(b.NetworkSettings.Networks)[0]?.IPAddress;
+  const exec = await docker.getContainer(a.Id).exec({
+    Cmd: ['bash', '-c', `timeout 3 bash -c 'exec 3<>/dev/tcp/${ip}/18789' && echo open || echo closed`],
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = await exec.start({});
+  const out: Buffer[] = [];
+  for await (const chunk of stream) out.push(chunk as Buffer);
+  return Buffer.concat(out).toString().includes('open');
 }

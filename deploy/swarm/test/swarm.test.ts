@@ -20,7 +20,7 @@ import {
   WORKER,
 } from './helpers.ts';
 import { chaosUnderLoad } from './chaos.ts';
-import { agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, plainVia, viaEdge } from './edge.ts';
+import { agentReaches, agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, plainVia, viaEdge } from './edge.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -92,6 +92,11 @@ describe('agenthost on a two-node swarm', () => {
       );
       const nodes = await Promise.all(views.map((v) => nodeOf(v.instance_id)));
       expect(new Set(nodes)).toEqual(new Set([MANAGER, WORKER]));
+      // Two instances on one node share its instance bridge, and neither reaches the other (each reaches itself there).
+      const node = nodes.find((n, i) => nodes.indexOf(n) !== i)!;
+      const [a, b] = ids.filter((_, i) => nodes[i] === node) as [string, string];
+      expect(await agentReaches(node, a, a)).toBe(true);
+      expect(await agentReaches(node, a, b)).toBe(false);
 
       // The HTTPS edge on every node: one URL per instance, the same through either node's edge wherever the instance
       // runs, under the deployment's one CA; the API there too, without the routes only instances call.

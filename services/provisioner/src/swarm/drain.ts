@@ -122,8 +122,6 @@ export class Drainer {
   private async copy(row: InstanceRow, from: string, to: string): Promise<boolean> {
     const { engine, runtime, config, scope } = this.d;
     await runtime.stop(row.id);
-    // The copy runs on the instance's own network (made again if a crash lost it).
-    await runtime.ensureNetwork(row);
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
     return copyVolume(engine, { instanceId: row.id, userId: row.user_id, scope, image, from, to, timeoutMs: config.SWARM_MOVE_TIMEOUT_SECONDS * 1000 });
   }

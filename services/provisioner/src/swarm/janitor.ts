@@ -42,12 +42,17 @@ const filters = encodeURIComponent(JSON.stringify({ volume: [name], label: ['${J
 /** A node whose engine socket is not /var/run/docker.sock says where it is with this node label. */
 const SOCKET_LABEL = 'agenthost.docker-socket';
 
+/** Where a node's engine socket is, for a job on that node that calls its engine. */
+export async function nodeSocket(engine: DockerEngine, node: string): Promise<string> {
+  const info = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal })));
+  return (info.Spec?.Labels as Record<string, string> | undefined)?.[SOCKET_LABEL] ?? '/var/run/docker.sock';
+}
+
 export async function removeVolumeOnNode(
   engine: DockerEngine,
   p: { node: string; volume: string; image: string; scope: string; timeoutMs: number },
 ): Promise<boolean> {
-  const nodeInfo = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(p.node).inspect(o({ abortSignal })));
-  const socket = (nodeInfo.Spec?.Labels as Record<string, string> | undefined)?.[SOCKET_LABEL] ?? '/var/run/docker.sock';
+  const socket = await nodeSocket(engine, p.node);
   return runJob(engine, {
     name: `agenthost-janitor-${p.volume.slice(-24)}-${Date.now().toString(36)}`,
     scope: p.scope,

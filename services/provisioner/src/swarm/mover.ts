@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { DockerEngine } from '../docker/engine.ts';
+import { dockerStatus, o, type DockerEngine } from '../docker/engine.ts';
 import { AGENT_USER, labels } from '../docker/spec.ts';
 import { removeJob, runJob, startJob } from './janitor.ts';
 import { networkName, volumeName } from './spec.ts';
 
 /**
- * Copies an instance's volume from one node to another through two one-shot swarm jobs on the instance's own
- * overlay network: a sender on the old node serves one tar of the volume (read-only), a receiver on the new
+ * Copies an instance's volume from one node to another through two one-shot swarm jobs on an overlay network of
+ * the instance's own, made for its moves (the instance itself runs on its node's bridge): a sender on the old node serves one tar of the volume (read-only), a receiver on the new
  * node fetches it into a volume of the same name there. Both run the instance's own image as the agent's user
  * with every capability dropped: the files are the agent's, and a first mount of the new volume takes the
  * image's /data ownership, as the instance's own mount would. A SHA-256 of the stream, sent as an HTTP
@@ -74,8 +74,22 @@ export interface Move {
   timeoutMs: number;
 }
 
+/** The overlay a move's two jobs talk on: only they are on it. Made again if a crash lost it; removed with the instance. */
+async function ensureMoveNetwork(engine: DockerEngine, m: Move): Promise<void> {
+  try {
+    await engine.run('network create', (abortSignal) =>
+      engine.docker.createNetwork(
+        o({ Name: networkName(m.instanceId), Driver: 'overlay', Attachable: false, CheckDuplicate: true, Labels: labels(m), abortSignal }) as never,
+      ),
+    );
+  } catch (err) {
+    if (dockerStatus(err) !== 409) throw err;
+  }
+}
+
 /** Resolves true once the volume is whole on the new node; false when the copy failed (the old volume is untouched). */
 export async function copyVolume(engine: DockerEngine, m: Move): Promise<boolean> {
+  await ensureMoveNetwork(engine, m);
   const token = randomBytes(24).toString('hex');
   const stamp = Date.now().toString(36);
   const source = `agenthost-send-${m.instanceId.slice(-20)}-${stamp}`;

@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { pinnedNode, writeAtVersion, type Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
-import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
+import { ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
 import { demux } from '../docker/logs.ts';
-import { labels, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
+import { LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import { exportInstance, importInstance, LABEL_COPYING, type CopyOps } from './backup-copy.ts';
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
+import { SwarmInstanceNetwork } from './instance-network.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { managedObjects, watchNodes } from './swarm-objects.ts';
 import { nodeByAddr, pickNode } from './placement.ts';
@@ -20,7 +21,7 @@ const STARTING = new Set(['new', 'pending', 'assigned', 'accepted', 'preparing',
 
 /**
  * The `swarm` driver: an instance is a swarm service (replicas 1 started, 0 stopped) pinned to the node with
- * the most unreserved memory, with its own overlay network, its volume on that node and its credentials as
+ * the most unreserved memory, on that node's instance bridge, with its volume on that node and its credentials as
  * a swarm secret replaced at every start. Driven through a manager's Engine API.
  */
 export class SwarmInstances implements InstanceRuntime {
@@ -40,8 +41,11 @@ export class SwarmInstances implements InstanceRuntime {
     serialize<T>(fn: () => Promise<T>): Promise<T>;
   };
 
+  private readonly network: SwarmInstanceNetwork;
+
   constructor(deps: SwarmInstances['d']) {
     this.d = deps;
+    this.network = new SwarmInstanceNetwork({ engine: deps.engine, scope: deps.scope, jobImage: deps.config.SWARM_JANITOR_IMAGE });
   }
 
   private service(id: string) {
@@ -67,7 +71,6 @@ export class SwarmInstances implements InstanceRuntime {
     const existing = await ignoreGone(engine.run('service inspect', (abortSignal) => this.service(row.id).inspect(o({ abortSignal }))));
     if (existing) return { runtimeId: existing.ID, host: row.node_host ?? '' };
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
-    await this.ensureNetwork(row);
     // A recreate keeps the node (the volume is there); a new instance gets the roomiest one. Choosing and
     // creating happen under one lock shared by every provisioner replica, so that concurrent creates each
     // see the reservations of the ones before.
@@ -78,12 +81,14 @@ export class SwarmInstances implements InstanceRuntime {
 
   private async createOn(row: InstanceRow, token: string, image: string, node: { id: string; addr: string }): Promise<{ runtimeId: string; host: string }> {
     const { engine, config, scope } = this.d;
+    await this.network.ensure(node.id);
     const spec = instanceServiceSpec({
       instanceId: row.id,
       userId: row.user_id,
       scope,
       image,
       node: node.id,
+      network: this.network.name,
       port: row.port,
       memoryMb: row.memory_mb,
       cpus: row.cpus,
@@ -103,25 +108,6 @@ export class SwarmInstances implements InstanceRuntime {
     });
     const created = (await engine.run('service create', () => engine.docker.createService(spec))) as { id?: string; ID?: string };
     return { runtimeId: created.id ?? created.ID ?? spec.Name, host: node.addr };
-  }
-
-  /** Its own overlay: it reaches the outside (and the gateway through its node's edge port), none of our services. */
-  async ensureNetwork(row: InstanceRow): Promise<void> {
-    const { engine } = this.d;
-    try {
-      await engine.run('network create', (abortSignal) =>
-        engine.docker.createNetwork({
-          Name: networkName(row.id),
-          Driver: 'overlay',
-          Attachable: false,
-          CheckDuplicate: true,
-          Labels: labels({ instanceId: row.id, userId: row.user_id, scope: this.d.scope }),
-          abortSignal,
-        } as never),
-      );
-    } catch (err) {
-      if (dockerStatus(err) !== 409) throw err;
-    }
   }
 
   async start(id: string, creds: Credentials): Promise<void> {
@@ -198,7 +184,7 @@ export class SwarmInstances implements InstanceRuntime {
     if (port) await waitPortReleased(engine, nodes, port, Math.max(0, end - Date.now()));
   }
 
-  /** The volume on its node (a janitor job), then the network and the credential secrets. */
+  /** The volume on its node (a janitor job), then the overlay of its moves (if it moved) and the credential secrets. */
   async removeVolume(id: string, host?: string | null): Promise<void> {
     const { engine, config, scope, log } = this.d;
     const node = host ? await nodeByAddr(engine, host) : undefined;

@@ -4,6 +4,7 @@ import { AGENT_PORT, AGENT_USER, heapMb, labels } from '../docker/spec.ts';
 
 /** The swarm objects of one instance, by name: its service, its network, its volume (on its node), its credentials. */
 export const serviceName = (instanceId: string): string => `agenthost-${instanceId}`;
+/** The overlay of an instance's moves (mover.ts); the instance runs on its node's instance bridge (instance-network.ts). */
 export const networkName = (instanceId: string): string => `agenthost-net-${instanceId}`;
 export const volumeName = (instanceId: string): string => `agenthost-${instanceId}`;
 export const credentialsSecretPrefix = (instanceId: string): string => `agenthost-cred-${instanceId}-`;
@@ -21,6 +22,8 @@ export interface SwarmInstanceInput {
   /** By image id: the task starts from its node's image without asking a registry. */
   image: string;
   node: string;
+  /** The instance bridge of every node (instance-network.ts). */
+  network: string;
   port: number;
   memoryMb: number;
   cpus: number;
@@ -40,7 +43,8 @@ export interface SwarmInstanceInput {
  * One replicated service (replicas 0 when stopped, 1 when started) pinned to one node, hardened as far as
  * the Engine API allows: non-root, every capability dropped, read-only root with a size-limited /tmp, the
  * tier's memory, CPU and pids as limits, its memory and a share of its CPU as reservations, a health check so the task
- * counts as running only once the agent is ready, its own overlay network, its port published on its node.
+ * counts as running only once the agent is ready, its node's instance bridge (no way to other instances or to our
+ * services), its port published on its node.
  */
 export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec & { Name: string } {
   const l = labels(i);
@@ -88,7 +92,7 @@ export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec &
       RestartPolicy: { Condition: 'on-failure', Delay: i.restartDelaySeconds * S, MaxAttempts: 0 },
       // Pinned: its volume lives on that node.
       Placement: { Constraints: [pinTo(i.node)] },
-      Networks: [{ Target: networkName(i.instanceId) }],
+      Networks: [{ Target: i.network }],
       LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '3' } },
     },
     Mode: { Replicated: { Replicas: 0 } },
