@@ -15,3 +15,4 @@ export * from './edge.ts';
 export * from './events.ts';
 export * from './images.ts';
 export * from './observe.ts';
+export * from './from-address.ts';

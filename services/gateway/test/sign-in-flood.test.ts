@@ -3,7 +3,7 @@ import http from 'node:http';
 import bs58 from 'bs58';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gatewayUrl, newWallet, startStack, waitFor, type Stack } from '@agenthost/testkit';
+import { type AddressedReply, gatewayUrl, newWallet, requestFrom, startStack, waitFor, type Stack } from '@agenthost/testkit';
 
 // A 5-minute flood of the public sign-in endpoints from one address (the issue's load test: 47,017 nonces in 15 s,
 // each a row living 5 minutes), against two gateway replicas sharing their limits. Bounds are measured against the
@@ -44,31 +44,12 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-interface Reply {
-  status: number;
-  retryAfter: string | undefined;
-  body: Record<string, unknown>;
-}
-
 /** Kept-alive connections from one client address, as a flooding client holds them (no port churn). */
 const agents = new Map<string, http.Agent>();
 const agentFor = (from: string) => agents.get(from) ?? agents.set(from, new http.Agent({ keepAlive: true, maxSockets: 16, localAddress: from })).get(from)!;
 
-function send(replica: number, from: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Reply> {
-  const url = new URL(`${gatewayUrl(stack.gateways[replica]!)}${path}`);
-  const data = body === undefined ? undefined : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, agent: agentFor(from), headers: data ? { 'content-type': 'application/json' } : {} }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, body: text ? JSON.parse(text) : {} }),
-      );
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
-}
+const send = (replica: number, from: string, method: 'GET' | 'POST', path: string, body?: unknown) =>
+  requestFrom(`${gatewayUrl(stack.gateways[replica]!)}${path}`, { from, method, body, agent: agentFor(from) });
 
 const nonce = (replica: number, from: string, wallet = newWallet().address) => send(replica, from, 'GET', `/auth/nonce?wallet_address=${wallet}`);
 const badLogin = (replica: number, from: string) =>
@@ -101,7 +82,7 @@ describe('a 5-minute sign-in flood from one address', () => {
       const bystanders: Array<{ nonce: number; login: number }> = [];
       const until = Date.now() + FLOOD_MS;
       let i = 0;
-      const tally = (kind: 'nonce' | 'login', r: Reply) => {
+      const tally = (kind: 'nonce' | 'login', r: AddressedReply) => {
         flood[kind].set(r.status, (flood[kind].get(r.status) ?? 0) + 1);
         if (r.status === 429 && !(Number(r.retryAfter) > 0 && r.body.code === 'RATE_LIMITED' && r.body.status === 429 && typeof r.body.error === 'string')) {
           badRefusals.push(JSON.stringify(r));

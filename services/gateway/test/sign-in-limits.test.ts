@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import http from 'node:http';
 import bs58 from 'bs58';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gatewayUrl, newWallet, startStack, waitFor, type Stack } from '@agenthost/testkit';
+import { type AddressedReply, gatewayUrl, newWallet, requestFrom, startStack, waitFor, type Stack } from '@agenthost/testkit';
 
 // Small limits so that a test reaches them in a few requests.
 const PER_ADDRESS = 6;
@@ -37,39 +36,15 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-interface Reply {
-  status: number;
-  retryAfter: string | undefined;
-  body: Record<string, unknown>;
-}
-
-/** One request from the client address `from` (any 127.0.0.0/8 address reaches the gateway on this machine). */
-function send(replica: number, from: string, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
-  const url = new URL(`${gatewayUrl(stack.gateways[replica]!)}${path}`);
-  const data = body === undefined ? undefined : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      { method, localAddress: from, agent: false, headers: { ...(data ? { 'content-type': 'application/json' } : {}), ...headers } },
-      (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, body: text ? JSON.parse(text) : {} }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(data);
-  });
-}
+const send = (replica: number, from: string, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  requestFrom(`${gatewayUrl(stack.gateways[replica]!)}${path}`, { from, method, body, headers });
 
 const nonce = (replica: number, from: string, wallet = newWallet().address, headers?: Record<string, string>) =>
   send(replica, from, 'GET', `/auth/nonce?wallet_address=${wallet}`, undefined, headers);
 const badLogin = (replica: number, from: string, wallet = newWallet().address) =>
   send(replica, from, 'POST', '/auth/login', { wallet_address: wallet, signature_base58: bs58.encode(new Uint8Array(64)), nonce: 'x'.repeat(22) });
 
-const expectLimited = (r: Reply) => {
+const expectLimited = (r: AddressedReply) => {
   expect(r.status).toBe(429);
   expect(r.body).toEqual({ error: expect.stringMatching(/retry in \d+ s/), code: 'RATE_LIMITED', status: 429 });
   expect(Number(r.retryAfter)).toBeGreaterThan(0);
