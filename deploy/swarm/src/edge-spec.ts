@@ -47,8 +47,12 @@ export function edgeSpec<S>(
       EDGE_KEEPER_SOCKET: '/tmp/edge/keeper.sock',
       EDGE_CA_CERT_FILE: `${SECRET_DIR}/edge-ca.crt`,
       EDGE_CA_KEY_FILE: `${SECRET_DIR}/edge-ca.key`,
+      // Its node's container stats for the provisioner (services/edge/src/node-stats.ts), read from the host's cgroups.
+      EDGE_NODE_ID: '{{.Node.ID}}',
+      EDGE_CGROUP_ROOT: '/host/cgroup',
       ...o.env,
     },
+    mounts: [{ Type: 'bind', Source: '/sys/fs/cgroup', Target: '/host/cgroup', ReadOnly: true }],
     secrets: common.secrets,
     healthTest: common.healthTest,
     res: resources(64, 0.05, 384, 1),

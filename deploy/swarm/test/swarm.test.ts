@@ -97,6 +97,9 @@ describe('agenthost on a two-node swarm', () => {
       const [a, b] = ids.filter((_, i) => nodes[i] === node) as [string, string];
       expect(await agentReaches(node, a, a)).toBe(true);
       expect(await agentReaches(node, a, b)).toBe(false);
+      // Live CPU and memory wherever an instance runs (its node's edge reads them from that node's cgroups).
+      for (const live of await Promise.all([MANAGER, WORKER].map(async (n) => (await api.get(`/instance/status/${ids[nodes.indexOf(n)]}`)).body)))
+        expect([live.memory_usage_mb > 0, live.cpu_usage_percent >= 0], JSON.stringify(live)).toEqual([true, true]);
 
       // The HTTPS edge on every node: one URL per instance, the same through either node's edge wherever the instance
       // runs, under the deployment's one CA; the API there too, without the routes only instances call.

@@ -6,6 +6,7 @@ import { Activity } from './activity.ts';
 import { answerServer, listenOnSocket } from './answer.ts';
 import { edgeConfig } from './config.ts';
 import { RouteKeeper } from './keeper.ts';
+import { serveNodeStats } from './node-stats.ts';
 import { keeperSocket } from './settings.ts';
 
 const P = contracts.provisioner;
@@ -51,6 +52,7 @@ await runService<typeof edgeConfig, unknown>({
         void (async () => {
           for await (const s of nc.status()) if (s.type === 'reconnect') void keeper.resync();
         })();
+        if (config.EDGE_NODE_ID) subs.push(serveNodeStats(nc, { nodeId: config.EDGE_NODE_ID, cgroupRoot: config.EDGE_CGROUP_ROOT, log }));
         await listenOnSocket(server, keeperSocket(config));
         if (ask) await new Promise<void>((resolve) => ask.listen(config.EDGE_ASK_PORT, '127.0.0.1', resolve));
         activityTimer = setInterval(() => void activity.flush(), config.EDGE_ACTIVITY_SECONDS * 1000);

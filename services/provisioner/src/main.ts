@@ -24,6 +24,7 @@ import { QuotaGuard } from './domain/quota.ts';
 import { QuotaVolumes } from './docker/volumes.ts';
 import { InstanceContainers } from './domain/containers.ts';
 import type { InstanceRuntime } from './domain/runtime.ts';
+import { swarmSample } from './swarm/stats.ts';
 import { SwarmInstances } from './swarm/runtime.ts';
 import { Drainer } from './swarm/drain.ts';
 import { Backups } from './backups/backups.ts';
@@ -47,7 +48,11 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     const engine = new DockerEngine({ host: config.DOCKER_HOST, timeoutMs: config.DOCKER_TIMEOUT_MS, log });
     const locks = new OpLocks(config.DATABASE_URL, SCHEMA);
     const network = new NetworkGuard({ config, engine, log, scope });
-    const stats = new StatsSampler(engine, config.STATS_INTERVAL_SECONDS);
+    const stats = new StatsSampler(
+      engine,
+      config.STATS_INTERVAL_SECONDS,
+      config.PROVISIONER_DRIVER === 'swarm' ? swarmSample(engine, nc, config.NATS_REQUEST_TIMEOUT_MS) : undefined,
+    );
     const volumeDir = config.VOLUME_DIR || join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', 'volumes');
     // One directory per scope: the reconciler removes the files without a row, and only its own.
     const volumes = new QuotaVolumes({ engine, log, scope, dir: join(volumeDir, scope), enabled: config.VOLUME_QUOTA === 'enforce' });
@@ -252,15 +257,15 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
           drainTimer = setInterval(() => void drainer.trigger(), config.RECONCILE_INTERVAL_SECONDS * 1000);
           drainTimer.unref();
         }
-        // Credentials by stdin, live stats, volume sizes and the volume quota need the instance's own engine:
-        // the docker driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see README.)
+        stats.start();
+        // Credentials by stdin, volume sizes and the volume quota need the instance's own engine: the docker
+        // driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see README.)
         if (!swarm) {
           handoff.listen(containerEvents);
           healing?.listen(containerEvents);
           containerEvents.on('die', (e) => observeContainerEvent('die', e.id, e.attrs.exitCode));
           containerEvents.on('oom', (e) => observeContainerEvent('oom', e.id));
           containerEvents.watch();
-          stats.start();
           storage.start();
           if (config.VOLUME_QUOTA === 'enforce') quota.start();
           if (config.BACKUP_KEY) backupScheduler.start();

@@ -9,3 +9,4 @@ export * as ping from './ping.ts';
 export * as api from './api.ts';
 export * as webhooks from './webhooks.ts';
 export * as devices from './devices.ts';
+export * as edge from './edge.ts';

@@ -118,16 +118,27 @@ export const PERMISSIONS: Record<ServiceIdentity, Permissions> = {
       p.instanceDeleted.subject,
       p.instanceStatusChanged.subject,
       p.instanceBackup.subject,
+      // Swarm: live CPU and memory of instances, from the edge of the node each runs on.
+      `${contracts.edge.NODE_STATS_PREFIX}.*`,
       ...JS_STREAM_OWNER,
       ...durableConsumer(DURABLES.provisionerSubscriptionChanges),
     ],
     subscribe: ['provisioner.v1.>', SRV, `${inboxPrefixFor('provisioner')}.>`],
   },
   // The edge's route keeper (services/edge, beside Caddy): reads the route table and hears instance events as
-  // hints, reports which instances had traffic and wakes sleeping ones. It serves nothing but its ping.
+  // hints, reports which instances had traffic and wakes sleeping ones. It serves its ping and, on a swarm, its
+  // node's container stats.
   edge: {
     publish: [p.routes.subject, p.activity.subject, p.wake.subject],
-    subscribe: [pingSubject('edge'), SRV, `${inboxPrefixFor('edge')}.>`, p.instanceCreated.subject, p.instanceStatusChanged.subject, p.instanceDeleted.subject],
+    subscribe: [
+      pingSubject('edge'),
+      SRV,
+      `${inboxPrefixFor('edge')}.>`,
+      p.instanceCreated.subject,
+      p.instanceStatusChanged.subject,
+      p.instanceDeleted.subject,
+      `${contracts.edge.NODE_STATS_PREFIX}.*`,
+    ],
   },
   keyvault: {
     publish: [...JS_INFO, `$JS.API.STREAM.CREATE.${EVENT_STREAM}`, ...durableConsumer(DURABLES.keyvaultInstanceDeleted)],

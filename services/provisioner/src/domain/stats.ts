@@ -1,7 +1,8 @@
 import { o, type DockerEngine } from '../docker/engine.ts';
 import { containerName } from '../docker/spec.ts';
 
-interface Sample {
+/** One reading of an instance's counters: CPU as docker stats gives it (its time and the system's), memory in use. */
+export interface Sample {
   at: number;
   cpuTotal: number;
   systemTotal: number;
@@ -22,12 +23,19 @@ export interface Live {
 export class StatsSampler {
   private readonly engine: DockerEngine;
   private readonly intervalMs: number;
+  /** Where a reading comes from: the instance's own engine (docker driver), or its node's edge (swarm/stats.ts). */
+  private readonly read: (instanceId: string) => Promise<Sample | undefined>;
   private readonly entries = new Map<string, { prev?: Sample; last?: Sample; wantedAt: number }>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(engine: DockerEngine, intervalSeconds: number) {
+  constructor(engine: DockerEngine, intervalSeconds: number, read?: (instanceId: string) => Promise<Sample | undefined>) {
     this.engine = engine;
     this.intervalMs = Math.max(1, intervalSeconds) * 1000;
+    this.read = read ?? ((id) => this.sampleContainer(id));
+  }
+
+  private sample(instanceId: string): Promise<Sample | undefined> {
+    return this.read(instanceId).catch(() => undefined);
   }
 
   async current(instanceId: string): Promise<Live | undefined> {
@@ -74,7 +82,7 @@ export class StatsSampler {
     );
   }
 
-  private async sample(instanceId: string): Promise<Sample | undefined> {
+  private async sampleContainer(instanceId: string): Promise<Sample | undefined> {
     try {
       const st = (await this.engine.run('container stats', (abortSignal) =>
         this.engine.docker.getContainer(containerName(instanceId)).stats(o({ stream: false, 'one-shot': true, abortSignal })),
