@@ -1,11 +1,17 @@
-import { mkdirSync, openSync, closeSync, statSync, rmSync } from 'node:fs';
+import { randomInt } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-// The kernel may hand the same free port to two back-to-back asks (each probe closes its socket), and test
-// files run in parallel processes: a CI run once started NATS and the gateway on one port. So each port given
-// out is claimed with a file only one process can create; claims older than a CI run are stale and reused.
+// A port for a test's server, free now and for the rest of the run. Two things broke that before: the kernel
+// handed the same free port to two back-to-back asks (a CI run started NATS and the gateway on one port), and a
+// port from the kernel's ephemeral range can be taken by any `listen(0)` or outgoing connection before its
+// server binds it. So ports come from below the ephemeral range (32768-60999 on Linux), are checked bindable on
+// every address, and are claimed with a file only one process can create (test files run in parallel
+// processes); claims older than a CI run are stale and reused. The fixed ports of the suites are all below 20000.
+const FIRST = 21000;
+const LAST = 32000;
 const claims = path.join(os.tmpdir(), 'agenthost-test-ports');
 const STALE_MS = 2 * 60 * 60 * 1000;
 
@@ -23,23 +29,21 @@ function claim(port: number): boolean {
   }
 }
 
-function probe(): Promise<number> {
-  return new Promise((resolve, reject) => {
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '0.0.0.0', () => srv.close(() => resolve(true)));
   });
 }
 
 export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await probe();
-    if (claim(port)) return port;
+  for (let i = 0; i < 2000; i++) {
+    const port = randomInt(FIRST, LAST);
+    if ((await bindable(port)) && claim(port)) return port;
   }
+  throw new Error(`no free port between ${FIRST} and ${LAST}`);
 }
 
 export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
