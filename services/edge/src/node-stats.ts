@@ -1,5 +1,5 @@
 import type { NatsConnection } from 'nats';
-import { contracts, encode, type Logger } from '@agenthost/shared';
+import { contracts, encode, safeDecode, type Logger } from '@agenthost/shared';
 import { containerUsage } from './cgroups.ts';
 
 const E = contracts.edge;
@@ -13,13 +13,7 @@ export function serveNodeStats(nc: NatsConnection, o: { nodeId: string; cgroupRo
     callback: (err, msg) => {
       if (err) return void o.log.warn({ err: err.message }, 'node stats subscription failed');
       void (async () => {
-        let asked: unknown;
-        try {
-          asked = msg.json();
-        } catch {
-          asked = undefined;
-        }
-        const parsed = E.nodeStatsRequest.safeParse(asked);
+        const parsed = E.nodeStatsRequest.safeParse(safeDecode(msg.data));
         if (!parsed.success) return void msg.respond(encode({ at_ms: Date.now(), containers: {} }));
         const containers: Record<string, { cpu_ns: number; memory_bytes: number }> = {};
         await Promise.all(

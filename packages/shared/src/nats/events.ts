@@ -13,7 +13,7 @@ import type { z } from 'zod';
 import type { EventContract } from '../contracts/contract.ts';
 import type { Logger } from '../logger.ts';
 import { activeSpan, context, endSpan, extractTrace, injectTrace, SpanKind, trace, tracer } from '../observe/tracing.ts';
-import { decode, encode } from './codec.ts';
+import { encode, safeDecode } from './codec.ts';
 
 export const EVENT_STREAM = 'EVENTS';
 
@@ -159,12 +159,4 @@ export async function consumeEvents<P extends z.ZodType>(
       await loop.catch(() => {});
     },
   };
-}
-
-function safeDecode(data: Uint8Array): unknown {
-  try {
-    return decode(data);
-  } catch {
-    return undefined;
-  }
 }

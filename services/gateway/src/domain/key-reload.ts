@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NatsConnection, Subscription } from 'nats';
-import { contracts, decode, encode, publishEvent, type Logger } from '@agenthost/shared';
+import { contracts, encode, publishEvent, safeDecode, type Logger } from '@agenthost/shared';
 import type { z } from 'zod';
 
 const K = contracts.keys;
@@ -150,13 +150,5 @@ export class KeyReload {
     publishEvent(this.nc, K.keysChanged, { ...change, ...result, at: new Date().toISOString() }).catch((err: unknown) =>
       this.log.warn({ instance_id: change.instance_id, err: err instanceof Error ? err.message : String(err) }, 'events.keys.changed not published'),
     );
-  }
-}
-
-function safeDecode(data: Uint8Array): unknown {
-  try {
-    return decode(data);
-  } catch {
-    return undefined;
   }
 }
