@@ -16,4 +16,3 @@ export const nodeStatsRequest = z.object({
 /** Per container found on the node: CPU time used so far and memory as `docker stats` counts it (page cache left out). */
 export const containerUsage = z.object({ cpu_ns: z.number().nonnegative(), memory_bytes: z.number().nonnegative() });
 export const nodeStatsReply = z.object({ at_ms: z.number(), containers: z.record(z.string(), containerUsage) });
-export type NodeStatsReply = z.infer<typeof nodeStatsReply>;

@@ -1,19 +1,7 @@
 import { writeAtVersion } from '@agenthost/shared';
 import { dockerStatus, o, type DockerEngine } from '../docker/engine.ts';
-import { nodeSocket, runJob } from './janitor.ts';
+import { runJob, socketOf } from './janitor.ts';
 
-/**
- * The network swarm instances run on: one bridge on each node with its inter-container switch off (as the
- * docker driver's instance bridge), so an instance reaches the outside and its node's edge, and neither
- * another instance nor any of our services (those are on the platform's overlay). A fresh overlay per
- * instance did the same but cost ~0.45 s of every create on its node (bench/swarm: the network's VXLAN set up
- * before the container could start), and a move's copy needs no network of the instance's.
- *
- * The swarm makes a bridge network on a node from a swarm-scoped network whose settings come from a
- * "config-only" network that must exist on that node, and a manager's Engine API cannot make that one there.
- * So, as for volume removals, a one-shot job on the node makes it through the node's engine, once per node:
- * the node then carries a label saying so. A node joined later gets it before its first instance.
- */
 /** Apart from the docker driver's bridge of the same scope (`INSTANCE_NETWORK`), which a manager's engine may also run. */
 export const instanceNetworkName = (scope: string): string => `${scope}-swarm`;
 const configName = (name: string) => `${name}-config`;
@@ -30,6 +18,18 @@ req.on('error', () => process.exit(1));
 req.end(body);
 `;
 
+/**
+ * The network swarm instances run on: one bridge on each node with its inter-container switch off (as the
+ * docker driver's instance bridge), so an instance reaches the outside and its node's edge, and neither
+ * another instance nor any of our services (those are on the platform's overlay). A fresh overlay per
+ * instance did the same but cost ~0.45 s of every create on its node (bench/swarm: the network's VXLAN set up
+ * before the container could start), and a move's copy needs no network of the instance's.
+ *
+ * The swarm makes a bridge network on a node from a swarm-scoped network whose settings come from a
+ * "config-only" network that must exist on that node, and a manager's Engine API cannot make that one there.
+ * So, as for volume removals, a one-shot job on the node makes it through the node's engine, once per node:
+ * the node then carries a label saying so. A node joined later gets it before its first instance.
+ */
 export class SwarmInstanceNetwork {
   readonly name: string;
   private swarmNetwork: Promise<void> | undefined;
@@ -82,7 +82,8 @@ export class SwarmInstanceNetwork {
     const { engine, scope, jobImage } = this.d;
     const label = readyLabel(this.name);
     const info = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal })));
-    if ((info.Spec?.Labels as Record<string, string> | undefined)?.[label] === 'true') return;
+    const labels = info.Spec?.Labels as Record<string, string> | undefined;
+    if (labels?.[label] === 'true') return;
     if (!jobImage) throw new Error(`the instance network is not on node ${node} yet, and SWARM_JANITOR_IMAGE (the image of the job that makes it) is not set`);
     const config = {
       Name: configName(this.name),
@@ -100,7 +101,7 @@ export class SwarmInstanceNetwork {
         Command: ['/usr/local/bin/node', '-e', SCRIPT, JSON.stringify(config)],
         ReadOnly: true,
         CapabilityDrop: ['ALL'],
-        Mounts: [{ Type: 'bind', Source: await nodeSocket(engine, node), Target: '/var/run/docker.sock' }],
+        Mounts: [{ Type: 'bind', Source: socketOf(labels), Target: '/var/run/docker.sock' }],
       },
     });
     if (!made) throw new Error(`the instance network could not be made on node ${node}`);

@@ -42,10 +42,12 @@ const filters = encodeURIComponent(JSON.stringify({ volume: [name], label: ['${J
 /** A node whose engine socket is not /var/run/docker.sock says where it is with this node label. */
 const SOCKET_LABEL = 'agenthost.docker-socket';
 
-/** Where a node's engine socket is, for a job on that node that calls its engine. */
-export async function nodeSocket(engine: DockerEngine, node: string): Promise<string> {
+/** Where a node's engine socket is (from the node's labels), for a job on that node that calls its engine. */
+export const socketOf = (labels: Record<string, string> | undefined): string => labels?.[SOCKET_LABEL] ?? '/var/run/docker.sock';
+
+async function nodeSocket(engine: DockerEngine, node: string): Promise<string> {
   const info = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal })));
-  return (info.Spec?.Labels as Record<string, string> | undefined)?.[SOCKET_LABEL] ?? '/var/run/docker.sock';
+  return socketOf(info.Spec?.Labels as Record<string, string> | undefined);
 }
 
 export async function removeVolumeOnNode(

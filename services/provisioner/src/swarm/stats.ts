@@ -1,5 +1,5 @@
 import type { NatsConnection } from 'nats';
-import { contracts, encode } from '@agenthost/shared';
+import { contracts, encode, safeDecode } from '@agenthost/shared';
 import { o, type DockerEngine } from '../docker/engine.ts';
 import type { Sample } from '../domain/stats.ts';
 import { serviceName } from './spec.ts';
@@ -19,7 +19,7 @@ export function swarmSample(engine: DockerEngine, nc: NatsConnection, timeoutMs:
     const container = task?.Status?.ContainerStatus?.ContainerID;
     if (!task?.NodeID || !container) return undefined;
     const reply = await nc.request(E.nodeStatsSubject(task.NodeID), encode({ containers: [container] }), { timeout: timeoutMs });
-    const parsed = E.nodeStatsReply.safeParse(reply.json());
+    const parsed = E.nodeStatsReply.safeParse(safeDecode(reply.data));
     const usage = parsed.success ? parsed.data.containers[container] : undefined;
     if (!parsed.success || !usage) return undefined;
     // CPU time against wall time on one CPU's scale: the share of a CPU, as docker stats shows it.
