@@ -2,7 +2,6 @@
 // when given), in alternating slices so that a change in background load hits every side alike. run.ts starts
 // the processes and writes the results.
 import { closedLoop, merge, openLoop, pairedAdded, r3, type RunResult, type Target } from './load.ts';
-import { cpuSeconds } from './processes.ts';
 
 interface Sides {
   baseline: Target;
@@ -13,16 +12,20 @@ interface Sides {
   log: (msg: string) => void;
 }
 
-/** Max throughput, and the CPU time each process (pids) spends per request, to show where the time goes. */
+/**
+ * Max throughput, and the CPU time each meter (a process, Postgres, the whole machine: CPU seconds so far) spends per
+ * request, to show where the time goes. `other` is the machine's busy time no meter names (the kernel's network
+ * work outside any process, the idle services' timers).
+ */
 export async function maxThroughput(
-  o: Sides & { pids: Record<string, number>; connections: number; rounds: number; sliceMs: number; baseRepo: string | undefined },
+  o: Sides & { meters: Record<string, () => number>; connections: number; rounds: number; sliceMs: number; baseRepo: string | undefined },
 ) {
-  const { baseline, gateway, before, onGateway, log, pids } = o;
+  const { baseline, gateway, before, onGateway, log, meters } = o;
   log(`max throughput: ${o.connections} connections, ${o.rounds} alternating slices of ${o.sliceMs / 1000}s each`);
   const bareParts: RunResult[] = [];
   const gwParts: RunResult[] = [];
   const beforeParts: RunResult[] = [];
-  const cpu = (): Record<string, number> => Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuSeconds(pid) : 0]));
+  const cpu = (): Record<string, number> => Object.fromEntries(Object.entries(meters).map(([k, read]) => [k, read()]));
   const spent = { bare: {} as Record<string, number>, gateway: {} as Record<string, number>, before: {} as Record<string, number> };
   const add = (into: Record<string, number>, a: Record<string, number>, b: Record<string, number>) => {
     for (const k of Object.keys(a)) into[k] = (into[k] ?? 0) + (b[k]! - a[k]!);
@@ -44,7 +47,11 @@ export async function maxThroughput(
   const bareMax = merge(bareParts);
   const gwMax = merge(gwParts);
   const ratio = gwMax.rps / bareMax.rps;
-  const perRequest = (m: Record<string, number>, n: number) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / n) * 1_000_000)]));
+  const perRequest = (m: Record<string, number>, n: number) => {
+    const us: Record<string, number> = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round((v / n) * 1_000_000)]));
+    if (us.machine !== undefined) us.other = us.machine - Object.entries(us).reduce((t, [k, v]) => (k === 'machine' ? t : t + v), 0);
+    return us;
+  };
   const beforeMax = before && merge(beforeParts);
   const cpuUsPerRequest = {
     bare: perRequest(spent.bare, bareMax.requests),

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 // Service processes for the benchmark. Unlike the testkit (which pipes every log line through the
@@ -65,6 +65,33 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * CPU seconds every process named `comm` (e.g. postgres: the server and all its backends) has used so far, with
+ * their children that ended (a backend whose connection closed moves into its server's count: the sum only grows).
+ */
+export function cpuSecondsOf(comm: string): number {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+    } catch {
+      // The process ended while the list was read.
+    }
+  }
+  return total;
+}
+
+/** CPU seconds the whole machine has been busy (every core: user, system, interrupts, steal), from /proc/stat. */
+export function machineCpuSeconds(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal
+  return (f[0]! + f[1]! + f[2]! + f[5]! + f[6]! + f[7]!) / 100;
 }
 
 /** A node process that prints one JSON line when it is ready (its port, say): that line, and the child. */

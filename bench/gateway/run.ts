@@ -17,7 +17,7 @@ import { startGateways } from './gateways.ts';
 import { observabilityCost } from './observability.ts';
 import { halfLoad, latencyAtRates, maxThroughput } from './compare.ts';
 import { closedLoop, merge, report, type RunResult, type Target } from './load.ts';
-import { spawnLogged, spawnReady, startBare, type BenchProcess } from './processes.ts';
+import { cpuSeconds, cpuSecondsOf, machineCpuSeconds, spawnLogged, spawnReady, startBare, type BenchProcess } from './processes.ts';
 import { usageWrites } from './usage-writes.ts';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 
@@ -132,19 +132,23 @@ try {
   onGateway(await closedLoop(gateway, CONNECTIONS, WARMUP_MS));
   if (before) onGateway(await closedLoop(before, CONNECTIONS, WARMUP_MS));
 
-  // The processes whose CPU time per request maxThroughput measures.
-  const pids: Record<string, number> = {
-    client: process.pid,
-    bare: bare.pid,
-    gateway: gw.pid,
-    'billing-chain': billing.pid,
-    'nats-server': nats.pid()!,
-    ...(gwBase ? { before: gwBase.pid } : {}),
+  // What maxThroughput measures the CPU time per request of: each process on the path, Postgres (the gateway's
+  // served counts), and the whole machine.
+  const of = (pid: number) => () => cpuSeconds(pid);
+  const meters: Record<string, () => number> = {
+    client: of(process.pid),
+    bare: of(bare.pid),
+    gateway: of(gw.pid),
+    'billing-chain': of(billing.pid),
+    'nats-server': of(nats.pid()!),
+    ...(gwBase ? { before: of(gwBase.pid) } : {}),
+    postgres: () => cpuSecondsOf('postgres'),
+    machine: machineCpuSeconds,
   };
   const sides = { baseline, gateway, before, onGateway, log };
   const { bareMax, gwMax, beforeParts, beforeMax, ratio, cpuUsPerRequest } = await maxThroughput({
     ...sides,
-    pids,
+    meters,
     connections: CONNECTIONS,
     rounds: ROUNDS,
     sliceMs: SLICE_MS,
@@ -162,37 +166,42 @@ try {
     sliceMs: HALF_SLICE_MS,
   });
 
-  const pathCpuUs = cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!;
-  const load = { billingPid: billing.pid, connections: CONNECTIONS, rounds: ROUNDS, sliceMs: SLICE_MS, pathCpuUs, log };
-  const assertions = await assertionCost({
-    ...load,
-    on: { target: gateway, gateway: gw },
-    off: { target: { ...gateway, url: `${String(gwOff.ready.url)}/api/subscription/status` }, gateway: gwOff },
-  });
-  gatewayRequests += assertions.on.requests + assertions.off.requests;
-
-  const observe = async (g: { p: BenchProcess; metricsUrl: string }, sampleRatio: string) => {
-    const r = await observabilityCost({
+  const costs = async () => {
+    const pathCpuUs = cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!;
+    const load = { billingPid: billing.pid, connections: CONNECTIONS, rounds: ROUNDS, sliceMs: SLICE_MS, pathCpuUs, log };
+    const assertions = await assertionCost({
       ...load,
-      on: { target: { ...gateway, url: `${String(g.p.ready.url)}/api/subscription/status` }, gateway: g.p },
-      off: { target: { ...gateway, url: `${String(gwPlain.p.ready.url)}/api/subscription/status` }, gateway: gwPlain.p },
-      metricsUrl: g.metricsUrl,
-      sampleRatio,
+      on: { target: gateway, gateway: gw },
+      off: { target: { ...gateway, url: `${String(gwOff.ready.url)}/api/subscription/status` }, gateway: gwOff },
     });
-    gatewayRequests += r.on.requests + r.off.requests;
-    return r;
+    gatewayRequests += assertions.on.requests + assertions.off.requests;
+
+    const observe = async (g: { p: BenchProcess; metricsUrl: string }, sampleRatio: string) => {
+      const r = await observabilityCost({
+        ...load,
+        on: { target: { ...gateway, url: `${String(g.p.ready.url)}/api/subscription/status` }, gateway: g.p },
+        off: { target: { ...gateway, url: `${String(gwPlain.p.ready.url)}/api/subscription/status` }, gateway: gwPlain.p },
+        metricsUrl: g.metricsUrl,
+        sampleRatio,
+      });
+      gatewayRequests += r.on.requests + r.off.requests;
+      return r;
+    };
+    const observability = { default_sampling: await observe(gwObserved, 'default (0.1)'), every_request_traced: await observe(gwTraceAll, '1') };
+    // The same path through the HTTPS edge (Caddy), against the direct path, in this run.
+    const edge = await edgeCost({
+      direct: gateway,
+      gatewayHost: new URL(String(gw.ready.url)).host,
+      connections: CONNECTIONS,
+      rounds: ROUNDS,
+      sliceMs: SLICE_MS,
+      log,
+    });
+    gatewayRequests += edge.max_throughput.direct.requests + edge.max_throughput.edge.requests + edge.half_load.direct.requests + edge.half_load.edge.requests;
+    return { assertions, observability, edge };
   };
-  const observability = { default_sampling: await observe(gwObserved, 'default (0.1)'), every_request_traced: await observe(gwTraceAll, '1') };
-  // The same path through the HTTPS edge (Caddy), against the direct path, in this run.
-  const edge = await edgeCost({
-    direct: gateway,
-    gatewayHost: new URL(String(gw.ready.url)).host,
-    connections: CONNECTIONS,
-    rounds: ROUNDS,
-    sliceMs: SLICE_MS,
-    log,
-  });
-  gatewayRequests += edge.max_throughput.direct.requests + edge.max_throughput.edge.requests + edge.half_load.direct.requests + edge.half_load.edge.requests;
+  // BENCH_QUICK=1: throughput and half-load latency only (the costs of assertions, observability and the edge are skipped).
+  const { assertions, observability, edge } = process.env.BENCH_QUICK === '1' ? {} : await costs();
 
   // Stop the gateways: their database sessions end (so Postgres flushes their statistics) and they give
   // back their unused quota blocks (counted too).
@@ -205,7 +214,7 @@ try {
   const leaseWrites = (await usageWrites(db.url, 'usage_leases')) - leaseWritesBefore;
   log(`usage_leases row writes: ${leaseWrites} (${(leaseWrites / Math.max(1, gatewayRequests)).toExponential(2)} per request)`);
 
-  const errors = [bareMax, gwMax, bareHalf, gwHalf, ...beforeParts, ...beforeHalfParts].reduce((n, r) => n + r.errors + r.non2xx, 0) + edge.errors;
+  const errors = [bareMax, gwMax, bareHalf, gwHalf, ...beforeParts, ...beforeHalfParts].reduce((n, r) => n + r.errors + r.non2xx, 0) + (edge?.errors ?? 0);
   const result = {
     benchmark: 'gateway: authenticated GET /api/subscription/status (JWT → cached entitlement → usage count → NATS → billing-chain cache)',
     when: new Date().toISOString(),
@@ -261,7 +270,7 @@ try {
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
   writeFileSync(path.join(repo, 'bench/results/gateway.json'), `${JSON.stringify(result, null, 2)}\n`);
   process.stdout.write(
-    `${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions.throughput_cost_percent, observability_cost_percent: observability.default_sampling.throughput_cost_percent_paired_median, edge_ratio: edge.max_throughput.ratio, edge_added_ms: edge.half_load.added_ms, errors }, null, 2)}\n`,
+    `${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions?.throughput_cost_percent, observability_cost_percent: observability?.default_sampling.throughput_cost_percent_paired_median, edge_ratio: edge?.max_throughput.ratio, edge_added_ms: edge?.half_load.added_ms, errors }, null, 2)}\n`,
   );
   log('wrote bench/results/gateway.json');
   if (errors > 0) exitCode = 1;

@@ -1,4 +1,4 @@
-import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
 import { pastSpan } from './observe/tracing.ts';
 
@@ -41,6 +41,7 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
         e.level === 'error' ? e.error : undefined,
       ),
   });
+  pools.set(db, pool);
   if (opts.readOnly) return db;
   try {
     // Deploy creates the schema for the service's own role, which may not create schemas itself: only a
@@ -62,6 +63,29 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
     throw err;
   }
   return db;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: keyed by any service's Kysely, whatever its schema type
+const pools = new WeakMap<Kysely<any>, pg.Pool>();
+
+/**
+ * Run a hot statement as a named prepared statement: Postgres parses and plans it once per connection instead
+ * of on every call, which kysely cannot ask for. For the gateway's served-count write (bench/gateway/prepared.ts,
+ * same run, 2026-11-27): 133 µs of Postgres CPU per statement against 273 µs unprepared, and 248 µs against
+ * 375 µs of round trip. A Kysely that connect() did not make runs the text through kysely instead.
+ */
+export async function runPrepared<R, DB = unknown>(db: Kysely<DB>, name: string, text: string, values: unknown[]): Promise<R[]> {
+  const pool = pools.get(db);
+  if (!pool) return (await db.executeQuery<R>(CompiledQuery.raw(text, values))).rows;
+  const started = performance.now();
+  try {
+    const r = await pool.query<R & pg.QueryResultRow>({ name, text, values });
+    pastSpan(`pg ${verb(text)}`, { 'db.system.name': 'postgresql', 'db.query.text': text }, (performance.now() - started) / 1000);
+    return r.rows;
+  } catch (err) {
+    pastSpan(`pg ${verb(text)}`, { 'db.system.name': 'postgresql', 'db.query.text': text }, (performance.now() - started) / 1000, err);
+    throw err;
+  }
 }
 
 /** The statement's first word (select, insert, with...): the span's name. */
