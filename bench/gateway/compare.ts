@@ -18,15 +18,21 @@ interface Sides {
  * work outside any process, the idle services' timers).
  */
 export async function maxThroughput(
-  o: Sides & { meters: Record<string, () => number>; connections: number; rounds: number; sliceMs: number; baseRepo: string | undefined },
+  o: Sides & { meters: Record<string, () => number>; connections: number; rounds: number; sliceMs: number; baseRepo: string | undefined; floor?: Target },
 ) {
-  const { baseline, gateway, before, onGateway, log, meters } = o;
+  const { baseline, gateway, before, onGateway, log, meters, floor } = o;
   log(`max throughput: ${o.connections} connections, ${o.rounds} alternating slices of ${o.sliceMs / 1000}s each`);
   const bareParts: RunResult[] = [];
   const gwParts: RunResult[] = [];
   const beforeParts: RunResult[] = [];
+  const floorParts: RunResult[] = [];
   const cpu = (): Record<string, number> => Object.fromEntries(Object.entries(meters).map(([k, read]) => [k, read()]));
-  const spent = { bare: {} as Record<string, number>, gateway: {} as Record<string, number>, before: {} as Record<string, number> };
+  const spent = {
+    bare: {} as Record<string, number>,
+    gateway: {} as Record<string, number>,
+    before: {} as Record<string, number>,
+    floor: {} as Record<string, number>,
+  };
   const add = (into: Record<string, number>, a: Record<string, number>, b: Record<string, number>) => {
     for (const k of Object.keys(a)) into[k] = (into[k] ?? 0) + (b[k]! - a[k]!);
   };
@@ -39,6 +45,11 @@ export async function maxThroughput(
     gwParts.push(onGateway(await closedLoop(gateway, o.connections, o.sliceMs)));
     c1 = cpu();
     add(spent.gateway, c0, c1);
+    if (floor) {
+      c0 = cpu();
+      floorParts.push(await closedLoop(floor, o.connections, o.sliceMs));
+      add(spent.floor, c0, cpu());
+    }
     if (!before) continue;
     c0 = cpu();
     beforeParts.push(onGateway(await closedLoop(before, o.connections, o.sliceMs)));
@@ -53,10 +64,12 @@ export async function maxThroughput(
     return us;
   };
   const beforeMax = before && merge(beforeParts);
+  const floorMax = floor && merge(floorParts);
   const cpuUsPerRequest = {
     bare: perRequest(spent.bare, bareMax.requests),
     gateway: perRequest(spent.gateway, gwMax.requests),
     ...(beforeMax ? { before: perRequest(spent.before, beforeMax.requests) } : {}),
+    ...(floorMax ? { floor: perRequest(spent.floor, floorMax.requests) } : {}),
   };
   log(`cpu µs per request: bare ${JSON.stringify(cpuUsPerRequest.bare)}, gateway ${JSON.stringify(cpuUsPerRequest.gateway)}`);
   log(`bare ${bareMax.rps} req/s, gateway ${gwMax.rps} req/s, ratio ${ratio.toFixed(3)}`);
@@ -64,7 +77,11 @@ export async function maxThroughput(
     log(
       `before (${o.baseRepo}): gateway ${beforeMax.rps} req/s, ratio ${(beforeMax.rps / bareMax.rps).toFixed(3)}, cpu µs per request ${JSON.stringify(cpuUsPerRequest.before)}`,
     );
-  return { bareMax, gwMax, beforeParts, beforeMax, ratio, cpuUsPerRequest };
+  if (floorMax)
+    log(
+      `floor relay (no auth, quota, logs or validation): ${floorMax.rps} req/s, ratio ${(floorMax.rps / bareMax.rps).toFixed(3)}, cpu µs per request ${JSON.stringify(cpuUsPerRequest.floor)}`,
+    );
+  return { bareMax, gwMax, beforeParts, beforeMax, floorMax, ratio, cpuUsPerRequest };
 }
 
 /** Diagnostics: the latency of the bare server and of the gateway at each rate, one slice each. */

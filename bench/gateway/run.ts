@@ -130,6 +130,7 @@ try {
   log(`warm-up ${WARMUP_MS / 1000}s each`);
   await closedLoop(baseline, CONNECTIONS, WARMUP_MS);
   onGateway(await closedLoop(gateway, CONNECTIONS, WARMUP_MS));
+  await closedLoop(floor, CONNECTIONS, WARMUP_MS);
   if (before) onGateway(await closedLoop(before, CONNECTIONS, WARMUP_MS));
 
   // What maxThroughput measures the CPU time per request of: each process on the path, Postgres (the gateway's
@@ -142,13 +143,16 @@ try {
     'billing-chain': of(billing.pid),
     'nats-server': of(nats.pid()!),
     ...(gwBase ? { before: of(gwBase.pid) } : {}),
+    'floor-relay': of(floorProcs[1]!.child.pid!),
+    'floor-echo': of(floorProcs[0]!.child.pid!),
     postgres: () => cpuSecondsOf('postgres'),
     machine: machineCpuSeconds,
   };
   const sides = { baseline, gateway, before, onGateway, log };
-  const { bareMax, gwMax, beforeParts, beforeMax, ratio, cpuUsPerRequest } = await maxThroughput({
+  const { bareMax, gwMax, beforeParts, beforeMax, floorMax, ratio, cpuUsPerRequest } = await maxThroughput({
     ...sides,
     meters,
+    floor,
     connections: CONNECTIONS,
     rounds: ROUNDS,
     sliceMs: SLICE_MS,
@@ -235,6 +239,8 @@ try {
       target: 0.33,
       pass: ratio >= 0.33,
       ...(beforeMax ? { before: { repo: baseRepo, gateway: report(beforeMax), ratio: Math.round((beforeMax.rps / bareMax.rps) * 1000) / 1000 } } : {}),
+      // The least an HTTP → NATS → service relay costs here: the ceiling any gateway of this design can reach.
+      ...(floorMax ? { floor: { relay: report(floorMax), ratio: Math.round((floorMax.rps / bareMax.rps) * 1000) / 1000 } } : {}),
     },
     half_load: {
       rate_rps: half,
