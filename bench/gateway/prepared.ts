@@ -1,4 +1,4 @@
-// The gateway's served-count write (domain/quota/store.ts) sent as kysely sends a raw statement (parsed and
+// The gateway's served-count write (domain/quota/served.ts) sent as kysely sends a raw statement (parsed and
 // planned by Postgres on every call) against the same text as a named prepared statement (shared/db.ts
 // runPrepared), alternating rounds on one database in this run: Postgres CPU (every postgres process, from
 // /proc) and round trip per statement. Usage: node bench/gateway/prepared.ts (after deploy/infra.sh; BENCH_STATEMENTS,
@@ -21,7 +21,7 @@ const { CompiledQuery } = createRequire(path.join(repo, 'packages/shared/package
   CompiledQuery: { raw(sql: string, parameters: unknown[]): never };
 };
 const { migrations } = await import('../../services/gateway/src/db/migrations/index.ts');
-const { SERVED_SQL } = await import('../../services/gateway/src/domain/quota/store.ts');
+const { SERVED_SQL } = await import('../../services/gateway/src/domain/quota/served.ts');
 
 const N = Number(process.env.BENCH_STATEMENTS ?? 3000);
 const database = await createDatabase('prepared');

@@ -71,8 +71,8 @@ const pools = new WeakMap<Kysely<any>, pg.Pool>();
 /**
  * Run a hot statement as a named prepared statement: Postgres parses and plans it once per connection instead
  * of on every call, which kysely cannot ask for. For the gateway's served-count write (bench/gateway/prepared.ts,
- * same run, 2026-11-27): 133 µs of Postgres CPU per statement against 273 µs unprepared, and 248 µs against
- * 375 µs of round trip. A Kysely that connect() did not make runs the text through kysely instead.
+ * same run, 2026-11-27): 141 µs of Postgres CPU per statement against 294 µs unprepared, and 251 µs against
+ * 411 µs of round trip. A Kysely that connect() did not make runs the text through kysely instead.
  */
 export async function runPrepared<R, DB = unknown>(db: Kysely<DB>, name: string, text: string, values: unknown[]): Promise<R[]> {
   const pool = pools.get(db);

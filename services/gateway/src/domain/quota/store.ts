@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import { AppError, runPrepared, type Logger } from '@agenthost/shared';
+import { AppError, type Logger } from '@agenthost/shared';
 import type { GatewayDB } from '../../db/schema.ts';
 import { reclaimStale, releaseReplica } from './reclaim.ts';
+import { writeServed } from './served.ts';
 import { observeLease } from '../metrics.ts';
 
 // The durable side of this replica's quota leases (policy.ts and blocks.ts keep the tokens in memory).
@@ -48,17 +49,6 @@ const DAY_MS = 86_400_000;
  * other; more only queue on the same row locks.
  */
 const MAX_WRITES_IN_FLIGHT = 2;
-
-/**
- * The served counts of several windows in one statement, committed without waiting for the disk (a lost
- * commit only undercounts, as a failed write does). Prepared once per connection: it runs for every few
- * requests (shared/db.ts runPrepared has the figures).
- */
-export const SERVED_SQL = `
-  update usage_leases l set served = greatest(l.served, v.served)
-  from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::bigint[]) as v(user_id, "window", window_start, served),
-    (select set_config('synchronous_commit', 'off', true)) as async_commit
-  where l.replica_id = $5 and l.user_id = v.user_id and l."window" = v."window" and l.window_start = v.window_start`;
 
 interface Batch {
   promise: Promise<void>;
@@ -234,13 +224,7 @@ export class LeaseLedger {
     if (items.length === 0) return;
     const t0 = performance.now();
     try {
-      await runPrepared(this.db, 'usage-served', SERVED_SQL, [
-        items.map((i) => i.w.userId),
-        items.map((i) => i.w.kind),
-        items.map((i) => new Date(i.w.start).toISOString()),
-        items.map((i) => i.served),
-        this.replicaId,
-      ]);
+      await writeServed(this.db, this.replicaId, items);
       for (const i of items) i.w.servedDurable = Math.max(i.w.servedDurable, i.served);
     } catch (err) {
       this.o.log?.warn({ err }, 'could not write served usage counts; retrying');
