@@ -37,6 +37,12 @@ fi
 say "log scan"
 node deploy/scan-logs.ts || status=1
 
+# The swarm suite deploys a two-node platform (a second engine, ~15 tasks) and leaves it running when it ends: once
+# the logs are scanned it goes, so the machine is idle again (a benchmark run next would otherwise share the 2 cores
+# with it). Quick, and a no-op when no platform is up.
+say "swarm teardown"
+bash "$DEPLOY_DIR/swarm/two-node.sh" down || echo "swarm teardown failed: run bash deploy/swarm/two-node.sh down"
+
 # One plain closing line for CI: "N passed, N failed".
 node -e '
   const r = JSON.parse(require("node:fs").readFileSync(".test-logs/vitest.json", "utf8"));
