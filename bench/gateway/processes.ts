@@ -56,15 +56,20 @@ export async function spawnLogged(
   }
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-export function cpuSeconds(pid: number): number {
+/** A process's name and the fields of /proc/<pid>/stat after it (Linux); undefined once it has ended. */
+function stat(pid: number | string): { comm: string; fields: string[] } | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return { comm: text.slice(text.indexOf('(') + 1, text.lastIndexOf(')')), fields: text.slice(text.lastIndexOf(')') + 2).split(' ') };
   } catch {
-    return 0;
+    return undefined;
   }
+}
+
+/** CPU seconds (user + system) a process has used so far. */
+export function cpuSeconds(pid: number): number {
+  const f = stat(pid)?.fields;
+  return f ? (Number(f[11]) + Number(f[12])) / 100 : 0;
 }
 
 /**
@@ -74,15 +79,11 @@ export function cpuSeconds(pid: number): number {
 export function cpuSecondsOf(comm: string): number {
   let total = 0;
   for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
-    } catch {
-      // The process ended while the list was read.
-    }
+    // Not a process, another one, or one that ended while the list was read: not counted.
+    const s = /^\d+$/.test(pid) ? stat(pid) : undefined;
+    if (s?.comm !== comm) continue;
+    const f = s.fields;
+    total += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
   }
   return total;
 }

@@ -33,15 +33,9 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
   // async context). Its text has placeholders, never the values.
   const db = new Kysely<DB>({
     dialect: new PostgresDialect({ pool }),
-    log: (e) =>
-      pastSpan(
-        `pg ${verb(e.query.sql)}`,
-        { 'db.system.name': 'postgresql', 'db.namespace': opts.schema, 'db.query.text': e.query.sql },
-        e.queryDurationMillis / 1000,
-        e.level === 'error' ? e.error : undefined,
-      ),
+    log: (e) => querySpan(opts.schema, e.query.sql, e.queryDurationMillis / 1000, e.level === 'error' ? e.error : undefined),
   });
-  pools.set(db, pool);
+  pools.set(db, { pool, schema: opts.schema });
   if (opts.readOnly) return db;
   try {
     // Deploy creates the schema for the service's own role, which may not create schemas itself: only a
@@ -66,7 +60,7 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: keyed by any service's Kysely, whatever its schema type
-const pools = new WeakMap<Kysely<any>, pg.Pool>();
+const pools = new WeakMap<Kysely<any>, { pool: pg.Pool; schema: string }>();
 
 /**
  * Run a hot statement as a named prepared statement: Postgres parses and plans it once per connection instead
@@ -75,17 +69,23 @@ const pools = new WeakMap<Kysely<any>, pg.Pool>();
  * 411 µs of round trip. A Kysely that connect() did not make runs the text through kysely instead.
  */
 export async function runPrepared<R, DB = unknown>(db: Kysely<DB>, name: string, text: string, values: unknown[]): Promise<R[]> {
-  const pool = pools.get(db);
-  if (!pool) return (await db.executeQuery<R>(CompiledQuery.raw(text, values))).rows;
+  const made = pools.get(db);
+  if (!made) return (await db.executeQuery<R>(CompiledQuery.raw(text, values))).rows;
   const started = performance.now();
+  let failed: unknown;
   try {
-    const r = await pool.query<R & pg.QueryResultRow>({ name, text, values });
-    pastSpan(`pg ${verb(text)}`, { 'db.system.name': 'postgresql', 'db.query.text': text }, (performance.now() - started) / 1000);
-    return r.rows;
+    return (await made.pool.query<R & pg.QueryResultRow>({ name, text, values })).rows;
   } catch (err) {
-    pastSpan(`pg ${verb(text)}`, { 'db.system.name': 'postgresql', 'db.query.text': text }, (performance.now() - started) / 1000, err);
+    failed = err;
     throw err;
+  } finally {
+    querySpan(made.schema, text, (performance.now() - started) / 1000, failed);
   }
+}
+
+/** A finished query as a span of the request it served (its text has placeholders, never the values). */
+function querySpan(schema: string, text: string, seconds: number, err: unknown): void {
+  pastSpan(`pg ${verb(text)}`, { 'db.system.name': 'postgresql', 'db.namespace': schema, 'db.query.text': text }, seconds, err);
 }
 
 /** The statement's first word (select, insert, with...): the span's name. */
