@@ -7,6 +7,8 @@ import { DRAIN_LABEL, pinnedNode, writeAtVersion } from '@agenthost/shared';
  * the jobs that copy a volume off it. Once none is left, the swarm's drain moves the platform's tasks.
  */
 const INSTANCE_LABEL = 'agenthost.instance';
+/** On the provisioner's one-shot job services (services/provisioner/src/swarm/janitor.ts). */
+const JOB_LABEL = 'agenthost.janitor';
 
 type NodeSpec = { Labels?: Record<string, string>; Availability?: string; Role?: string; Name?: string };
 type NodeInfo = Awaited<ReturnType<Docker['listNodes']>>[number];
@@ -29,10 +31,16 @@ async function updateNode(docker: Docker, id: string, change: (spec: NodeSpec) =
   );
 }
 
-/** Instance services pinned to the node. */
+/**
+ * Instance services pinned to the node, and the provisioner's jobs there (volume copies and removals): those need
+ * the node active too. A move starts the old volume's removal before the instance's service leaves the node.
+ */
 async function instancesOn(docker: Docker, nodeId: string): Promise<string[]> {
-  const services = await docker.listServices({ filters: JSON.stringify({ label: [INSTANCE_LABEL] }) });
-  return services.filter((s) => pinnedNode(s.Spec?.TaskTemplate?.Placement?.Constraints) === nodeId).map((s) => s.Spec!.Name!);
+  const pinned = async (label: string) =>
+    (await docker.listServices({ filters: JSON.stringify({ label: [label] }) }))
+      .filter((s) => pinnedNode(s.Spec?.TaskTemplate?.Placement?.Constraints) === nodeId)
+      .map((s) => s.Spec!.Name!);
+  return [...(await pinned(INSTANCE_LABEL)), ...(await pinned(JOB_LABEL))];
 }
 
 export async function drainNode(docker: Docker, ref: string, timeoutMs: number, log: (s: string) => void): Promise<void> {
@@ -43,11 +51,11 @@ export async function drainNode(docker: Docker, ref: string, timeoutMs: number, 
   for (;;) {
     const left = await instancesOn(docker, node.ID!);
     if (!left.length) break;
-    if (left.length !== last) log(`${left.length} instance(s) still on ${ref}, moving`);
+    if (left.length !== last) log(`${left.length} instance(s) or volume job(s) still on ${ref}, moving`);
     last = left.length;
     if (Date.now() > end)
       throw new Error(
-        `${left.length} instance(s) still on ${ref} after ${Math.round(timeoutMs / 1000)} s (see the provisioner's log); the node stays labelled draining`,
+        `${left.length} instance(s) or volume job(s) still on ${ref} after ${Math.round(timeoutMs / 1000)} s (see the provisioner's log); the node stays labelled draining`,
       );
     await new Promise((r) => setTimeout(r, 2000));
   }

@@ -7,7 +7,7 @@ import type { Instances } from '../domain/instances.ts';
 import type { OpLocks } from '../domain/locks.ts';
 import { NODE_DOWN } from '../domain/runtime.ts';
 import { singleFlight } from '../domain/single-flight.ts';
-import { removeVolumeOnNode, sweepJobs } from './janitor.ts';
+import { removeVolumeOnNode, startVolumeRemoval, sweepJobs } from './janitor.ts';
 import { copyVolume } from './mover.ts';
 import { isDraining, nodeAddr, pickNode } from './placement.ts';
 import type { SwarmInstances } from './runtime.ts';
@@ -129,6 +129,10 @@ export class Drainer {
   /** The copy is on the new node: the row follows, the instance starts there (or stays stopped), the old volume goes. */
   private async land(row: InstanceRow, from: string, target: { id: string; addr: string }, restart: boolean, token: string | undefined): Promise<boolean> {
     const { db, engine, runtime, instances, config, scope, log } = this.d;
+    // Started before the instance leaves the node (see startVolumeRemoval); its script waits for the volume to be free.
+    // An engine fault here must not stop the move: the removal is then started after it, as a last try.
+    const removal = { node: from, volume: volumeName(row.id), image: config.SWARM_JANITOR_IMAGE, scope, timeoutMs: 90_000 };
+    const early = config.SWARM_JANITOR_IMAGE ? await startVolumeRemoval(engine, removal).catch(() => undefined) : undefined;
     const moved = await db
       .updateTable('instances')
       .set({ node_host: target.addr, updated_at: new Date() })
@@ -142,7 +146,7 @@ export class Drainer {
       if (token) await runtime.create(moved, token);
     }
     if (config.SWARM_JANITOR_IMAGE) {
-      const removed = await removeVolumeOnNode(engine, { node: from, volume: volumeName(row.id), image: config.SWARM_JANITOR_IMAGE, scope, timeoutMs: 90_000 });
+      const removed = early ? await early() : await removeVolumeOnNode(engine, removal);
       if (!removed) log.warn({ instance_id: row.id, node: from }, 'the old volume of a moved instance could not be removed');
     }
     log.info({ instance_id: row.id, node_host: target.addr }, 'instance moved');

@@ -50,12 +50,32 @@ async function nodeSocket(engine: DockerEngine, node: string): Promise<string> {
   return socketOf(info.Spec?.Labels as Record<string, string> | undefined);
 }
 
-export async function removeVolumeOnNode(
-  engine: DockerEngine,
-  p: { node: string; volume: string; image: string; scope: string; timeoutMs: number },
-): Promise<boolean> {
+type VolumeRemoval = { node: string; volume: string; image: string; scope: string; timeoutMs: number };
+
+export async function removeVolumeOnNode(engine: DockerEngine, p: VolumeRemoval): Promise<boolean> {
+  return runJob(engine, await removalJob(engine, p));
+}
+
+/**
+ * Start the removal now and wait for it later: a move starts it while the instance's service still holds the node,
+ * so that something of ours is pinned there at every moment and `drain` (deploy/swarm/src/nodes.ts) does not put the
+ * node in the swarm's drain, where the job would never run, between the two.
+ */
+export async function startVolumeRemoval(engine: DockerEngine, p: VolumeRemoval): Promise<() => Promise<boolean>> {
+  const job = await removalJob(engine, p);
+  const id = await startJob(engine, job);
+  return async () => {
+    try {
+      return await waitJob(engine, id, job.timeoutMs);
+    } finally {
+      await removeJob(engine, id);
+    }
+  };
+}
+
+async function removalJob(engine: DockerEngine, p: VolumeRemoval): Promise<Job> {
   const socket = await nodeSocket(engine, p.node);
-  return runJob(engine, {
+  return {
     name: `agenthost-janitor-${p.volume.slice(-24)}-${Date.now().toString(36)}`,
     scope: p.scope,
     node: p.node,
@@ -68,7 +88,7 @@ export async function removeVolumeOnNode(
       CapabilityDrop: ['ALL'],
       Mounts: [{ Type: 'bind', Source: socket, Target: '/var/run/docker.sock' }],
     },
-  });
+  };
 }
 
 export interface Job {
