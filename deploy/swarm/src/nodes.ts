@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { DRAIN_LABEL, pinnedNode, writeAtVersion } from '@agenthost/shared';
+import { DRAIN_LABEL, JOB_SERVICE_LABEL, pinnedNode, writeAtVersion } from '@agenthost/shared';
 
 /**
  * Taking a node out of service and back. The provisioner moves the instances of a node labelled DRAIN_LABEL
@@ -7,8 +7,6 @@ import { DRAIN_LABEL, pinnedNode, writeAtVersion } from '@agenthost/shared';
  * the jobs that copy a volume off it. Once none is left, the swarm's drain moves the platform's tasks.
  */
 const INSTANCE_LABEL = 'agenthost.instance';
-/** On the provisioner's one-shot job services (services/provisioner/src/swarm/janitor.ts). */
-const JOB_LABEL = 'agenthost.janitor';
 
 type NodeSpec = { Labels?: Record<string, string>; Availability?: string; Role?: string; Name?: string };
 type NodeInfo = Awaited<ReturnType<Docker['listNodes']>>[number];
@@ -40,7 +38,7 @@ async function instancesOn(docker: Docker, nodeId: string): Promise<string[]> {
     (await docker.listServices({ filters: JSON.stringify({ label: [label] }) }))
       .filter((s) => pinnedNode(s.Spec?.TaskTemplate?.Placement?.Constraints) === nodeId)
       .map((s) => s.Spec!.Name!);
-  return [...(await pinned(INSTANCE_LABEL)), ...(await pinned(JOB_LABEL))];
+  return [...(await pinned(INSTANCE_LABEL)), ...(await pinned(JOB_SERVICE_LABEL))];
 }
 
 export async function drainNode(docker: Docker, ref: string, timeoutMs: number, log: (s: string) => void): Promise<void> {

@@ -16,6 +16,12 @@ export const pinnedNode = (constraints: string[] | undefined): string | undefine
 export const DRAIN_LABEL = 'agenthost.drain';
 
 /**
+ * On the provisioner's one-shot job services (volume copies and removals, pinned to a node): the provisioner sweeps
+ * those a dead replica left, and `drain` keeps a node active while any is there.
+ */
+export const JOB_SERVICE_LABEL = 'agenthost.janitor';
+
+/**
  * Read a swarm object (service, node), change it and write it at the version read. The swarm writes its
  * objects itself too (a rolling update's status, a new service's endpoint), so a write that comes out of
  * sequence is read and made again. `change` returning undefined: nothing to write. Resolves false when the

@@ -132,7 +132,12 @@ export class Drainer {
     // Started before the instance leaves the node (see startVolumeRemoval); its script waits for the volume to be free.
     // An engine fault here must not stop the move: the removal is then started after it, as a last try.
     const removal = { node: from, volume: volumeName(row.id), image: config.SWARM_JANITOR_IMAGE, scope, timeoutMs: 90_000 };
-    const early = config.SWARM_JANITOR_IMAGE ? await startVolumeRemoval(engine, removal).catch(() => undefined) : undefined;
+    const early = config.SWARM_JANITOR_IMAGE
+      ? await startVolumeRemoval(engine, removal).catch((err) => {
+          log.warn({ instance_id: row.id, node: from, err: describe(err) }, 'could not start the old volume removal before the move; trying after it');
+          return undefined;
+        })
+      : undefined;
     const moved = await db
       .updateTable('instances')
       .set({ node_host: target.addr, updated_at: new Date() })

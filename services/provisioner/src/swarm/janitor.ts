@@ -1,11 +1,9 @@
 import { o, type DockerEngine } from '../docker/engine.ts';
 import { LABEL_MANAGED, LABEL_SCOPE } from '../docker/spec.ts';
-import { pinTo } from '@agenthost/shared';
+import { JOB_SERVICE_LABEL, pinTo } from '@agenthost/shared';
 
 /** On the containers of our one-shot jobs (copies, removals), so that a removal can find those left behind. */
 const JOB_LABEL = 'agenthost.job';
-/** On the job services themselves, so that those a dead provisioner left can be swept. */
-const JOB_SERVICE_LABEL = 'agenthost.janitor';
 
 /**
  * A volume lives on its node, and a manager's Engine API cannot remove it there. So a one-shot swarm job
@@ -64,13 +62,7 @@ export async function removeVolumeOnNode(engine: DockerEngine, p: VolumeRemoval)
 export async function startVolumeRemoval(engine: DockerEngine, p: VolumeRemoval): Promise<() => Promise<boolean>> {
   const job = await removalJob(engine, p);
   const id = await startJob(engine, job);
-  return async () => {
-    try {
-      return await waitJob(engine, id, job.timeoutMs);
-    } finally {
-      await removeJob(engine, id);
-    }
-  };
+  return () => finishJob(engine, id, job.timeoutMs);
 }
 
 async function removalJob(engine: DockerEngine, p: VolumeRemoval): Promise<Job> {
@@ -103,9 +95,13 @@ export interface Job {
 
 /** A one-shot swarm job on one node; resolves true once its task completed (exit 0), false when it failed or timed out. Always removed. */
 export async function runJob(engine: DockerEngine, job: Job): Promise<boolean> {
-  const id = await startJob(engine, job);
+  return finishJob(engine, await startJob(engine, job), job.timeoutMs);
+}
+
+/** Wait for a started job (true once its task completed), then remove it whatever the outcome. */
+async function finishJob(engine: DockerEngine, id: string, timeoutMs: number): Promise<boolean> {
   try {
-    return await waitJob(engine, id, job.timeoutMs);
+    return await waitJob(engine, id, timeoutMs);
   } finally {
     await removeJob(engine, id);
   }
