@@ -144,7 +144,11 @@ describe('storage quota while an instance runs', () => {
       );
       expect(v.failure_reason).toMatch(/^storage_quota_exceeded: your instances store (6[4-9]|[7-9]\d)(\.\d)? MB and the pro tier allows 64 MB/);
     }
-    for (const i of [a, b]) await n.call(P.remove, { user_id, instance_id: i.instance_id });
+    for (const i of [a, b]) {
+      await n.call(P.remove, { user_id, instance_id: i.instance_id });
+      await expect(stat(join(dir, `${i.instance_id}.ext4`))).rejects.toThrow(/ENOENT/);
+      await expect(stat(join(dir, 'mnt', i.instance_id))).rejects.toThrow(/ENOENT/);
+    }
   });
 
   it('keeps a running instance writing across a provisioner restart, and re-mounts its volume after a reboot-like loss of the mount', async () => {
@@ -216,8 +220,10 @@ describe('storage quota while an instance runs', () => {
       expect(await sizeKb()).toBeLessThanOrEqual(128 * 1024);
       expect((await inInstance(id, 'cat /data/note')).stdout).toBe('kept');
     } finally {
-      await n.call(P.remove, { user_id, instance_id: id }, 90_000); // the next test counts the volume files
+      await n.call(P.remove, { user_id, instance_id: id }, 90_000);
     }
+    await expect(stat(join(dir, `${id}.ext4`))).rejects.toThrow(/ENOENT/);
+    await expect(stat(join(dir, 'mnt', id))).rejects.toThrow(/ENOENT/);
   }, 300_000);
 
   it('removes the volume file, mount and loop device of a create killed half-way (the reconciler)', async () => {
