@@ -172,7 +172,8 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
   it('loads over HTTPS, authenticates with the instance token and connects over the WebSocket', async () => {
     const a = instances[0]!;
     const first = await openControlUi(a.url, a.token);
-    expect(first.page.url().startsWith(`https://${a.id}.agenthost.localhost:${HTTPS}/`)).toBe(true);
+    // The page's URL in the message: where the browser ended up when it did not stay on the instance.
+    expect(first.page.url().startsWith(`https://${a.id}.agenthost.localhost:${HTTPS}/`), first.page.url()).toBe(true);
     // The token is accepted; a browser the instance has never seen is then paired once by its owner (OpenClaw's
     // rule for every non-loopback browser): its request is pending on the instance, and the owner sees it and
     // approves it through the API (the edge, the gateway, the provisioner running the instance's own CLI).
