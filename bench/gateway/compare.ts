@@ -1,7 +1,17 @@
 // The gateway against its baselines in this run (the bare server, the floor relay, and BENCH_BASE_REPO's gateway
 // when given), in alternating slices so that a change in background load hits every side alike. run.ts starts
 // the processes and writes the results.
-import { closedLoop, merge, openLoop, pairedAdded, r3, type RunResult, type Target } from './load.ts';
+import { closedLoop, merge, openLoop, pairedAdded, r3, report, type RunResult, type Target } from './load.ts';
+
+/**
+ * The relays measured beside the gateway, by name: `floor` (floor.ts: node:http → NATS → echo) and `floor-express`
+ * (express-floor.ts: the same relay on Express with the gateway's body parser, routes and pino access line).
+ */
+export type Floors = { floor: Target } & Record<string, Target>;
+const FLOOR_NAMES: Record<string, string> = {
+  floor: 'floor relay (no auth, quota, logs or validation)',
+  'floor-express': 'Express floor relay (Express 5, the body parser, the routes and a pino access line; nothing else)',
+};
 
 interface Sides {
   baseline: Target;
@@ -18,21 +28,21 @@ interface Sides {
  * work outside any process, the idle services' timers).
  */
 export async function maxThroughput(
-  o: Sides & { meters: Record<string, () => number>; connections: number; rounds: number; sliceMs: number; baseRepo: string | undefined; floor?: Target },
+  o: Sides & { meters: Record<string, () => number>; connections: number; rounds: number; sliceMs: number; baseRepo: string | undefined; floors: Floors },
 ) {
-  const { baseline, gateway, before, onGateway, log, meters, floor } = o;
+  const { baseline, gateway, before, onGateway, log, meters, floors } = o;
   log(`max throughput: ${o.connections} connections, ${o.rounds} alternating slices of ${o.sliceMs / 1000}s each`);
   const bareParts: RunResult[] = [];
   const gwParts: RunResult[] = [];
   const beforeParts: RunResult[] = [];
-  const floorParts: RunResult[] = [];
+  const floorParts: Record<string, RunResult[]> = Object.fromEntries(Object.keys(floors).map((n) => [n, []]));
   const cpu = (): Record<string, number> => Object.fromEntries(Object.entries(meters).map(([k, read]) => [k, read()]));
   const spent = {
     bare: {} as Record<string, number>,
     gateway: {} as Record<string, number>,
     before: {} as Record<string, number>,
-    floor: {} as Record<string, number>,
   };
+  const floorSpent: Record<string, Record<string, number>> = Object.fromEntries(Object.keys(floors).map((n) => [n, {}]));
   const add = (into: Record<string, number>, a: Record<string, number>, b: Record<string, number>) => {
     for (const k of Object.keys(a)) into[k] = (into[k] ?? 0) + (b[k]! - a[k]!);
   };
@@ -45,10 +55,10 @@ export async function maxThroughput(
     gwParts.push(onGateway(await closedLoop(gateway, o.connections, o.sliceMs)));
     c1 = cpu();
     add(spent.gateway, c0, c1);
-    if (floor) {
+    for (const [name, floor] of Object.entries(floors)) {
       c0 = cpu();
-      floorParts.push(await closedLoop(floor, o.connections, o.sliceMs));
-      add(spent.floor, c0, cpu());
+      floorParts[name]!.push(await closedLoop(floor, o.connections, o.sliceMs));
+      add(floorSpent[name]!, c0, cpu());
     }
     if (!before) continue;
     c0 = cpu();
@@ -64,12 +74,12 @@ export async function maxThroughput(
     return us;
   };
   const beforeMax = before && merge(beforeParts);
-  const floorMax = floor && merge(floorParts);
-  const cpuUsPerRequest = {
+  const floorMax: Record<string, RunResult> = Object.fromEntries(Object.entries(floorParts).map(([n, parts]) => [n, merge(parts)]));
+  const cpuUsPerRequest: { bare: Record<string, number>; gateway: Record<string, number> } & Record<string, Record<string, number>> = {
     bare: perRequest(spent.bare, bareMax.requests),
     gateway: perRequest(spent.gateway, gwMax.requests),
     ...(beforeMax ? { before: perRequest(spent.before, beforeMax.requests) } : {}),
-    ...(floorMax ? { floor: perRequest(spent.floor, floorMax.requests) } : {}),
+    ...Object.fromEntries(Object.entries(floorMax).map(([n, r]) => [n, perRequest(floorSpent[n]!, r.requests)])),
   };
   log(`cpu µs per request: bare ${JSON.stringify(cpuUsPerRequest.bare)}, gateway ${JSON.stringify(cpuUsPerRequest.gateway)}`);
   log(`bare ${bareMax.rps} req/s, gateway ${gwMax.rps} req/s, ratio ${ratio.toFixed(3)}`);
@@ -77,10 +87,8 @@ export async function maxThroughput(
     log(
       `before (${o.baseRepo}): gateway ${beforeMax.rps} req/s, ratio ${(beforeMax.rps / bareMax.rps).toFixed(3)}, cpu µs per request ${JSON.stringify(cpuUsPerRequest.before)}`,
     );
-  if (floorMax)
-    log(
-      `floor relay (no auth, quota, logs or validation): ${floorMax.rps} req/s, ratio ${(floorMax.rps / bareMax.rps).toFixed(3)}, cpu µs per request ${JSON.stringify(cpuUsPerRequest.floor)}`,
-    );
+  for (const [name, r] of Object.entries(floorMax))
+    log(`${FLOOR_NAMES[name] ?? name}: ${r.rps} req/s, ratio ${(r.rps / bareMax.rps).toFixed(3)}, cpu µs per request ${JSON.stringify(cpuUsPerRequest[name])}`);
   return { bareMax, gwMax, beforeParts, beforeMax, floorMax, ratio, cpuUsPerRequest };
 }
 
@@ -96,20 +104,31 @@ export async function latencyAtRates(o: Sides, rates: number[], sliceMs: number)
 }
 
 /** The latency the gateway adds at a fixed rate (half its max), over the bare server and over the floor relay. */
-export async function halfLoad(o: Sides & { floor: Target; rate: number; rounds: number; sliceMs: number }) {
-  const { baseline, gateway, before, floor, onGateway, log, rate: half } = o;
+export async function halfLoad(o: Sides & { floors: Floors; rate: number; rounds: number; sliceMs: number }) {
+  const { baseline, gateway, before, floors, onGateway, log, rate: half } = o;
+  const { floor, ...others } = floors;
   log(`half load: ${half} req/s open loop, ${o.rounds} alternating slices of ${o.sliceMs / 1000}s each`);
   const bareHalfParts: RunResult[] = [];
   const gwHalfParts: RunResult[] = [];
   const floorHalfParts: RunResult[] = [];
   const beforeHalfParts: RunResult[] = [];
-  await openLoop(floor, half, o.sliceMs);
+  const otherHalfParts: Record<string, RunResult[]> = Object.fromEntries(Object.keys(others).map((n) => [n, []]));
+  for (const f of Object.values(floors)) await openLoop(f, half, o.sliceMs);
   for (let i = 0; i < o.rounds; i++) {
     bareHalfParts.push(await openLoop(baseline, half, o.sliceMs));
     gwHalfParts.push(onGateway(await openLoop(gateway, half, o.sliceMs)));
     floorHalfParts.push(await openLoop(floor, half, o.sliceMs));
+    for (const [name, f] of Object.entries(others)) otherHalfParts[name]!.push(await openLoop(f, half, o.sliceMs));
     if (before) beforeHalfParts.push(onGateway(await openLoop(before, half, o.sliceMs)));
   }
+  // What each other floor adds over the plain one (the Express floor: what the libraries alone cost in the tail).
+  const othersOverFloor = Object.fromEntries(
+    Object.entries(otherHalfParts).map(([name, parts]) => [name, { ...report(merge(parts)), added_over_floor_ms: pairedAdded(parts, floorHalfParts) }]),
+  );
+  for (const [name, r] of Object.entries(othersOverFloor))
+    log(
+      `${name} at half load: p99 ${r.latencyMs.p99} ms; added over the floor relay: median of paired slices p50 ${r.added_over_floor_ms.p50} ms, p99 ${r.added_over_floor_ms.p99} ms`,
+    );
   const bareHalf = merge(bareHalfParts);
   const gwHalf = merge(gwHalfParts);
   // Pooled over all slices, and the median over adjacent (bare, gateway) slice pairs (pairedAdded says why).
@@ -123,5 +142,5 @@ export async function halfLoad(o: Sides & { floor: Target; rate: number; rounds:
   );
   log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
   log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
-  return { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added: paired, overFloor, beforeOverFloor };
+  return { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added: paired, overFloor, beforeOverFloor, othersOverFloor };
 }

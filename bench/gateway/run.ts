@@ -4,7 +4,7 @@
 //
 // Reports requests/s as a ratio to the bare server (target ≥ 0.33), the p50/p99 latency the gateway
 // adds at half its maximum load over the bare server and over the floor relay of floor.ts (target p99 added over
-// the floor ≤ 1 ms), and the usage_counters writes per request
+// the floor ≤ 1 ms), the same for the Express floor of express-floor.ts, and the usage_counters writes per request
 // (target: far below one). Results go to bench/results/gateway.json.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -16,8 +16,9 @@ import { edgeCost } from './edge.ts';
 import { startGateways } from './gateways.ts';
 import { observabilityCost } from './observability.ts';
 import { halfLoad, latencyAtRates, maxThroughput } from './compare.ts';
-import { closedLoop, merge, report, type RunResult, type Target } from './load.ts';
-import { cpuSeconds, cpuSecondsOf, machineCpuSeconds, spawnLogged, spawnReady, startBare, type BenchProcess } from './processes.ts';
+import { startFloors } from './floors.ts';
+import { closedLoop, merge, r3, report, type RunResult, type Target } from './load.ts';
+import { cpuSeconds, cpuSecondsOf, machineCpuSeconds, spawnLogged, startBare, type BenchProcess } from './processes.ts';
 import { usageWrites } from './usage-writes.ts';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
 
@@ -104,11 +105,8 @@ const stack = {
   },
 };
 const bare = await startBare();
-// The floor (floor.ts): node:http → NATS request → echo on the same NATS, measured in the half-load slices at the
-// same rate, so what the gateway adds over the least any HTTP → NATS relay costs here is measured in this run.
-const floorEnv = { ...process.env, ...nats.envFor('operator') };
-const floorProcs = [await spawnReady([path.join(here, 'floor.ts'), 'echo'], floorEnv), await spawnReady([path.join(here, 'floor.ts'), 'relay'], floorEnv)];
-const floor: Target = { url: `http://127.0.0.1:${String(floorProcs[1]!.ready.port)}/` };
+// The floors (floors.ts), measured in the same slices as the gateway.
+const { floors, pids: floorPids, stop: stopFloors } = await startFloors({ ...process.env, ...nats.envFor('operator') }, logDir);
 let exitCode = 0;
 try {
   const session = await signIn(stack.api);
@@ -130,7 +128,7 @@ try {
   log(`warm-up ${WARMUP_MS / 1000}s each`);
   await closedLoop(baseline, CONNECTIONS, WARMUP_MS);
   onGateway(await closedLoop(gateway, CONNECTIONS, WARMUP_MS));
-  await closedLoop(floor, CONNECTIONS, WARMUP_MS);
+  for (const f of Object.values(floors)) await closedLoop(f, CONNECTIONS, WARMUP_MS);
   if (before) onGateway(await closedLoop(before, CONNECTIONS, WARMUP_MS));
 
   // What maxThroughput measures the CPU time per request of: each process on the path, Postgres (the gateway's
@@ -143,8 +141,7 @@ try {
     'billing-chain': of(billing.pid),
     'nats-server': of(nats.pid()!),
     ...(gwBase ? { before: of(gwBase.pid) } : {}),
-    'floor-relay': of(floorProcs[1]!.child.pid!),
-    'floor-echo': of(floorProcs[0]!.child.pid!),
+    ...Object.fromEntries(Object.entries(floorPids).map(([name, pid]) => [name, of(pid)])),
     postgres: () => cpuSecondsOf('postgres'),
     machine: machineCpuSeconds,
   };
@@ -152,7 +149,7 @@ try {
   const { bareMax, gwMax, beforeParts, beforeMax, floorMax, ratio, cpuUsPerRequest } = await maxThroughput({
     ...sides,
     meters,
-    floor,
+    floors,
     connections: CONNECTIONS,
     rounds: ROUNDS,
     sliceMs: SLICE_MS,
@@ -162,13 +159,14 @@ try {
   // Diagnostics: latency at given rates (comma-separated), alternating bare and gateway.
   if (process.env.BENCH_RATES) await latencyAtRates(sides, process.env.BENCH_RATES.split(',').map(Number), SLICE_MS);
   const half = Math.max(1, Math.round(gwMax.rps / 2));
-  const { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added, overFloor, beforeOverFloor } = await halfLoad({
-    ...sides,
-    floor,
-    rate: half,
-    rounds: ROUNDS_HALF,
-    sliceMs: HALF_SLICE_MS,
-  });
+  const { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added, overFloor, beforeOverFloor, othersOverFloor } =
+    await halfLoad({
+      ...sides,
+      floors,
+      rate: half,
+      rounds: ROUNDS_HALF,
+      sliceMs: HALF_SLICE_MS,
+    });
 
   const costs = async () => {
     const pathCpuUs = cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!;
@@ -240,7 +238,10 @@ try {
       pass: ratio >= 0.33,
       ...(beforeMax ? { before: { repo: baseRepo, gateway: report(beforeMax), ratio: Math.round((beforeMax.rps / bareMax.rps) * 1000) / 1000 } } : {}),
       // The least an HTTP → NATS → service relay costs here: the ceiling any gateway of this design can reach.
-      ...(floorMax ? { floor: { relay: report(floorMax), ratio: Math.round((floorMax.rps / bareMax.rps) * 1000) / 1000 } } : {}),
+      floor: { relay: report(floorMax.floor!), ratio: r3(floorMax.floor!.rps / bareMax.rps) },
+      // The same relay on the gateway's libraries (Express 5, its body parser and routes, a pino access line): the
+      // ceiling of a gateway built on them that did nothing else.
+      floor_express: { relay: report(floorMax['floor-express']!), ratio: r3(floorMax['floor-express']!.rps / bareMax.rps) },
     },
     half_load: {
       rate_rps: half,
@@ -252,6 +253,7 @@ try {
       floor: report(merge(floorHalfParts)),
       added_over_floor_ms: overFloor,
       ...(beforeOverFloor ? { before_added_over_floor_ms: beforeOverFloor } : {}),
+      floor_express: othersOverFloor['floor-express'],
       per_slice_p99_ms: {
         bare: bareHalfParts.map((b) => b.latencyMs.p99),
         gateway: gwHalfParts.map((g) => g.latencyMs.p99),
@@ -285,7 +287,7 @@ try {
   exitCode = 1;
 } finally {
   bare.stop();
-  for (const f of floorProcs) f.child.kill('SIGTERM');
+  stopFloors();
   sink.close();
   await Promise.all(procs.map((p) => p.stop()));
   await devchain.close();

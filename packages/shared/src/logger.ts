@@ -36,7 +36,8 @@ const REDACT = [
   '*.access_token',
 ];
 
-export function createLogger(service: string, level = 'info'): Logger {
+/** file: write there instead of stdout (a benchmark's process whose stdout is a pipe nobody reads). */
+export function createLogger(service: string, level = 'info', file?: string): Logger {
   return pino(
     {
       level,
@@ -45,7 +46,7 @@ export function createLogger(service: string, level = 'info'): Logger {
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    stdout(),
+    file ? pino.destination({ dest: file, sync: false }) : stdout(),
   );
 }
 
