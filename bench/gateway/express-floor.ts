@@ -41,7 +41,7 @@ interface App extends Router {
 const express = createRequire(path.join(repo, 'services/gateway/package.json'))('express') as { (): App; Router(): Router };
 const nats = createRequire(path.join(repo, 'packages/testkit/package.json'))('nats') as { connect(o: object): Promise<unknown> };
 const { natsOptions } = await import('../../packages/shared/src/nats/connect.ts');
-const { requestReply } = await import('../../packages/shared/src/nats/replies.ts');
+const { relayOnce } = await import('./relay.ts');
 const { createLogger } = await import('../../packages/shared/src/logger.ts');
 const { jsonBodies } = await import('../../services/gateway/src/http/body.ts');
 
@@ -82,7 +82,6 @@ const BEFORE = [
 
 const nc = await nats.connect(natsOptions({ url: process.env.NATS_URL!, seedFile: process.env.NATS_NKEY_SEED_FILE!, caFile: process.env.NATS_CA_FILE! }));
 const subject = `floor.echo.${process.env.FLOOR_PAIR ?? 'plain'}`;
-const ask = new TextEncoder().encode('{}');
 const access = createLogger('floor-express', 'info', process.env.FLOOR_LOG_FILE).child({}, { redact: [] });
 
 const app = express();
@@ -115,18 +114,7 @@ for (const r of BEFORE) {
   const [method, route] = r.split(' ') as ['get' | 'post' | 'put' | 'delete', string];
   router[method](route, named(route), body, never);
 }
-router.get('/subscription/status', named('/subscription/status'), body, (_req, res) => {
-  requestReply(nc as never, subject, ask, 5000).then(
-    (data) => {
-      res.setHeader('Content-Type', 'application/json; charset=utf-8');
-      res.end(data);
-    },
-    () => {
-      res.statusCode = 503;
-      res.end();
-    },
-  );
-});
+router.get('/subscription/status', named('/subscription/status'), body, (_req, res) => relayOnce(nc, subject, res));
 app.use('/api', router);
 const server = app.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`));
 server.keepAliveTimeout = 65_000;

@@ -54,22 +54,12 @@ if (role === 'echo') {
   });
   process.stdout.write('{"ready":true}\n');
 } else if (role === 'relay') {
-  const { requestReply } = await import('../../packages/shared/src/nats/replies.ts');
+  const { relayOnce } = await import('./relay.ts');
   const nc = await nats.connect(busOptions());
-  const ask = new TextEncoder().encode('{}');
   const server = createServer((req, res) => {
     req.resume();
     if (burnMs) burn();
-    requestReply(nc as never, SUBJECT, ask, 5000).then(
-      (data) => {
-        res.setHeader('content-type', 'application/json; charset=utf-8');
-        res.end(data);
-      },
-      () => {
-        res.statusCode = 503;
-        res.end();
-      },
-    );
+    relayOnce(nc, SUBJECT, res);
   });
   server.keepAliveTimeout = 65_000;
   server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ port: (server.address() as { port: number }).port })}\n`));
