@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
-import type { Session } from '@agenthost/testkit';
+import { waitFor, type Session } from '@agenthost/testkit';
 import { standinVariant } from '../../provisioner/test/helpers.ts';
 import { instanceStack } from './instance-stack.ts';
 
@@ -10,7 +10,7 @@ let sys: Awaited<ReturnType<typeof instanceStack>>;
 let alice: Session;
 let bob: Session;
 let nc: NatsConnection;
-/** When each status event reached a bus client of the test's own ("instance status" → ms since the epoch). */
+/** When each status event reached a bus client of the test's own ("instance status at" → ms since the epoch). */
 const delivered = new Map<string, number>();
 
 beforeAll(async () => {
@@ -21,8 +21,8 @@ beforeAll(async () => {
   nc = await sys.stack.nats.connect();
   nc.subscribe('events.instance.status', {
     callback: (_e, m) => {
-      const ev = m.json<{ instance_id: string; status: string }>();
-      delivered.set(`${ev.instance_id} ${ev.status}`, Date.now());
+      const ev = m.json<{ instance_id: string; status: string; at: string }>();
+      delivered.set(`${ev.instance_id} ${ev.status} ${ev.at}`, Date.now());
     },
   });
 }, 240_000);
@@ -67,9 +67,15 @@ describe('GET /instance/wait', () => {
       restarted: delayOf(started.r.body.at, started.arrived),
     };
     // The event's `at` is the provisioner's transaction time; from the moment the event reached a bus client (the
-    // floor: the relay and the bus) to the answer is the gateway's own share. Only the first stop is unambiguous
-    // here (running happened twice: the map keeps the last).
-    const gatewayShare = { stopped: stopped.arrived - delivered.get(`${id} stopped`)!, restarted: started.arrived - delivered.get(`${id} running`)! };
+    // floor: the relay and the bus) to the answer is the gateway's own share. The answer names its event by `at`; the
+    // test's client may get that event a moment after the gateway (the bus orders no two subscribers), so it is
+    // waited for: taking the last event of that status instead read the first start's when the restart's was late.
+    const onBus = (status: string, at: string) =>
+      waitFor(`the ${status} event on the test's bus client`, async () => delivered.get(`${id} ${status} ${at}`), 5000, 20);
+    const gatewayShare = {
+      stopped: stopped.arrived - (await onBus('stopped', stopped.r.body.at)),
+      restarted: started.arrived - (await onBus('running', started.r.body.at)),
+    };
     console.log(
       `[wait] from the status change (event at) to the answer, ms: ${JSON.stringify(delays)}; from the event on the bus to the answer, ms: ${JSON.stringify(gatewayShare)}`,
     );
