@@ -111,8 +111,13 @@ if [[ " ${programs[*]} " == *" prometheus "* ]]; then
 fi
 ca="$EDGE_DIR/data/pki/authorities/local/root.crt"
 if [ -z "${EDGE_ACME_EMAIL:-}" ]; then
-  wait_for 30 curl -sf --cacert "$ca" --resolve "$EDGE_DOMAIN:$EDGE_HTTPS_PORT:127.0.0.1" "https://$EDGE_DOMAIN$port_suffix/api/health/ready" ||
+  edge_ready=(curl -sSf --max-time 5 --cacert "$ca" --resolve "$EDGE_DOMAIN:$EDGE_HTTPS_PORT:127.0.0.1" "https://$EDGE_DOMAIN$port_suffix/api/health/ready")
+  if ! wait_for 30 "${edge_ready[@]}"; then
+    # What the last try got, and the end of both logs: a start that fails should say why without another step.
+    "${edge_ready[@]}" >/dev/null || true
+    for f in caddy edge; do echo "--- last lines of $LOG_DIR/$f.log" >&2; tail -n 15 "$LOG_DIR/$f.log" >&2 || true; done
     die "the edge does not answer (logs: $LOG_DIR/caddy.log, $LOG_DIR/edge.log)"
+  fi
   say "local CA (trust it to reach the edge without warnings): $ca"
 fi
 say "agenthost is up: https://$EDGE_DOMAIN$port_suffix/api  (instances: https://<instance_id>.$EDGE_DOMAIN$port_suffix/; logs: $LOG_DIR, status: supervisorctl -c $SUPERVISOR_CONF status, stop: bash deploy/stop.sh)"
