@@ -103,6 +103,14 @@ down() {
   docker swarm leave --force >/dev/null 2>&1 || true
   ip link del "$HOST_IF" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
+  # This host's firewall rules for the swarm's instance bridge (node-setup.ts): the next swarm's bridge has another name.
+  local chain rule
+  for chain in INPUT DOCKER-USER; do
+    iptables -S "$chain" 2>/dev/null | grep -E -- '--comment "?agenthost:[^ ]*-swarm"? ' | while read -r -a rule; do
+      rule[0]=-D
+      iptables "${rule[@]//\"/}" || true
+    done
+  done
 }
 
 # The worker has no registry to pull from: give it this engine's agenthost images (only the layers it lacks

@@ -233,9 +233,10 @@ export function stackSpecs(o: StackOptions): Spec[] {
         // The same https address through every node's edge, wherever the instance runs.
         INSTANCE_URL_TEMPLATE: `https://{id}.${o.edgeDomain}${o.edgePorts.https === 443 ? '' : `:${o.edgePorts.https}`}`,
         SWARM_JANITOR_IMAGE: o.images.provisioner,
-        // The loop-mounted size-limited volumes and the host firewall are the docker driver's (README).
+        // The loop-mounted size-limited volumes are the docker driver's (README). The host firewall of the instance
+        // bridge is installed on each node by the job that prepares it (services/provisioner/src/swarm/node-setup.ts).
         VOLUME_QUOTA: 'off',
-        FIREWALL: 'off',
+        FIREWALL: 'enforce',
         BACKUP_KEY_FILE: `${SECRET_DIR}/backup-key`,
         BACKUP_DIR: BACKUP_DIR,
       },

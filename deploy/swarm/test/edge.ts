@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { requestVia } from '../../../packages/testkit/src/edge.ts';
 import { nodeAddr } from '../../../services/provisioner/src/swarm/placement.ts';
-import { manager, MANAGER, worker } from './helpers.ts';
+import { EDGE_PORT, manager, MANAGER, worker, WORKER } from './helpers.ts';
 
 // The swarm's HTTPS edge as a user's client meets it: every name under the domain resolves to a node (here the test
 // picks which, as DNS would pick one), and the client trusts the deployment's one CA.
@@ -54,13 +54,18 @@ export function plainVia(url: string, node = MANAGER): Promise<[number, string |
  * `node`, at `to`'s address on that node's instance bridge (from inside `from`'s container, as the agent would).
  */
 export async function agentReaches(node: string, from: string, to: string): Promise<boolean> {
-  const docker = node === MANAGER ? manager : worker;
-  const container = async (id: string) =>
-    (await docker.listContainers({ filters: JSON.stringify({ label: [`agenthost.instance=${id}`], status: ['running'] }) }))[0]!;
-  const [a, b] = await Promise.all([container(from), container(to)]);
-  const ip = Object.values(b.NetworkSettings.Networks)[0]?.IPAddress;
-  const exec = await docker.getContainer(a.Id).exec({
-    Cmd: ['bash', '-c', `timeout 3 bash -c 'exec 3<>/dev/tcp/${ip}/18789' && echo open || echo closed`],
+  const b = await instanceContainer(node, to);
+  return agentConnects(node, from, Object.values(b.NetworkSettings.Networks)[0]!.IPAddress, 18789);
+}
+
+const instanceContainer = async (node: string, id: string) =>
+  (await (node === MANAGER ? manager : worker).listContainers({ filters: JSON.stringify({ label: [`agenthost.instance=${id}`], status: ['running'] }) }))[0]!;
+
+/** Whether the agent of instance `from`, on the node at `node`, opens a TCP connection to ip:port (3 s to answer). */
+export async function agentConnects(node: string, from: string, ip: string, port: number): Promise<boolean> {
+  const a = await instanceContainer(node, from);
+  const exec = await (node === MANAGER ? manager : worker).getContainer(a.Id).exec({
+    Cmd: ['bash', '-c', `timeout 3 bash -c 'exec 3<>/dev/tcp/${ip}/${port}' && echo open || echo closed`],
     AttachStdout: true,
     AttachStderr: true,
   });
@@ -68,4 +73,13 @@ export async function agentReaches(node: string, from: string, to: string): Prom
   const out: Buffer[] = [];
   for await (const chunk of stream) out.push(chunk as Buffer);
   return Buffer.concat(out).toString().includes('open');
+}
+
+/**
+ * What instances reach of the nodes' own addresses (each node's firewall): from one on the worker, the worker's edge
+ * instance port, its HTTPS port and the manager's instance port; from one on the manager, the manager's HTTPS port.
+ */
+export async function nodeReach(onWorker: string, onManager: string): Promise<boolean[]> {
+  const fromWorker = [EDGE_PORT, EDGE_HTTPS_PORT].map((port) => agentConnects(WORKER, onWorker, WORKER, port));
+  return Promise.all([...fromWorker, agentConnects(WORKER, onWorker, MANAGER, EDGE_PORT), agentConnects(MANAGER, onManager, MANAGER, EDGE_HTTPS_PORT)]);
 }

@@ -20,7 +20,7 @@ import {
   WORKER,
 } from './helpers.ts';
 import { chaosUnderLoad } from './chaos.ts';
-import { agentReaches, agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, plainVia, viaEdge } from './edge.ts';
+import { agentReaches, agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, nodeReach, plainVia, viaEdge } from './edge.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
 // and a developer would: every call goes through a node's edge to the gateways.
@@ -97,6 +97,8 @@ describe('agenthost on a two-node swarm', () => {
       const [a, b] = ids.filter((_, i) => nodes[i] === node) as [string, string];
       expect(await agentReaches(node, a, a)).toBe(true);
       expect(await agentReaches(node, a, b)).toBe(false);
+      // Each node's firewall (node-setup.ts): of its node an instance reaches only the edge's instance port; no other node.
+      expect(await nodeReach(ids[nodes.indexOf(WORKER)]!, ids[nodes.indexOf(MANAGER)]!)).toEqual([true, false, false, false]);
       // Live CPU and memory wherever an instance runs (its node's edge reads them from that node's cgroups).
       for (const live of await Promise.all([MANAGER, WORKER].map(async (n) => (await api.get(`/instance/status/${ids[nodes.indexOf(n)]}`)).body)))
         expect([live.memory_usage_mb > 0, live.cpu_usage_percent >= 0], JSON.stringify(live)).toEqual([true, true]);

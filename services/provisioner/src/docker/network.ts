@@ -24,7 +24,7 @@ export const bridgeNameFor = (network: string): string => `ah-${createHash('sha2
  * instance cannot reach another one on it. An existing network with ICC enabled is refused.
  */
 export async function ensureNetwork(engine: DockerEngine, name: string, scope: string): Promise<InstanceNetwork> {
-  let info = await inspect(engine, name);
+  let info = await inspectNetwork(engine, name);
   if (!info) {
     try {
       await engine.run('network create', (abortSignal) =>
@@ -41,7 +41,7 @@ export async function ensureNetwork(engine: DockerEngine, name: string, scope: s
       if (dockerStatus(err) !== 409) throw err; // 409: another replica created it first
     }
     await dedupe(engine, name);
-    info = await inspect(engine, name);
+    info = await inspectNetwork(engine, name);
     if (!info) throw new Error(`network ${name} could not be created`);
   }
   if (info.Driver !== 'bridge') throw new Error(`network ${name} exists but is not a bridge`);
@@ -50,10 +50,13 @@ export async function ensureNetwork(engine: DockerEngine, name: string, scope: s
   const ipam = (info.IPAM?.Config ?? []).find((c) => c.Subnet && !c.Subnet.includes(':'));
   if (!ipam?.Subnet) throw new Error(`network ${name} has no IPv4 subnet`);
   const gatewayIp = ipam.Gateway ?? firstHost(ipam.Subnet);
-  return { name, id: info.Id, bridge: info.Options?.[BRIDGE_NAME] ?? `br-${info.Id.slice(0, 12)}`, gatewayIp, subnet: ipam.Subnet };
+  return { name, id: info.Id, bridge: bridgeOf(info), gatewayIp, subnet: ipam.Subnet };
 }
 
-async function inspect(engine: DockerEngine, name: string): Promise<Docker.NetworkInspectInfo | undefined> {
+/** A bridge network's interface on the host: the name it was given, or Docker's br-<first 12 of its id> (a swarm-scoped one's id is the same on every node). */
+export const bridgeOf = (info: { Id: string; Options?: Record<string, string> }): string => info.Options?.[BRIDGE_NAME] ?? `br-${info.Id.slice(0, 12)}`;
+
+export async function inspectNetwork(engine: DockerEngine, name: string): Promise<Docker.NetworkInspectInfo | undefined> {
   try {
     const info = (await engine.run('network inspect', (abortSignal) =>
       (engine.docker.getNetwork(name) as unknown as { inspect(opts: object): Promise<Docker.NetworkInspectInfo> }).inspect(o({ abortSignal })),

@@ -1,22 +1,23 @@
 import { writeAtVersion } from '@agenthost/shared';
 import { dockerStatus, o, type DockerEngine } from '../docker/engine.ts';
+import { firewallTag } from '../docker/firewall.ts';
+import { bridgeOf, inspectNetwork } from '../docker/network.ts';
 import { runJob, socketOf } from './janitor.ts';
+import type { NodeSetup } from './node-setup.ts';
 
 /** Apart from the docker driver's bridge of the same scope (`INSTANCE_NETWORK`), which a manager's engine may also run. */
 export const instanceNetworkName = (scope: string): string => `${scope}-swarm`;
 const configName = (name: string) => `${name}-config`;
 const readyLabel = (name: string) => `agenthost.network.${name}`;
+/** The port of INSTANCE_GATEWAY_URL (`http://{host}:<port>/api`): the only one an instance may reach on its node. */
+export function edgePortOf(url: string): number {
+  const u = URL.parse(url.replaceAll('{host}', 'node'));
+  if (!u) throw new Error(`swarm: INSTANCE_GATEWAY_URL must be the URL instances reach the API at, http://{host}:<port>/api (it is "${url}")`);
+  return Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+}
 
-const SCRIPT = `
-const http = require('node:http');
-const body = process.argv[1];
-const req = http.request({ socketPath: '/var/run/docker.sock', method: 'POST', path: '/networks/create', headers: { 'content-type': 'application/json' } }, (r) => {
-  r.resume();
-  r.on('end', () => process.exit(r.statusCode === 201 || r.statusCode === 409 ? 0 : 1));
-});
-req.on('error', () => process.exit(1));
-req.end(body);
-`;
+/** The label's value once the node is ready: a node prepared before nodes had a firewall is prepared again. */
+const READY = { firewall: 'firewall-1', open: 'true' };
 
 /**
  * The network swarm instances run on: one bridge on each node with its inter-container switch off (as the
@@ -29,12 +30,23 @@ req.end(body);
  * "config-only" network that must exist on that node, and a manager's Engine API cannot make that one there.
  * So, as for volume removals, a one-shot job on the node makes it through the node's engine, once per node:
  * the node then carries a label saying so. A node joined later gets it before its first instance.
+ *
+ * The same job installs the node's host firewall for the bridge (FIREWALL=enforce, node-setup.ts): the switch
+ * being off keeps instances apart, but the node's own addresses (every port published in host mode there, the
+ * platform's included) and the private network around it are otherwise reachable from every instance on it.
  */
 export class SwarmInstanceNetwork {
   readonly name: string;
   private swarmNetwork: Promise<void> | undefined;
   private readonly nodes = new Map<string, Promise<void>>();
-  private readonly d: { engine: DockerEngine; scope: string; jobImage: string };
+  private bridge: string | undefined;
+  private readonly d: {
+    engine: DockerEngine;
+    scope: string;
+    jobImage: string;
+    /** The host firewall each node gets for the bridge (FIREWALL=enforce): the port instances reach the edge at. Absent: none. */
+    firewall?: { gatewayPort: number };
+  };
 
   constructor(deps: SwarmInstanceNetwork['d']) {
     this.d = deps;
@@ -42,22 +54,39 @@ export class SwarmInstanceNetwork {
   }
 
   /** The network exists in the swarm and on `node`; made when missing. */
-  async ensure(node: string): Promise<void> {
+  ensure(node: string): Promise<void> {
+    return this.onNode(node, false);
+  }
+
+  /** Prepare the node again whatever its label says (a node that came back may have lost its firewall rules). */
+  prepare(node: string): Promise<void> {
+    return this.onNode(node, true);
+  }
+
+  private async onNode(node: string, again: boolean): Promise<void> {
     this.swarmNetwork ??= this.createSwarmNetwork().catch((err) => {
       this.swarmNetwork = undefined;
       throw err;
     });
     await this.swarmNetwork;
     // Asked anew each time (the node's label: one inspect), so a label removed by hand is seen; concurrent asks share one.
-    let onNode = this.nodes.get(node);
-    if (!onNode) {
-      onNode = this.ensureOnNode(node).finally(() => this.nodes.delete(node));
-      this.nodes.set(node, onNode);
+    let running = this.nodes.get(node);
+    if (!running) {
+      running = this.ensureOnNode(node, again).finally(() => this.nodes.delete(node));
+      this.nodes.set(node, running);
     }
-    await onNode;
+    await running;
   }
 
   private async createSwarmNetwork(): Promise<void> {
+    const { engine } = this.d;
+    await this.makeSwarmNetwork();
+    const info = await inspectNetwork(engine, this.name);
+    if (!info) throw new Error(`the swarm network ${this.name} was not found after it was made`);
+    this.bridge = bridgeOf(info);
+  }
+
+  private async makeSwarmNetwork(): Promise<void> {
     const { engine } = this.d;
     try {
       await engine.run('network create', (abortSignal) =>
@@ -78,40 +107,52 @@ export class SwarmInstanceNetwork {
     }
   }
 
-  private async ensureOnNode(node: string): Promise<void> {
-    const { engine, scope, jobImage } = this.d;
+  private async ensureOnNode(node: string, again: boolean): Promise<void> {
+    const { engine, scope, jobImage, firewall } = this.d;
     const label = readyLabel(this.name);
     const info = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal })));
     const labels = info.Spec?.Labels as Record<string, string> | undefined;
-    if (labels?.[label] === 'true') return;
+    const ready = firewall ? READY.firewall : READY.open;
+    if (labels?.[label] === ready && !again) return;
     if (!jobImage) throw new Error(`the instance network is not on node ${node} yet, and SWARM_JANITOR_IMAGE (the image of the job that makes it) is not set`);
     const config = {
       Name: configName(this.name),
       ConfigOnly: true,
       Options: { 'com.docker.network.bridge.enable_icc': 'false' },
     };
+    const setup: NodeSetup = {
+      network: config,
+      ...(firewall ? { firewall: { bridge: this.bridge!, gatewayPort: firewall.gatewayPort, tag: firewallTag(this.name) } } : {}),
+    };
     const made = await runJob(engine, {
       name: `agenthost-network-${node.slice(0, 12)}-${Date.now().toString(36)}`,
       scope,
       node,
       timeoutMs: 60_000,
+      // The firewall's rules are the node's: the job runs in its network namespace, allowed to change them and nothing else.
+      ...(firewall ? { networks: ['host'] } : {}),
       container: {
         Image: jobImage,
         User: '0',
-        Command: ['/usr/local/bin/node', '-e', SCRIPT, JSON.stringify(config)],
+        Command: ['/usr/local/bin/node', 'services/provisioner/src/swarm/node-setup.ts', JSON.stringify(setup)],
         ReadOnly: true,
         CapabilityDrop: ['ALL'],
-        Mounts: [{ Type: 'bind', Source: socketOf(labels), Target: '/var/run/docker.sock' }],
+        ...(firewall ? { CapabilityAdd: ['CAP_NET_ADMIN', 'CAP_NET_RAW'] } : {}),
+        Mounts: [
+          { Type: 'bind', Source: socketOf(labels), Target: '/var/run/docker.sock' },
+          // iptables takes its lock under /run.
+          { Type: 'tmpfs', Target: '/run' },
+        ],
       },
     });
-    if (!made) throw new Error(`the instance network could not be made on node ${node}`);
+    if (!made) throw new Error(`the instance network${firewall ? ' and its firewall' : ''} could not be made on node ${node}`);
     await writeAtVersion(
       async () => {
         const n = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal })));
         return { version: n.Version?.Index as number, spec: n.Spec as { Labels?: Record<string, string> } };
       },
       (version, spec) => engine.run('node update', () => engine.docker.getNode(node).update({ version, ...spec })),
-      (spec) => ({ ...spec, Labels: { ...spec.Labels, [label]: 'true' } }),
+      (spec) => ({ ...spec, Labels: { ...spec.Labels, [label]: ready } }),
     );
   }
 }

@@ -121,7 +121,7 @@ export async function startJob(engine: DockerEngine, job: Job): Promise<string> 
           ...(job.networks ? { Networks: job.networks.map((Target) => ({ Target })) } : {}),
         },
         Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
-        ...(job.networks ? { EndpointSpec: { Mode: 'dnsrr' } } : {}),
+        ...(job.networks && !job.networks.includes('host') ? { EndpointSpec: { Mode: 'dnsrr' } } : {}),
       }) as never,
     ),
   )) as { id?: string; ID?: string };

@@ -7,7 +7,7 @@ import { demux } from '../docker/logs.ts';
 import { LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import { exportInstance, importInstance, LABEL_COPYING, type CopyOps } from './backup-copy.ts';
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
-import { SwarmInstanceNetwork } from './instance-network.ts';
+import { edgePortOf, SwarmInstanceNetwork } from './instance-network.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { managedObjects, watchNodes } from './swarm-objects.ts';
 import { nodeByAddr, pickNode } from './placement.ts';
@@ -45,7 +45,12 @@ export class SwarmInstances implements InstanceRuntime {
 
   constructor(deps: SwarmInstances['d']) {
     this.d = deps;
-    this.network = new SwarmInstanceNetwork({ engine: deps.engine, scope: deps.scope, jobImage: deps.config.SWARM_JANITOR_IMAGE });
+    this.network = new SwarmInstanceNetwork({
+      engine: deps.engine,
+      scope: deps.scope,
+      jobImage: deps.config.SWARM_JANITOR_IMAGE,
+      ...(deps.config.FIREWALL === 'enforce' ? { firewall: { gatewayPort: edgePortOf(deps.config.INSTANCE_GATEWAY_URL) } } : {}),
+    });
   }
 
   private service(id: string) {
@@ -271,7 +276,10 @@ export class SwarmInstances implements InstanceRuntime {
    * that returned; the drainer moves those of a draining node.
    */
   watchNodes(changed: () => void, everyMs = 2000): () => void {
-    return watchNodes(this.d.engine, this.readySince, changed, everyMs);
+    // A node that comes back (its engine restarted, or the machine rebooted and lost its firewall rules) is prepared again.
+    const returned = (node: string) =>
+      void this.network.prepare(node).catch((err: unknown) => this.d.log.warn({ err, node }, 'could not prepare a returning node again'));
+    return watchNodes(this.d.engine, this.readySince, changed, everyMs, returned);
   }
 
   async nodeSettled(row: Pick<InstanceRow, 'node_host'>): Promise<boolean> {

@@ -40,7 +40,13 @@ export async function managedObjects(engine: DockerEngine, scope: string, remove
   return out;
 }
 
-export function watchNodes(engine: DockerEngine, readySince: Map<string, number>, changed: () => void, everyMs: number): () => void {
+export function watchNodes(
+  engine: DockerEngine,
+  readySince: Map<string, number>,
+  changed: () => void,
+  everyMs: number,
+  returned: (node: string) => void = () => {},
+): () => void {
   let last = '';
   let first = true;
   const timer = setInterval(() => {
@@ -51,7 +57,10 @@ export function watchNodes(engine: DockerEngine, readySince: Map<string, number>
         for (const n of nodes) {
           if (n.Status?.State !== 'ready') readySince.delete(n.ID!);
           // Ready when first seen counts as settled; a return seen later counts from now.
-          else if (!readySince.has(n.ID!)) readySince.set(n.ID!, first ? 0 : Date.now());
+          else if (!readySince.has(n.ID!)) {
+            readySince.set(n.ID!, first ? 0 : Date.now());
+            if (!first) returned(n.ID!);
+          }
         }
         first = false;
         const now = nodes
