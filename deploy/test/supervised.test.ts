@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import net from 'node:net';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -16,6 +16,7 @@ const state = mkdtempSync(path.join(os.tmpdir(), 'agenthost-deploy-'));
 let env: NodeJS.ProcessEnv;
 let gatewayPort: number;
 let prometheusPort: number;
+let started = false;
 const conf = path.join(state, 'supervisor', 'supervisord.conf');
 const EDGE_HTTPS = 18746;
 const EDGE_MAX_CONNS = 24;
@@ -53,10 +54,14 @@ beforeAll(async () => {
     ['INSTANCE_SCOPE=deploytest', 'INSTANCE_NETWORK=agenthost-deploytest', 'PORT_RANGE_START=18980', 'PORT_RANGE_END=18989', 'FIREWALL=off'].join('\n'),
   );
   await run('bash', [path.join(repoRoot, 'deploy/start.sh')], { env, maxBuffer: 64 << 20 });
+  started = true;
 }, 600_000);
 
 afterAll(async () => {
   await run('bash', [path.join(repoRoot, 'deploy/stop.sh')], { env }).catch(() => {});
+  // A start that failed leaves its logs with the run's (the state directory goes): the log scan reads them too.
+  if (!started && existsSync(path.join(state, 'log')))
+    cpSync(path.join(state, 'log'), path.join(repoRoot, '.test-logs', 'supervised-start-failed'), { recursive: true });
   rmSync(state, { recursive: true, force: true });
 }, 120_000);
 
