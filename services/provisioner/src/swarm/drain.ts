@@ -129,7 +129,14 @@ export class Drainer {
   /** The copy is on the new node: the row follows, the instance starts there (or stays stopped), the old volume goes. */
   private async land(row: InstanceRow, from: string, target: { id: string; addr: string }, restart: boolean, token: string | undefined): Promise<boolean> {
     const { db, engine, runtime, instances, config, scope, log } = this.d;
-    // Started before the instance leaves the node (see startVolumeRemoval); its script waits for the volume to be free.
+    const moved = await db
+      .updateTable('instances')
+      .set({ node_host: target.addr, updated_at: new Date() })
+      .where('id', '=', row.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    // Started once the row has moved (a database fault before that leaves the instance where it was, with its data)
+    // and before the instance leaves the node (see startVolumeRemoval); its script waits for the volume to be free.
     // An engine fault here must not stop the move: the removal is then started after it, as a last try.
     const removal = { node: from, volume: volumeName(row.id), image: config.SWARM_JANITOR_IMAGE, scope, timeoutMs: 90_000 };
     const early = config.SWARM_JANITOR_IMAGE
@@ -138,12 +145,6 @@ export class Drainer {
           return undefined;
         })
       : undefined;
-    const moved = await db
-      .updateTable('instances')
-      .set({ node_host: target.addr, updated_at: new Date() })
-      .where('id', '=', row.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
     if (restart) {
       await instances.lifecycle.recreateLocked(moved);
     } else {
