@@ -30,8 +30,9 @@ async function updateNode(docker: Docker, id: string, change: (spec: NodeSpec) =
 }
 
 /**
- * Instance services pinned to the node, and the provisioner's jobs there (volume copies and removals): those need
- * the node active too. A move starts the old volume's removal before the instance's service leaves the node.
+ * Instance services pinned to the node, and the provisioner's jobs there (its preparation, volume copies and
+ * removals): those need the node active too. A move starts the old volume's removal before the instance's service
+ * leaves the node.
  */
 async function instancesOn(docker: Docker, nodeId: string): Promise<string[]> {
   const pinned = async (label: string) =>
@@ -49,11 +50,11 @@ export async function drainNode(docker: Docker, ref: string, timeoutMs: number, 
   for (;;) {
     const left = await instancesOn(docker, node.ID!);
     if (!left.length) break;
-    if (left.length !== last) log(`${left.length} instance(s) or volume job(s) still on ${ref}, moving`);
+    if (left.length !== last) log(`${left.length} instance(s) or job(s) of ours still on ${ref}, moving`);
     last = left.length;
     if (Date.now() > end)
       throw new Error(
-        `${left.length} instance(s) or volume job(s) still on ${ref} after ${Math.round(timeoutMs / 1000)} s (see the provisioner's log); the node stays labelled draining`,
+        `${left.length} instance(s) or job(s) of ours still on ${ref} after ${Math.round(timeoutMs / 1000)} s (see the provisioner's log); the node stays labelled draining`,
       );
     await new Promise((r) => setTimeout(r, 2000));
   }

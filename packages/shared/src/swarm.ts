@@ -16,8 +16,8 @@ export const pinnedNode = (constraints: string[] | undefined): string | undefine
 export const DRAIN_LABEL = 'agenthost.drain';
 
 /**
- * On the provisioner's one-shot job services (volume copies and removals, pinned to a node): the provisioner sweeps
- * those a dead replica left, and `drain` keeps a node active while any is there.
+ * On the provisioner's one-shot job services (a node's preparation, volume copies and removals, each pinned to a
+ * node): the provisioner sweeps those a dead replica left, and `drain` keeps a node active while any is there.
  */
 export const JOB_SERVICE_LABEL = 'agenthost.janitor';
 

@@ -117,6 +117,9 @@ export class SwarmInstanceNetwork {
     if (!jobImage) throw new Error(`the instance network is not on node ${node} yet, and SWARM_JANITOR_IMAGE (the image of the job that makes it) is not set`);
     const config = {
       Name: configName(this.name),
+      // The engine makes a second local network of the same name otherwise (409 instead: it is there already); every
+      // new swarm and every return of a node would add one.
+      CheckDuplicate: true,
       ConfigOnly: true,
       Options: { 'com.docker.network.bridge.enable_icc': 'false' },
     };
