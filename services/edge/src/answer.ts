@@ -9,6 +9,9 @@ type Code = keyof typeof ERROR_CODES;
 /** Answered with the keeper's verdict: 204 + this header = proxy there; anything else goes to the client as is. */
 export const UPSTREAM_HEADER = 'x-agenthost-upstream';
 
+/** What Caddy asks after it could not connect to the agent the keeper named (caddy-config.ts, errorRoutes). */
+export const STALE_ROUTE_PATH = '/route/stale';
+
 /**
  * What Caddy asks for every request to an instance host (its Host header is the client's): 204 with the agent's
  * address when the instance runs, otherwise the answer the client gets, in the API's error shape. Listens on a unix
@@ -28,6 +31,15 @@ export function answerServer(keeper: RouteKeeper, domain: string, opts: { activi
     const id = host.endsWith(suffix) ? host.slice(0, -suffix.length) : '';
     if (!keeper.ready) return error(res, 'SERVICE_UNAVAILABLE', { message: 'The edge is starting; retry shortly', retryAfter: 1 });
     let route = keeper.get(id);
+    if (route && req.url === STALE_ROUTE_PATH) {
+      // The agent named before did not take the connection (nothing was sent to it): the route may be older than the
+      // instance's state, say a container just stopped for sleep whose event is on its way. Read it again; the same
+      // running address again means the agent itself does not answer.
+      const tried = route.upstream;
+      await keeper.refresh(id);
+      route = keeper.get(id);
+      if (route?.status === 'running' && route.upstream === tried) return error(res, 'INSTANCE_UNREACHABLE', { retryAfter: 2 });
+    }
     if (!route) return error(res, 'INSTANCE_NOT_FOUND');
     opts.activity?.touch(id);
     if (route.status === 'sleeping') {

@@ -1,5 +1,5 @@
 import { ERROR_CODES } from '@agenthost/shared';
-import { UPSTREAM_HEADER } from './answer.ts';
+import { STALE_ROUTE_PATH, UPSTREAM_HEADER } from './answer.ts';
 import { adminSocket, dataDir, keeperSocket, type EdgeSettings } from './settings.ts';
 
 // Caddy's JSON configuration (https://caddyserver.com/docs/json/), loaded once when Caddy starts and never changed
@@ -39,42 +39,44 @@ function instanceRoutes(s: EdgeSettings): Json {
   return {
     '@id': `${BASE_ID_PREFIX}instances`,
     match: [{ host: [`*.${s.EDGE_DOMAIN}`] }],
-    handle: [
-      HSTS,
+    handle: [HSTS, viaKeeper(s, '/route')],
+    terminal: true,
+  };
+}
+
+/** Ask the keeper at `uri` for the request's route, and proxy there on its 204. */
+function viaKeeper(s: EdgeSettings, uri: string): Json {
+  return {
+    handler: 'reverse_proxy',
+    upstreams: [{ dial: `unix/${keeperSocket(s)}` }],
+    rewrite: { method: 'GET', uri },
+    headers: { request: { delete: ['Authorization', 'Cookie', 'Upgrade', 'Connection', 'Sec-WebSocket-Key', 'Sec-WebSocket-Protocol'] } },
+    // The keeper holds its answer while a sleeping instance wakes.
+    transport: { protocol: 'http', dial_timeout: '1s', response_header_timeout: `${s.EDGE_WAKE_TIMEOUT_SECONDS + 5}s` },
+    handle_response: [
       {
-        handler: 'reverse_proxy',
-        upstreams: [{ dial: `unix/${keeperSocket(s)}` }],
-        rewrite: { method: 'GET', uri: '/route' },
-        headers: { request: { delete: ['Authorization', 'Cookie', 'Upgrade', 'Connection', 'Sec-WebSocket-Key', 'Sec-WebSocket-Protocol'] } },
-        // The keeper holds its answer while a sleeping instance wakes.
-        transport: { protocol: 'http', dial_timeout: '1s', response_header_timeout: `${s.EDGE_WAKE_TIMEOUT_SECONDS + 5}s` },
-        handle_response: [
+        match: { status_code: [204] },
+        routes: [
           {
-            match: { status_code: [204] },
-            routes: [
+            handle: [
+              { handler: 'request_body', max_size: s.EDGE_BODY_LIMIT_BYTES },
               {
-                handle: [
-                  { handler: 'request_body', max_size: s.EDGE_BODY_LIMIT_BYTES },
-                  {
-                    handler: 'reverse_proxy',
-                    upstreams: [{ dial: '{http.reverse_proxy.header.X-Agenthost-Upstream}' }],
-                    // Idle connections to agents are closed soon: an open one counts as traffic for idle sleep (activity.ts).
-                    transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s`, keep_alive: { idle_timeout: '5s' } },
-                    // No forwarded-client headers: an agent that does not trust its proxy refuses such traffic (OpenClaw
-                    // does), and trusting the bridge's address would trust everything else on this host too. The
-                    // agent checks the browser's Origin against the instance's public address instead.
-                    headers: { request: { delete: [UPSTREAM_HEADER, 'X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host'] } },
-                    // Streamed answers (server-sent events) are passed on as they come.
-                    flush_interval: -1,
-                  },
-                ],
+                handler: 'reverse_proxy',
+                upstreams: [{ dial: '{http.reverse_proxy.header.X-Agenthost-Upstream}' }],
+                // Idle connections to agents are closed soon: an open one counts as traffic for idle sleep (activity.ts).
+                transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s`, keep_alive: { idle_timeout: '5s' } },
+                // No forwarded-client headers: an agent that does not trust its proxy refuses such traffic (OpenClaw
+                // does), and trusting the bridge's address would trust everything else on this host too. The
+                // agent checks the browser's Origin against the instance's public address instead.
+                headers: { request: { delete: [UPSTREAM_HEADER, 'X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host'] } },
+                // Streamed answers (server-sent events) are passed on as they come.
+                flush_interval: -1,
               },
             ],
           },
         ],
       },
     ],
-    terminal: true,
   };
 }
 
@@ -156,7 +158,7 @@ export function baseConfig(s: EdgeSettings): Json {
             idle_timeout: `${s.EDGE_IDLE_TIMEOUT_SECONDS}s`,
             max_header_bytes: 64 * 1024,
             routes,
-            errors: { routes: errorRoutes(domain, keeperSocket(s), s.EDGE_HTTPS_PORT) },
+            errors: { routes: errorRoutes(s) },
             // ACME's HTTP challenge cannot issue a wildcard: with ACME, unknown instance hosts get no certificate.
             // With ACME, the wildcard (which needs a DNS challenge) is skipped: each instance host gets its own
             // certificate on demand, once the keeper says it is an instance.
@@ -225,15 +227,20 @@ function instanceListener(s: EdgeSettings, listen: (port: number) => string): Js
 }
 
 /** What the edge answers when a handler failed: never Caddy's empty page, always the API's error shape. */
-function errorRoutes(domain: string, keeper: string, port: number): Json[] {
+function errorRoutes(s: EdgeSettings): Json[] {
+  const keeper = keeperSocket(s);
   return [
-    ...requestErrorRoutes(port),
-    { match: [{ host: [domain] }], handle: [apiUnavailable()] },
+    ...requestErrorRoutes(s.EDGE_HTTPS_PORT),
+    { match: [{ host: [s.EDGE_DOMAIN] }], handle: [apiUnavailable()] },
     // The route keeper is not running (its socket is named in the dial error).
     {
       match: [{ vars_regexp: { '{http.error.message}': { pattern: keeper.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') } } }],
       handle: [errorAnswer('SERVICE_UNAVAILABLE', { message: 'Instances cannot be reached through the edge right now; retry shortly', retryAfter: 1 })],
     },
+    // The agent did not take the connection, so nothing of the request was sent: the keeper reads the route again and
+    // the request goes where it says (a container stopped for sleep just before its event: held and woken). Once
+    // only: a failure here is Caddy's to answer, and the keeper answers the same address with INSTANCE_UNREACHABLE.
+    { match: [{ host: [`*.${s.EDGE_DOMAIN}`], vars_regexp: { '{http.error.message}': { pattern: '^dial tcp ' } } }], handle: [viaKeeper(s, STALE_ROUTE_PATH)] },
     { handle: [errorAnswer('INSTANCE_UNREACHABLE', { retryAfter: 2 })] },
   ];
 }

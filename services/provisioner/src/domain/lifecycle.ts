@@ -114,6 +114,7 @@ export class InstanceLifecycle {
     await this.d.repo.markStopping(row.id, 'sleeping');
     await this.d.pause('sleeping');
     await this.d.runtime.stop(row.id);
+    await this.d.pause('slept');
     await this.d.repo.markStopped(row.id, undefined, true);
     this.d.stats.forget(row.id);
   }
@@ -123,14 +124,16 @@ export class InstanceLifecycle {
    * credentials). Idempotent: an instance that is not asleep is only reported, so every held request may ask.
    */
   async wake(id: string): Promise<{ instance_id: string; status: InstanceRow['status'] }> {
+    // Going to sleep (its container being stopped) counts as asleep: the wake waits for the sleep's lock.
+    const asleep = (r: InstanceRow) => r.status === 'sleeping' || r.step === 'sleeping';
     const seen = await this.d.repo.byId(id);
     if (!seen || seen.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
-    if (seen.status !== 'sleeping') return { instance_id: id, status: seen.status };
+    if (!asleep(seen)) return { instance_id: id, status: seen.status };
     this.d.engine.assertUp();
     return this.d.locks.with(id, async () => {
       const row = await this.d.repo.byId(id);
       if (!row || row.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
-      if (row.status !== 'sleeping') return { instance_id: id, status: row.status };
+      if (!asleep(row)) return { instance_id: id, status: row.status };
       await this.d.images.assertPresent(row.image_digest ?? row.image);
       await this.recreateLocked(row);
       this.d.log.info({ instance_id: id }, 'instance woken by a request');
