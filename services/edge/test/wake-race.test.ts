@@ -59,7 +59,10 @@ async function sleepingInstance(name: string, pauses: number) {
   await waitFor(`${id} running`, async () => (await statusOf(id)) === 'running', 60_000, 250);
   await waitFor('the instance through the edge', async () => (await edge.request(`${c.body.url}/`)).status === 200, 30_000, 250);
   // Idle, its container is stopped; the sleep waits there with the row still running.
-  const paused = () => provisioner().lines().filter((l) => l.includes('"fault_pause"')).length;
+  const paused = () =>
+    provisioner()
+      .lines()
+      .filter((l) => l.includes('"fault_pause"')).length;
   await waitFor('the sleep paused after the stop', async () => paused() === pauses, 60_000, 50);
   expect((await docker('inspect', '-f', '{{.State.Running}}', `agenthost-${id}`)).trim()).toBe('false');
   expect(await statusOf(id)).toBe('running');
