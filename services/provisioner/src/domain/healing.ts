@@ -88,12 +88,22 @@ export class SelfHealing {
       this.terminated.delete(e.id);
       for (const [c, at] of this.terminated) if (Date.now() - at > STOP_MEMORY_MS) this.terminated.delete(c);
       if (!id) return;
-      const handled = termAt !== undefined && Date.now() - termAt < STOP_MEMORY_MS ? this.stoppedOutside(id, e.id) : this.crashed(id, e.id);
+      const handled = this.ownStop(id).then((own) =>
+        own ? false : termAt !== undefined && Date.now() - termAt < STOP_MEMORY_MS ? this.stoppedOutside(id, e.id) : this.crashed(id, e.id),
+      );
       void handled.catch((err) => this.d.log.warn({ instance_id: id, err: describe(err) }, 'could not handle a crash; the reconciler will'));
     });
   }
 
-  /** Stopped through the engine, not by us: failed with that reason, never restarted (its owner starts it). */
+  /**
+   * The provisioner is stopping this instance itself (a stop, a sleep or a delete, under the instance's lock, which
+   * may be held as long as the agent takes to exit): its death is that operation's, nothing to wait for or handle.
+   */
+  private async ownStop(instanceId: string): Promise<boolean> {
+    const row = await this.d.db.selectFrom('instances').select(['step', 'deleting_at']).where('id', '=', instanceId).executeTakeFirst();
+    return !row || row.deleting_at !== null || row.step === 'stopping' || row.step === 'sleeping' || row.step === 'deleting';
+  }
+
   private async stoppedOutside(instanceId: string, containerId: string): Promise<boolean> {
     const { db, locks } = this.d;
     const done = await locks.with(instanceId, async () => {

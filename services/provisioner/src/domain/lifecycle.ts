@@ -130,15 +130,19 @@ export class InstanceLifecycle {
     if (!seen || seen.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
     if (!asleep(seen)) return { instance_id: id, status: seen.status };
     this.d.engine.assertUp();
-    return this.d.locks.with(id, async () => {
-      const row = await this.d.repo.byId(id);
-      if (!row || row.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
-      if (!asleep(row)) return { instance_id: id, status: row.status };
-      await this.d.images.assertPresent(row.image_digest ?? row.image);
-      await this.recreateLocked(row);
-      this.d.log.info({ instance_id: id }, 'instance woken by a request');
-      return { instance_id: id, status: 'provisioning' as const };
-    });
+    return this.d.locks.with(
+      id,
+      async () => {
+        const row = await this.d.repo.byId(id);
+        if (!row || row.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
+        if (!asleep(row)) return { instance_id: id, status: row.status };
+        await this.d.images.assertPresent(row.image_digest ?? row.image);
+        await this.recreateLocked(row);
+        this.d.log.info({ instance_id: id }, 'instance woken by a request');
+        return { instance_id: id, status: 'provisioning' as const };
+      },
+      WAKE_LOCK_WAIT_MS,
+    );
   }
 
   /** Stop an instance's container without changing its row (the readiness watcher, for an agent that never became ready). */
@@ -273,5 +277,11 @@ export function assertNotUpgrading(row: InstanceRow): void {
     );
   }
 }
+
+/**
+ * A wake waits this long for the instance's lock: the edge holds the request meanwhile (its wake request waits 30 s),
+ * and the sleep it may be waiting for lasts up to STOP_TIMEOUT_SECONDS (an agent that ignores SIGTERM).
+ */
+const WAKE_LOCK_WAIT_MS = 20_000;
 
 const conflict = (verb: string, status: string) => new AppError('INSTANCE_STATE_CONFLICT', `Cannot ${verb} an instance that is ${status}`);
