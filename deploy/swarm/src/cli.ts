@@ -5,6 +5,7 @@
 //   node deploy/swarm/src/cli.ts rebalance                   spread services left on one node after a node was away
 //   node deploy/swarm/src/cli.ts drain <node>                move its instances (with their data), then drain it
 //   node deploy/swarm/src/cli.ts activate <node>             put it back in service and spread the services again
+//   node deploy/swarm/src/cli.ts doctor [--json]             audit every instance and node (exit 1 on drift)
 //   node deploy/swarm/src/cli.ts down [--volumes]            remove the stack (and its volumes on this node)
 // Environment: DOCKER_HOST (a manager), AGENTHOST_STATE (secret material, default /var/lib/agenthost),
 // EDGE_DOMAIN (agenthost.localhost), EDGE_HTTPS_PORT (443) and EDGE_HTTP_PORT (80) for users, EDGE_PORT (8080: the
@@ -30,6 +31,7 @@ import {
   waitConverged,
 } from './apply.ts';
 import { busPublicKeys, ensureMaterial, NATS_NODES } from './material.ts';
+import { runDoctor } from './doctor.ts';
 import { activateNode, drainNode } from './nodes.ts';
 import { NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
 
@@ -223,11 +225,15 @@ async function activate(args: string[]): Promise<void> {
   await spread();
 }
 
+async function doctor(args: string[]): Promise<void> {
+  process.exitCode = await runDoctor(docker, `${STACK}-provisioner`, args);
+}
+
 const [cmd, ...rest] = process.argv.slice(2);
-const commands: Record<string, (a: string[]) => Promise<void>> = { up, scale, status, down, rebalance: spread, drain, activate };
+const commands: Record<string, (a: string[]) => Promise<void>> = { up, scale, status, down, rebalance: spread, drain, activate, doctor };
 const run = cmd ? commands[cmd] : undefined;
 if (!run) {
-  process.stderr.write('usage: cli.ts up|scale|status|rebalance|drain|activate|down (see the top of deploy/swarm/src/cli.ts)\n');
+  process.stderr.write('usage: cli.ts up|scale|status|rebalance|drain|activate|doctor|down (see the top of deploy/swarm/src/cli.ts)\n');
   process.exit(2);
 }
 try {

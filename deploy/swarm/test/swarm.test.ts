@@ -20,6 +20,7 @@ import {
   WORKER,
 } from './helpers.ts';
 import { chaosUnderLoad } from './chaos.ts';
+import { doctorSeesDrift } from './doctor.ts';
 import { agentReaches, agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, nodeReach, plainVia, viaEdge } from './edge.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
@@ -37,9 +38,7 @@ beforeAll(async () => {
   );
 }, 1_200_000);
 
-afterAll(async () => {
-  await saveServiceLogs();
-}, 120_000);
+afterAll(() => saveServiceLogs(), 120_000);
 
 describe('agenthost on a two-node swarm', () => {
   it('runs gateway ×2, auth ×2, billing-chain ×1, provisioner ×2, keyvault ×2 and NATS ×3, across both nodes, every image started without a pull', async () => {
@@ -155,6 +154,7 @@ describe('agenthost on a two-node swarm', () => {
         30_000,
         1000,
       );
+      await doctorSeesDrift(onWorker.instance_id, WORKER);
     } catch (err) {
       // Leave nothing behind for the next run on this machine (the assertions below run only on success).
       for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});

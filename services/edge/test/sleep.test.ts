@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+import { recordSecret, signIn, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, docker, testNetwork } from '../../provisioner/test/helpers.ts';
+import { sleepStack } from './sleep-stack.ts';
 
 // Idle sleep and wake, end to end: the stand-in agent behind the real edge (Caddy and its route keeper), the
 // provisioner on the real engine. Pro instances sleep after IDLE seconds without traffic here; enterprise never does.
@@ -41,23 +42,13 @@ async function createRunning(s: Session, name: string) {
 
 beforeAll(async () => {
   await cleanupDocker(network);
-  stack = await startStack({
-    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
-    devchain: true,
-    serviceEnv: {
-      provisioner: provisionerEnv({
-        network,
-        ports: [18716, 18719],
-        extra: {
-          INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`,
-          SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: IDLE, pro: IDLE, enterprise: 0 }),
-          SLEEP_CHECK_INTERVAL_SECONDS: '1',
-        },
-      }),
-      gateway: gatewayEnv,
-    },
-  });
-  edge = await startEdge(stack, { httpsPort: HTTPS, httpPort: HTTP, env: { EDGE_ACTIVITY_SECONDS: '1', EDGE_WAKE_TIMEOUT_SECONDS: '45' } });
+  ({ stack, edge } = await sleepStack({
+    network,
+    ports: [18716, 18719],
+    edgePorts: { https: HTTPS, http: HTTP },
+    idle: { free: IDLE, pro: IDLE, enterprise: 0 },
+    edge: { EDGE_WAKE_TIMEOUT_SECONDS: '45' },
+  }));
   [owner, big] = await Promise.all([signIn(stack.api), signIn(stack.api)]);
   await subscribe(stack, owner, { tier: 'pro' });
   await subscribe(stack, big, { tier: 'enterprise' });

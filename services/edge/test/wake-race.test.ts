@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+import { recordSecret, signIn, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
+import { cleanupDocker, docker, testNetwork } from '../../provisioner/test/helpers.ts';
+import { sleepStack } from './sleep-stack.ts';
 
 // A request that reaches the edge while its route is older than the instance: the idle sleep stopped the container
 // and the edge has not heard yet. The provisioner pauses (FAULT_PAUSE_AT=slept) right after the stop, before the row
@@ -23,24 +24,14 @@ const logged = (lines: string[], ...parts: string[]) => lines.some((l) => parts.
 
 beforeAll(async () => {
   await cleanupDocker(network);
-  stack = await startStack({
-    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
-    devchain: true,
-    serviceEnv: {
-      provisioner: provisionerEnv({
-        network,
-        ports: [18720, 18722],
-        extra: {
-          INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${HTTPS}`,
-          SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ pro: IDLE }),
-          SLEEP_CHECK_INTERVAL_SECONDS: '1',
-          FAULT_PAUSE_AT: 'slept',
-        },
-      }),
-      gateway: gatewayEnv,
-    },
-  });
-  edge = await startEdge(stack, { httpsPort: HTTPS, httpPort: HTTP, env: { EDGE_ACTIVITY_SECONDS: '1', EDGE_RESYNC_SECONDS: '3600' } });
+  ({ stack, edge } = await sleepStack({
+    network,
+    ports: [18720, 18722],
+    edgePorts: { https: HTTPS, http: HTTP },
+    idle: { pro: IDLE },
+    provisioner: { FAULT_PAUSE_AT: 'slept' },
+    edge: { EDGE_RESYNC_SECONDS: '3600' },
+  }));
   owner = await signIn(stack.api);
   await subscribe(stack, owner, { tier: 'pro' });
 }, 240_000);

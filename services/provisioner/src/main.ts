@@ -3,7 +3,7 @@ import { contracts, endpoint, ensureEventStream, publishEvent, request, runServi
 import { provisionerConfig } from './config.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { ProvisionerDB } from './db/schema.ts';
-import { describe, DockerEngine } from './docker/engine.ts';
+import { apiAtLeast, describe, DockerEngine } from './docker/engine.ts';
 import { ContainerEvents } from './docker/events.ts';
 import { CredentialHandoff } from './docker/handoff.ts';
 import { startedByAReplica } from './domain/own-starts.ts';
@@ -292,8 +292,3 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     };
   },
 });
-
-function apiAtLeast(version: string, major: number, minor: number): boolean {
-  const [a = 0, b = 0] = version.split('.').map(Number);
-  return a > major || (a === major && b >= minor);
-}

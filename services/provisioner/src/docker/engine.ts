@@ -205,3 +205,9 @@ export async function ignoreGone<T>(p: Promise<T>): Promise<T | undefined> {
     throw err;
   }
 }
+
+/** The engine's API version (e.g. "1.41") is at least major.minor. */
+export function apiAtLeast(version: string, major: number, minor: number): boolean {
+  const [a = 0, b = 0] = version.split('.').map(Number);
+  return a > major || (a === major && b >= minor);
+}

@@ -1,5 +1,4 @@
 import { readdir } from 'node:fs/promises';
-import http from 'node:http';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import type { Kysely } from 'kysely';
@@ -7,29 +6,17 @@ import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { firewallTag, hostDnsServers, hostSubnets, missingFirewallRules } from '../docker/firewall.ts';
 import { containerName, LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
-import { auditContainer, type Finding, type Intent } from './checks.ts';
-
-export interface DoctorReport {
-  /** The provisioner scope (label value and database) audited. */
-  scope: string;
-  ok: boolean;
-  instances: number;
-  /** Differences from what the provisioner intended: any one makes the doctor exit non-zero. */
-  drift: Finding[];
-  /** States worth knowing that are no drift: failed instances, agents waiting for their restart, operations in progress. */
-  notes: Finding[];
-}
-
-const BUSY_STEPS = new Set(['leased', 'container', 'recreating', 'stopping', 'deleting']);
+import { auditContainer, busy, healthy, imageLookup, type DoctorReport, type Finding, type Intent } from './checks.ts';
+import { auditSwarm } from './swarm-audit.ts';
 
 /**
  * Audit every instance of one provisioner (its scope on the engine, its rows in the database) and the instance
- * network and host firewall it keeps: the docker driver's. Reads only; the fixes are printed, never applied.
+ * network and host firewall it keeps (the docker driver's; swarm-audit.ts the swarm's). Reads only; the fixes are
+ * printed, never applied.
  */
 export async function audit(d: { config: ProvisionerConfig; db: Kysely<ProvisionerDB>; docker: Docker }): Promise<DoctorReport> {
   const { config, db, docker } = d;
-  if (config.PROVISIONER_DRIVER !== 'docker')
-    throw new Error('the doctor audits the docker driver (PROVISIONER_DRIVER=docker); swarm instances are not audited yet');
+  if (config.PROVISIONER_DRIVER === 'swarm') return auditSwarm(d);
   const scope = config.INSTANCE_SCOPE || config.INSTANCE_NETWORK;
   const drift: Finding[] = [];
   const notes: Finding[] = [];
@@ -79,26 +66,11 @@ export async function audit(d: { config: ProvisionerConfig; db: Kysely<Provision
       });
   }
 
-  const images = new Map<string, Docker.ImageInspectInfo | undefined>();
-  const image = async (ref: string) => {
-    if (!images.has(ref))
-      images.set(
-        ref,
-        await docker
-          .getImage(ref)
-          .inspect()
-          .catch(() => undefined),
-      );
-    return images.get(ref);
-  };
+  const image = imageLookup(docker);
   for (const row of rows) {
-    if (row.deleting_at || BUSY_STEPS.has(row.step)) {
-      notes.push({
-        instance_id: row.id,
-        check: 'operation',
-        problem: `an operation is in progress (step ${row.step})`,
-        fix: 'none: run the doctor again once it is done',
-      });
+    const working = busy(row);
+    if (working) {
+      notes.push(working);
       continue;
     }
     const info = await docker
@@ -106,7 +78,8 @@ export async function audit(d: { config: ProvisionerConfig; db: Kysely<Provision
       .inspect()
       .catch(() => undefined);
     if (!info) {
-      drift.push({
+      // A failed one without a container is what the reconciler recorded (its reason says so): its owner's to restart.
+      (row.status === 'failed' ? notes : drift).push({
         instance_id: row.id,
         check: 'container',
         problem: `the ${row.status} instance has no container`,
@@ -208,16 +181,4 @@ async function auditHealth(row: InstanceRow, info: Docker.ContainerInspectInfo, 
   } else if (row.status === 'failed') {
     notes.push({ instance_id: row.id, check: 'health', problem: `failed: ${row.failure_reason ?? 'no reason recorded'}`, fix: logs });
   }
-}
-
-function healthy(host: string, port: number): Promise<boolean> {
-  const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
-  return new Promise((resolve) => {
-    const req = http.get({ host: h, port, path: '/healthz', timeout: 3000, agent: false }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(false));
-  });
 }

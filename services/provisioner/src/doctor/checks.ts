@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import http from 'node:http';
 import type Docker from 'dockerode';
 import type { InstanceRow } from '../db/schema.ts';
 import { AGENT_PORT, AGENT_USER, containerName, LABEL_INSTANCE, LABEL_MANAGED, LABEL_SCOPE, LABEL_USER, TOKEN_ENV } from '../docker/spec.ts';
@@ -9,6 +10,18 @@ export interface Finding {
   check: string;
   problem: string;
   fix: string;
+}
+
+/** What the doctor found: drift fails it. */
+export interface DoctorReport {
+  /** The provisioner scope (label value and database) audited. */
+  scope: string;
+  ok: boolean;
+  instances: number;
+  /** Differences from what the provisioner intended: any one makes the doctor exit non-zero. */
+  drift: Finding[];
+  /** States worth knowing that are no drift: failed instances, agents waiting for their restart, operations in progress. */
+  notes: Finding[];
 }
 
 /** What the provisioner intends for every container of its scope (from its configuration). */
@@ -100,40 +113,94 @@ export function auditContainer(row: InstanceRow, c: Docker.ContainerInspectInfo,
   const otherPorts = Object.keys(h.PortBindings ?? {}).filter((p) => p !== `${AGENT_PORT}/tcp`);
   if (otherPorts.length) drift('published port', `also publishes ${otherPorts.join(', ')}`);
 
-  out.push(...auditSecrets(row, c, image, intent));
+  out.push(...auditSecrets(row, c.Config, image, intent, recreate(id)));
   return out;
 }
 
-/** No agenthost credential in the container's environment, labels or command; the token is the instance's own. */
-function auditSecrets(row: InstanceRow, c: Docker.ContainerInspectInfo, image: Docker.ImageInspectInfo | undefined, intent: Intent): Finding[] {
+/** What an instance's container is configured with (a container's Config, or a swarm service's ContainerSpec). */
+export interface InstanceConfig {
+  Env?: string[];
+  Labels?: Record<string, string>;
+  Entrypoint?: string | string[];
+  Cmd?: string[];
+}
+
+/**
+ * No agenthost credential in the instance's environment, labels or command; the token is the instance's own.
+ * `recreateFix`: how the instance is made again from the intended spec (per driver).
+ */
+export function auditSecrets(row: InstanceRow, c: InstanceConfig, image: Docker.ImageInspectInfo | undefined, intent: Intent, recreateFix: string): Finding[] {
   const out: Finding[] = [];
   const id = row.id;
-  const fix = `${recreate(id)}; then rotate the exposed credential`;
+  const fix = `${recreateFix}; then rotate the exposed credential`;
   const imageEnv = new Set(image?.Config?.Env ?? []);
   const allowed = new Set([...OWN_ENV, ...intent.extraEnv]);
-  for (const entry of c.Config.Env ?? []) {
+  for (const entry of c.Env ?? []) {
     const eq = entry.indexOf('=');
     const key = entry.slice(0, eq);
     const value = entry.slice(eq + 1);
     if (key === TOKEN_ENV) {
       if (createHash('sha256').update(value).digest('hex') !== row.access_token_hash)
-        out.push({ instance_id: id, check: 'token', problem: `${TOKEN_ENV} is not the instance's access token`, fix: recreate(id) });
+        out.push({ instance_id: id, check: 'token', problem: `${TOKEN_ENV} is not the instance's access token`, fix: recreateFix });
       continue;
     }
     if (SECRET_NAME.test(key) || SECRET_VALUE.some((p) => p.test(value)))
       out.push({ instance_id: id, check: 'secrets', problem: `environment variable ${key} holds a credential`, fix });
     else if (!allowed.has(key) && !imageEnv.has(entry))
-      out.push({ instance_id: id, check: 'environment', problem: `environment variable ${key} was not set by the provisioner`, fix: recreate(id) });
+      out.push({ instance_id: id, check: 'environment', problem: `environment variable ${key} was not set by the provisioner`, fix: recreateFix });
   }
   const imageLabels = image?.Config?.Labels ?? {};
-  for (const [key, value] of Object.entries(c.Config.Labels ?? {})) {
+  for (const [key, value] of Object.entries(c.Labels ?? {})) {
     if (SECRET_VALUE.some((p) => p.test(value)) || SECRET_NAME.test(key.toUpperCase()))
       out.push({ instance_id: id, check: 'secrets', problem: `label ${key} holds a credential`, fix });
     else if (!OWN_LABELS.has(key) && imageLabels[key] !== value)
-      out.push({ instance_id: id, check: 'labels', problem: `label ${key} was not set by the provisioner`, fix: recreate(id) });
+      out.push({ instance_id: id, check: 'labels', problem: `label ${key} was not set by the provisioner`, fix: recreateFix });
   }
-  for (const arg of [...(c.Config.Entrypoint ?? []), ...(c.Config.Cmd ?? [])] as string[]) {
+  for (const arg of [c.Entrypoint ?? [], c.Cmd ?? []].flat()) {
     if (SECRET_VALUE.some((p) => p.test(arg))) out.push({ instance_id: id, check: 'secrets', problem: 'the command line holds a credential', fix });
   }
   return out;
+}
+
+/** Steps of an operation in progress: its instance is noted, not audited. */
+const BUSY_STEPS = new Set(['leased', 'container', 'recreating', 'stopping', 'sleeping', 'deleting']);
+
+/** The note for an instance an operation is working on (it is not audited then), or undefined. */
+export function busy(row: InstanceRow): Finding | undefined {
+  if (!row.deleting_at && !BUSY_STEPS.has(row.step)) return undefined;
+  return {
+    instance_id: row.id,
+    check: 'operation',
+    problem: `an operation is in progress (step ${row.step})`,
+    fix: 'none: run the doctor again once it is done',
+  };
+}
+
+/** Inspects images by reference, each once per audit (undefined: not on this engine). */
+export function imageLookup(docker: Docker): (ref: string) => Promise<Docker.ImageInspectInfo | undefined> {
+  const images = new Map<string, Promise<Docker.ImageInspectInfo | undefined>>();
+  return (ref) => {
+    let p = images.get(ref);
+    if (!p) {
+      p = docker
+        .getImage(ref)
+        .inspect()
+        .catch(() => undefined);
+      images.set(ref, p);
+    }
+    return p;
+  };
+}
+
+/** The agent answers GET /healthz at host:port. */
+export function healthy(host: string, port: number): Promise<boolean> {
+  const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return new Promise((resolve) => {
+    const req = http.get({ host: h, port, path: '/healthz', timeout: 3000, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+  });
 }

@@ -4,7 +4,8 @@ import { provisionerConfig } from '../config.ts';
 import type { ProvisionerDB } from '../db/schema.ts';
 import { migrations } from '../db/migrations/index.ts';
 import { DockerEngine } from '../docker/engine.ts';
-import { audit, type DoctorReport } from './audit.ts';
+import { audit } from './audit.ts';
+import type { DoctorReport } from './checks.ts';
 
 /**
  * `agenthost doctor [--json]`: audits one provisioner's instances (its configuration: the environment the

@@ -8,7 +8,8 @@ import type { NodeSetup } from './node-setup.ts';
 /** Apart from the docker driver's bridge of the same scope (`INSTANCE_NETWORK`), which a manager's engine may also run. */
 export const instanceNetworkName = (scope: string): string => `${scope}-swarm`;
 const configName = (name: string) => `${name}-config`;
-const readyLabel = (name: string) => `agenthost.network.${name}`;
+/** The node label that says the node is prepared for instances (the doctor reads it too). */
+export const readyLabel = (name: string) => `agenthost.network.${name}`;
 /** The port of INSTANCE_GATEWAY_URL (`http://{host}:<port>/api`): the only one an instance may reach on its node. */
 export function edgePortOf(url: string): number {
   const u = URL.parse(url.replaceAll('{host}', 'node'));
@@ -17,7 +18,7 @@ export function edgePortOf(url: string): number {
 }
 
 /** The label's value once the node is ready: a node prepared before nodes had a firewall is prepared again. */
-const READY = { firewall: 'firewall-1', open: 'true' };
+export const READY = { firewall: 'firewall-1', open: 'true' };
 
 /**
  * The network swarm instances run on: one bridge on each node with its inter-container switch off (as the

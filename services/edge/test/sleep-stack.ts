@@ -1,0 +1,40 @@
+import { startEdge, startStack, type Edge, type Stack } from '@agenthost/testkit';
+import { gatewayEnv, provisionerEnv } from '../../provisioner/test/helpers.ts';
+
+/**
+ * The system of an idle-sleep suite: the services on a devchain, the provisioner with instances at https URLs of the
+ * edge and `idle` seconds of sleep per tier (checked every second), and the edge reporting traffic every second.
+ */
+export async function sleepStack(o: {
+  network: string;
+  ports: [number, number];
+  edgePorts: { https: number; http: number };
+  idle: Record<string, number>;
+  provisioner?: Record<string, string>;
+  edge?: Record<string, string>;
+}): Promise<{ stack: Stack; edge: Edge }> {
+  const stack = await startStack({
+    services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
+    devchain: true,
+    serviceEnv: {
+      provisioner: provisionerEnv({
+        network: o.network,
+        ports: o.ports,
+        extra: {
+          INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${o.edgePorts.https}`,
+          SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify(o.idle),
+          SLEEP_CHECK_INTERVAL_SECONDS: '1',
+          ...o.provisioner,
+        },
+      }),
+      gateway: gatewayEnv,
+    },
+  });
+  try {
+    const edge = await startEdge(stack, { httpsPort: o.edgePorts.https, httpPort: o.edgePorts.http, env: { EDGE_ACTIVITY_SECONDS: '1', ...o.edge } });
+    return { stack, edge };
+  } catch (err) {
+    await stack.stop(); // the suite's afterAll has no stack to stop yet
+    throw err;
+  }
+}
