@@ -153,10 +153,17 @@ export class LeaseLedger {
    * already reclaimed returns nothing (the reclaimer gave them back). Resolves to `used` after, if returned.
    */
   async giveBack(w: LeasedWindow, n: number): Promise<number | undefined> {
+    // The counter's row is locked first, as a lease locks it (counter, then lease): in the other order a give-back
+    // and a lease of the same window (a tier change gives back while the next request leases) deadlocked.
     const r = await sql<{ used: number }>`
-      with l as (
+      with c as (
+        select 1 from usage_counters
+        where user_id = ${w.userId} and "window" = ${w.kind} and window_start = ${new Date(w.start)}
+        for update
+      ), l as (
         update usage_leases set granted = granted - ${n}::bigint
         where replica_id = ${this.replicaId} and user_id = ${w.userId} and "window" = ${w.kind} and window_start = ${new Date(w.start)}
+          and exists (select 1 from c)
         returning 1
       )
       update usage_counters set used = greatest(used - ${n}::bigint, 0)
