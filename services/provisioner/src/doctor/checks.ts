@@ -113,7 +113,7 @@ export function auditContainer(row: InstanceRow, c: Docker.ContainerInspectInfo,
   const otherPorts = Object.keys(h.PortBindings ?? {}).filter((p) => p !== `${AGENT_PORT}/tcp`);
   if (otherPorts.length) drift('published port', `also publishes ${otherPorts.join(', ')}`);
 
-  out.push(...auditSecrets(row, c.Config, image, intent, recreate(id)));
+  out.push(...auditSecrets(row, c.Config, image, intent.extraEnv, recreate(id)));
   return out;
 }
 
@@ -127,14 +127,21 @@ export interface InstanceConfig {
 
 /**
  * No agenthost credential in the instance's environment, labels or command; the token is the instance's own.
- * `recreateFix`: how the instance is made again from the intended spec (per driver).
+ * `extraEnv`: INSTANCE_EXTRA_ENV_JSON's names (allowed); `recreateFix`: how the instance is made again from the
+ * intended spec (per driver).
  */
-export function auditSecrets(row: InstanceRow, c: InstanceConfig, image: Docker.ImageInspectInfo | undefined, intent: Intent, recreateFix: string): Finding[] {
+export function auditSecrets(
+  row: InstanceRow,
+  c: InstanceConfig,
+  image: Docker.ImageInspectInfo | undefined,
+  extraEnv: string[],
+  recreateFix: string,
+): Finding[] {
   const out: Finding[] = [];
   const id = row.id;
   const fix = `${recreateFix}; then rotate the exposed credential`;
   const imageEnv = new Set(image?.Config?.Env ?? []);
-  const allowed = new Set([...OWN_ENV, ...intent.extraEnv]);
+  const allowed = new Set([...OWN_ENV, ...extraEnv]);
   for (const entry of c.Env ?? []) {
     const eq = entry.indexOf('=');
     const key = entry.slice(0, eq);

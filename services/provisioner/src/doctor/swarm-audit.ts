@@ -4,7 +4,7 @@ import { pinnedNode } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
 import { AGENT_PORT, AGENT_USER, LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
-import { instanceNetworkName, READY, readyLabel } from '../swarm/instance-network.ts';
+import { instanceNetworkName, readyLabel, readyValue } from '../swarm/instance-network.ts';
 import { nodeAddr } from '../swarm/placement.ts';
 import { serviceName, volumeName } from '../swarm/spec.ts';
 import { apiAtLeast } from '../docker/engine.ts';
@@ -66,7 +66,7 @@ export async function auditSwarm(d: { config: ProvisionerConfig; db: Kysely<Prov
     drift.push({ check: 'network', problem: `the instance network ${network} does not exist`, fix: 'restart the provisioner: it makes the network again' });
 
   const label = readyLabel(network);
-  const ready = config.FIREWALL === 'enforce' ? READY.firewall : READY.open;
+  const ready = readyValue(config.FIREWALL === 'enforce');
   const nodeOf = new Map(nodes.map((n) => [nodeAddr(n), n]));
   for (const n of nodes) {
     if (n.Spec?.Labels?.[label] === ready) continue;
@@ -105,7 +105,7 @@ export async function auditSwarm(d: { config: ProvisionerConfig; db: Kysely<Prov
         row,
         { Env: cs.Env, Labels: { ...svc.Spec.Labels, ...cs.Labels }, Entrypoint: cs.Command, Cmd: cs.Args },
         undefined,
-        { network, publishHost: '', extraEnv: Object.keys(config.INSTANCE_EXTRA_ENV_JSON) },
+        Object.keys(config.INSTANCE_EXTRA_ENV_JSON),
         recreate,
       ),
     );

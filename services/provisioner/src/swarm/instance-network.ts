@@ -18,7 +18,7 @@ export function edgePortOf(url: string): number {
 }
 
 /** The label's value once the node is ready: a node prepared before nodes had a firewall is prepared again. */
-export const READY = { firewall: 'firewall-1', open: 'true' };
+export const readyValue = (firewall: boolean): string => (firewall ? 'firewall-1' : 'true');
 
 /**
  * The network swarm instances run on: one bridge on each node with its inter-container switch off (as the
@@ -113,7 +113,7 @@ export class SwarmInstanceNetwork {
     const label = readyLabel(this.name);
     const info = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal })));
     const labels = info.Spec?.Labels as Record<string, string> | undefined;
-    const ready = firewall ? READY.firewall : READY.open;
+    const ready = readyValue(firewall !== undefined);
     if (labels?.[label] === ready && !again) return;
     if (!jobImage) throw new Error(`the instance network is not on node ${node} yet, and SWARM_JANITOR_IMAGE (the image of the job that makes it) is not set`);
     const config = {
