@@ -33,7 +33,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 # nats-server from Debian 13 (2.10), bookworm's own (2.9.10) left a killed server a stale replica of a replicated
-# stream (README, "Run across machines"). Only that package comes from trixie, fetched with a source list of its
+# stream (docs/deploy/swarm.md). Only that package comes from trixie, fetched with a source list of its
 # own: the machine's apt sources stay as they are. It is one static binary; it needs only bookworm's libc.
 if ! nats-server --version 2>/dev/null | grep -q 'v2\.1[0-9]\.'; then
   say "installing nats-server 2.10 (Debian 13's package)"
@@ -70,6 +70,6 @@ cd "$REPO_DIR"
 pnpm install --frozen-lockfile --reporter=silent 2>/dev/null || pnpm install --reporter=silent
 
 # The dashboard is built here, at install time, so that start.sh serves it and test.sh's browser tests find it:
-# static files under packages/dashboard/dist, which the gateway serves at / (README, "Dashboard").
+# static files under packages/dashboard/dist, which the gateway serves at / (docs/dashboard.md).
 say "building the dashboard"
 pnpm --filter @agenthost/dashboard run build >/dev/null

@@ -28,7 +28,7 @@ export async function loadConfig(): Promise<ChainConfig> {
   };
   let { program_id, treasury, prices } = c;
   if (!program_id || !treasury || !prices) {
-    // devchain publishes these; a real cluster's are set in the gateway's configuration (README, "Dashboard").
+    // devchain publishes these; a real cluster's are set in the gateway's configuration (docs/dashboard.md).
     const res = await fetch(c.solana_rpc_url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -1,4 +1,4 @@
-/** A small DOM builder: the dashboard uses no framework (see README, "Dashboard"), so views are plain functions. */
+/** A small DOM builder: the dashboard uses no framework (docs/dashboard.md), so views are plain functions. */
 export type Child = Node | string | number | null | undefined | false | Child[];
 type Props = Record<string, unknown>;
 

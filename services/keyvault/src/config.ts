@@ -36,7 +36,7 @@ export const keyvaultConfig = baseConfig
     MASTER_KEY_ENCRYPTION: masterKey,
     /** Id of the current master key, recorded in every ciphertext it seals. */
     MASTER_KEY_ID: z.string().regex(KID_RE, 'must be 1-32 letters, digits, dot, underscore or hyphen').default('k1'),
-    /** Other master keys that can still open what they sealed: JSON {"<id>":"<base64>"} (see README, rotation). */
+    /** Other master keys that can still open what they sealed: JSON {"<id>":"<base64>"} (docs/decisions/0036-keys.md: rotation). */
     MASTER_KEYS_PREVIOUS: previousKeys,
     /** Instance authentication failures allowed per source IP / per instance id in one window, then 429. */
     INSTANCE_AUTH_MAX_FAILURES_PER_IP: configInt(20),

@@ -259,7 +259,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         }
         stats.start();
         // Credentials by stdin, volume sizes and the volume quota need the instance's own engine: the docker
-        // driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see README.)
+        // driver's. (Swarm: credentials are swarm secrets; the rest is not measured yet, see docs/deploy/swarm.md.)
         if (!swarm) {
           handoff.listen(containerEvents);
           healing?.listen(containerEvents);

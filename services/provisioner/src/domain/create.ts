@@ -41,7 +41,7 @@ export class InstanceCreator {
     if (input.subscription_cancelled) throw new AppError('SUBSCRIPTION_CANCELLED');
     const limits = this.d.tiers[input.tier];
     const image = `${imageRepo}:${version}`;
-    // Pinned: the instance runs the image the version names now, whatever the tag names later (README, Decisions).
+    // Pinned: the instance runs the image the version names now, whatever the tag names later (docs/decisions/0026-pinned-images-and-upgrades.md).
     const digest = await this.d.images.resolve(image);
     this.d.keysUrl(); // the instance network must be ready (503 otherwise)
 

@@ -23,7 +23,7 @@ export function compareVersions(a: string, b: string): number {
 /**
  * The images instances run. Nothing is ever pulled: an image must exist locally (a wrong version is the caller's
  * error). A version resolves to a digest, the local image ID (sha256 of the image's config): a content digest
- * that a rebuilt tag does not keep (README, Decisions: "pinned images").
+ * that a rebuilt tag does not keep (docs/decisions/0026-pinned-images-and-upgrades.md).
  */
 export class LocalImages {
   private readonly seen = new Map<string, { at: number; id: string }>();

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 // Pinned images and upgrades. An instance records the image its version resolved to at create (image_digest: the
-// local image ID, see README "Decisions"), and its containers are created from that ID, so a rebuilt tag never
+// local image ID, docs/decisions/0026-pinned-images-and-upgrades.md), and its containers are created from that ID, so a rebuilt tag never
 // changes a running instance on a restart. An upgrade (POST /instance/upgrade) keeps what it moves away from in
 // upgrade_from_* until the agent is ready on the new image; upgrade_to_version is its target; upgrade_state says how it went (upgrading, upgraded,
 // rolled_back with upgrade_reason). The status outbox carries the upgrade with its event: note_status_change is
