@@ -32,7 +32,8 @@ stdout_logfile_backups=5
 EOC
 }
 
-# Prometheus with deploy/observability's configuration and alert rules, scraping the targets start.sh wrote.
+# Prometheus with deploy/observability's configuration and alert rules, scraping the targets start.sh wrote. It
+# starts with an empty environment: supervisord's own holds start.sh's (the database's admin URL among it).
 OBSERVABILITY_DIR="$AGENTHOST_STATE/observability"
 prometheus_section() {
   # As Debian's own unprivileged prometheus user when the package made one (it owns the data directory).
@@ -41,7 +42,7 @@ prometheus_section() {
   cat <<EOC
 [program:prometheus]
 $user
-command=prometheus --config.file=$OBSERVABILITY_DIR/prometheus.yml --storage.tsdb.path=$OBSERVABILITY_DIR/data --web.listen-address=127.0.0.1:$PROMETHEUS_PORT --storage.tsdb.retention.time=15d
+command=env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin prometheus --config.file=$OBSERVABILITY_DIR/prometheus.yml --storage.tsdb.path=$OBSERVABILITY_DIR/data --web.listen-address=127.0.0.1:$PROMETHEUS_PORT --storage.tsdb.retention.time=15d
 autostart=false
 autorestart=true
 startsecs=3
@@ -108,7 +109,9 @@ ensure_supervisor() {
     supervisorctl_ update >/dev/null
   else
     say "starting supervisord"
-    supervisord -c "$SUPERVISOR_CONF"
+    # supervisord opens its own log before it applies the umask of its configuration: started under that umask,
+    # supervisord.log is 0640 from the start, as every log it writes or rotates.
+    (umask 027 && supervisord -c "$SUPERVISOR_CONF")
     wait_for 15 supervisor_running || die "supervisord did not start (see $LOG_DIR/supervisord.log)"
   fi
 }

@@ -4,7 +4,7 @@
 # services and the gateway under supervisord (a crashed process is started again within seconds).
 # Prints the API URL when the gateway answers and every backend is ready. Running it again applies
 # changed settings: every service is restarted.
-# Configuration: environment variables, or $AGENTHOST_STATE/agenthost.env (see README).
+# Configuration: environment variables, or $AGENTHOST_STATE/agenthost.env (docs/configuration.md).
 source "$(dirname "$0")/env.sh"
 source "$DEPLOY_DIR/services.sh"
 [ -f "$AGENTHOST_STATE/agenthost.env" ] && set -a && source "$AGENTHOST_STATE/agenthost.env" && set +a
@@ -23,6 +23,8 @@ ensure_secret auth-jwt.pem openssl genpkey -algorithm ed25519 >/dev/null
 # backends are given its public key); keyvault opens the provider keys the gateway seals to its public key.
 ensure_secret gateway-assertion.pem openssl genpkey -algorithm ed25519 >/dev/null
 ensure_secret keyvault-seal.pem openssl genpkey -algorithm x25519 >/dev/null
+# billing-chain seals the keeper's Solana secret key in its schema under this key (base64 of 32 bytes; billing-chain's alone).
+ensure_secret billing-data-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
 # The last 32 bytes of a public key's DER form are the raw key: base64 of them is how public keys are configured.
 raw_public_key() { openssl pkey -in "$AGENTHOST_STATE/secrets/$1" -pubout -outform DER | tail -c 32 | base64; }
 
@@ -33,6 +35,19 @@ for s in "${SERVICES[@]}" gateway devchain edge; do
   id "$u" >/dev/null 2>&1 || useradd --system --gid agenthost --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin "$u"
   [ -f "$NATS_AUTH_DIR/$s.nk" ] && chown "$u":root "$NATS_AUTH_DIR/$s.nk" && chmod 400 "$NATS_AUTH_DIR/$s.nk"
 done
+# The gateway's socket for the edge (GATEWAY_EDGE_SOCKET): X-Forwarded-For is believed there, so only Caddy (the edge's
+# user, alone in group agenthost-edge) and the gateway reach its directory; the socket takes the directory's group.
+getent group agenthost-edge >/dev/null || groupadd --system agenthost-edge
+usermod -a -G agenthost-edge "$(service_user edge)"
+install -d -o "$(service_user gateway)" -g agenthost-edge -m 2750 "$RUN_DIR/gateway"
+GATEWAY_EDGE_SOCKET="$RUN_DIR/gateway/edge.sock"
+# The gateway listens on loopback and on the instance bridge's address (the host interface the provisioner names
+# after INSTANCE_NETWORK), never on the other interfaces: the edge is the only public door.
+INSTANCE_BRIDGE=$(cd "$REPO_DIR/services/provisioner" && node --input-type=module -e "
+  const { provisionerConfig } = await import('./src/config.ts');
+  const { bridgeNameFor } = await import('./src/docker/network.ts');
+  console.log(bridgeNameFor(provisionerConfig.shape.INSTANCE_NETWORK.parse(process.env.INSTANCE_NETWORK || undefined)));
+") || die "invalid INSTANCE_NETWORK"
 # The identities' directory is traversable (each seed is readable by its own user only); the CA is public.
 chmod 711 "$NATS_AUTH_DIR" "$NATS_AUTH_DIR/tls"
 chmod 644 "$NATS_AUTH_DIR/tls/ca.pem"
@@ -40,6 +55,7 @@ chmod 711 "$AGENTHOST_STATE/secrets"
 chown "$(service_user auth)":root "$AGENTHOST_STATE/secrets/auth-jwt.pem" && chmod 400 "$AGENTHOST_STATE/secrets/auth-jwt.pem"
 chown "$(service_user gateway)":root "$AGENTHOST_STATE/secrets/gateway-assertion.pem" && chmod 400 "$AGENTHOST_STATE/secrets/gateway-assertion.pem"
 chown "$(service_user keyvault)":root "$AGENTHOST_STATE/secrets/keyvault-seal.pem" && chmod 400 "$AGENTHOST_STATE/secrets/keyvault-seal.pem"
+chown "$(service_user billing-chain)":root "$AGENTHOST_STATE/secrets/billing-data-key" && chmod 400 "$AGENTHOST_STATE/secrets/billing-data-key"
 
 programs=()
 if [ -z "${SOLANA_RPC_URL:-}" ]; then
@@ -61,7 +77,7 @@ INSTANCE_URL_TEMPLATE="${INSTANCE_URL_TEMPLATE:-$default_url}"
 mkdir -p "$EDGE_DIR/data"
 chown -R "$(service_user edge)":agenthost "$EDGE_DIR" && chmod 750 "$EDGE_DIR"
 EDGE_DOMAIN="$EDGE_DOMAIN" EDGE_HTTPS_PORT="$EDGE_HTTPS_PORT" EDGE_HTTP_PORT="$EDGE_HTTP_PORT" EDGE_DATA_DIR="$EDGE_DIR/data" \
-  EDGE_ADMIN_SOCKET="$EDGE_DIR/admin.sock" EDGE_KEEPER_SOCKET="$EDGE_DIR/keeper.sock" EDGE_GATEWAYS="127.0.0.1:$GATEWAY_PORT" \
+  EDGE_ADMIN_SOCKET="$EDGE_DIR/admin.sock" EDGE_KEEPER_SOCKET="$EDGE_DIR/keeper.sock" EDGE_GATEWAYS="unix/$GATEWAY_EDGE_SOCKET" \
   node "$REPO_DIR/services/edge/src/write-config.ts" >"$EDGE_DIR/caddy.json.new" || die "invalid edge settings"
 mv -f "$EDGE_DIR/caddy.json.new" "$EDGE_DIR/caddy.json" && chmod 644 "$EDGE_DIR/caddy.json"
 source "$DEPLOY_DIR/edge-limit.sh"
@@ -70,6 +86,9 @@ edge_limit_on
 # What this start decided, for deploy/run-service.sh (which supervisord runs for every (re)start).
 (umask 077; cat >"$RUN_DIR/services.env" <<EOV
 GATEWAY_PORT=$GATEWAY_PORT
+GATEWAY_HOST=${GATEWAY_HOST:-127.0.0.1}
+GATEWAY_INSTANCE_BRIDGE=$INSTANCE_BRIDGE
+GATEWAY_EDGE_SOCKET=$GATEWAY_EDGE_SOCKET
 DEVCHAIN_PORT=$DEVCHAIN_PORT
 SOLANA_RPC_URL=$SOLANA_RPC_URL
 GATEWAY_ASSERTION_PUBLIC_KEYS=$(raw_public_key gateway-assertion.pem)
@@ -81,7 +100,7 @@ EDGE_HTTP_PORT=$EDGE_HTTP_PORT
 EDGE_DATA_DIR=$EDGE_DIR/data
 EDGE_ADMIN_SOCKET=$EDGE_DIR/admin.sock
 EDGE_KEEPER_SOCKET=$EDGE_DIR/keeper.sock
-EDGE_GATEWAYS=127.0.0.1:$GATEWAY_PORT
+EDGE_GATEWAYS=unix/$GATEWAY_EDGE_SOCKET
 EOV
 )
 

@@ -25,6 +25,7 @@ export const FILE_SECRETS = [
   'KEYVAULT_SEAL_PRIVATE_KEY',
   'BACKUP_KEY',
   'BACKUP_S3_SECRET_ACCESS_KEY',
+  'BILLING_DATA_KEY',
 ] as const;
 
 function withFileSecrets(env: Record<string, string | undefined>): { env: Record<string, string | undefined>; problems: string[] } {

@@ -62,6 +62,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     GATEWAY_ASSERTION_PUBLIC_KEYS: busKeys().assertionPublic,
     KEYVAULT_SEAL_PRIVATE_KEY: busKeys().sealPem,
     KEYVAULT_SEAL_PUBLIC_KEY: busKeys().sealPublic,
+    // billing-chain seals the keeper key it generates under this key (its alone, as deploy/start.sh's billing-data-key).
+    BILLING_DATA_KEY: randomBytes(32).toString('base64'),
     ...(chain ? { SOLANA_RPC_URL: chain.url, SUBSCRIPTION_PROGRAM_ID: chain.programId, TREASURY: chain.treasury } : {}),
     // Suites sign in many users from one address (127.0.0.1); the sign-in limits have their own suite
     // (services/gateway/test/sign-in-limits.test.ts), which sets small ones.
@@ -73,9 +75,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   };
   // Each process gets only its own NATS identity, its own database role (env may still override them)
   // and only its own secrets: the master key and the seal key go to keyvault alone, the signing key to auth
-  // alone, the assertion key to the gateway alone.
+  // alone, the assertion key to the gateway alone, the data key to billing-chain alone.
   const envFor = (name: ServiceName | 'gateway', extra: Record<string, string> = {}) => {
-    const { MASTER_KEY_ENCRYPTION, AUTH_JWT_PRIVATE_KEY, GATEWAY_ASSERTION_PRIVATE_KEY, KEYVAULT_SEAL_PRIVATE_KEY, ...shared } = env;
+    const { MASTER_KEY_ENCRYPTION, AUTH_JWT_PRIVATE_KEY, GATEWAY_ASSERTION_PRIVATE_KEY, KEYVAULT_SEAL_PRIVATE_KEY, BILLING_DATA_KEY, ...shared } = env;
     return {
       ...nats.envFor(name),
       DATABASE_URL: db.urlFor(name),
@@ -84,6 +86,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       ...(name === 'keyvault' && KEYVAULT_SEAL_PRIVATE_KEY ? { KEYVAULT_SEAL_PRIVATE_KEY } : {}),
       ...(name === 'gateway' && GATEWAY_ASSERTION_PRIVATE_KEY ? { GATEWAY_ASSERTION_PRIVATE_KEY } : {}),
       ...(name === 'auth' && AUTH_JWT_PRIVATE_KEY ? { AUTH_JWT_PRIVATE_KEY } : {}),
+      ...(name === 'billing-chain' && BILLING_DATA_KEY ? { BILLING_DATA_KEY } : {}),
       ...opts.serviceEnv?.[name],
       ...extra,
     };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { baseConfig, configBool, configInt } from '@agenthost/shared';
+import { atRestKey, baseConfig, configBool, configInt } from '@agenthost/shared';
 
 export const billingConfig = baseConfig.extend({
   /** Solana JSON-RPC endpoint (devchain locally). */
@@ -16,6 +16,14 @@ export const billingConfig = baseConfig.extend({
   POLL_INTERVAL_SECONDS: z.coerce.number().positive().default(10),
   /** Fee payer and caller of renew: base58 secret key or a JSON byte array. Empty: generated once, kept in the billing schema. */
   KEEPER_SECRET_KEY: z.string().default(''),
+  /**
+   * base64 of 32 bytes (or BILLING_DATA_KEY_FILE): seals the generated keeper key in the billing schema. Empty: a key
+   * derived from billing-chain's NATS identity seed. deploy/start.sh makes $AGENTHOST_STATE/secrets/billing-data-key.
+   */
+  BILLING_DATA_KEY: z
+    .string()
+    .default('')
+    .refine((v) => v === '' || 'key' in atRestKey(v), 'must be base64 of 32 bytes (e.g. `openssl rand -base64 32`)'),
   /** Ask the RPC for an airdrop when the keeper runs low (devchain/devnet only; mainnet refuses). */
   KEEPER_AIRDROP: configBool(true),
   /** Every RPC call gives up after this long: an unreachable chain is a fast 503, never a hang. */

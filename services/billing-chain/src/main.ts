@@ -1,19 +1,23 @@
 import bs58 from 'bs58';
-import { Keypair } from '@solana/web3.js';
+import type { Keypair } from '@solana/web3.js';
 import type { Kysely } from 'kysely';
-import { contracts, decode, endpoint, ensureEventStream, publishEvent, runService, type Logger } from '@agenthost/shared';
+import { contracts, decode, endpoint, ensureEventStream, loadConfig, publishEvent, runService, type Logger } from '@agenthost/shared';
 import { billingConfig, type BillingConfig } from './config.ts';
 import type { BillingDB } from './db/schema.ts';
 import { migrations } from './db/migrations/index.ts';
 import { ChainClient, parseSecretKey } from './domain/chain.ts';
 import { Jobs } from './domain/jobs.ts';
+import { billingDataKey, generatedKeeperKey, KeeperKeyError } from './domain/keeper-key.ts';
 import { Subscriptions } from './domain/subscriptions.ts';
+
+// The data key is needed before the schema is migrated (a keeper key kept in clear by an older version is sealed then).
+const dataKey = billingDataKey(loadConfig(billingConfig));
 
 await runService<typeof billingConfig, BillingDB>({
   name: 'billing-chain',
   version: '1.0.0',
   config: billingConfig,
-  db: { schema: 'billing', migrations },
+  db: { schema: 'billing', migrations: migrations(dataKey) },
   async build({ config, db, log, nc }) {
     const program = await programConfig(config, log);
     const chain = new ChainClient({
@@ -123,12 +127,11 @@ async function programConfig(config: BillingConfig, log: Logger): Promise<{ prog
 async function keeperKey(config: BillingConfig, db: Kysely<BillingDB>, log: Logger): Promise<Keypair> {
   if (config.KEEPER_SECRET_KEY) return parseSecretKey(config.KEEPER_SECRET_KEY, (s) => bs58.decode(s));
   log.warn('KEEPER_SECRET_KEY is not set: using the generated development keeper key');
-  const fresh = Keypair.generate();
-  await db
-    .insertInto('keeper_keys')
-    .values({ id: 1, secret_key: bs58.encode(fresh.secretKey) })
-    .onConflict((c) => c.doNothing())
-    .execute();
-  const row = await db.selectFrom('keeper_keys').select('secret_key').where('id', '=', 1).executeTakeFirstOrThrow();
-  return Keypair.fromSecretKey(bs58.decode(row.secret_key));
+  try {
+    return await generatedKeeperKey(db, dataKey);
+  } catch (err) {
+    if (!(err instanceof KeeperKeyError)) throw err;
+    process.stderr.write(`invalid configuration:\n  - ${err.message}\n`);
+    process.exit(2);
+  }
 }

@@ -34,6 +34,6 @@ export interface BillingDB {
   cursors: { name: string; signature: string; slot: number; updated_at: Generated<Date> };
   /** Leader leases so one replica at a time runs the pick-up and the keeper. */
   leases: { name: string; holder: string; expires_at: Date };
-  /** The generated development keeper key (only when KEEPER_SECRET_KEY is not set). */
-  keeper_keys: { id: number; secret_key: string; created_at: Generated<Date> };
+  /** The generated development keeper key (only when KEEPER_SECRET_KEY is not set), sealed (domain/keeper-key.ts). */
+  keeper_keys: { id: number; sealed_key: string; created_at: Generated<Date> };
 }

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { hkdfSync } from 'node:crypto';
 
 /**
  * The key that seals what the gateway keeps in its schema and that holds a secret: webhook signing secrets (they must
@@ -11,20 +11,4 @@ export function gatewayDataKey(config: { GATEWAY_DATA_KEY?: string | undefined; 
   if (!config.GATEWAY_ASSERTION_PRIVATE_KEY) return undefined;
   // The info label is the one the first (webhooks-only) version used, so secrets sealed by it still open.
   return Buffer.from(hkdfSync('sha256', Buffer.from(config.GATEWAY_ASSERTION_PRIVATE_KEY), 'agenthost webhooks', 'webhook secrets v1', 32));
-}
-
-/** AES-256-GCM; `aad` binds the sealed text to its row (an endpoint id, a user and key), so it opens nowhere else. */
-export function sealText(key: Buffer, text: string, aad: string): string {
-  const iv = randomBytes(12);
-  const c = createCipheriv('aes-256-gcm', key, iv).setAAD(Buffer.from(aad));
-  const ct = Buffer.concat([c.update(text, 'utf8'), c.final()]);
-  return Buffer.concat([iv, c.getAuthTag(), ct]).toString('base64');
-}
-
-/** Throws when the text was sealed under another key or for another row, or was altered. */
-export function openText(key: Buffer, sealed: string, aad: string): string {
-  const raw = Buffer.from(sealed, 'base64');
-  const d = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12)).setAAD(Buffer.from(aad));
-  d.setAuthTag(raw.subarray(12, 28));
-  return Buffer.concat([d.update(raw.subarray(28)), d.final()]).toString('utf8');
 }

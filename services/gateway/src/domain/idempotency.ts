@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { GatewayDB } from '../db/schema.ts';
-import { openText, sealText } from './data-key.ts';
+import { openAtRest, sealAtRest } from '@agenthost/shared';
 
 export interface KeptAnswer {
   fingerprint: string;
@@ -62,7 +62,7 @@ export class IdempotencyStore {
     const kept: KeptAnswer = { fingerprint: row.fingerprint, startedAt: row.started_at, status: row.status, body: null };
     if (row.body === null) return kept;
     try {
-      kept.body = openText(this.key, row.body, aad(userId, key));
+      kept.body = openAtRest(this.key, row.body, aad(userId, key));
     } catch {
       kept.unreadable = true;
     }
@@ -70,7 +70,7 @@ export class IdempotencyStore {
   }
 
   async complete(userId: string, key: string, status: number, body: string): Promise<void> {
-    const sealed = sealText(this.key, body, aad(userId, key));
+    const sealed = sealAtRest(this.key, body, aad(userId, key));
     await this.db.updateTable('idempotency_keys').set({ status, body: sealed }).where('user_id', '=', userId).where('key', '=', key).execute();
   }
 
