@@ -10,6 +10,8 @@ export * from './nats/endpoint.ts';
 export * from './nats/request.ts';
 export * from './nats/assertion.ts';
 export * from './seal.ts';
+export * from './at-rest.ts';
+export * from './token-hash.ts';
 export * from './nats/events.ts';
 export * from './nats/permissions.ts';
 export * from './nats/setup.ts';

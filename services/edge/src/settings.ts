@@ -28,7 +28,10 @@ export const edgeSettings = z.object({
   EDGE_ASK_PORT: configInt(9180),
   /** Caddy's data: certificates, and the local CA (pki/authorities/local/root.crt). */
   EDGE_DATA_DIR: z.string().default(''),
-  /** The gateway replicas (host:port, comma-separated). */
+  /**
+   * The gateway replicas (host:port, comma-separated), or unix/<path> of the gateway's socket for the edge
+   * (GATEWAY_EDGE_SOCKET; deploy/start.sh): the gateway believes X-Forwarded-For only there.
+   */
   EDGE_GATEWAYS: z
     .string()
     .default('127.0.0.1:8080')
@@ -38,7 +41,7 @@ export const edgeSettings = z.object({
         .map((s) => s.trim())
         .filter(Boolean),
     )
-    .pipe(z.array(hostPort).min(1)),
+    .pipe(z.array(z.union([hostPort, z.string().regex(/^unix\/\/\S+$/, 'must be host:port or unix/<absolute path>')])).min(1)),
   /**
    * The gateway replicas by DNS instead (host:port, every address the name has, read again each second): on the swarm,
    * `tasks.agenthost-gateway:8080`. Set, it replaces EDGE_GATEWAYS.
@@ -50,11 +53,13 @@ export const edgeSettings = z.object({
    */
   EDGE_INSTANCE_PORT: configInt(0),
   /**
-   * The local CA's root certificate and key (PEM files). Set, every edge that has them issues under the same root, so
-   * a client that trusts it is served by any of them (the swarm); empty: Caddy makes its own root in its data.
+   * The local CA's intermediate certificate and key (PEM files), issued under the deployment's one root: set, every edge
+   * that has them issues under that root, so a client that trusts it is served by any of them (the swarm). The root's
+   * key is not given: an edge that leaks its files leaks no root (deploy/swarm/src/edge-ca.ts). Empty: Caddy makes its
+   * own root in its data.
    */
-  EDGE_CA_CERT_FILE: z.string().default(''),
-  EDGE_CA_KEY_FILE: z.string().default(''),
+  EDGE_CA_INTERMEDIATE_CERT_FILE: z.string().default(''),
+  EDGE_CA_INTERMEDIATE_KEY_FILE: z.string().default(''),
   /** Empty: certificates from Caddy's own local CA. An e-mail address: certificates from ACME (EDGE_ACME_CA). */
   EDGE_ACME_EMAIL: z.string().default(''),
   /** The ACME directory; empty: Caddy's default (Let's Encrypt, then ZeroSSL). */

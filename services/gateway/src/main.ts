@@ -4,6 +4,7 @@ import { commonChecks, connect, connectNats, createLogger, loadConfig, natsIdent
 import { buildApp } from './http/app.ts';
 import { answerClientError } from './http/client-error.ts';
 import { gatewayConfig } from './config.ts';
+import { listenMore } from './listen.ts';
 import { buildContext } from './context.ts';
 import type { GatewayDB } from './db/schema.ts';
 import { migrations } from './db/migrations/index.ts';
@@ -34,6 +35,7 @@ await new Promise<void>((resolve, reject) => {
   server.once('listening', resolve);
   server.once('error', reject);
 });
+const listeners = await listenMore(server, config, log);
 const observe = await startObservability({
   service: 'gateway',
   traceRoots: 'sampled',
@@ -58,12 +60,12 @@ async function shutdown(signal: string): Promise<void> {
     await new Promise((r) => setTimeout(r, config.SHUTDOWN_GRACE_MS));
   }
   log.info({ signal }, 'stopping: no new connections, finishing requests in flight');
-  server.close();
+  const closed = listeners.close();
   // Key watches never end by themselves: end them so their bootstraps reconnect to another replica.
   ctx.keyReload.stop();
   ctx.instanceEvents.stop();
   server.closeIdleConnections();
-  await new Promise((r) => server.once('close', r));
+  await closed;
   ctx.entitlements.stop();
   ctx.tokens.stop();
   await ctx.usage.stop();

@@ -24,8 +24,13 @@ export function buildApp(ctx: GatewayContext, routes: Route[] = apiRoutes(ctx)):
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', 'simple');
-  // X-Forwarded-For is believed only from a configured proxy (TRUSTED_PROXIES): anyone can send it.
+  // X-Forwarded-For is believed only from a configured proxy (TRUSTED_PROXIES) and on the edge's unix socket
+  // (GATEWAY_EDGE_SOCKET): anyone can send it. Only the last hop's entry is taken from the socket: the address Caddy
+  // was connected from, which Caddy writes over whatever the client sent.
   app.set('trust proxy', ctx.config.TRUSTED_PROXIES.length ? ctx.config.TRUSTED_PROXIES : false);
+  const trustedProxy = app.get('trust proxy fn') as (address: string | undefined, hop: number) => boolean;
+  // A connection has no peer address only on a unix socket, and the edge's is the gateway's only one (listen.ts).
+  app.set('trust proxy', (address: string | undefined, hop: number) => (hop === 0 && address === undefined) || trustedProxy(address, hop));
   app.use(requestContext(ctx.log));
   const crossOrigin = corsFor(ctx.config.CORS_ORIGINS);
   if (crossOrigin) app.use('/api', crossOrigin);
