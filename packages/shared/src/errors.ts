@@ -46,6 +46,8 @@ export const ERROR_CODES = {
   IDEMPOTENCY_KEY_IN_FLIGHT: { status: 409, message: 'A request with this Idempotency-Key is still in progress' },
   PORTS_EXHAUSTED: { status: 409, message: 'No port is free in the configured instance port range' },
   /** A backup whose archive fails its authentication (altered, damaged, or not this user's and instance's): nothing was restored. */
+  /** GET /instance/events: the stream no longer holds the events after this Last-Event-ID (older than it keeps): open without it. */
+  LAST_EVENT_ID_EXPIRED: { status: 410, message: 'The events after this Last-Event-ID are no longer kept; reconnect without it for the current state' },
   /** The Idempotency-Key was used before with another method, path or body. */
   IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with a different request' },
   BACKUP_CORRUPT: { status: 422, message: 'The backup archive failed its integrity check; nothing was restored' },

@@ -5,8 +5,22 @@ import { AssertionSigner, baseConfig, configInt, configList, tiersConfig } from 
 
 export const gatewayConfig = baseConfig
   .extend({
+    /** The address of the gateway's TCP listener. Every interface by default (the swarm's overlay); deploy/start.sh: 127.0.0.1. */
     GATEWAY_HOST: z.string().default('0.0.0.0'),
     GATEWAY_PORT: configInt(8080),
+    /**
+     * The host interface of the instance bridge (the provisioner's network): the gateway also listens on its IPv4
+     * address, the one instances are given, followed as the provisioner makes or remakes the network. Empty: none.
+     */
+    GATEWAY_INSTANCE_BRIDGE: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{0,15}$/, 'must be a network interface name')
+      .default(''),
+    /**
+     * A unix socket for the edge (Caddy) alone, in a directory only the edge's user reaches: X-Forwarded-For is
+     * believed on its connections, as Caddy sets it to the address it was connected from. Empty: none.
+     */
+    GATEWAY_EDGE_SOCKET: z.union([z.literal(''), z.string().startsWith('/', 'must be an absolute path')]).default(''),
     /**
      * On SIGTERM, keep serving this long first, every answer closing its connection: a proxy that still sends here
      * (its DNS not yet refreshed, a pooled connection) is answered instead of cut off. The swarm sets 3000.
@@ -54,8 +68,9 @@ export const gatewayConfig = baseConfig
     /** Requests per minute per user (per replica) of signed-in callers without a subscription, and of registrations. */
     UNCOUNTED_REQUESTS_PER_MINUTE: configInt(60),
     /**
-     * Sign-in limits, counted in Postgres and so shared by every replica: nonces and logins per client address
-     * and per wallet in each SIGN_IN_WINDOW_SECONDS, then 429 RATE_LIMITED with Retry-After.
+     * Sign-in limits, counted in Postgres and so shared by every replica: nonces and logins per client address,
+     * nonces and failed logins per wallet from one client address (never per wallet alone: its address is public),
+     * in each SIGN_IN_WINDOW_SECONDS, then 429 RATE_LIMITED with Retry-After.
      */
     NONCES_PER_ADDRESS: configInt(30),
     NONCES_PER_WALLET: configInt(10),
@@ -97,9 +112,18 @@ export const gatewayConfig = baseConfig
     IDEMPOTENCY_IN_FLIGHT_SECONDS: configInt(60),
     /** Seconds between the comment lines that keep an idle event stream (GET /instance/events) open through proxies. */
     SSE_HEARTBEAT_SECONDS: configInt(15),
-    /** Outbound webhooks: endpoints per user. */
+    /**
+     * Long-lived streams (event streams and log follows; key watches count per instance only), counted in Postgres across
+     * replicas: a user's open at once, and one instance's of one kind. Over either: 429 RATE_LIMITED with Retry-After.
+     * A dashboard tab holds one of each for the instance it shows; 20 and 5 leave room for several tabs and a CLI.
+     */
+    STREAMS_PER_USER: configInt(20),
+    STREAMS_PER_INSTANCE: configInt(5),
+    /** An event stream or log follow ends cleanly after this long; the client resumes with Last-Event-ID. */
+    STREAM_MAX_SECONDS: configInt(3600),
     /** off: this deployment offers no webhooks (no consumer reads the event streams for them; the routes answer 501). */
     WEBHOOKS: z.enum(['on', 'off']).default('on'),
+    /** Outbound webhooks: endpoints per user. */
     WEBHOOKS_PER_USER: configInt(10),
     /**
      * Hosts (names or addresses, comma-separated) a webhook may reach although they are or resolve to private, loopback

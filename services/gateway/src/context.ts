@@ -9,11 +9,14 @@ import { coalesce, type Call } from './domain/call.ts';
 import { Entitlements } from './domain/entitlement.ts';
 import { gatewayDataKey } from './domain/data-key.ts';
 import { IdempotencyStore } from './domain/idempotency.ts';
+import { InstanceDeletions } from './domain/instance-deletions.ts';
 import { InstanceEvents } from './domain/instance-events.ts';
 import { KeyReload } from './domain/key-reload.ts';
 import { ProvisionerUsage } from './domain/provisioner-usage.ts';
 import { Allowance } from './domain/quota/allowance.ts';
 import { Usage } from './domain/quota/policy.ts';
+import { StreamReader } from './domain/stream-reader.ts';
+import { StreamSlots } from './domain/stream-slots.ts';
 import { TokenVerifier } from './domain/tokens.ts';
 import { Webhooks } from './domain/webhooks/index.ts';
 
@@ -36,6 +39,10 @@ export interface GatewayContext {
   keyReload: KeyReload;
   /** Status changes and deletions of instances, from one subscription per replica (wait, the event stream). */
   instanceEvents: InstanceEvents;
+  /** Deletions the event stream holds, by instance id (a resume of a deleted instance's events). */
+  instanceDeletions: InstanceDeletions;
+  /** The caps on open event streams, log follows and key watches, shared by every replica. */
+  streamSlots: StreamSlots;
   /** Outbound webhooks: endpoints, the fan-out of events into deliveries, the sender (started by main). */
   webhooks: Webhooks;
   /** The answers kept per user and Idempotency-Key. */
@@ -64,6 +71,8 @@ export function buildContext(
   if (!overrides.provisionerUsage) provisionerUsage.start(nc);
   const instanceEvents = overrides.instanceEvents ?? new InstanceEvents(log);
   if (!overrides.instanceEvents) instanceEvents.start(nc);
+  const streamSlots = overrides.streamSlots ?? new StreamSlots(db, { perUser: config.STREAMS_PER_USER, perInstance: config.STREAMS_PER_INSTANCE }, log);
+  if (!overrides.streamSlots) streamSlots.start();
   return {
     ...deps,
     call,
@@ -71,6 +80,8 @@ export function buildContext(
     signInLimits: overrides.signInLimits ?? new SignInLimits(db, config),
     provisionerUsage,
     instanceEvents,
+    instanceDeletions: overrides.instanceDeletions ?? new InstanceDeletions(db, new StreamReader(nc, config.NATS_REQUEST_TIMEOUT_MS)),
+    streamSlots,
     webhooks: overrides.webhooks ?? new Webhooks(db, config, log),
     idempotency: overrides.idempotency ?? new IdempotencyStore(db, config.IDEMPOTENCY_TTL_HOURS * 3600_000, gatewayDataKey(config)),
     keyvaultSealKey: overrides.keyvaultSealKey ?? x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),

@@ -57,6 +57,22 @@ export interface GatewayDB {
     previous_expires_at: Date | null;
     created_at: ColumnType<Date, Date | undefined, never>;
   };
+  /** Open client streams (domain/stream-slots.ts); user_id null for an instance's own key watch. */
+  stream_slots: {
+    id: string;
+    replica_id: string;
+    user_id: string | null;
+    instance_id: string;
+    kind: string;
+    expires_at: Date;
+  };
+  /** Instance deletions read from the event stream, with their stream sequence (domain/instance-deletions.ts). */
+  instance_deletions: {
+    instance_id: string;
+    user_id: string;
+    seq: ColumnType<string, number, number>;
+    deleted_at: Date;
+  };
   /** One event for one endpoint: retried with backoff until delivered or give_up_at. */
   webhook_deliveries: {
     /** The webhook-id header: the same on every attempt. */

@@ -1,5 +1,5 @@
 import { type NatsConnection, RequestStrategy } from 'nats';
-import { AppError, EVENT_STREAM } from '@agenthost/shared';
+import { AppError, EVENT_STREAM, observeSent } from '@agenthost/shared';
 
 /** Every instance lifecycle event (status changes, deletions; created and backups too, skipped by the readers). */
 export const INSTANCE_EVENTS = 'events.instance.>';
@@ -44,11 +44,17 @@ export class StreamReader {
     return { seq: body.message.seq, subject: body.message.subject, data };
   }
 
-  /** The stream's last sequence now (0 when empty): a new client stream starts after it. */
-  async lastSeq(): Promise<number> {
-    const body = await this.ask<{ state?: { last_seq: number }; error?: { code: number; description: string } }>(`$JS.API.STREAM.INFO.${EVENT_STREAM}`, '');
+  /**
+   * The stream's first and last sequence now (last 0 when empty): a new client stream starts after `last`, and a
+   * resume from before `first - 1` has lost the events the stream dropped in between (max_age).
+   */
+  async bounds(): Promise<{ first: number; last: number }> {
+    const body = await this.ask<{ state?: { first_seq: number; last_seq: number }; error?: { code: number; description: string } }>(
+      `$JS.API.STREAM.INFO.${EVENT_STREAM}`,
+      '',
+    );
     if (!body.state) throw unavailable(new Error(`stream info of ${EVENT_STREAM}: ${JSON.stringify(body.error ?? 'no state')}`));
-    return body.state.last_seq;
+    return { first: body.state.first_seq, last: body.state.last_seq };
   }
 
   /**
@@ -60,16 +66,24 @@ export class StreamReader {
    */
   private async ask<T extends { error?: { code: number } }>(subject: string, payload: string): Promise<T> {
     let stale: T | undefined;
+    // Counted as nats/request.ts counts the gateway's other requests (agenthost_nats_client_requests_total).
+    const started = performance.now();
+    const seen = (outcome: string) => observeSent(subject, outcome, (performance.now() - started) / 1000);
     try {
       const answers = await this.nc.requestMany(subject, payload, { strategy: RequestStrategy.Timer, maxWait: this.timeoutMs });
       for await (const m of answers) {
         const body = m.json<T>();
-        if (body.error?.code !== 503) return body;
+        if (body.error?.code !== 503) {
+          seen('OK');
+          return body;
+        }
         stale = body;
       }
     } catch (err) {
+      seen('UNAVAILABLE');
       throw unavailable(err);
     }
+    seen(stale ? 'OK' : 'UNAVAILABLE');
     if (stale) return stale;
     throw unavailable(new Error(`no answer to ${subject} within ${this.timeoutMs} ms`));
   }

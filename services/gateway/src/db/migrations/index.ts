@@ -5,6 +5,7 @@ import * as usageLeases from './2026-11-24T00-00-00-usage-leases.ts';
 import * as signInLimits from './2026-11-25T00-00-00-sign-in-limits.ts';
 import * as idempotencyKeys from './2026-11-26T00-00-00-idempotency-keys.ts';
 import * as webhooks from './2026-11-27T00-00-00-webhooks.ts';
+import * as streams from './2026-11-28T00-00-00-streams.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-usage': usage,
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-25T00-00-00-sign-in-limits': signInLimits,
   '2026-11-26T00-00-00-idempotency-keys': idempotencyKeys,
   '2026-11-27T00-00-00-webhooks': webhooks,
+  '2026-11-28T00-00-00-streams': streams,
 };

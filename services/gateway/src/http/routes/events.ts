@@ -2,6 +2,7 @@ import { AppError, contracts, toAppError } from '@agenthost/shared';
 import { z } from 'zod';
 import type { GatewayContext } from '../../context.ts';
 import { StreamReader, type StoredEvent } from '../../domain/stream-reader.ts';
+import { holdStream } from './streams.ts';
 import type { Route } from '../route.ts';
 import { frame, openStream, Waker, write } from '../sse.ts';
 import { instanceId } from './instances.ts';
@@ -37,6 +38,8 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
       response: eventData,
       responseType: 'text/event-stream',
       requestHeaders: { 'Last-Event-ID': 'Resume after this event id (the JetStream sequence of the last event received)' },
+      // 410: the stream no longer keeps the events after the Last-Event-ID (reconnect without it); 429: too many open streams.
+      errors: ['LAST_EVENT_ID_EXPIRED'],
       handler: async ({ req, res, caller, requestId }) => {
         const id = instanceId(req.params);
         const given = req.get('last-event-id');
@@ -44,16 +47,20 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
           throw new AppError('VALIDATION_FAILED', 'Last-Event-ID must be an event id of this stream (a number)');
         const resumeFrom = given === undefined ? undefined : Number(given.trim());
         const mine = (ev: StoredEvent) => ev.data.instance_id === id && ev.data.user_id === caller.user_id;
+        const stream = await holdStream(ctx, { kind: 'events', instance_id: id, user_id: caller.user_id });
         // Registered before anything is read, so no change between the read and the first wait is missed.
         const waker = new Waker();
         const signal = waker.signal;
         const unwatch = ctx.instanceEvents.watch(id, signal);
         try {
+          // Read before the status, so a change between the two is sent as an event after `current`, never lost.
+          const bounds = await reader.bounds();
+          if (resumeFrom !== undefined && resumeFrom < bounds.first - 1) throw new AppError('LAST_EVENT_ID_EXPIRED');
           let cursor: number;
           let first: string | undefined;
           try {
             const now = await ctx.call(P.get, { user_id: caller.user_id, instance_id: id }, requestId);
-            cursor = resumeFrom ?? (await reader.lastSeq());
+            cursor = resumeFrom ?? bounds.last;
             if (resumeFrom === undefined) {
               first = frame(cursor, 'current', {
                 instance_id: id,
@@ -64,11 +71,15 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
             }
           } catch (err) {
             // A deleted instance is gone from the provisioner: a client resuming after it may still read up to its deletion.
-            if (resumeFrom === undefined || toAppError(err).code !== 'INSTANCE_NOT_FOUND' || !(await deletedSoon(reader, resumeFrom, mine))) throw err;
+            if (resumeFrom === undefined || toAppError(err).code !== 'INSTANCE_NOT_FOUND') throw err;
+            if (!(await deletedAfter(ctx, waker, id, caller.user_id, resumeFrom))) throw err;
             cursor = resumeFrom;
           }
           openStream(res);
           let open = true;
+          // The last id the client has: at the lifetime's end it is told how far the stream was read (an id without
+          // data), so its resume does not read again the other instances' events in between.
+          let sent = cursor;
           const end = () => {
             open = false;
             signal();
@@ -77,6 +88,12 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
           res.once('close', () => {
             open = false;
             signal();
+          });
+          // A client gone while the stream was being set up has closed already: no close event will come.
+          if (res.closed || res.destroyed) open = false;
+          stream.expire(() => {
+            if (cursor > sent && !res.writableEnded) res.write(`id: ${cursor}\n\n`);
+            end();
           });
           const forget = ctx.instanceEvents.hold(end);
           const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
@@ -99,6 +116,7 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
               if (!mine(ev)) continue;
               const kind = ev.subject === P.instanceDeleted.subject ? 'deleted' : ev.subject === P.instanceStatusChanged.subject ? 'status' : undefined;
               if (!kind) continue;
+              sent = ev.seq;
               if (!(await write(res, frame(ev.seq, kind, ev.data)))) break;
               // Nothing follows a deletion: the stream ends, and a resume after it answers the rest (none).
               if (kind === 'deleted') break;
@@ -113,35 +131,34 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
           }
         } finally {
           unwatch();
+          stream.release();
         }
       },
     },
   ];
 };
 
-/** Whether the stream holds, after `from`, the deletion of this user's instance. */
-async function deletedSince(reader: StreamReader, from: number, mine: (ev: StoredEvent) => boolean): Promise<boolean> {
-  for (let ev = await reader.next(from + 1, P.instanceDeleted.subject); ev; ev = await reader.next(ev.seq + 1, P.instanceDeleted.subject)) {
-    if (mine(ev)) return true;
-  }
-  return false;
-}
-
 /**
- * deletedSince, given the moment a deletion takes to reach the stream: the provisioner forgets the instance when its
- * row goes, and publishes the deletion from its outbox just after. A resume that falls between would be told 404 and
- * miss the `deleted` event, so the stream is read again for a few seconds before the 404.
+ * Whether this user's instance was deleted after event `from`: one question to the deletions the gateway keeps
+ * (domain/instance-deletions.ts), whatever the number of deletions. The provisioner forgets the instance (its row is
+ * hidden) before it publishes the deletion, when its container and volume are gone: a resume that falls between waits
+ * up to DELETION_LAG_MS for the instance's next event and asks once more; an id never deleted waits and is 404.
  */
-async function deletedSoon(reader: StreamReader, from: number, mine: (ev: StoredEvent) => boolean): Promise<boolean> {
-  for (let tries = 0; ; tries++) {
-    if (await deletedSince(reader, from, mine)) return true;
-    if (tries >= DELETION_LAG_TRIES) return false;
-    await new Promise((r) => setTimeout(r, 250));
+async function deletedAfter(ctx: GatewayContext, waker: Waker, id: string, userId: string, from: number): Promise<boolean> {
+  const deadline = Date.now() + DELETION_LAG_MS;
+  for (;;) {
+    waker.reset();
+    const d = await ctx.instanceDeletions.find(id);
+    if (d) return d.user_id === userId && d.seq > from;
+    const left = deadline - Date.now();
+    if (left <= 0) return false;
+    await waker.sleep(left);
+    if (!waker.woken) return false;
   }
 }
 
-/** 20 × 250 ms: the outbox publishes within milliseconds, and retries a bus that was away every second. */
-const DELETION_LAG_TRIES = 20;
+/** The outbox publishes within milliseconds of the container's removal, and retries a bus that was away every second. */
+const DELETION_LAG_MS = 5000;
 
 /** A quiet stream reads the bus again this often even with no wake (the wake is a hint, the stream the truth). */
 const QUIET_REREAD_MS = 3000;

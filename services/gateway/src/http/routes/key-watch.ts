@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Request } from 'express';
 import type { GatewayContext } from '../../context.ts';
 import { jsonBody, type Route } from '../route.ts';
+import { holdStream } from './streams.ts';
 
 const kv = contracts.keyvault;
 const K = contracts.keys;
@@ -40,25 +41,32 @@ export const keyWatchRoutes = (ctx: GatewayContext): Route[] => [
       const creds = { instance_id: instanceHeader(req, 'x-instance-id', 100), instance_secret: instanceHeader(req, 'x-instance-secret', 200), meta };
       // Authenticates the instance (401/429 as for /keys/retrieve) before the stream starts.
       const first = await ctx.call(kv.retrieve, creds, requestId);
-      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
-      const send = (data: z.input<typeof watchEvent>) => res.write(`event: keys\ndata: ${JSON.stringify(data)}\n\n`);
-      send({ keys: first.keys, change_id: null });
-      const end = () => res.end();
-      // The replica keeps the instance's credentials for the watch's life, to read the keys again at a change.
-      const release = ctx.keyReload.hold(
-        creds.instance_id,
-        async (changeId) => {
-          const next = await ctx.call(kv.retrieve, creds, requestId);
-          if (!send({ keys: next.keys, change_id: changeId }) && !res.writable) throw new Error('watch closed');
-        },
-        end,
-      );
-      const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
-      const lifetime = setTimeout(end, ctx.config.KEYS_WATCH_MAX_SECONDS * 1000);
-      await new Promise<void>((resolve) => res.once('close', resolve));
-      clearInterval(heartbeat);
-      clearTimeout(lifetime);
-      release();
+      // An instance's bootstrap holds one watch; the per-instance cap bounds what its credentials can hold open.
+      const stream = await holdStream(ctx, { kind: 'keys', instance_id: creds.instance_id }, ctx.config.KEYS_WATCH_MAX_SECONDS);
+      try {
+        res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
+        const send = (data: z.input<typeof watchEvent>) => res.write(`event: keys\ndata: ${JSON.stringify(data)}\n\n`);
+        send({ keys: first.keys, change_id: null });
+        const end = () => res.end();
+        // The replica keeps the instance's credentials for the watch's life, to read the keys again at a change.
+        const release = ctx.keyReload.hold(
+          creds.instance_id,
+          async (changeId) => {
+            const next = await ctx.call(kv.retrieve, creds, requestId);
+            if (!send({ keys: next.keys, change_id: changeId }) && !res.writable) throw new Error('watch closed');
+          },
+          end,
+        );
+        const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
+        // After KEYS_WATCH_MAX_SECONDS the bootstrap reconnects and authenticates again.
+        stream.expire(end);
+        // A client gone while the watch was being set up has closed already: no close event will come.
+        await new Promise<void>((resolve) => (res.closed || res.destroyed ? resolve() : res.once('close', resolve)));
+        clearInterval(heartbeat);
+        release();
+      } finally {
+        stream.release();
+      }
     },
   },
   {

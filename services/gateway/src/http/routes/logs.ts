@@ -1,9 +1,11 @@
 import { AppError, contracts, request, toAppError } from '@agenthost/shared';
 import { z } from 'zod';
+import type { Response } from 'express';
 import type { GatewayContext } from '../../context.ts';
 import { queryString, type Route } from '../route.ts';
 import { frame, openStream, Waker, write } from '../sse.ts';
 import { instanceId } from './instances.ts';
+import { holdStream } from './streams.ts';
 
 const P = contracts.provisioner;
 
@@ -33,92 +35,111 @@ function sinceSeconds(raw: string | undefined): number | undefined {
  * only after the previous one drained into the client's socket. A slow reader therefore holds one page at most, in
  * the gateway or anywhere; the rest waits in docker's log file.
  */
-export const logRoutes = (ctx: GatewayContext): Route[] => {
-  const pageTimeout = PAGE_WAIT_MS + ctx.config.NATS_REQUEST_TIMEOUT_MS;
-  return [
-    {
-      method: 'get',
-      path: '/instance/logs/:instanceId',
-      access: 'subscriber',
-      operationId: 'getInstanceLogs',
-      errors: ['DOCKER_UNAVAILABLE'],
-      summary: "The last lines of the agent's output; with follow=true its output as server-sent events (resume with Last-Event-ID)",
-      query: z.object({
-        tail: P.logs.input.shape.tail,
-        follow: z.enum(['true', 'false']).optional().describe('true: server-sent events of each line, the last `tail` lines (or those from `since`) first'),
-        since: z.string().optional().describe('with follow: start at this time (seconds since the epoch or RFC 3339) instead of the last `tail` lines'),
-      }),
-      response: P.logs.output,
-      stream: lineEvent,
-      requestHeaders: { 'Last-Event-ID': 'With follow: resume after this line id (the id of the last event received)' },
-      handler: async ({ req, res, caller, requestId }) => {
-        const id = instanceId(req.params);
-        const follow = queryString(req, 'follow');
-        if (follow !== undefined && follow !== 'true' && follow !== 'false') throw new AppError('VALIDATION_FAILED', 'follow must be true or false');
-        // The provisioner validates the tail of plain logs; a follow's first page gets it as a number.
-        const rawTail = queryString(req, 'tail');
-        const tail = rawTail === undefined ? undefined : P.logs.input.shape.tail.safeParse(rawTail).data;
-        if (rawTail !== undefined && tail === undefined) throw new AppError('VALIDATION_FAILED', 'tail must be a whole number from 1 to 5000');
-        if (follow !== 'true') return ctx.call(P.logs, { user_id: caller.user_id, instance_id: id, ...(tail === undefined ? {} : { tail }) }, requestId);
+export const logRoutes = (ctx: GatewayContext): Route[] => [
+  {
+    method: 'get',
+    path: '/instance/logs/:instanceId',
+    access: 'subscriber',
+    operationId: 'getInstanceLogs',
+    errors: ['DOCKER_UNAVAILABLE'],
+    summary: "The last lines of the agent's output; with follow=true its output as server-sent events (resume with Last-Event-ID)",
+    query: z.object({
+      tail: P.logs.input.shape.tail,
+      follow: z.enum(['true', 'false']).optional().describe('true: server-sent events of each line, the last `tail` lines (or those from `since`) first'),
+      since: z.string().optional().describe('with follow: start at this time (seconds since the epoch or RFC 3339) instead of the last `tail` lines'),
+    }),
+    response: P.logs.output,
+    stream: lineEvent,
+    requestHeaders: { 'Last-Event-ID': 'With follow: resume after this line id (the id of the last event received)' },
+    handler: async ({ req, res, caller, requestId }) => {
+      const id = instanceId(req.params);
+      const follow = queryString(req, 'follow');
+      if (follow !== undefined && follow !== 'true' && follow !== 'false') throw new AppError('VALIDATION_FAILED', 'follow must be true or false');
+      // The provisioner validates the tail of plain logs; a follow's first page gets it as a number.
+      const rawTail = queryString(req, 'tail');
+      const tail = rawTail === undefined ? undefined : P.logs.input.shape.tail.safeParse(rawTail).data;
+      if (rawTail !== undefined && tail === undefined) throw new AppError('VALIDATION_FAILED', 'tail must be a whole number from 1 to 5000');
+      if (follow !== 'true') return ctx.call(P.logs, { user_id: caller.user_id, instance_id: id, ...(tail === undefined ? {} : { tail }) }, requestId);
 
-        const given = req.get('last-event-id')?.trim();
-        if (given !== undefined && !LINE_ID.safeParse(given).success) throw new AppError('VALIDATION_FAILED', 'Last-Event-ID must be a line id of this stream');
-        const since = sinceSeconds(queryString(req, 'since'));
+      const given = req.get('last-event-id')?.trim();
+      if (given !== undefined && !LINE_ID.safeParse(given).success) throw new AppError('VALIDATION_FAILED', 'Last-Event-ID must be a line id of this stream');
+      const since = sinceSeconds(queryString(req, 'since'));
+      const stream = await holdStream(ctx, { kind: 'logs', instance_id: id, user_id: caller.user_id });
+      try {
         // Another user's instance, or none: the 404 before any header is sent.
         await ctx.call(P.get, { user_id: caller.user_id, instance_id: id }, requestId);
-
-        const waker = new Waker();
-        const signal = waker.signal;
-        // A stopped container has no lines to wait for: the next page is asked when its status changes (or at a heartbeat).
-        const unwatch = ctx.instanceEvents.watch(id, signal);
-        openStream(res);
-        let open = true;
-        res.once('close', () => {
-          open = false;
-          signal();
-        });
-        const forget = ctx.instanceEvents.hold(() => {
-          open = false;
-          signal();
-          res.end();
-        });
-        const heartbeat = setInterval(() => {
-          res.write(': heartbeat\n\n');
-          signal();
-        }, ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
-        let after = given;
-        try {
-          while (open) {
-            waker.reset();
-            let page: contracts.provisioner.LogsPageOutput | undefined;
-            try {
-              const from = after !== undefined ? { after } : since !== undefined ? { since } : tail === undefined ? {} : { tail };
-              page = await request(
-                ctx.nc,
-                P.logsPage,
-                { user_id: caller.user_id, instance_id: id, ...from, wait_ms: PAGE_WAIT_MS },
-                { timeoutMs: pageTimeout, requestId, asserter: ctx.asserter },
-              );
-            } catch (err) {
-              // The instance was deleted: nothing more will come.
-              if (toAppError(err).code === 'INSTANCE_NOT_FOUND') break;
-              ctx.log.warn({ err, request_id: requestId }, 'log follow page failed; retrying at the next heartbeat');
-            }
-            for (const line of page?.lines ?? []) {
-              if (!(await write(res, frame(line.id, 'line', { text: line.text })))) open = false;
-              if (!open) break;
-              after = line.id;
-            }
-            if (open && (!page || (!page.running && page.lines.length === 0))) await waker.sleep();
-          }
-        } finally {
-          clearInterval(heartbeat);
-          forget();
-          unwatch();
-          if (!res.writableEnded) res.end();
-        }
-        return undefined;
-      },
+        await followLines(ctx, res, stream.expire, { user_id: caller.user_id, instance_id: id, requestId, after: given, since, tail });
+      } finally {
+        stream.release();
+      }
+      return undefined;
     },
-  ];
-};
+  },
+];
+
+/**
+ * Sends pages of the instance's output until the client goes away, the instance is deleted, the replica stops or the
+ * stream's lifetime ends (`expire`): the client resumes after the last line id it got.
+ */
+async function followLines(
+  ctx: GatewayContext,
+  res: Response,
+  expire: (end: () => void) => void,
+  o: { user_id: string; instance_id: string; requestId: string; after: string | undefined; since: number | undefined; tail: number | undefined },
+): Promise<void> {
+  const pageTimeout = PAGE_WAIT_MS + ctx.config.NATS_REQUEST_TIMEOUT_MS;
+  const waker = new Waker();
+  const signal = waker.signal;
+  // A stopped container has no lines to wait for: the next page is asked when its status changes (or at a heartbeat).
+  const unwatch = ctx.instanceEvents.watch(o.instance_id, signal);
+  openStream(res);
+  let open = true;
+  res.once('close', () => {
+    open = false;
+    signal();
+  });
+  // A client gone while the stream was being set up has closed already: no close event will come.
+  if (res.closed || res.destroyed) open = false;
+  const end = () => {
+    open = false;
+    signal();
+    res.end();
+  };
+  const forget = ctx.instanceEvents.hold(end);
+  expire(end);
+  const heartbeat = setInterval(() => {
+    res.write(': heartbeat\n\n');
+    signal();
+  }, ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
+  let after = o.after;
+  try {
+    while (open) {
+      waker.reset();
+      let page: contracts.provisioner.LogsPageOutput | undefined;
+      try {
+        const from = after !== undefined ? { after } : o.since !== undefined ? { since: o.since } : o.tail === undefined ? {} : { tail: o.tail };
+        page = await request(
+          ctx.nc,
+          P.logsPage,
+          { user_id: o.user_id, instance_id: o.instance_id, ...from, wait_ms: PAGE_WAIT_MS },
+          { timeoutMs: pageTimeout, requestId: o.requestId, asserter: ctx.asserter },
+        );
+      } catch (err) {
+        // The instance was deleted: nothing more will come.
+        if (toAppError(err).code === 'INSTANCE_NOT_FOUND') break;
+        ctx.log.warn({ err, request_id: o.requestId }, 'log follow page failed; retrying at the next heartbeat');
+      }
+      for (const line of page?.lines ?? []) {
+        if (!(await write(res, frame(line.id, 'line', { text: line.text })))) open = false;
+        if (!open) break;
+        after = line.id;
+      }
+      if (open && (!page || (!page.running && page.lines.length === 0))) await waker.sleep();
+    }
+  } finally {
+    clearInterval(heartbeat);
+    forget();
+    unwatch();
+    if (!res.writableEnded) res.end();
+  }
+}
