@@ -1410,7 +1410,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description RATE_LIMITED: Too many requests (nonces per client address (NONCES_PER_ADDRESS) and per wallet (NONCES_PER_WALLET) in SIGN_IN_WINDOW_SECONDS) */
+            /** @description RATE_LIMITED: Too many requests (nonces per client address (NONCES_PER_ADDRESS) and per wallet from one client address (NONCES_PER_WALLET) in SIGN_IN_WINDOW_SECONDS) */
             429: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -1600,7 +1600,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description RATE_LIMITED: Too many requests (logins per client address (LOGINS_PER_ADDRESS) and per wallet (LOGINS_PER_WALLET) in SIGN_IN_WINDOW_SECONDS) */
+            /** @description RATE_LIMITED: Too many requests (logins per client address (LOGINS_PER_ADDRESS) and failed logins per wallet from one client address (LOGINS_PER_WALLET) in SIGN_IN_WINDOW_SECONDS) */
             429: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -4350,6 +4350,28 @@ export interface operations {
                         code?: "INSTANCE_NOT_FOUND";
                         /** @constant */
                         status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description LAST_EVENT_ID_EXPIRED: The events after this Last-Event-ID are no longer kept; reconnect without it for the current state */
+            410: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "LAST_EVENT_ID_EXPIRED";
+                        /** @constant */
+                        status?: 410;
                     } & components["schemas"]["Error"];
                 };
             };

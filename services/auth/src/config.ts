@@ -16,9 +16,19 @@ export const authConfig = baseConfig
     NONCES_OUTSTANDING_PER_WALLET: configInt(5),
     /** Expired nonces (used or not) are deleted this often. */
     NONCE_PURGE_INTERVAL_SECONDS: configInt(60),
-    /** Sign-In With Solana fields of the message the wallet signs. */
-    SIWS_DOMAIN: z.string().default('localhost:8080'),
-    SIWS_URI: z.string().default('http://localhost:8080'),
+    /**
+     * The public edge's domain and HTTPS port, as deploy gives every service (deploy/env.sh, the swarm stack): the
+     * dashboard's origin, and so the default domain users sign in for.
+     */
+    EDGE_DOMAIN: z.string().min(1).default('agenthost.localhost'),
+    EDGE_HTTPS_PORT: configInt(443),
+    /**
+     * Sign-In With Solana fields of the message the wallet signs. Unset or empty: the edge's host (with its port when not 443)
+     * and https origin, what a wallet sees as the page's. They must name the page users sign in on, or a wallet
+     * refuses the message and SIWS's phishing check (the wallet compares the domain with the page) means nothing.
+     */
+    SIWS_DOMAIN: z.string().optional(),
+    SIWS_URI: z.string().optional(),
     /** A chain id the SIWS format allows (mainnet | testnet | devnet | localnet, optionally with the solana: prefix). */
     SIWS_CHAIN_ID: z
       .string()
@@ -34,6 +44,10 @@ export const authConfig = baseConfig
   .refine((c) => c.AUTH_JWT_PRIVATE_KEY.trim() !== '' || c.AUTH_JWT_PRIVATE_KEY_FILE !== '', {
     message: 'AUTH_JWT_PRIVATE_KEY_FILE (or AUTH_JWT_PRIVATE_KEY) is required: the Ed25519 key that signs access tokens (deploy/start.sh makes one)',
     path: ['AUTH_JWT_PRIVATE_KEY_FILE'],
+  })
+  .transform((c) => {
+    const edgeHost = c.EDGE_HTTPS_PORT === 443 ? c.EDGE_DOMAIN : `${c.EDGE_DOMAIN}:${c.EDGE_HTTPS_PORT}`;
+    return { ...c, SIWS_DOMAIN: c.SIWS_DOMAIN || edgeHost, SIWS_URI: c.SIWS_URI || `https://${edgeHost}` };
   });
 
 export type AuthConfig = z.output<typeof authConfig>;

@@ -4,23 +4,34 @@ import { AppError, contracts } from '@agenthost/shared';
 import type { GatewayConfig } from '../config.ts';
 import type { GatewayDB } from '../db/schema.ts';
 
-type Kind = 'nonce' | 'login';
 type Limits = Pick<GatewayConfig, 'NONCES_PER_ADDRESS' | 'NONCES_PER_WALLET' | 'LOGINS_PER_ADDRESS' | 'LOGINS_PER_WALLET' | 'SIGN_IN_WINDOW_SECONDS'>;
 
 const TABLE = 'sign_in_limits';
 
+/** Auth's answers to a login that a wallet's key did not sign (or that carried no nonce of ours). */
+const FAILED_SIGN_IN = new Set(['INVALID_SIGNATURE', 'NONCE_INVALID']);
+
 /**
- * The public sign-in endpoints (nonce, login) limited per client address and per wallet, with rate-limiter-flexible
- * counting in the gateway's Postgres schema, so that every replica sees the same counts. A client over a limit is
- * also remembered in this replica's memory until its window ends (inMemoryBlockOnConsumed): a flood costs the
- * database one write per window and address, not one per request.
+ * The public sign-in endpoints (nonce, login) limited per client address and, for one wallet, per client address
+ * too, with rate-limiter-flexible counting in the gateway's Postgres schema, so that every replica sees the same
+ * counts. A wallet's address is public: a count of one wallet across every client would let anyone lock its owner
+ * out of sign-in with a few garbage requests. A client over a limit is also remembered in this replica's memory until
+ * its window ends (inMemoryBlockOnConsumed): a flood costs the database one write per window and address, not one per
+ * request.
  */
 export class SignInLimits {
-  private readonly limiters: Record<Kind, { address: RateLimiterPostgres; wallet: RateLimiterPostgres }>;
+  private readonly nonces: { address: RateLimiterPostgres; wallet: RateLimiterPostgres };
+  private readonly logins: { address: RateLimiterPostgres; failures: RateLimiterPostgres };
 
   constructor(db: Kysely<GatewayDB>, limits: Limits) {
-    // rate-limiter-flexible speaks to a pg client's query(); the gateway's own pool answers through Kysely.
-    const storeClient = { query: (q: { text: string; values?: unknown[] }) => db.executeQuery(CompiledQuery.raw(q.text, q.values ?? [])) };
+    // rate-limiter-flexible speaks to a pg client's query(); the gateway's own pool answers through Kysely
+    // (rowCount: how pg reports rows, which the limiter's get() reads).
+    const storeClient = {
+      query: async (q: { text: string; values?: unknown[] }) => {
+        const r = await db.executeQuery(CompiledQuery.raw(q.text, q.values ?? []));
+        return { rows: r.rows, rowCount: Number(r.numAffectedRows ?? r.rows.length) };
+      },
+    };
     const limiter = (keyPrefix: string, points: number) =>
       new RateLimiterPostgres({
         storeClient,
@@ -34,29 +45,63 @@ export class SignInLimits {
         inMemoryBlockOnConsumed: points + 1,
         inMemoryBlockDuration: limits.SIGN_IN_WINDOW_SECONDS,
       });
-    this.limiters = {
-      nonce: { address: limiter('nonce-addr', limits.NONCES_PER_ADDRESS), wallet: limiter('nonce-wallet', limits.NONCES_PER_WALLET) },
-      login: { address: limiter('login-addr', limits.LOGINS_PER_ADDRESS), wallet: limiter('login-wallet', limits.LOGINS_PER_WALLET) },
-    };
+    this.nonces = { address: limiter('nonce-addr', limits.NONCES_PER_ADDRESS), wallet: limiter('nonce-wallet-client', limits.NONCES_PER_WALLET) };
+    this.logins = { address: limiter('login-addr', limits.LOGINS_PER_ADDRESS), failures: limiter('login-failed', limits.LOGINS_PER_WALLET) };
+  }
+
+  /** Count one nonce of this client address, and of the wallet it names from this address. Throws 429 over either. */
+  async nonce(address: string, wallet: unknown): Promise<void> {
+    const client = address || 'unknown';
+    const key = walletKey(wallet, client);
+    await limited('nonces', async () => {
+      // The address first: a flooding address is refused from memory and costs no wallet row.
+      await this.nonces.address.consume(client);
+      if (key) await this.nonces.wallet.consume(key);
+    });
   }
 
   /**
-   * Count one nonce or login of this client address (and wallet, when it is one: a malformed address is refused
-   * with 400 later and is no key worth a row). Throws 429 RATE_LIMITED with Retry-After over either limit.
+   * Run one login attempt of this client address: every attempt counts against the address (so a flood of
+   * valid-looking unsigned logins costs no more than LOGINS_PER_ADDRESS calls to auth), and a wallet's failed
+   * attempts from this address count against it, so a client cannot go on guessing for one wallet while its owner,
+   * elsewhere, still signs in. Throws 429 over either.
    */
-  async consume(kind: Kind, address: string, wallet: unknown): Promise<void> {
-    const l = this.limiters[kind];
-    const valid = contracts.walletAddress.safeParse(wallet);
+  async login<T>(address: string, wallet: unknown, attempt: () => Promise<T>): Promise<T> {
+    const client = address || 'unknown';
+    const key = walletKey(wallet, client);
+    const failures = this.logins.failures;
+    await limited('logins', async () => {
+      await this.logins.address.consume(client);
+      const failed = key ? await failures.get(key) : null;
+      if (failed && failed.consumedPoints >= failures.points) throw failed;
+    });
     try {
-      // The address first: a flooding address is refused from memory and costs no wallet row.
-      await l.address.consume(address || 'unknown');
-      if (valid.success) await l.wallet.consume(valid.data);
+      return await attempt();
     } catch (err) {
-      if (err instanceof RateLimiterRes) {
-        const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-        throw new AppError('RATE_LIMITED', `Too many sign-in attempts (${kind === 'nonce' ? 'nonces' : 'logins'}); retry in ${retryAfter} s`, { retryAfter });
+      if (key && err instanceof AppError && FAILED_SIGN_IN.has(err.code)) {
+        // A failure that cannot be counted still answers as it is: the address limit, counted before, bounds this client.
+        await failures.penalty(key).catch(() => undefined);
       }
-      throw new AppError('SERVICE_UNAVAILABLE', 'Sign-in limits cannot be checked; retry shortly', { retryable: true, retryAfter: 1, cause: err });
+      throw err;
     }
+  }
+}
+
+/** A wallet as asked for by one client address; none for a malformed wallet (refused with 400 later, no key worth a row). */
+function walletKey(wallet: unknown, client: string): string | undefined {
+  const valid = contracts.walletAddress.safeParse(wallet);
+  return valid.success ? `${valid.data}@${client}` : undefined;
+}
+
+/** Runs the counting; a limit reached is 429 RATE_LIMITED with Retry-After, a store that does not answer 503. */
+async function limited(what: 'nonces' | 'logins', count: () => Promise<void>): Promise<void> {
+  try {
+    await count();
+  } catch (err) {
+    if (err instanceof RateLimiterRes) {
+      const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+      throw new AppError('RATE_LIMITED', `Too many sign-in attempts (${what}); retry in ${retryAfter} s`, { retryAfter });
+    }
+    throw new AppError('SERVICE_UNAVAILABLE', 'Sign-in limits cannot be checked; retry shortly', { retryable: true, retryAfter: 1, cause: err });
   }
 }

@@ -46,7 +46,7 @@ export class WebhookEndpoints {
     const events = [...new Set(input.events)];
     // Counted and inserted in one transaction, under a per-user lock, so concurrent creates cannot pass the limit.
     const row = await this.db.transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(hashtext(${'webhooks:' + userId}))`.execute(trx);
+      await sql`select pg_advisory_xact_lock(hashtext(${`webhooks:${userId}`}))`.execute(trx);
       const { n } = await trx
         .selectFrom('webhook_endpoints')
         .select((eb) => eb.fn.countAll<string>().as('n'))

@@ -12,9 +12,9 @@ export interface Target {
 export type Lookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
 const systemLookup: Lookup = (host) => dnsLookup(host, { all: true, verbatim: true });
 
-// Addresses a webhook may never reach: this host, the private networks, link-local (cloud metadata at
-// 169.254.169.254), CGNAT, unique-local v6, multicast and the reserved ranges.
-const blocked = new BlockList();
+// IPv4 addresses a webhook may never reach: this host, the private networks, link-local (cloud metadata at
+// 169.254.169.254), CGNAT, multicast and the reserved ranges.
+const forbiddenV4 = new BlockList();
 for (const [net, prefix] of [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
@@ -31,38 +31,68 @@ for (const [net, prefix] of [
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
 ] as const)
-  blocked.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-  ['2001:db8::', 32],
-  ['100::', 64],
-] as const)
-  blocked.addSubnet(net, prefix, 'ipv6');
+  forbiddenV4.addSubnet(net, prefix, 'ipv4');
 
-/** Whether an address is one a webhook may not reach (v4 embedded in v6 is judged as v4). */
-export function isForbiddenAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family !== 6) return true;
-  const lower = address.toLowerCase();
-  // IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) reach the v4 address inside.
-  const embedded = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower)?.[1] ?? mappedHex(lower);
-  if (embedded) return blocked.check(embedded, 'ipv4');
-  return blocked.check(address, 'ipv6');
+// IPv6 is allowed only as global unicast (2000::/3), less its blocks that are not globally reachable (IANA's
+// special-purpose registry): IETF protocol assignments, documentation, SRv6 SIDs. Everything else (loopback,
+// unique-local, link-local, multicast, NAT64's local-use 64:ff9b:1::/48...) is outside 2000::/3.
+const notGlobalV6 = new BlockList();
+for (const [net, prefix] of [
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['3fff::', 20],
+  ['5f00::', 16],
+] as const)
+  notGlobalV6.addSubnet(net, prefix, 'ipv6');
+
+/** The 16 bytes of an IPv6 address that isIP() accepted (a trailing dotted quad is its last 4 bytes). */
+function v6Bytes(address: string): Uint8Array {
+  const bytes = new Uint8Array(16);
+  const quad = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(address);
+  const text = quad ? `${quad[1]}0:0` : address;
+  const [head = '', tail] = text.split('::');
+  const groups = (s: string) => (s ? s.split(':') : []);
+  const all = tail === undefined ? groups(head) : [...groups(head), ...Array<string>(8 - groups(head).length - groups(tail).length).fill('0'), ...groups(tail)];
+  all.forEach((g, i) => {
+    const v = parseInt(g, 16);
+    bytes[2 * i] = v >> 8;
+    bytes[2 * i + 1] = v & 255;
+  });
+  if (quad) bytes.set(quad[2]!.split('.').map(Number), 12);
+  return bytes;
 }
 
-/** ::ffff:7f00:1 written in hex: the v4 address it maps. */
-function mappedHex(v6: string): string | undefined {
-  const m = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6);
-  if (!m) return undefined;
-  const hi = parseInt(m[1]!, 16);
-  const lo = parseInt(m[2]!, 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+/** The IPv4 address in 4 bytes at `at` (Teredo stores its client's inverted: `mask` 255). */
+const v4At = (b: Uint8Array, at: number, mask = 0) => Array.from(b.subarray(at, at + 4), (x) => x ^ mask).join('.');
+
+/**
+ * IPv6 prefixes whose addresses carry an IPv4 address that traffic to them reaches (a host's stack, a NAT64 or a
+ * relay delivers it there): such an address is judged by the IPv4 addresses it carries. All are whole bytes long.
+ */
+const CARRIERS: Array<[net: string, bits: number, carried: (b: Uint8Array) => string[]]> = [
+  ['::', 96, (b) => [v4At(b, 12)]], // IPv4-compatible (deprecated; :: and ::1 carry 0.0.0.0/8)
+  ['::ffff:0:0', 96, (b) => [v4At(b, 12)]], // IPv4-mapped
+  ['::ffff:0:0:0', 96, (b) => [v4At(b, 12)]], // IPv4-translated (SIIT)
+  ['64:ff9b::', 96, (b) => [v4At(b, 12)]], // NAT64's well-known prefix (DNS64 gives these for IPv4-only names)
+  ['2002::', 16, (b) => [v4At(b, 2)]], // 6to4
+  ['2001::', 32, (b) => [v4At(b, 4), v4At(b, 12, 255)]], // Teredo: its server, and its client inverted
+];
+
+const carrierPrefixes = CARRIERS.map(([net, bits, carried]) => ({ bytes: v6Bytes(net).subarray(0, bits / 8), carried }));
+
+/**
+ * Whether an address is one a webhook may not reach. IPv6: an address carrying IPv4 (mapped, translated, NAT64,
+ * 6to4, Teredo) is judged by the IPv4 it carries; any other must be global unicast. A zone (fe80::1%eth0) is
+ * link-scoped.
+ */
+export function isForbiddenAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return forbiddenV4.check(address, 'ipv4');
+  if (family !== 6 || address.includes('%')) return true;
+  const b = v6Bytes(address);
+  const carrier = carrierPrefixes.find((c) => c.bytes.every((x, i) => b[i] === x));
+  if (carrier) return carrier.carried(b).some((v4) => forbiddenV4.check(v4, 'ipv4'));
+  return (b[0]! & 0xe0) !== 0x20 || notGlobalV6.check(address, 'ipv6');
 }
 
 const refuse = (why: string) => new AppError('WEBHOOK_URL_REFUSED', `The webhook URL is refused: ${why}`);

@@ -13,9 +13,9 @@ export const authRoutes = (ctx: GatewayContext): Route[] => [
     summary: 'A single-use nonce and the Sign-In With Solana message to sign',
     query: A.nonceCreate.input,
     response: A.nonceCreate.output,
-    rateLimit: 'nonces per client address (NONCES_PER_ADDRESS) and per wallet (NONCES_PER_WALLET) in SIGN_IN_WINDOW_SECONDS',
+    rateLimit: 'nonces per client address (NONCES_PER_ADDRESS) and per wallet from one client address (NONCES_PER_WALLET) in SIGN_IN_WINDOW_SECONDS',
     handler: async ({ req, requestId }) => {
-      await ctx.signInLimits.consume('nonce', req.ip ?? '', req.query.wallet_address);
+      await ctx.signInLimits.nonce(req.ip ?? '', req.query.wallet_address);
       return ctx.call(A.nonceCreate, { wallet_address: String(req.query.wallet_address ?? '') }, requestId);
     },
   },
@@ -28,13 +28,13 @@ export const authRoutes = (ctx: GatewayContext): Route[] => [
     summary: 'Exchange a signed Sign-In With Solana message (ours, or one the wallet built from sign_in_input) for an access token (24 h)',
     body: A.login.input,
     response: A.login.output,
-    rateLimit: 'logins per client address (LOGINS_PER_ADDRESS) and per wallet (LOGINS_PER_WALLET) in SIGN_IN_WINDOW_SECONDS',
+    rateLimit:
+      'logins per client address (LOGINS_PER_ADDRESS) and failed logins per wallet from one client address (LOGINS_PER_WALLET) in SIGN_IN_WINDOW_SECONDS',
     // Our message signed as written, or a wallet-built one (solana:signIn's output): auth tells them apart.
     handler: async ({ req, requestId }) => {
       const b = jsonBody(req);
       const account = b.account as { address?: unknown } | undefined;
-      await ctx.signInLimits.consume('login', req.ip ?? '', b.wallet_address ?? account?.address);
-      return ctx.call(A.login, b as never, requestId);
+      return ctx.signInLimits.login(req.ip ?? '', b.wallet_address ?? account?.address, () => ctx.call(A.login, b as never, requestId));
     },
   },
   {
