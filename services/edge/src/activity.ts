@@ -2,17 +2,21 @@ import { readFile } from 'node:fs/promises';
 import type { Logger } from '@agenthost/shared';
 
 /**
- * Which instances had traffic through this edge, for idle sleep. Two signs: a request asked the keeper for the
- * instance's route (every HTTP request and every WebSocket opening does), or a TCP connection from this edge to the
- * instance's agent is established now (a WebSocket or a long answer in progress: they ask only once). Caddy closes idle
- * connections to agents after 5 s (caddy-config.ts), so an open one means traffic. The connections are read from
- * /proc/net/tcp{,6} of this network namespace (Caddy's: the keeper runs beside it on the host or in its task).
+ * Which instances had their owner's traffic through this edge, for idle sleep (anyone else's counts for nothing:
+ * owner.ts). Two signs: an owner's request asked the keeper for the instance's route (every HTTP request and every
+ * WebSocket opening does), or the connection that request came on is still open (a WebSocket or a long answer in
+ * progress: they ask only once). The connections are the clients' to this edge, read from /proc/net/tcp{,6} of this
+ * network namespace (Caddy's: the keeper runs beside it on the host or in its task), by the address and port Caddy
+ * names for each request: a connection from the edge to an agent may carry anyone's request (Caddy pools them), a
+ * client's connection only its own.
  */
 export class Activity {
   private seen = new Set<string>();
+  /** "<instance id> <client address:port>" of the owners' requests whose connection may still be open. */
+  private held = new Set<string>();
   private readonly d: {
-    /** upstream "host:port" → instance id, of the instances that run. */
-    upstreams: () => Map<string, string>;
+    /** The port the edge's clients connect to (EDGE_HTTPS_PORT). */
+    port: number;
     report: (ids: string[]) => Promise<void>;
     log: Logger;
     /** The connection tables to read (tests point them elsewhere). */
@@ -23,19 +27,22 @@ export class Activity {
     this.d = deps;
   }
 
-  touch(instanceId: string): void {
+  /** An owner's request to the instance, from `client` (address:port, as the edge sees the connection). */
+  touch(instanceId: string, client?: string): void {
     this.seen.add(instanceId);
+    if (client) this.held.add(`${instanceId} ${client}`);
   }
 
-  /** Report what was seen since the last report, and the instances with a connection open now. Kept on failure. */
+  /** Report what was seen since the last report, and the instances with an owner's connection open now. Kept on failure. */
   async flush(): Promise<void> {
     const ids = this.seen;
     this.seen = new Set();
     try {
-      const upstreams = this.d.upstreams();
-      for (const remote of await establishedRemotes(this.d.tables)) {
-        const id = upstreams.get(remote);
-        if (id) ids.add(id);
+      const open = await establishedRemotes(this.d.tables, this.d.port);
+      for (const entry of this.held) {
+        const [id, client] = entry.split(' ') as [string, string];
+        if (open.has(client)) ids.add(id);
+        else this.held.delete(entry);
       }
       if (ids.size > 0) await this.d.report([...ids]);
     } catch (err) {
@@ -47,14 +54,15 @@ export class Activity {
 
 const ESTABLISHED = '01';
 
-/** The remote "host:port" of every established TCP connection ([v6]:port for IPv6; v4-mapped as v4). */
-export async function establishedRemotes(tables = ['/proc/net/tcp', '/proc/net/tcp6']): Promise<Set<string>> {
+/** The remote "host:port" of every established TCP connection ([v6]:port for IPv6; v4-mapped as v4), or of those to `localPort`. */
+export async function establishedRemotes(tables = ['/proc/net/tcp', '/proc/net/tcp6'], localPort?: number): Promise<Set<string>> {
   const out = new Set<string>();
   for (const table of tables) {
     const text = await readFile(table, 'utf8').catch(() => '');
     for (const line of text.split('\n').slice(1)) {
       const cols = line.trim().split(/\s+/);
-      if (cols[3] !== ESTABLISHED || !cols[2]) continue;
+      if (cols[3] !== ESTABLISHED || !cols[2] || !cols[1]) continue;
+      if (localPort !== undefined && Number.parseInt(cols[1].split(':')[1] ?? '', 16) !== localPort) continue;
       const [hex, portHex] = cols[2].split(':');
       if (!hex || !portHex) continue;
       const host = hex.length === 8 ? v4(hex) : v6(hex);

@@ -1,5 +1,6 @@
 import { ERROR_CODES } from '@agenthost/shared';
-import { STALE_ROUTE_PATH, UPSTREAM_HEADER } from './answer.ts';
+import { CLIENT_HEADER, STALE_ROUTE_PATH, UPSTREAM_HEADER } from './answer.ts';
+import { SESSION_HEADER } from './owner.ts';
 import { adminSocket, dataDir, keeperSocket, type EdgeSettings } from './settings.ts';
 
 // Caddy's JSON configuration (https://caddyserver.com/docs/json/), loaded once when Caddy starts and never changed
@@ -31,9 +32,10 @@ export function errorAnswer(code: Code, opts: { message?: string; retryAfter?: n
 }
 
 /**
- * Every instance host: Caddy first asks the route keeper (a request with the client's host, without its body or
- * credentials); 204 names the agent's address and the request goes there (HTTP or WebSocket), any other answer
- * (unknown, starting, stopped, failed) goes to the client as it is. The configuration never changes with instances.
+ * Every instance host: Caddy first asks the route keeper (a request with the client's host, address and credentials,
+ * without its body); 204 names the agent's address and the request goes there (HTTP or WebSocket), any other answer
+ * (unknown, starting, stopped, failed, or not for a stranger: answer.ts) goes to the client as it is. The configuration
+ * never changes with instances.
  */
 function instanceRoutes(s: EdgeSettings): Json {
   return {
@@ -50,34 +52,43 @@ function viaKeeper(s: EdgeSettings, uri: string): Json {
     handler: 'reverse_proxy',
     upstreams: [{ dial: `unix/${keeperSocket(s)}` }],
     rewrite: { method: 'GET', uri },
-    headers: { request: { delete: ['Authorization', 'Cookie', 'Upgrade', 'Connection', 'Sec-WebSocket-Key', 'Sec-WebSocket-Protocol'] } },
+    headers: {
+      request: {
+        // The client's connection, which the keeper follows for idle sleep (activity.ts); set over whatever the client sent.
+        set: { [CLIENT_HEADER]: ['{http.request.remote}'] },
+        delete: ['Upgrade', 'Connection', 'Sec-WebSocket-Key', 'Sec-WebSocket-Protocol'],
+      },
+    },
     // The keeper holds its answer while a sleeping instance wakes.
     transport: { protocol: 'http', dial_timeout: '1s', response_header_timeout: `${s.EDGE_WAKE_TIMEOUT_SECONDS + 5}s` },
     handle_response: [
+      // The owner's request with its token: the answer also starts the browser's session on this host (owner.ts).
       {
-        match: { status_code: [204] },
-        routes: [
-          {
-            handle: [
-              { handler: 'request_body', max_size: s.EDGE_BODY_LIMIT_BYTES },
-              {
-                handler: 'reverse_proxy',
-                upstreams: [{ dial: '{http.reverse_proxy.header.X-Agenthost-Upstream}' }],
-                // Idle connections to agents are closed soon: an open one counts as traffic for idle sleep (activity.ts).
-                transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s`, keep_alive: { idle_timeout: '5s' } },
-                // No forwarded-client headers: an agent that does not trust its proxy refuses such traffic (OpenClaw
-                // does), and trusting the bridge's address would trust everything else on this host too. The
-                // agent checks the browser's Origin against the instance's public address instead.
-                headers: { request: { delete: [UPSTREAM_HEADER, 'X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host'] } },
-                // Streamed answers (server-sent events) are passed on as they come.
-                flush_interval: -1,
-              },
-            ],
-          },
-        ],
+        match: { status_code: [204], headers: { [SESSION_HEADER]: [] } },
+        routes: [{ handle: [{ handler: 'headers', response: { add: { 'Set-Cookie': [`{http.reverse_proxy.header.${SESSION_HEADER}}`] } } }, ...toAgent(s)] }],
       },
+      { match: { status_code: [204] }, routes: [{ handle: toAgent(s) }] },
     ],
   };
+}
+
+/** The request, proxied to the agent the keeper named (HTTP or WebSocket). */
+function toAgent(s: EdgeSettings): Json[] {
+  return [
+    { handler: 'request_body', max_size: s.EDGE_BODY_LIMIT_BYTES },
+    {
+      handler: 'reverse_proxy',
+      upstreams: [{ dial: '{http.reverse_proxy.header.X-Agenthost-Upstream}' }],
+      // Idle connections to agents are not kept long (a stopped agent's are of no use).
+      transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s`, keep_alive: { idle_timeout: '5s' } },
+      // No forwarded-client headers: an agent that does not trust its proxy refuses such traffic (OpenClaw
+      // does), and trusting the bridge's address would trust everything else on this host too. The
+      // agent checks the browser's Origin against the instance's public address instead.
+      headers: { request: { delete: [UPSTREAM_HEADER, CLIENT_HEADER, 'X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host'] } },
+      // Streamed answers (server-sent events) are passed on as they come.
+      flush_interval: -1,
+    },
+  ];
 }
 
 /** The gateway replicas; only a request that reached none (a dial error) is tried on another (see deploy/swarm). */
@@ -92,6 +103,8 @@ function gatewayProxy(s: EdgeSettings): Json {
     // No passive health checks: a body over the limit fails the proxying too, and would take the gateway out of
     // rotation for everyone. A gateway that is down is a dial error, which the next replica is tried for.
     transport: { protocol: 'http', dial_timeout: `${s.EDGE_DIAL_TIMEOUT_SECONDS}s`, response_header_timeout: `${s.EDGE_API_TIMEOUT_SECONDS}s` },
+    // X-Forwarded-For is the address the client connected from, written over whatever the client sent (Caddy does so
+    // for any client not in trusted_proxies, and none are set): the gateway believes it on its edge socket.
     flush_interval: -1,
   };
 }
@@ -200,9 +213,15 @@ export function baseConfig(s: EdgeSettings): Json {
 /** No gateway answered (the public API host and the instances' listener alike). */
 const apiUnavailable = (): Json => errorAnswer('SERVICE_UNAVAILABLE', { message: 'The API is unavailable; retry shortly', retryAfter: 1 });
 
-/** The root every edge of a deployment issues under, when the deployment gives one (the swarm's shared CA). */
+/**
+ * The intermediate every edge of a deployment issues with, under the deployment's one root (the swarm's shared CA).
+ * The root is not given: Caddy 2.6 loads a root only with its key, which stays with the operator. Caddy then makes a
+ * root of its own in its data that signs nothing (the intermediate, given, is never renewed by it) and no client trusts.
+ */
 const sharedRoot = (s: EdgeSettings): Json =>
-  s.EDGE_CA_CERT_FILE ? { root: { certificate: s.EDGE_CA_CERT_FILE, private_key: s.EDGE_CA_KEY_FILE, format: 'pem_file' } } : {};
+  s.EDGE_CA_INTERMEDIATE_CERT_FILE
+    ? { intermediate: { certificate: s.EDGE_CA_INTERMEDIATE_CERT_FILE, private_key: s.EDGE_CA_INTERMEDIATE_KEY_FILE, format: 'pem_file' } }
+    : {};
 
 /** The instances' own listener (EDGE_INSTANCE_PORT): plain HTTP, the whole API, no instance hosts, no dashboard. */
 function instanceListener(s: EdgeSettings, listen: (port: number) => string): Json {

@@ -46,13 +46,6 @@ export class RouteKeeper {
     return this.table.get(instanceId);
   }
 
-  /** upstream → instance id, of the running instances (activity.ts matches open connections with it). */
-  upstreams(): Map<string, string> {
-    const out = new Map<string, string>();
-    for (const r of this.table.values()) if (r.status === 'running') out.set(r.upstream.toLowerCase(), r.instance_id);
-    return out;
-  }
-
   /**
    * Wake a sleeping instance and wait, up to timeoutMs, until it is no longer asleep or starting: its route then
    * (running, or failed; null: deleted meanwhile), or undefined at the timeout; rejects when the provisioner could not

@@ -24,7 +24,7 @@ await runService<typeof edgeConfig, unknown>({
     });
     const activity = new Activity({
       log,
-      upstreams: () => keeper.upstreams(),
+      port: config.EDGE_HTTPS_PORT,
       report: async (instance_ids) => void (await request(nc, P.activity, { instance_ids }, { timeoutMs })),
     });
     const server = answerServer(keeper, config.EDGE_DOMAIN, { activity, wakeTimeoutMs: config.EDGE_WAKE_TIMEOUT_SECONDS * 1000 });

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Activity, establishedRemotes } from '../src/activity.ts';
 
-// The keeper's reading of the kernel's TCP tables (idle sleep counts an open connection to an agent as traffic),
+// The keeper's reading of the kernel's TCP tables (idle sleep counts an owner's open connection to the edge as traffic),
 // checked against real connections on this machine's loopback.
 const open: Array<net.Server | net.Socket> = [];
 afterEach(() => {
@@ -30,25 +30,28 @@ describe('open connections to agents', () => {
     if (v6) expect(await establishedRemotes()).toContain(`[::1]:${v6}`);
   });
 
-  it('count as traffic while open, and not once closed', async () => {
-    const port = await connection('127.0.0.1');
+  it("count as the owner's traffic while the connection the request came on is open, and not once it is closed", async () => {
+    // The "edge" listens on `port`; the client's end of the connection is what Caddy names as the request's remote.
+    const server = net.createServer((s) => open.push(s));
+    open.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const client = net.connect(port, '127.0.0.1');
+    await new Promise<void>((resolve, reject) => client.once('connect', resolve).once('error', reject));
     const reported: string[][] = [];
-    const activity = new Activity({
-      log,
-      upstreams: () =>
-        new Map([
-          [`127.0.0.1:${port}`, 'inst-a'],
-          ['127.0.0.1:1', 'inst-b'],
-        ]),
-      report: async (ids) => void reported.push(ids),
-    });
-    activity.touch('inst-c');
+    const activity = new Activity({ log, port, report: async (ids) => void reported.push(ids) });
+    activity.touch('inst-a', `127.0.0.1:${client.localPort}`);
+    activity.touch('inst-b', '127.0.0.1:1');
     await activity.flush();
-    expect(reported).toEqual([['inst-c', 'inst-a']]);
-    for (const o of open.splice(0)) o instanceof net.Socket ? o.destroy() : o.close();
+    // Then only the one whose client is still connected to the edge's port: the same address to another port is not it.
+    const other = await connection('127.0.0.1');
+    activity.touch('inst-c', `127.0.0.1:${other}`);
+    await activity.flush();
+    await activity.flush();
+    client.destroy();
     await new Promise((r) => setTimeout(r, 100));
     await activity.flush();
-    expect(reported).toHaveLength(1);
+    expect(reported).toEqual([['inst-a', 'inst-b'], ['inst-c', 'inst-a'], ['inst-a']]);
   });
 
   it('are reported again after a report failed', async () => {
@@ -56,7 +59,7 @@ describe('open connections to agents', () => {
     const reported: string[][] = [];
     const activity = new Activity({
       log,
-      upstreams: () => new Map(),
+      port: 1,
       report: async (ids) => {
         if (fail) throw new Error('no provisioner');
         reported.push(ids);

@@ -158,8 +158,10 @@ describe('instances at their https URL', () => {
     expect(c.json.url).toBe(`https://${id}.agenthost.localhost:${HTTPS}`);
     expect(c.json.port).toEqual(expect.any(Number));
     const url = c.json.url as string;
+    // The owner's requests (its token) learn the instance's state; anyone else's get the unknown id's answer.
+    const owns = { headers: { authorization: `Bearer ${c.json.access_token as string}` } };
     // While it starts: 503 with Retry-After (unless it is already running), never a hang.
-    const early = await edge.request(`${url}/`);
+    const early = await edge.request(`${url}/`, owns);
     if (early.status !== 200) {
       expect(early.json).toEqual({ ...shape, code: 'INSTANCE_STARTING', status: 503 });
       expect(early.headers['retry-after']).toBe('2');
@@ -173,11 +175,12 @@ describe('instances at their https URL', () => {
 
     expect((await api('POST', `/instance/stop/${id}`)).status).toBe(200);
     const stopped = await waitFor('the stopped answer', async () => {
-      const r = await edge.request(`${url}/`);
+      const r = await edge.request(`${url}/`, owns);
       return r.json.code === 'INSTANCE_STOPPED' && r;
     });
     expect(stopped.status).toBe(503);
     expect(stopped.json).toEqual({ ...shape, code: 'INSTANCE_STOPPED', status: 503 });
+    expect((await edge.request(`${url}/`)).json).toEqual({ ...shape, code: 'INSTANCE_NOT_FOUND', status: 404 });
 
     expect((await api('POST', `/instance/start/${id}`)).status).toBe(200);
     await waitFor('running again through the edge', async () => (await edge.request(`${url}/`)).status === 200, 60_000, 250);

@@ -20,7 +20,10 @@ let owner: Session;
 let big: Session;
 let sleeper: { id: string; url: string; token: string };
 let awake: { id: string; url: string };
+let boots = 0;
 
+/** The owner's requests carry the instance's token: only they wake it and keep it awake (strangers.test.ts). */
+const owns = () => ({ authorization: `Bearer ${sleeper.token}` });
 const statusOf = async (s: Session, id: string) => (await s.api.get(`/instance/status/${id}`)).body.status as string;
 
 async function createRunning(s: Session, name: string) {
@@ -63,15 +66,25 @@ afterAll(async () => {
 
 describe('idle sleep', () => {
   it('keeps an instance awake while requests come or a WebSocket is open', async () => {
-    await waitFor('the instance through the edge', async () => (await edge.request(`${sleeper.url}/`)).status === 200, 30_000, 250);
+    const reached = await waitFor(
+      'the instance through the edge',
+      async () => {
+        const r = await edge.request(`${sleeper.url}/`, { headers: owns() });
+        return r.status === 200 && r;
+      },
+      30_000,
+      250,
+    );
+    // On a busy machine it may have slept (and this woke it) before the suite got here: its boots so far.
+    boots = (reached.json.state as { boots: number }).boots;
     // Requests for twice the idle time, one a second.
     for (let i = 0; i < IDLE * 2; i++) {
-      expect((await edge.request(`${sleeper.url}/`)).status).toBe(200);
+      expect((await edge.request(`${sleeper.url}/`, { headers: owns() })).status).toBe(200);
       await pause(1000);
     }
     expect(await statusOf(owner, sleeper.id)).toBe('running');
     // A WebSocket asks its route once; its open connection is what keeps the instance awake.
-    const ws = await edge.websocket(`${sleeper.url}/ws`);
+    const ws = await edge.websocket(`${sleeper.url}/ws`, owns());
     expect(JSON.parse(await ws.receive())).toEqual({ hello: sleeper.id });
     await pause((IDLE * 2 + 1) * 1000);
     expect(await statusOf(owner, sleeper.id)).toBe('running');
@@ -110,17 +123,17 @@ describe('idle sleep', () => {
     recordSecret(key);
     expect((await owner.api.post('/keys/store', { instance_id: sleeper.id, keys: { OPENAI_API_KEY: key } })).status).toBe(200);
     // One request, held by the edge while the instance wakes: answered by the agent, not with an error.
-    const first = await edge.request(`${sleeper.url}/`);
+    const first = await edge.request(`${sleeper.url}/`, { headers: owns() });
     expect(first.status, first.text).toBe(200);
     expect(first.json).toMatchObject({ agent: 'standin', instance_id: sleeper.id });
-    // Its volume is the same: the agent's state file counts this as its second boot.
-    expect((first.json.state as { boots: number }).boots).toBe(2);
+    // Its volume is the same: the agent's state file counts this as one more boot.
+    expect((first.json.state as { boots: number }).boots).toBe(boots + 1);
     expect(await statusOf(owner, sleeper.id)).toBe('running');
     // The stand-in gets its keys in its environment from the keys server right after it starts.
     const env = await waitFor(
       'the key in the woken agent',
       async () => {
-        const r = await edge.request(`${sleeper.url}/env`);
+        const r = await edge.request(`${sleeper.url}/env`, { headers: owns() });
         return (r.json.names as string[] | undefined)?.includes('OPENAI_API_KEY') ? r : undefined;
       },
       15_000,
@@ -132,7 +145,7 @@ describe('idle sleep', () => {
 
   it('lets a WebSocket client reconnecting to a sleeping instance through', async () => {
     await waitFor('sleeping again', async () => (await statusOf(owner, sleeper.id)) === 'sleeping', 45_000, 250);
-    const ws = await edge.websocket(`${sleeper.url}/ws`);
+    const ws = await edge.websocket(`${sleeper.url}/ws`, owns());
     expect(JSON.parse(await ws.receive())).toEqual({ hello: sleeper.id });
     ws.send('after the wake');
     expect(await ws.receive()).toBe('after the wake');
@@ -144,7 +157,7 @@ describe('idle sleep', () => {
     expect((await owner.api.post(`/instance/stop/${sleeper.id}`)).status).toBe(200);
     expect(await statusOf(owner, sleeper.id)).toBe('stopped');
     // Stopped by its owner, it stays stopped: a request gets the stopped answer, it does not wake it.
-    const r = await edge.request(`${sleeper.url}/`);
+    const r = await edge.request(`${sleeper.url}/`, { headers: owns() });
     expect(r.json).toMatchObject({ code: 'INSTANCE_STOPPED', status: 503 });
     expect((await owner.api.post(`/instance/start/${sleeper.id}`)).status).toBe(200);
     await waitFor('running', async () => (await statusOf(owner, sleeper.id)) === 'running', 60_000, 250);

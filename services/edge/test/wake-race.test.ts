@@ -47,8 +47,10 @@ async function sleepingInstance(name: string, pauses: number) {
   expect(c.status, c.text).toBe(200);
   recordSecret(c.body.access_token);
   const id = c.body.instance_id as string;
+  // The owner's requests (its token): only the owner's wake an instance and count as its traffic.
+  const owns = { authorization: `Bearer ${c.body.access_token as string}` };
   await waitFor(`${id} running`, async () => (await statusOf(id)) === 'running', 60_000, 250);
-  await waitFor('the instance through the edge', async () => (await edge.request(`${c.body.url}/`)).status === 200, 30_000, 250);
+  await waitFor('the instance through the edge', async () => (await edge.request(`${c.body.url}/`, { headers: owns })).status === 200, 30_000, 250);
   // Idle, its container is stopped; the sleep waits there with the row still running.
   const paused = () =>
     provisioner()
@@ -57,7 +59,7 @@ async function sleepingInstance(name: string, pauses: number) {
   await waitFor('the sleep paused after the stop', async () => paused() === pauses, 60_000, 50);
   expect((await docker('inspect', '-f', '{{.State.Running}}', `agenthost-${id}`)).trim()).toBe('false');
   expect(await statusOf(id)).toBe('running');
-  return { id, url: c.body.url as string };
+  return { id, url: c.body.url as string, owns };
 }
 
 /** Lets the paused sleep go on once the edge has read the route again (which only the failed connection makes it do). */
@@ -69,7 +71,7 @@ async function resumeOnceReread(id: string) {
 describe('a route older than the instance', () => {
   it('holds a request to an agent just stopped for sleep, wakes it, and answers from it', async () => {
     const s = await sleepingInstance('race-http', 1);
-    const [answer] = await Promise.all([edge.request(`${s.url}/`), resumeOnceReread(s.id)]);
+    const [answer] = await Promise.all([edge.request(`${s.url}/`, { headers: s.owns }), resumeOnceReread(s.id)]);
     expect(answer.status, answer.text).toBe(200);
     expect(answer.json).toMatchObject({ agent: 'standin', instance_id: s.id });
     expect(await statusOf(s.id)).toBe('running');
@@ -80,7 +82,7 @@ describe('a route older than the instance', () => {
 
   it('lets a WebSocket opened then through, to the woken agent', async () => {
     const s = await sleepingInstance('race-ws', 2);
-    const [ws] = await Promise.all([edge.websocket(`${s.url}/ws`), resumeOnceReread(s.id)]);
+    const [ws] = await Promise.all([edge.websocket(`${s.url}/ws`, s.owns), resumeOnceReread(s.id)]);
     expect(JSON.parse(await ws.receive())).toEqual({ hello: s.id });
     ws.send('after the wake');
     expect(await ws.receive()).toBe('after the wake');

@@ -243,8 +243,12 @@ export const instanceStatusChanged = event(
 );
 export const instanceDeleted = event('events.instance.deleted', z.object({ instance_id: instanceId, user_id: uuid, deleted_at: isoTime }));
 
-/** Where the edge sends an instance's traffic: its agent's address (host:port, reachable from the edge's host) and its status. */
-export const route = z.object({ instance_id: instanceId, status: instanceStatus, upstream: z.string() });
+/**
+ * Where the edge sends an instance's traffic: its agent's address (host:port, reachable from the edge's host) and its
+ * status; and the hex SHA-256 of its access token (the provisioner keeps only that), with which the edge tells its
+ * owner's requests from anyone else's: only those wake it and count as traffic.
+ */
+export const route = z.object({ instance_id: instanceId, status: instanceStatus, upstream: z.string(), token_sha256: z.string() });
 export type Route = z.infer<typeof route>;
 /**
  * Every instance's route (the edge rebuilds its table from it), or one instance's (after an event about it: an
@@ -253,8 +257,8 @@ export type Route = z.infer<typeof route>;
 export const routes = contract('provisioner.v1.routes.list', z.object({ instance_id: instanceId.optional() }), z.object({ routes: z.array(route) }));
 
 /**
- * The edge reports the instances that had traffic through it since its last report (a request asked their route, or a
- * connection to their agent is open): the provisioner puts an instance to sleep only after none for its tier's idle time.
+ * The edge reports the instances that had their owner's traffic through it since its last report (a request with their
+ * token or session asked their route, or such a client's connection is still open): the provisioner puts an instance to sleep only after none for its tier's idle time.
  */
 export const activity = contract(
   'provisioner.v1.routes.activity',

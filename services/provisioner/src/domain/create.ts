@@ -2,7 +2,8 @@ import { AppError, UNLIMITED, validationError, type contracts } from '@agenthost
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import { describe } from '../docker/engine.ts';
-import { hashToken, newInstanceId, newToken } from './access-token.ts';
+import { hashToken } from '@agenthost/shared';
+import { newInstanceId, newToken } from './access-token.ts';
 import { instanceView, type LiveView } from './instance-view.ts';
 import type { InstanceLifecycle, LifecycleDeps } from './lifecycle.ts';
 import type { Credentials } from './runtime.ts';

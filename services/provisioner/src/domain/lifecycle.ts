@@ -1,7 +1,8 @@
 import { AppError, type contracts, type Logger, type TierTable } from '@agenthost/shared';
 import type { InstanceRow } from '../db/schema.ts';
 import { describe, type DockerEngine } from '../docker/engine.ts';
-import { hashToken, newToken } from './access-token.ts';
+import { hashToken } from '@agenthost/shared';
+import { newToken } from './access-token.ts';
 import type { LocalImages } from './images.ts';
 import type { InstanceRepo, UpgradeTarget } from './instance-repo.ts';
 import type { OpLocks } from './locks.ts';

@@ -18,7 +18,8 @@ const STOPPING_TO: Partial<Record<Step, Route['status']>> = { sleeping: 'sleepin
 /**
  * The edge's route table (provisioner.v1.routes.list): every instance that is not being deleted, with the
  * address its agent answers on from the edge's host (the same address readiness probes) and its status. The
- * edge answers for a provisioning, stopped or failed instance itself and proxies to a running one. An instance whose
+ * edge answers for a provisioning, stopped or failed instance itself and proxies to a running one. With the hash of
+ * its access token (hashToken): the edge recognises its owner's requests by it. An instance whose
  * container is being stopped is reported as what it becomes: its row says running until the stop is done, but its
  * agent may no longer answer, and the edge asks again when it could not reach one (a sleeping route is held and woken).
  */
@@ -26,13 +27,14 @@ export async function listRoutes(
   deps: { db: Kysely<ProvisionerDB>; runtime: Pick<InstanceRuntime, 'probeHost'> },
   input: { instance_id?: string | undefined },
 ): Promise<{ routes: Route[] }> {
-  let q = deps.db.selectFrom('instances').select(['id', 'status', 'step', 'port', 'node_host']).where('deleting_at', 'is', null);
+  let q = deps.db.selectFrom('instances').select(['id', 'status', 'step', 'port', 'node_host', 'access_token_hash']).where('deleting_at', 'is', null);
   if (input.instance_id) q = q.where('id', '=', input.instance_id);
   const rows = await q.orderBy('id').execute();
   return {
     routes: rows.map((r) => {
       const host = deps.runtime.probeHost(r);
-      return { instance_id: r.id, status: STOPPING_TO[r.step] ?? r.status, upstream: `${host.includes(':') ? `[${host}]` : host}:${r.port}` };
+      const upstream = `${host.includes(':') ? `[${host}]` : host}:${r.port}`;
+      return { instance_id: r.id, status: STOPPING_TO[r.step] ?? r.status, upstream, token_sha256: r.access_token_hash };
     }),
   };
 }
