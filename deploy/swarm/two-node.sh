@@ -103,6 +103,9 @@ down() {
   docker swarm leave --force >/dev/null 2>&1 || true
   ip link del "$HOST_IF" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
+  # The swarm suite's outsider (deploy/swarm/test/isolation.ts): a third namespace that is neither node.
+  ip link del ah-n3 2>/dev/null || true
+  ip netns del agenthost-n3 2>/dev/null || true
   # This host's firewall rules for the swarm's instance bridge (node-setup.ts): the next swarm's bridge has another name.
   local chain rule
   for chain in INPUT DOCKER-USER; do

@@ -11,7 +11,7 @@
 // EDGE_DOMAIN (agenthost.localhost), EDGE_HTTPS_PORT (443) and EDGE_HTTP_PORT (80) for users, EDGE_PORT (8080: the
 // instances' own port of the edge, never open to users), DEVCHAIN_PORT (8899; and the next port), SWARM_DATABASE_URL (an external database: no Postgres
 // service), SWARM_SOLANA_RPC_URL (a Solana RPC: no devchain),
-// AGENTHOST_ENV_FILE (settings for every service, KEY=VALUE lines), IMAGE_TAG (latest).
+// AGENTHOST_ENV_FILE (the services' settings, KEY=VALUE lines: each service gets those it reads), IMAGE_TAG (latest).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pinnedNode } from '@agenthost/shared';
@@ -33,6 +33,7 @@ import {
 import { busPublicKeys, ensureMaterial, NATS_NODES } from './material.ts';
 import { runDoctor } from './doctor.ts';
 import { activateNode, drainNode } from './nodes.ts';
+import { unusedNames } from './service-env.ts';
 import { NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
 
 const SCALABLE = ['gateway', 'auth', 'billing-chain', 'provisioner', 'keyvault'] as const;
@@ -88,7 +89,8 @@ async function up(args: string[]): Promise<void> {
   for (const s of SCALABLE) replicas[s] = asked[s] ?? (await currentReplicas(docker, `${STACK}-${s}`)) ?? DEFAULT_REPLICAS[s];
 
   say('secrets');
-  const material = ensureMaterial({ dir: path.join(state, 'swarm'), ...(env.SWARM_DATABASE_URL ? { databaseUrl: env.SWARM_DATABASE_URL } : {}) });
+  const edgeDomain = env.EDGE_DOMAIN ?? 'agenthost.localhost';
+  const material = ensureMaterial({ dir: path.join(state, 'swarm'), edgeDomain, ...(env.SWARM_DATABASE_URL ? { databaseUrl: env.SWARM_DATABASE_URL } : {}) });
   const secrets = await ensureSecrets(docker, material.secrets);
   await ensureNetwork(docker);
   const postgres = !env.SWARM_DATABASE_URL;
@@ -98,7 +100,7 @@ async function up(args: string[]): Promise<void> {
     replicas,
     secrets,
     edgePorts: { https: Number(env.EDGE_HTTPS_PORT ?? 443), http: Number(env.EDGE_HTTP_PORT ?? 80), instances: Number(env.EDGE_PORT ?? 8080) },
-    edgeDomain: env.EDGE_DOMAIN ?? 'agenthost.localhost',
+    edgeDomain,
     devchainPort: Number(env.DEVCHAIN_PORT ?? 8899),
     env: { ...busPublicKeys(material.secrets), ...envFile(env.AGENTHOST_ENV_FILE ?? path.join(state, 'agenthost.env')) },
     postgres,
@@ -106,6 +108,8 @@ async function up(args: string[]): Promise<void> {
     dockerGid: env.DOCKER_GID ?? dockerGid(),
     natsNodes: await natsPlacement(),
   };
+  const unused = unusedNames(opts.env);
+  if (unused.length) say(`not given to any service (no service reads them): ${unused.join(', ')}`);
   const specs = stackSpecs(opts);
   // Infrastructure first, so that the services find NATS and Postgres when they start.
   const infra = specs.filter((s) => /-(nats-\d|postgres|devchain)$/.test(s.Name));

@@ -1,4 +1,5 @@
 import { SECRET_DIR } from './material.ts';
+import { ownEnv } from './service-env.ts';
 import { resources } from './service-parts.ts';
 
 /** The edge's ports on every node (host mode: published on the node's own addresses). */
@@ -14,7 +15,7 @@ export interface EdgePorts {
 /**
  * The edge on every node: Caddy and its route keeper in one task (services/edge/src/swarm.ts), with the single
  * host's configuration. Every node's edge answers for every instance (the keeper asks the provisioner where each runs)
- * and issues its certificates under the deployment's one root (a swarm secret), so a URL works through any node and
+ * and issues its certificates under the deployment's one root (with an intermediate, a swarm secret), so a URL works through any node and
  * stays the same when its instance moves. `common` is what stack.ts gives every service: its spec builder, NATS
  * identity, health check and the gateways' DNS name.
  */
@@ -45,12 +46,13 @@ export function edgeSpec<S>(
       EDGE_DATA_DIR: '/tmp/edge/caddy',
       EDGE_ADMIN_SOCKET: '/tmp/edge/admin.sock',
       EDGE_KEEPER_SOCKET: '/tmp/edge/keeper.sock',
-      EDGE_CA_CERT_FILE: `${SECRET_DIR}/edge-ca.crt`,
-      EDGE_CA_KEY_FILE: `${SECRET_DIR}/edge-ca.key`,
+      // The intermediate it signs with (edge-ca.ts); the root's key stays with the operator.
+      EDGE_CA_INTERMEDIATE_CERT_FILE: `${SECRET_DIR}/edge-intermediate.crt`,
+      EDGE_CA_INTERMEDIATE_KEY_FILE: `${SECRET_DIR}/edge-intermediate.key`,
       // Its node's container stats for the provisioner (services/edge/src/node-stats.ts), read from the host's cgroups.
       EDGE_NODE_ID: '{{.Node.ID}}',
       EDGE_CGROUP_ROOT: '/host/cgroup',
-      ...o.env,
+      ...ownEnv('edge', o.env),
     },
     mounts: [{ Type: 'bind', Source: '/sys/fs/cgroup', Target: '/host/cgroup', ReadOnly: true }],
     secrets: common.secrets,

@@ -2,6 +2,7 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } f
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ensureNatsTls, makeCa, natsServerConfig, natsUsers, rawPublicKey, SERVICES } from '@agenthost/shared';
+import { ensureEdgeIntermediate } from './edge-ca.ts';
 
 /**
  * The secret material of a swarm deployment, made once on the manager in `dir` (root only) and kept, so
@@ -40,6 +41,8 @@ export interface MaterialOptions {
   dir: string;
   /** An external database for every service (then no Postgres service and no per-service roles). */
   databaseUrl?: string;
+  /** The edges' domain: their issuing certificate may sign names under it and no other. */
+  edgeDomain: string;
 }
 
 export function ensureMaterial(opts: MaterialOptions): Material {
@@ -50,6 +53,8 @@ export function ensureMaterial(opts: MaterialOptions): Material {
   secrets['master-key'] = kept(dir, 'master-key', () => randomBytes(32).toString('base64'));
   // The provisioner's alone: every backup archive is encrypted under a key derived from it.
   secrets['backup-key'] = kept(dir, 'backup-key', () => randomBytes(32).toString('base64'));
+  // billing-chain's alone: it seals the keeper's Solana key in the billing schema.
+  secrets['billing-data-key'] = kept(dir, 'billing-data-key', () => randomBytes(32).toString('base64'));
   secrets['auth-jwt.pem'] = kept(dir, 'auth-jwt.pem', () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
   // The gateway's assertion key and keyvault's seal key; their public halves are plain settings (busPublicKeys).
   secrets['gateway-assertion.pem'] = kept(dir, 'gateway-assertion.pem', () =>
@@ -70,10 +75,10 @@ export function ensureMaterial(opts: MaterialOptions): Material {
   }
 
   // The edge's CA: every node's edge issues its certificates under this one root, so a client that trusts it (the
-  // file edge-ca.crt here) is served by any node. Made once and kept, like every key here.
+  // file edge-ca.crt here) is served by any node. Made once and kept, like every key here. Its key stays here, with
+  // the operator: the edges sign with an intermediate (edge-ca.ts), so a compromised edge leaks no root.
   if (!existsSync(path.join(dir, 'edge-ca.key'))) makeEdgeCa(dir);
-  secrets['edge-ca.crt'] = readFileSync(path.join(dir, 'edge-ca.crt'), 'utf8');
-  secrets['edge-ca.key'] = readFileSync(path.join(dir, 'edge-ca.key'), 'utf8');
+  Object.assign(secrets, ensureEdgeIntermediate(dir, opts.edgeDomain));
 
   // NATS: one nkey per service (and the operator's, for tools), a CA and a certificate for every node name,
   // and a route password, so that only our nodes join the cluster.

@@ -3,6 +3,7 @@ import { healthCheckCommand, httpHealthCheck, pinTo } from '@agenthost/shared';
 import { NATS_CLIENT_URL, NATS_NODES, SCHEMAS, SECRET_DIR } from './material.ts';
 import { edgeSpec, type EdgePorts } from './edge-spec.ts';
 import { envList, hardened, health, type Mount, resources, rolling } from './service-parts.ts';
+import { type ConfiguredPart, ownEnv } from './service-env.ts';
 
 /**
  * The agenthost stack as swarm service specs (Engine API 1.41): NATS ×3 (JetStream, R3), Postgres pinned
@@ -36,7 +37,7 @@ export interface StackOptions {
   edgePorts: EdgePorts;
   /** The API at https://<domain>/api, instances at https://<id>.<domain>. */
   edgeDomain: string;
-  /** Settings for every service (the operator's agenthost.env), after ours. */
+  /** The operator's settings (agenthost.env), after ours: each service gets those its configuration reads. */
   env: Record<string, string>;
   /** Postgres runs on the node with this label (node.labels.agenthost.postgres == true); none with an external database. */
   postgres: boolean;
@@ -118,7 +119,7 @@ function service(
  * operator port (/metrics) on the overlay only (published nowhere): a Prometheus attached to the overlay scrapes
  * every task by DNS (deploy/observability/prometheus-swarm.yml).
  */
-function serviceEnv(o: StackOptions, svc: string, extra: Record<string, string> = {}): Record<string, string> {
+function serviceEnv(o: StackOptions, svc: ConfiguredPart, extra: Record<string, string> = {}): Record<string, string> {
   return {
     ...busEnv,
     NATS_STREAM_REPLICAS: '3',
@@ -128,7 +129,8 @@ function serviceEnv(o: StackOptions, svc: string, extra: Record<string, string> 
     METRICS_HOST: '0.0.0.0',
     INSTANCE_NAME: `${svc}.{{.Task.Slot}}`,
     ...extra,
-    ...o.env,
+    // Of the operator's settings, only those this service reads (service-env.ts).
+    ...ownEnv(svc, o.env),
   };
 }
 
@@ -215,8 +217,15 @@ export function stackSpecs(o: StackOptions): Spec[] {
       env: serviceEnv(o, svc, p.env),
       secrets: serviceSecrets(o, svc, p.secrets),
     });
-  specs.push(backend('auth', { env: { AUTH_JWT_PRIVATE_KEY_FILE: `${SECRET_DIR}/auth-jwt.pem` }, secrets: [secret(o, 'auth-jwt.pem')] }));
-  specs.push(backend('billing-chain', { env: { SOLANA_RPC_URL: rpc } }));
+  // The edge's domain and port: auth signs users in for the dashboard's origin (unless the operator sets SIWS_DOMAIN).
+  const authEnv = { AUTH_JWT_PRIVATE_KEY_FILE: `${SECRET_DIR}/auth-jwt.pem`, EDGE_DOMAIN: o.edgeDomain, EDGE_HTTPS_PORT: String(o.edgePorts.https) };
+  specs.push(backend('auth', { env: authEnv, secrets: [secret(o, 'auth-jwt.pem')] }));
+  specs.push(
+    backend('billing-chain', {
+      env: { SOLANA_RPC_URL: rpc, BILLING_DATA_KEY_FILE: `${SECRET_DIR}/billing-data-key` },
+      secrets: [secret(o, 'billing-data-key')],
+    }),
+  );
   specs.push(
     backend('keyvault', {
       env: { MASTER_KEY_ENCRYPTION_FILE: `${SECRET_DIR}/master-key`, KEYVAULT_SEAL_PRIVATE_KEY_FILE: `${SECRET_DIR}/keyvault-seal.pem` },
@@ -233,7 +242,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
         // The same https address through every node's edge, wherever the instance runs.
         INSTANCE_URL_TEMPLATE: `https://{id}.${o.edgeDomain}${o.edgePorts.https === 443 ? '' : `:${o.edgePorts.https}`}`,
         SWARM_JANITOR_IMAGE: o.images.provisioner,
-        // The loop-mounted size-limited volumes are the docker driver's (README). The host firewall of the instance
+        // The loop-mounted size-limited volumes are the docker driver's (docs/deploy/swarm.md). The host firewall of the instance
         // bridge is installed on each node by the job that prepares it (services/provisioner/src/swarm/node-setup.ts).
         VOLUME_QUOTA: 'off',
         FIREWALL: 'enforce',
@@ -272,7 +281,7 @@ export function stackSpecs(o: StackOptions): Spec[] {
     edgeSpec(o, {
       build: (name, p) => service(name, p as Parameters<typeof service>[1]),
       env: { ...busEnv, HEALTH_PORT: String(HEALTH_PORT) },
-      secrets: [...busSecrets(o, 'edge'), secret(o, 'edge-ca.crt'), secret(o, 'edge-ca.key')],
+      secrets: [...busSecrets(o, 'edge'), secret(o, 'edge-intermediate.crt'), secret(o, 'edge-intermediate.key')],
       healthTest: healthCheckCommand(HEALTH_PORT),
       gatewaysDns: `tasks.${STACK}-gateway:8080`,
     }),

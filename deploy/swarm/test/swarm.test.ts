@@ -21,13 +21,12 @@ import {
 } from './helpers.ts';
 import { chaosUnderLoad } from './chaos.ts';
 import { doctorSeesDrift } from './doctor.ts';
+import { expectIsolated } from './isolation.ts';
 import { agentReaches, agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, nodeReach, plainVia, viaEdge } from './edge.ts';
 
-// The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder
-// and a developer would: every call goes through a node's edge to the gateways.
-
-// The deployment's secret material is kept where deploy keeps it: a second run updates the same stack
-// (a new CA and new identities at once would not roll: old and new tasks could not talk).
+// The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder and a
+// developer would: every call goes through a node's edge to the gateways. The deployment's secret material is kept
+// where deploy keeps it: a second run updates the same stack (a new CA and new identities at once would not roll).
 const state = process.env.AGENTHOST_STATE ?? '/var/lib/agenthost';
 
 beforeAll(async () => {
@@ -51,12 +50,12 @@ describe('agenthost on a two-node swarm', () => {
     for (const i of [1, 2, 3]) expect(await runningTasks(`agenthost-nats-${i}`)).toHaveLength(1);
     expect(nodes.size).toBe(2);
     // Each part runs by image id: no task waited on a registry (a pull attempt names the image by tag).
-    for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.stack=agenthost'] }) })) {
+    for (const s of await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.stack=agenthost'] }) }))
       expect((s.Spec?.TaskTemplate as { ContainerSpec?: { Image?: string } } | undefined)?.ContainerSpec?.Image, s.Spec?.Name).toMatch(/^sha256:[0-9a-f]{64}$/);
-    }
-    const ready = await apiClient(apiUrl(WORKER)).get('/health/ready');
-    expect(ready.status).toBe(200);
+    expect((await apiClient(apiUrl(WORKER)).get('/health/ready')).status).toBe(200);
   });
+
+  it('gives each task only its own settings and secrets (no edge the CA root key); outsiders reach only the HTTPS edge', () => expectIsolated(), 600_000);
 
   it('signs in, subscribes, creates instances up to the tier limit on both nodes, gives an agent its keys, and deletes without leftovers', async () => {
     const session = await signIn(apiClient(apiUrl()));

@@ -150,7 +150,11 @@ export async function missingFirewallRules(s: FirewallSpec): Promise<{ chain: st
  * was inserted.
  */
 export async function applyFirewall(s: FirewallSpec): Promise<boolean> {
-  const rules = firewallRules(s);
+  return applyRules(firewallRules(s));
+}
+
+/** applyFirewall's way for any ordered set of rules (the swarm's published-port rules too: swarm/node-firewall.ts). */
+export async function applyRules(rules: { chain: string; rule: string[] }[]): Promise<boolean> {
   const byChain = new Map<string, string[][]>();
   for (const r of rules) byChain.set(r.chain, [...(byChain.get(r.chain) ?? []), r.rule]);
   let changed = false;

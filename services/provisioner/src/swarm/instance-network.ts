@@ -3,6 +3,7 @@ import { dockerStatus, o, type DockerEngine } from '../docker/engine.ts';
 import { firewallTag } from '../docker/firewall.ts';
 import { bridgeOf, inspectNetwork } from '../docker/network.ts';
 import { runJob, socketOf } from './janitor.ts';
+import { nodeSources, sourcesDigest } from './node-firewall.ts';
 import type { NodeSetup } from './node-setup.ts';
 
 /** Apart from the docker driver's bridge of the same scope (`INSTANCE_NETWORK`), which a manager's engine may also run. */
@@ -10,6 +11,8 @@ export const instanceNetworkName = (scope: string): string => `${scope}-swarm`;
 const configName = (name: string) => `${name}-config`;
 /** The node label that says the node is prepared for instances (the doctor reads it too). */
 export const readyLabel = (name: string) => `agenthost.network.${name}`;
+/** The node label holding the digest of the node addresses its published-port rules let through (node-firewall.ts). */
+const sourcesLabel = (name: string) => `agenthost.network.${name}.sources`;
 /** The port of INSTANCE_GATEWAY_URL (`http://{host}:<port>/api`): the only one an instance may reach on its node. */
 export function edgePortOf(url: string): number {
   const u = URL.parse(url.replaceAll('{host}', 'node'));
@@ -17,8 +20,17 @@ export function edgePortOf(url: string): number {
   return Number(u.port || (u.protocol === 'https:' ? 443 : 80));
 }
 
-/** The label's value once the node is ready: a node prepared before nodes had a firewall is prepared again. */
-export const readyValue = (firewall: boolean): string => (firewall ? 'firewall-1' : 'true');
+/** The host firewall of every node with FIREWALL=enforce: the edge's instance port (the only one an instance reaches on its node) and the instance ports. */
+export const nodeFirewall = (c: { INSTANCE_GATEWAY_URL: string; PORT_RANGE_START: number; PORT_RANGE_END: number }) => ({
+  gatewayPort: edgePortOf(c.INSTANCE_GATEWAY_URL),
+  instancePorts: [c.PORT_RANGE_START, c.PORT_RANGE_END] as [number, number],
+});
+
+/**
+ * The label's value once the node is ready: a node prepared before nodes had a firewall, or before the firewall kept
+ * the published ports to the swarm's nodes (2), is prepared again.
+ */
+export const readyValue = (firewall: boolean): string => (firewall ? 'firewall-2' : 'true');
 
 /**
  * The network swarm instances run on: one bridge on each node with its inter-container switch off (as the
@@ -45,8 +57,11 @@ export class SwarmInstanceNetwork {
     engine: DockerEngine;
     scope: string;
     jobImage: string;
-    /** The host firewall each node gets for the bridge (FIREWALL=enforce): the port instances reach the edge at. Absent: none. */
-    firewall?: { gatewayPort: number };
+    /**
+     * The host firewall each node gets (FIREWALL=enforce): the port instances reach the edge at, and the instance ports
+     * (PORT_RANGE_START..END), both kept to the swarm's nodes. Absent: none.
+     */
+    firewall?: { gatewayPort: number; instancePorts: [number, number] };
   };
 
   constructor(deps: SwarmInstanceNetwork['d']) {
@@ -114,7 +129,10 @@ export class SwarmInstanceNetwork {
     const info = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal })));
     const labels = info.Spec?.Labels as Record<string, string> | undefined;
     const ready = readyValue(firewall !== undefined);
-    if (labels?.[label] === ready && !again) return;
+    // The nodes as they are now: a node that joined or left changes who may reach every node's published ports.
+    const sources = firewall ? nodeSources(await engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })))) : [];
+    const digest = firewall ? sourcesDigest(sources) : undefined;
+    if (labels?.[label] === ready && labels?.[sourcesLabel(this.name)] === digest && !again) return;
     if (!jobImage) throw new Error(`the instance network is not on node ${node} yet, and SWARM_JANITOR_IMAGE (the image of the job that makes it) is not set`);
     const config = {
       Name: configName(this.name),
@@ -126,7 +144,16 @@ export class SwarmInstanceNetwork {
     };
     const setup: NodeSetup = {
       network: config,
-      ...(firewall ? { firewall: { bridge: this.bridge!, gatewayPort: firewall.gatewayPort, tag: firewallTag(this.name) } } : {}),
+      ...(firewall
+        ? {
+            firewall: {
+              bridge: this.bridge!,
+              gatewayPort: firewall.gatewayPort,
+              tag: firewallTag(this.name),
+              published: { edgePort: firewall.gatewayPort, instancePorts: firewall.instancePorts, sources },
+            },
+          }
+        : {}),
     };
     const made = await runJob(engine, {
       name: `agenthost-network-${node.slice(0, 12)}-${Date.now().toString(36)}`,
@@ -156,7 +183,7 @@ export class SwarmInstanceNetwork {
         return { version: n.Version?.Index as number, spec: n.Spec as { Labels?: Record<string, string> } };
       },
       (version, spec) => engine.run('node update', () => engine.docker.getNode(node).update({ version, ...spec })),
-      (spec) => ({ ...spec, Labels: { ...spec.Labels, [label]: ready } }),
+      (spec) => ({ ...spec, Labels: { ...spec.Labels, [label]: ready, ...(digest ? { [sourcesLabel(this.name)]: digest } : {}) } }),
     );
   }
 }

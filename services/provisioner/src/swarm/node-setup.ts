@@ -2,17 +2,19 @@
 // provisioner's own image): it makes the config-only network the swarm's instance bridge takes its settings from,
 // through the node's engine, and installs the node's host firewall for that bridge (docker/firewall.ts, the docker
 // driver's rules: an instance reaches the node only at its edge's instance port, and no private or neighbouring
-// address). It runs in the node's network namespace with NET_ADMIN, so the rules are the node's, and reads the
-// node's own resolvers and connected subnets there.
+// address), and the rules that keep the node's published edge instance port and instance ports to the swarm's nodes
+// (node-firewall.ts). It runs in the node's network namespace with NET_ADMIN, so the rules are the node's, and reads
+// the node's own resolvers and connected subnets there.
 // Usage (in the job): node services/provisioner/src/swarm/node-setup.ts '<json: NodeSetup>'
 import http from 'node:http';
-import { applyFirewall, hostDnsServers, hostSubnets } from '../docker/firewall.ts';
+import { applyFirewall, applyRules, hostDnsServers, hostSubnets } from '../docker/firewall.ts';
+import { type PublishedPorts, publishedPortRules } from './node-firewall.ts';
 
 export interface NodeSetup {
   /** The config-only network's create body. */
   network: Record<string, unknown>;
   /** The bridge's rules; absent with FIREWALL=off. */
-  firewall?: { bridge: string; gatewayPort: number; tag: string };
+  firewall?: { bridge: string; gatewayPort: number; tag: string; published: PublishedPorts };
 }
 
 /** POST /networks/create on the node's engine: made, or there already (409). */
@@ -37,8 +39,10 @@ if (!(await createNetwork(setup.network))) {
 }
 if (setup.firewall) {
   try {
-    const changed = await applyFirewall({ ...setup.firewall, dnsServers: hostDnsServers(), hostSubnets: hostSubnets() });
-    process.stdout.write(`${JSON.stringify({ firewall: changed ? 'installed' : 'in place', bridge: setup.firewall.bridge })}\n`);
+    const { published, ...bridge } = setup.firewall;
+    const changed = await applyFirewall({ ...bridge, dnsServers: hostDnsServers(), hostSubnets: hostSubnets() });
+    const ports = await applyRules(publishedPortRules(published, bridge.tag));
+    process.stdout.write(`${JSON.stringify({ firewall: changed || ports ? 'installed' : 'in place', bridge: setup.firewall.bridge })}\n`);
   } catch (err) {
     process.stderr.write(`the host firewall could not be installed: ${(err as Error).message}\n`);
     process.exit(1);

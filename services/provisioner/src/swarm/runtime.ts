@@ -7,7 +7,7 @@ import { demux } from '../docker/logs.ts';
 import { LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import { exportInstance, importInstance, LABEL_COPYING, type CopyOps } from './backup-copy.ts';
 import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, type RuntimeState } from '../domain/runtime.ts';
-import { edgePortOf, SwarmInstanceNetwork } from './instance-network.ts';
+import { nodeFirewall, SwarmInstanceNetwork } from './instance-network.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { managedObjects, watchNodes } from './swarm-objects.ts';
 import { nodeByAddr, pickNode } from './placement.ts';
@@ -49,7 +49,7 @@ export class SwarmInstances implements InstanceRuntime {
       engine: deps.engine,
       scope: deps.scope,
       jobImage: deps.config.SWARM_JANITOR_IMAGE,
-      ...(deps.config.FIREWALL === 'enforce' ? { firewall: { gatewayPort: edgePortOf(deps.config.INSTANCE_GATEWAY_URL) } } : {}),
+      ...(deps.config.FIREWALL === 'enforce' ? { firewall: nodeFirewall(deps.config) } : {}),
     });
   }
 
@@ -279,7 +279,11 @@ export class SwarmInstances implements InstanceRuntime {
     // A node that comes back (its engine restarted, or the machine rebooted and lost its firewall rules) is prepared again.
     const returned = (node: string) =>
       void this.network.prepare(node).catch((err: unknown) => this.d.log.warn({ err, node }, 'could not prepare a returning node again'));
-    return watchNodes(this.d.engine, this.readySince, changed, everyMs, returned);
+    // Every node's published ports let the swarm's nodes through: when the set of nodes changes (and at start), each
+    // ready node whose rules name another set is prepared again (ensure: a node already right costs one inspect).
+    const regrouped = (nodes: string[]) =>
+      nodes.forEach((node) => void this.network.ensure(node).catch((err: unknown) => this.d.log.warn({ err, node }, 'could not prepare a node again')));
+    return watchNodes(this.d.engine, this.readySince, changed, everyMs, returned, regrouped);
   }
 
   async nodeSettled(row: Pick<InstanceRow, 'node_host'>): Promise<boolean> {

@@ -1,6 +1,7 @@
 import { o, ignoreGone, type DockerEngine } from '../docker/engine.ts';
 import { LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
 import type { ManagedObject } from '../domain/runtime.ts';
+import { nodeSources } from './node-firewall.ts';
 import { isDraining } from './placement.ts';
 
 // What the swarm runtime reads of the swarm as a whole, apart from its per-instance operations (runtime.ts): the
@@ -46,8 +47,11 @@ export function watchNodes(
   changed: () => void,
   everyMs: number,
   returned: (node: string) => void = () => {},
+  /** The ready nodes, at the first pass and whenever a node's address joins or leaves the swarm. */
+  regrouped: (readyNodes: string[]) => void = () => {},
 ): () => void {
   let last = '';
+  let addrs = '';
   let first = true;
   const timer = setInterval(() => {
     if (!engine.available) return;
@@ -63,6 +67,9 @@ export function watchNodes(
           }
         }
         first = false;
+        const nowAddrs = nodeSources(nodes).join(',');
+        if (nowAddrs !== addrs) regrouped(nodes.filter((n) => n.Status?.State === 'ready').map((n) => n.ID!));
+        addrs = nowAddrs;
         const now = nodes
           .map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}:${isDraining(n)}`)
           .sort()
