@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, starts the Docker engine, builds the instance images and the
+# Runs every test: installs what is missing, runs the unit tier (pnpm test:unit), starts the Docker engine, builds the instance images and the
 # Postgres and NATS images, lints (biome), typechecks, runs the vitest suites (one Postgres container for the run,
 # a database in it and a NATS container per suite, through testcontainers; each suite starts its own devchain and
 # service processes), then scans every log line of the run for the secrets the tests used.
 source "$(dirname "$0")/env.sh"
 
 AGENTHOST_TEST_TOOLS=1 bash "$DEPLOY_DIR/install.sh"
+# The unit tier first (no Docker, seconds): a plain mistake fails the run before the engine and the images.
+say "unit tests"
+(cd "$REPO_DIR" && npx --no-install vitest run --config vitest.unit.config.ts)
 bash "$DEPLOY_DIR/infra.sh" docker
 bash "$DEPLOY_DIR/images/build.sh" all
 bash "$DEPLOY_DIR/images/build.sh" infra
