@@ -23,6 +23,7 @@ import { RpcCode, RpcError, preflightFailure, transactionErrorMessage } from './
 import type { TransactionError } from './errors.ts';
 import { Ledger } from './ledger.ts';
 import type { TransactionRecord } from './ledger.ts';
+import { PerfSamples } from './perf.ts';
 import { computeBudgetProgram, memoProgram } from './programs/native.ts';
 import { createSubscriptionProgram } from './programs/subscription.ts';
 import { systemProgram } from './programs/system.ts';
@@ -52,12 +53,16 @@ export class Chain {
   readonly ledger = new Ledger();
   readonly programs: ReadonlyMap<string, Program>;
   readonly genesisHash = b58encode(randomBytes(32));
+  readonly perf: PerfSamples;
+  /** The addresses getClusterNodes gives for this node, known once the server listens ("host:port"). */
+  contact: { rpc: string | null; pubsub: string | null } = { rpc: null, pubsub: null };
   private readonly txListeners: Array<(r: TransactionRecord) => void> = [];
   private airdropNonce = 0;
 
   constructor(config: DevchainConfig) {
     this.config = config;
     this.clock = new SlotClock(config.slotMs, config.finalizeSlots);
+    this.perf = new PerfSamples(this.clock, this.ledger, config.perfSampleSeconds);
     const subscription = createSubscriptionProgram(config);
     this.programs = new Map<string, Program>([systemProgram, computeBudgetProgram, memoProgram, subscription].map((p) => [p.id, p]));
     // Genesis (slot 0).

@@ -141,6 +141,11 @@ export class SlotClock {
     return Math.floor(Date.now() / 1000 + this.offsetSeconds);
   }
 
+  /** Chain time in unix milliseconds (slotsUpdates timestamps). */
+  nowMs(): number {
+    return Math.floor(Date.now() + this.offsetSeconds * 1000);
+  }
+
   get offset(): number {
     return this.offsetSeconds;
   }

@@ -31,6 +31,10 @@ export interface DevchainConfig {
   prices: Prices;
   slotMs: number;
   finalizeSlots: number;
+  /** Slots in an epoch (no warmup): 432,000 as on mainnet; a test may shorten it to reach later epochs. */
+  slotsPerEpoch: number;
+  /** Seconds between performance samples (getRecentPerformanceSamples): 60 as agave. */
+  perfSampleSeconds: number;
   /** Enables the devchain_* JSON-RPC methods. */
   devMethods: boolean;
   /**
@@ -48,6 +52,8 @@ export const DEFAULT_CONFIG: DevchainConfig = {
   prices: { free: 0, pro: 100_000_000, enterprise: 500_000_000 },
   slotMs: 100,
   finalizeSlots: 3,
+  slotsPerEpoch: 432_000,
+  perfSampleSeconds: 60,
   devMethods: true,
   wsPortAlias: true,
 };
@@ -89,6 +95,9 @@ export function resolveConfig(opts: DevchainOptions): { config: DevchainConfig; 
   }
   if (!intIn(config.slotMs, 10, 60_000)) errors.push(`slotMs: must be an integer 10..60000, got ${String(config.slotMs)}`);
   if (!intIn(config.finalizeSlots, 0, 1000)) errors.push(`finalizeSlots: must be an integer 0..1000, got ${String(config.finalizeSlots)}`);
+  // 32 is agave's MINIMUM_SLOTS_PER_EPOCH.
+  if (!intIn(config.slotsPerEpoch, 32, 100_000_000)) errors.push(`slotsPerEpoch: must be an integer 32..100000000, got ${String(config.slotsPerEpoch)}`);
+  if (!intIn(config.perfSampleSeconds, 1, 3600)) errors.push(`perfSampleSeconds: must be an integer 1..3600, got ${String(config.perfSampleSeconds)}`);
   if (typeof config.devMethods !== 'boolean') errors.push('devMethods: must be a boolean');
   if (typeof config.wsPortAlias !== 'boolean') errors.push('wsPortAlias: must be a boolean');
   return { config, errors };
@@ -128,6 +137,8 @@ export function configFromEnv(env: Env): { config: DevchainConfig; errors: strin
     prices: { free: int('DEVCHAIN_PRICE_FREE'), pro: int('DEVCHAIN_PRICE_PRO'), enterprise: int('DEVCHAIN_PRICE_ENTERPRISE') },
     slotMs: int('DEVCHAIN_SLOT_MS'),
     finalizeSlots: int('DEVCHAIN_FINALIZE_SLOTS'),
+    slotsPerEpoch: int('DEVCHAIN_SLOTS_PER_EPOCH'),
+    perfSampleSeconds: int('DEVCHAIN_PERF_SAMPLE_SECONDS'),
     devMethods: bool('DEVCHAIN_DEV_METHODS'),
     wsPortAlias: bool('DEVCHAIN_WS_PORT_ALIAS'),
   };
@@ -142,6 +153,8 @@ export function configFromEnv(env: Env): { config: DevchainConfig; errors: strin
     'prices.enterprise': 'DEVCHAIN_PRICE_ENTERPRISE',
     slotMs: 'DEVCHAIN_SLOT_MS',
     finalizeSlots: 'DEVCHAIN_FINALIZE_SLOTS',
+    slotsPerEpoch: 'DEVCHAIN_SLOTS_PER_EPOCH',
+    perfSampleSeconds: 'DEVCHAIN_PERF_SAMPLE_SECONDS',
   };
   const renamed = resolved.errors.map((e) => {
     const key = e.slice(0, e.indexOf(':'));

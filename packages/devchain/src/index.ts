@@ -90,8 +90,10 @@ export async function startDevchain(options: DevchainOptions = {}): Promise<Devc
       }
     }
   }
-  chain.clock.start();
   const host = urlHost(config.host);
+  // web3.js looks for PubSub on port+1, so that is the address a node would advertise.
+  chain.contact = { rpc: `${host}:${port}`, pubsub: `${host}:${alias ? port + 1 : port}` };
+  chain.clock.start();
   const servers = alias ? [main, alias] : [main];
   let closed: Promise<void> | undefined;
   return {

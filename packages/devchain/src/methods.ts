@@ -9,8 +9,10 @@ import { invalidParams } from './errors.ts';
 import { accountMethods } from './methods/accounts.ts';
 import { blockMethods } from './methods/blocks.ts';
 import { clusterMethods } from './methods/cluster.ts';
+import { inflationMethods } from './methods/inflation.ts';
 import { tokenMethods } from './methods/tokens.ts';
 import { transactionMethods } from './methods/transactions.ts';
+import { validatorMethods } from './methods/validators.ts';
 import type { Methods } from './rpc.ts';
 import { LAMPORTS_PER_SIGNATURE } from './runtime.ts';
 
@@ -34,6 +36,8 @@ export function createMethods(chain: Chain): Methods {
     ...accountMethods(chain),
     ...transactionMethods(chain),
     ...tokenMethods(chain),
+    ...validatorMethods(chain),
+    ...inflationMethods(chain),
     ...(chain.config.devMethods ? devMethods(chain) : {}),
   };
 }

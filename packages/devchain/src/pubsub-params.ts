@@ -29,7 +29,9 @@ export type ProgramSub = {
 /** mentions: the one address a transaction must name, or null for every transaction. */
 export type LogsSub = { kind: 'logs'; ws: WebSocket; mentions: string | null; commitment: Commitment; nextSlot: number };
 type SlotSub = { kind: 'slot'; ws: WebSocket };
-export type Sub = SignatureSub | AccountSub | ProgramSub | LogsSub | SlotSub;
+type RootSub = { kind: 'root'; ws: WebSocket };
+type SlotsUpdatesSub = { kind: 'slotsUpdates'; ws: WebSocket };
+export type Sub = SignatureSub | AccountSub | ProgramSub | LogsSub | SlotSub | RootSub | SlotsUpdatesSub;
 
 export interface SubRegistry {
   add(s: Sub): number;
@@ -113,5 +115,9 @@ export function subscribeMethods(chain: Chain, ws: WebSocket, registry: SubRegis
     logsUnsubscribe: unsubscribe('logs'),
     slotSubscribe: () => registry.add({ kind: 'slot', ws }),
     slotUnsubscribe: unsubscribe('slot'),
+    rootSubscribe: () => registry.add({ kind: 'root', ws }),
+    rootUnsubscribe: unsubscribe('root'),
+    slotsUpdatesSubscribe: () => registry.add({ kind: 'slotsUpdates', ws }),
+    slotsUpdatesUnsubscribe: unsubscribe('slotsUpdates'),
   };
 }

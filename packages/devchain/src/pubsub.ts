@@ -1,6 +1,7 @@
 /**
- * Solana PubSub over WebSocket: signature, account, program, logs and slot subscriptions and
- * their unsubscribes — what @solana/web3.js v1 and @solana/kit's rpc-subscriptions use.
+ * Solana PubSub over WebSocket: signature, account, program, logs, slot, root and slotsUpdates
+ * subscriptions and their unsubscribes — what @solana/web3.js v1 and @solana/kit's
+ * rpc-subscriptions use.
  * Notifications at `processed` go out as each transaction lands; at `confirmed`/`finalized`
  * when the slot holding it reaches that commitment, as on a real node.
  */
@@ -14,6 +15,7 @@ import { rpcContext } from './methods/params.ts';
 import { subscribeMethods } from './pubsub-params.ts';
 import { handleBody } from './rpc.ts';
 import type { Methods } from './rpc.ts';
+import { slotUpdates } from './slot-updates.ts';
 import { isWritable } from './transaction.ts';
 import type { AccountSub, LogsSub, ProgramSub, Sub } from './pubsub-params.ts';
 
@@ -123,12 +125,16 @@ export class PubSub {
 
   private onSlot(slot: number): void {
     const root = this.chain.clock.commitmentSlot('finalized');
+    let updates: object[] | undefined;
     for (const [id, s] of this.subs) {
       if (s.kind === 'signature') this.checkSignature(id);
       else if (s.kind === 'account') this.checkAccount(id, s);
       else if (s.kind === 'program' && s.commitment !== 'processed') this.checkProgram(id, s, new Set(this.newlyCommitted(s).flatMap(writableKeys)));
       else if (s.kind === 'logs' && s.commitment !== 'processed') this.newlyCommitted(s).forEach((r) => this.checkLogs(id, s, r));
       else if (s.kind === 'slot') send(s.ws, 'slotNotification', id, { parent: slot - 1, root, slot });
+      // Each tick roots exactly one slot (the finalized slot moves with the current one).
+      else if (s.kind === 'root') send(s.ws, 'rootNotification', id, root);
+      else if (s.kind === 'slotsUpdates') for (const u of (updates ??= slotUpdates(this.chain, slot))) send(s.ws, 'slotsUpdatesNotification', id, u);
     }
   }
 

@@ -19,6 +19,8 @@ describe('configuration from the environment', () => {
       prices: { free: 0, pro: 100_000_000, enterprise: 500_000_000 },
       slotMs: 100,
       finalizeSlots: 3,
+      slotsPerEpoch: 432_000,
+      perfSampleSeconds: 60,
       devMethods: true,
       wsPortAlias: true,
     });
@@ -36,6 +38,8 @@ describe('configuration from the environment', () => {
       DEVCHAIN_PRICE_ENTERPRISE: '3',
       DEVCHAIN_SLOT_MS: '50',
       DEVCHAIN_FINALIZE_SLOTS: '5',
+      DEVCHAIN_SLOTS_PER_EPOCH: '64',
+      DEVCHAIN_PERF_SAMPLE_SECONDS: '5',
       DEVCHAIN_DEV_METHODS: 'false',
       DEVCHAIN_WS_PORT_ALIAS: '0',
     });
@@ -47,6 +51,8 @@ describe('configuration from the environment', () => {
       prices: { free: 1, pro: 2, enterprise: 3 },
       slotMs: 50,
       finalizeSlots: 5,
+      slotsPerEpoch: 64,
+      perfSampleSeconds: 5,
       devMethods: false,
       wsPortAlias: false,
     });

@@ -21,7 +21,7 @@ const post = async (body: string, url = t.chain.url) => {
 
 describe('JSON-RPC envelope', () => {
   it('answers unknown methods with -32601', async () => {
-    expect((await t.rpc('getBlockProduction')).error?.code).toBe(-32601);
+    expect((await t.rpc('getFees')).error?.code).toBe(-32601);
   });
 
   it('answers malformed JSON with a parse error and id null', async () => {

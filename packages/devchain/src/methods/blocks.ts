@@ -1,15 +1,15 @@
 /**
  * Slots, epochs, blockhashes and blocks. Every devchain slot is a block (no slot is ever
- * skipped), block height = slot, and one epoch is 432,000 slots with no warmup.
+ * skipped), block height = slot, and epochs follow src/epochs.ts.
  */
 import type { Chain } from '../chain.ts';
+import { EpochSchedule } from '../epochs.ts';
 import { RpcCode, RpcError, invalidParams } from '../errors.ts';
 import type { Methods } from '../rpc.ts';
 import { checkVersion, parseMaxVersion, parseTxEncoding, transactionAccountsJson, transactionJson } from '../transaction-json.ts';
 import { atLeastConfirmed, bool, cfgAt, commitmentOf, list, rpcContext, slotFor, uint } from './params.ts';
 import type { Config } from './params.ts';
 
-const SLOTS_PER_EPOCH = 432_000;
 /** agave's MAX_GET_CONFIRMED_BLOCKS_RANGE */
 const MAX_BLOCKS_RANGE = 500_000;
 const DETAILS = ['full', 'accounts', 'signatures', 'none'] as const;
@@ -18,6 +18,7 @@ const blockNotAvailable = (slot: number) => new RpcError(RpcCode.BlockNotAvailab
 
 export function blockMethods(chain: Chain): Methods {
   const { clock, ledger } = chain;
+  const epochs = new EpochSchedule(chain.config.slotsPerEpoch);
 
   /** The newest block a ledger read at this commitment may see; later slots are -32004. */
   const visibleBlock = (slot: number, cfg: Config): void => {
@@ -69,19 +70,13 @@ export function blockMethods(chain: Chain): Methods {
       return {
         absoluteSlot: slot,
         blockHeight: slot,
-        epoch: Math.floor(slot / SLOTS_PER_EPOCH),
-        slotIndex: slot % SLOTS_PER_EPOCH,
-        slotsInEpoch: SLOTS_PER_EPOCH,
+        epoch: epochs.epochOf(slot),
+        slotIndex: slot - epochs.firstSlotOf(epochs.epochOf(slot)),
+        slotsInEpoch: epochs.slotsPerEpoch,
         transactionCount: ledger.transactionCount,
       };
     },
-    getEpochSchedule: () => ({
-      firstNormalEpoch: 0,
-      firstNormalSlot: 0,
-      leaderScheduleSlotOffset: SLOTS_PER_EPOCH,
-      slotsPerEpoch: SLOTS_PER_EPOCH,
-      warmup: false,
-    }),
+    getEpochSchedule: () => epochs.toJson(),
     getLatestBlockhash: (p) => {
       const cfg = cfgAt(list(p), 0);
       slotFor(clock, cfg);

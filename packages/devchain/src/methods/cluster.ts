@@ -9,7 +9,7 @@ import { parsePubkey } from '../encoding.ts';
 import { RpcCode, RpcError, invalidParams } from '../errors.ts';
 import type { Methods } from '../rpc.ts';
 import { bool, cfgAt, list, rpcContext, slotFor, uint } from './params.ts';
-import { SOLANA_CORE_VERSION } from './params.ts';
+import { FEATURE_SET, SOLANA_CORE_VERSION } from './params.ts';
 
 /** agave's MAX_GET_SLOT_LEADERS */
 const MAX_SLOT_LEADERS = 5000;
@@ -21,7 +21,7 @@ export function clusterMethods(chain: Chain): Methods {
   const identity = FAUCET.publicKey.toBase58();
   return {
     getHealth: () => 'ok',
-    getVersion: () => ({ 'feature-set': 1725507508, 'solana-core': SOLANA_CORE_VERSION }),
+    getVersion: () => ({ 'feature-set': FEATURE_SET, 'solana-core': SOLANA_CORE_VERSION }),
     getGenesisHash: () => chain.genesisHash,
     getIdentity: () => ({ identity }),
     getTransactionCount: (p) => (slotFor(clock, cfgAt(list(p), 0)), ledger.transactionCount),

@@ -7,6 +7,8 @@ import type { DataSlice } from '../account-json.ts';
 import type { Params } from '../rpc.ts';
 
 export const SOLANA_CORE_VERSION = '2.1.0';
+/** getVersion's and getClusterNodes' `featureSet`: the first 4 bytes of that release's feature set id. */
+export const FEATURE_SET = 1725507508;
 
 /** { apiVersion, slot }: the context of every RpcResponse. */
 export const rpcContext = (slot: number) => ({ apiVersion: SOLANA_CORE_VERSION, slot });
@@ -102,4 +104,57 @@ export function decodeWire(v: unknown, encoding: unknown): Uint8Array {
     return bytes;
   }
   throw invalidParams(`unsupported encoding ${stringifyJson(enc)} (base58 or base64)`);
+}
+
+/** serde_json's words for an unexpected JSON value, as in agave's "invalid type: …, expected …" messages. */
+export function unexpected(v: unknown): string {
+  if (v === null) return 'null';
+  if (typeof v === 'string') return `string ${JSON.stringify(v)}`;
+  if (typeof v === 'boolean') return `boolean \`${v}\``;
+  if (typeof v === 'bigint') return `integer \`${v}\``;
+  if (typeof v === 'number') return Number.isInteger(v) ? `integer \`${v}\`` : `floating point \`${v}\``;
+  return Array.isArray(v) ? 'sequence' : 'map';
+}
+
+/** jsonrpc-core's answer to a param serde refuses: -32602 "Invalid params: <serde error>." */
+export const serdeError = (detail: string): RpcError => invalidParams(`${detail}.`);
+
+/**
+ * A u64 param (a slot, an epoch, a limit) read as serde reads it; `arity` names the tuple a
+ * missing required param is counted against. Values past 2^53 become the nearest double, far
+ * beyond any slot devchain reaches.
+ */
+export function u64Param(v: unknown, position: number, arity: number): number {
+  if (v === undefined) throw serdeError(`invalid length ${position}, expected a tuple of size ${arity}`);
+  if ((typeof v === 'number' && Number.isInteger(v)) || typeof v === 'bigint') {
+    if (v < 0 || BigInt(v) > U64_MAX) throw serdeError(`invalid value: integer \`${v}\`, expected u64`);
+    return Number(v);
+  }
+  throw serdeError(`invalid type: ${unexpected(v)}, expected u64`);
+}
+
+/** An optional config object (`struct RpcEpochConfig` and the like); null and absent are the defaults. */
+export function structParam(v: unknown, name: string): Config {
+  if (v === undefined || v === null) return {};
+  if (typeof v !== 'object' || Array.isArray(v)) throw serdeError(`invalid type: ${unexpected(v)}, expected struct ${name}`);
+  return v as Config;
+}
+
+/** An error agave words itself (Error::invalid_params(message)): -32602 with the message as it is. */
+export const paramError = (message: string): RpcError => new RpcError(RpcCode.InvalidParams, message);
+
+/** A method that takes no params accepts none or [] (jsonrpc-core's expect_no_params). */
+export function noParams(p: Params): void {
+  if (Array.isArray(p) ? p.length > 0 : Object.keys(p).length > 0) {
+    throw new RpcError(RpcCode.InvalidParams, 'Invalid parameters: No parameters were expected');
+  }
+}
+
+/** agave's verify_pubkey: a string that is not base58 is "Invalid", one of the wrong length "WrongSize". */
+export function verifyPubkey(v: unknown): string {
+  if (typeof v !== 'string') throw serdeError(`invalid type: ${unexpected(v)}, expected a string`);
+  const bytes = v.length > 44 ? null : b58decode(v);
+  if (bytes === null && v.length <= 44) throw new RpcError(RpcCode.InvalidParams, 'Invalid param: Invalid');
+  if (bytes === null || bytes.length !== 32) throw new RpcError(RpcCode.InvalidParams, 'Invalid param: WrongSize');
+  return v;
 }
