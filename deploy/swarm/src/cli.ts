@@ -1,12 +1,12 @@
-// The swarm deployment, run on a manager (see README "Run across machines"):
-//   node deploy/swarm/src/cli.ts up [gateway=2 auth=2 ...]   create or update the stack (rolling), wait until it serves
-//   node deploy/swarm/src/cli.ts scale gateway=3 keyvault=2  change replica counts, each service on its own
-//   node deploy/swarm/src/cli.ts status                      running/desired tasks per service
-//   node deploy/swarm/src/cli.ts rebalance                   spread services left on one node after a node was away
-//   node deploy/swarm/src/cli.ts drain <node>                move its instances (with their data), then drain it
-//   node deploy/swarm/src/cli.ts activate <node>             put it back in service and spread the services again
-//   node deploy/swarm/src/cli.ts doctor [--json]             audit every instance and node (exit 1 on drift)
-//   node deploy/swarm/src/cli.ts down [--volumes]            remove the stack (and its volumes on this node)
+// The swarm deployment, run on a manager through bin/agenthost-swarm (the project's Node 24; see docs/deploy/swarm.md):
+//   bin/agenthost-swarm up [gateway=2 auth=2 ...]   create or update the stack (rolling), wait until it serves
+//   bin/agenthost-swarm scale gateway=3 keyvault=2  change replica counts, each service on its own
+//   bin/agenthost-swarm status                      running/desired tasks per service
+//   bin/agenthost-swarm rebalance                   spread services left on one node after a node was away
+//   bin/agenthost-swarm drain <node>                move its instances (with their data), then drain it
+//   bin/agenthost-swarm activate <node>             put it back in service and spread the services again
+//   bin/agenthost-swarm doctor [--json]             audit every instance and node (exit 1 on drift)
+//   bin/agenthost-swarm down [--volumes]            remove the stack (and its volumes on this node)
 // Environment: DOCKER_HOST (a manager), AGENTHOST_STATE (secret material, default /var/lib/agenthost),
 // EDGE_DOMAIN (agenthost.localhost), EDGE_HTTPS_PORT (443) and EDGE_HTTP_PORT (80) for users, EDGE_PORT (8080: the
 // instances' own port of the edge, never open to users), DEVCHAIN_PORT (8899; and the next port), SWARM_DATABASE_URL (an external database: no Postgres
@@ -236,8 +236,15 @@ async function doctor(args: string[]): Promise<void> {
 const [cmd, ...rest] = process.argv.slice(2);
 const commands: Record<string, (a: string[]) => Promise<void>> = { up, scale, status, down, rebalance: spread, drain, activate, doctor };
 const run = cmd ? commands[cmd] : undefined;
+const USAGE =
+  'usage: bin/agenthost-swarm up|scale|status|rebalance|drain|activate|doctor|down (see docs/deploy/swarm.md and the top of deploy/swarm/src/cli.ts)\n';
+// Help asked for is an answer (exit 0); a command that does not exist is a mistake (exit 2).
+if (cmd === 'help' || cmd === '--help' || cmd === '-h') {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 if (!run) {
-  process.stderr.write('usage: cli.ts up|scale|status|rebalance|drain|activate|doctor|down (see the top of deploy/swarm/src/cli.ts)\n');
+  process.stderr.write(USAGE);
   process.exit(2);
 }
 try {

@@ -3,6 +3,7 @@ import { airdrop, call, cancel, deposit, login, subscribe, walletCreate, walletS
 import { isTierName } from '@agenthost/subscription-program';
 import { devices } from './devices.ts';
 import { create, events, list, logs, status, verb } from './instances.ts';
+import * as webhooks from './webhooks.ts';
 
 const USAGE = `agenthost — command line for the agenthost API
 
@@ -20,6 +21,10 @@ const USAGE = `agenthost — command line for the agenthost API
   agenthost logs <id> [-f] [--tail N]   the agent's output; -f follows it (resumes by itself after a drop)
   agenthost events <id>              lifecycle events as they happen, until the instance is deleted
   agenthost devices <id> [approve|reject <request_id>]   browsers waiting to pair with its Control UI, and the paired
+  agenthost webhooks listen --forward-to <URL> [--events a,b] [--secret whsec_…]   post your events to a local URL,
+                                     signed (Standard Webhooks) with the secret it prints, until Ctrl-C
+  agenthost webhooks test <webhook_id>   the gateway sends a signed webhook.test event to that endpoint
+  agenthost webhooks list            your webhook endpoints
   agenthost call <METHOD> <PATH> [JSON]   any API call with the saved token
   agenthost doctor [--json]          operator, as root on the host (bin/agenthost): audit every instance container,
                                      the instance network and its firewall against what the provisioner intended;
@@ -42,13 +47,20 @@ function parse(argv: string[]): { args: string[]; flags: Record<string, string |
     const a = argv[i]!;
     if (a === '-f' || a === '--follow') flags.follow = true;
     else if (a === '--wait') flags.wait = true;
-    else if (['--name', '--version', '--tail'].includes(a) && argv[i + 1] !== undefined) flags[a.slice(2)] = argv[++i]!;
+    else if (['--name', '--version', '--tail', '--forward-to', '--events', '--secret'].includes(a) && argv[i + 1] !== undefined) flags[a.slice(2)] = argv[++i]!;
     else args.push(a);
   }
   return { args, flags };
 }
 
+/** Asked for: `help`, or `--help` / `-h` after any command, prints the commands on stdout, and that is a success. */
+const asksHelp = (argv: string[]) => argv[0] === 'help' || argv.some((a) => a === '--help' || a === '-h');
+
 async function main(argv: string[]): Promise<number> {
+  if (asksHelp(argv)) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const { args, flags } = parse(argv);
   const [cmd, a, b, c] = argv;
   const id = args[1];
@@ -99,6 +111,18 @@ async function main(argv: string[]): Promise<number> {
       break;
     case 'cancel':
       return cancel(env).then(() => 0);
+    case 'webhooks':
+      if (a === 'listen' && str(flags['forward-to']))
+        return webhooks
+          .listen(env, {
+            forwardTo: str(flags['forward-to'])!,
+            ...(str(flags.events) ? { events: str(flags.events)!.split(',').filter(Boolean) } : {}),
+            ...(str(flags.secret) ? { secret: str(flags.secret)! } : {}),
+          })
+          .then(() => 0);
+      if (a === 'test' && args[2]) return webhooks.test(env, args[2]);
+      if (a === 'list') return webhooks.list(env).then(() => 0);
+      break;
     case 'call':
       if (a && b) return call(env, a, b, c);
       break;

@@ -1,5 +1,6 @@
 import createClient, { type Client } from 'openapi-fetch';
 import { AgenthostError, unwrap } from './errors.ts';
+import { needsNodeFetch, nodeFetch } from './localhost.ts';
 import type { components, paths } from './schema.ts';
 import { parseSse, type SseMessage } from './sse.ts';
 
@@ -24,6 +25,11 @@ export interface AgenthostOptions {
   /** The session token, or a function read at each request (a session that changes). */
   token?: string | (() => string | undefined);
   fetch?: (request: Request) => Promise<Response>;
+  /**
+   * Node only: the CA certificate (PEM) to trust for the API instead of the usual roots, e.g. the local edge's
+   * (/var/lib/agenthost/edge/data/pki/authorities/local/root.crt). NODE_EXTRA_CA_CERTS adds one to the roots instead.
+   */
+  ca?: string;
   /** Pause before a dropped stream is resumed (default 1000 ms). */
   retryMs?: number;
 }
@@ -46,7 +52,11 @@ const sleep = (ms: number, signal?: AbortSignal) =>
  * iterators that resume by Last-Event-ID after a dropped connection.
  */
 export function createAgenthost(o: AgenthostOptions) {
-  const api: Client<paths> = createClient<paths>({ baseUrl: o.baseUrl, ...(o.fetch ? { fetch: o.fetch } : {}) });
+  // In Node, `https://agenthost.localhost` needs a fetch that resolves .localhost itself (localhost.ts); made once, on
+  // the first call. A browser resolves it, and o.fetch is the caller's.
+  let made: Promise<(request: Request) => Promise<Response>> | undefined;
+  const fetch = o.fetch ?? (needsNodeFetch(o.baseUrl, o.ca) ? async (request: Request) => (await (made ??= nodeFetch(o.ca)))(request) : undefined);
+  const api: Client<paths> = createClient<paths>({ baseUrl: o.baseUrl, ...(fetch ? { fetch } : {}) });
   api.use({
     onRequest({ request }) {
       const token = typeof o.token === 'function' ? o.token() : o.token;
@@ -124,6 +134,21 @@ export function createAgenthost(o: AgenthostOptions) {
       for await (const m of resumable(open, opts, (m) => m.event === 'deleted')) {
         yield { ...(m.id === undefined ? {} : { id: m.id }), event: m.event as InstanceEvent['event'], data: JSON.parse(m.data) as InstanceEvent['data'] };
       }
+    },
+
+    /**
+     * Every event of the caller's as webhooks deliver them (GET /webhooks/events): `ready` first on a new stream, then
+     * each event, its `data` the exact body a delivery carries (kept as text, for signing); resumed after drops until
+     * the signal aborts.
+     */
+    webhookEvents(opts: StreamOptions = {}): AsyncGenerator<SseMessage> {
+      const open = (lastEventId: string | undefined) =>
+        api.GET('/webhooks/events', {
+          params: lastEventId ? { header: { 'Last-Event-ID': lastEventId } } : {},
+          parseAs: 'stream',
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
+      return resumable(open, opts, () => false);
     },
 
     /**

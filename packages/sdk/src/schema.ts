@@ -596,6 +596,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Server-sent events: every event of the caller's, each as the body a webhook delivery of it carries (resume with Last-Event-ID) */
+        get: operations["streamWebhookEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -676,6 +693,23 @@ export interface paths {
         put?: never;
         /** Send a delivery again now (same webhook-id), with a fresh retry window */
         post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a signed webhook.test event to the endpoint now, through the real delivery path; answers the delivery (delivered, or failed with why) */
+        post: operations["testWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -778,7 +812,7 @@ export interface components {
                 from_digest?: string;
                 reason?: string;
             };
-            access_token?: string;
+            access_token: string;
         };
         CreateInstanceRequest: {
             name?: string;
@@ -927,6 +961,7 @@ export interface components {
             instance_id: string;
             /** @enum {string} */
             status: "provisioning" | "running" | "stopped" | "failed" | "sleeping" | "deleted";
+            /** Format: date-time */
             at: string;
         };
         /** @description Server-sent events: id is the JetStream sequence; resume with Last-Event-ID; comment lines are heartbeats */
@@ -960,6 +995,7 @@ export interface components {
             instance_id: string;
             /** @enum {string} */
             status: "provisioning" | "running" | "stopped" | "failed" | "sleeping";
+            /** Format: date-time */
             at: string;
             failure_reason?: string;
         };
@@ -1258,6 +1294,23 @@ export interface components {
                 remaining_mb: number;
             };
         };
+        /** @description Server-sent events: the caller's events as webhooks deliver them; resume with Last-Event-ID; comment lines are heartbeats */
+        StreamWebhookEventsResponse: {
+            /** @enum {string} */
+            type: "instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed" | "webhook.test";
+            /**
+             * Format: date-time
+             * @description when the event happened
+             */
+            timestamp: string;
+            /** @description the event's fields (instance_id, status, key_names…), by type */
+            data: {
+                [key: string]: unknown;
+            };
+        } | {
+            /** Format: date-time */
+            at: string;
+        };
         CreateWebhookResponse: {
             id: string;
             url: string;
@@ -1309,7 +1362,7 @@ export interface components {
                 id: string;
                 webhook_id: string;
                 /** @enum {string} */
-                event_type: "instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed";
+                event_type: "instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed" | "webhook.test";
                 /**
                  * @description failed: retries ended (24 h) or the payload was refused
                  * @enum {string}
@@ -1333,7 +1386,30 @@ export interface components {
             id: string;
             webhook_id: string;
             /** @enum {string} */
-            event_type: "instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed";
+            event_type: "instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed" | "webhook.test";
+            /**
+             * @description failed: retries ended (24 h) or the payload was refused
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            /** @description the HTTP status of the last attempt */
+            last_status_code?: number;
+            /** @description why the last attempt failed without an HTTP status (e.g. timeout, refused address) */
+            last_error?: string;
+            /** Format: date-time */
+            next_attempt_at?: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            delivered_at?: string;
+        };
+        TestWebhookResponse: {
+            /** @description the webhook-id header of the delivery (the same on every attempt) */
+            id: string;
+            webhook_id: string;
+            /** @enum {string} */
+            event_type: "instance.created" | "instance.status" | "instance.deleted" | "subscription.registered" | "subscription.renewed" | "subscription.expiring" | "subscription.expired" | "subscription.cancelled" | "keys.changed" | "webhook.test";
             /**
              * @description failed: retries ended (24 h) or the payload was refused
              * @enum {string}
@@ -1676,7 +1752,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1703,6 +1779,28 @@ export interface operations {
                     "application/json": components["schemas"]["LogoutResponse"];
                 };
             };
+            /** @description VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
             /** @description UNAUTHORIZED: Missing or invalid access token */
             401: {
                 headers: {
@@ -1722,6 +1820,52 @@ export interface operations {
                         code?: "UNAUTHORIZED";
                         /** @constant */
                         status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -1873,7 +2017,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1992,7 +2136,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description CONFLICT: Request conflicts with the current state; PORTS_EXHAUSTED: No port is free in the configured instance port range */
+            /** @description CONFLICT: Request conflicts with the current state; IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; PORTS_EXHAUSTED: No port is free in the configured instance port range */
             409: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -2003,12 +2147,14 @@ export interface operations {
                     "X-Subscription-Expires"?: string;
                     /** @description requests left today; -1 = unlimited */
                     "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "CONFLICT" | "PORTS_EXHAUSTED";
+                        code?: "CONFLICT" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "PORTS_EXHAUSTED";
                         /** @constant */
                         status?: 409;
                     } & components["schemas"]["Error"];
@@ -2055,6 +2201,28 @@ export interface operations {
                         code?: "UNSUPPORTED_MEDIA_TYPE";
                         /** @constant */
                         status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -2508,7 +2676,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -2647,8 +2815,32 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action; PORTS_EXHAUSTED: No port is free in the configured instance port range */
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action; PORTS_EXHAUSTED: No port is free in the configured instance port range */
             409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT" | "INSTANCE_STATE_CONFLICT" | "PORTS_EXHAUSTED";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
                     "X-Request-ID"?: string;
@@ -2663,9 +2855,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "INSTANCE_STATE_CONFLICT" | "PORTS_EXHAUSTED";
+                        code?: "IDEMPOTENCY_KEY_REUSED";
                         /** @constant */
-                        status?: 409;
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -2745,7 +2937,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -2884,8 +3076,32 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
             409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT" | "INSTANCE_STATE_CONFLICT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
                     "X-Request-ID"?: string;
@@ -2900,9 +3116,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "INSTANCE_STATE_CONFLICT";
+                        code?: "IDEMPOTENCY_KEY_REUSED";
                         /** @constant */
-                        status?: 409;
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -2982,7 +3198,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3121,8 +3337,32 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action; PORTS_EXHAUSTED: No port is free in the configured instance port range */
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action; PORTS_EXHAUSTED: No port is free in the configured instance port range */
             409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT" | "INSTANCE_STATE_CONFLICT" | "PORTS_EXHAUSTED";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
                     "X-Request-ID"?: string;
@@ -3137,9 +3377,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "INSTANCE_STATE_CONFLICT" | "PORTS_EXHAUSTED";
+                        code?: "IDEMPOTENCY_KEY_REUSED";
                         /** @constant */
-                        status?: 409;
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -3219,7 +3459,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3362,7 +3602,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
             409: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -3373,12 +3613,14 @@ export interface operations {
                     "X-Subscription-Expires"?: string;
                     /** @description requests left today; -1 = unlimited */
                     "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "INSTANCE_STATE_CONFLICT";
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT" | "INSTANCE_STATE_CONFLICT";
                         /** @constant */
                         status?: 409;
                     } & components["schemas"]["Error"];
@@ -3425,6 +3667,28 @@ export interface operations {
                         code?: "UNSUPPORTED_MEDIA_TYPE";
                         /** @constant */
                         status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -3526,7 +3790,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3662,6 +3926,52 @@ export interface operations {
                         code?: "INSTANCE_NOT_FOUND";
                         /** @constant */
                         status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -4451,7 +4761,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -4590,8 +4900,32 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
             409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT" | "INSTANCE_STATE_CONFLICT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
                     "X-Request-ID"?: string;
@@ -4606,9 +4940,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "INSTANCE_STATE_CONFLICT";
+                        code?: "IDEMPOTENCY_KEY_REUSED";
                         /** @constant */
-                        status?: 409;
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -4942,7 +5276,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5085,7 +5419,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action; PORTS_EXHAUSTED: No port is free in the configured instance port range */
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action; PORTS_EXHAUSTED: No port is free in the configured instance port range */
             409: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -5096,12 +5430,14 @@ export interface operations {
                     "X-Subscription-Expires"?: string;
                     /** @description requests left today; -1 = unlimited */
                     "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "INSTANCE_STATE_CONFLICT" | "PORTS_EXHAUSTED";
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT" | "INSTANCE_STATE_CONFLICT" | "PORTS_EXHAUSTED";
                         /** @constant */
                         status?: 409;
                     } & components["schemas"]["Error"];
@@ -5151,7 +5487,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description BACKUP_CORRUPT: The backup archive failed its integrity check; nothing was restored */
+            /** @description BACKUP_CORRUPT: The backup archive failed its integrity check; nothing was restored; IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
             422: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -5167,7 +5503,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "BACKUP_CORRUPT";
+                        code?: "BACKUP_CORRUPT" | "IDEMPOTENCY_KEY_REUSED";
                         /** @constant */
                         status?: 422;
                     } & components["schemas"]["Error"];
@@ -5271,7 +5607,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5414,7 +5750,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description CONFLICT: Request conflicts with the current state; PORTS_EXHAUSTED: No port is free in the configured instance port range */
+            /** @description CONFLICT: Request conflicts with the current state; IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; PORTS_EXHAUSTED: No port is free in the configured instance port range */
             409: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -5425,12 +5761,14 @@ export interface operations {
                     "X-Subscription-Expires"?: string;
                     /** @description requests left today; -1 = unlimited */
                     "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "CONFLICT" | "PORTS_EXHAUSTED";
+                        code?: "CONFLICT" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "PORTS_EXHAUSTED";
                         /** @constant */
                         status?: 409;
                     } & components["schemas"]["Error"];
@@ -5480,7 +5818,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description BACKUP_CORRUPT: The backup archive failed its integrity check; nothing was restored */
+            /** @description BACKUP_CORRUPT: The backup archive failed its integrity check; nothing was restored; IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
             422: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -5496,7 +5834,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "BACKUP_CORRUPT";
+                        code?: "BACKUP_CORRUPT" | "IDEMPOTENCY_KEY_REUSED";
                         /** @constant */
                         status?: 422;
                     } & components["schemas"]["Error"];
@@ -5600,7 +5938,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5737,6 +6075,52 @@ export interface operations {
                         code?: "BACKUP_NOT_FOUND" | "INSTANCE_NOT_FOUND";
                         /** @constant */
                         status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -6092,7 +6476,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6235,7 +6619,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
             409: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -6246,12 +6630,14 @@ export interface operations {
                     "X-Subscription-Expires"?: string;
                     /** @description requests left today; -1 = unlimited */
                     "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "INSTANCE_STATE_CONFLICT";
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT" | "INSTANCE_STATE_CONFLICT";
                         /** @constant */
                         status?: 409;
                     } & components["schemas"]["Error"];
@@ -6298,6 +6684,28 @@ export interface operations {
                         code?: "UNSUPPORTED_MEDIA_TYPE";
                         /** @constant */
                         status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -6399,7 +6807,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6542,7 +6950,7 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
-            /** @description INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress; INSTANCE_STATE_CONFLICT: Instance is not in a state that allows this action */
             409: {
                 headers: {
                     /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
@@ -6553,12 +6961,14 @@ export interface operations {
                     "X-Subscription-Expires"?: string;
                     /** @description requests left today; -1 = unlimited */
                     "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        code?: "INSTANCE_STATE_CONFLICT";
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT" | "INSTANCE_STATE_CONFLICT";
                         /** @constant */
                         status?: 409;
                     } & components["schemas"]["Error"];
@@ -6605,6 +7015,28 @@ export interface operations {
                         code?: "UNSUPPORTED_MEDIA_TYPE";
                         /** @constant */
                         status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -6706,7 +7138,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6847,6 +7279,30 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: Request body is too large */
             413: {
                 headers: {
@@ -6888,6 +7344,28 @@ export interface operations {
                         code?: "UNSUPPORTED_MEDIA_TYPE";
                         /** @constant */
                         status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -7223,7 +7701,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -7364,6 +7842,30 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: Request body is too large */
             413: {
                 headers: {
@@ -7405,6 +7907,28 @@ export interface operations {
                         code?: "UNSUPPORTED_MEDIA_TYPE";
                         /** @constant */
                         status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -8497,7 +9021,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -8616,6 +9140,30 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: Request body is too large */
             413: {
                 headers: {
@@ -8657,6 +9205,28 @@ export interface operations {
                         code?: "UNSUPPORTED_MEDIA_TYPE";
                         /** @constant */
                         status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -8736,7 +9306,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -8761,6 +9331,28 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RefreshSubscriptionResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
                 };
             };
             /** @description UNAUTHORIZED: Missing or invalid access token */
@@ -8826,6 +9418,52 @@ export interface operations {
                         code?: "SUBSCRIPTION_NOT_FOUND";
                         /** @constant */
                         status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -9065,6 +9703,173 @@ export interface operations {
             };
         };
     };
+    streamWebhookEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Resume after this event id (the stream sequence of the last event received) */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["StreamWebhookEventsResponse"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description LAST_EVENT_ID_EXPIRED: The events after this Last-Event-ID are no longer kept; reconnect without it for the current state */
+            410: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "LAST_EVENT_ID_EXPIRED";
+                        /** @constant */
+                        status?: 410;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: never;
@@ -9211,7 +10016,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -9308,6 +10113,30 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: Request body is too large */
             413: {
                 headers: {
@@ -9349,6 +10178,28 @@ export interface operations {
                         code?: "UNSUPPORTED_MEDIA_TYPE";
                         /** @constant */
                         status?: 415;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -9450,7 +10301,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9567,6 +10418,52 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
+                    } & components["schemas"]["Error"];
+                };
+            };
             /** @description RATE_LIMITED: Too many requests */
             429: {
                 headers: {
@@ -9643,7 +10540,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9757,6 +10654,52 @@ export interface operations {
                         code?: "WEBHOOK_NOT_FOUND";
                         /** @constant */
                         status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
                     } & components["schemas"]["Error"];
                 };
             };
@@ -10048,7 +10991,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -10166,6 +11109,52 @@ export interface operations {
                     } & components["schemas"]["Error"];
                 };
             };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
+                    } & components["schemas"]["Error"];
+                };
+            };
             /** @description RATE_LIMITED: Too many requests */
             429: {
                 headers: {
@@ -10209,6 +11198,267 @@ export interface operations {
                         code?: "INTERNAL";
                         /** @constant */
                         status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description CHAIN_UNAVAILABLE: The blockchain RPC is unavailable; SERVICE_UNAVAILABLE: A backend service is unavailable */
+            503: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                        /** @constant */
+                        status?: 503;
+                    } & components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown) */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description present on a replay of the first answer to the Idempotency-Key */
+                    "Idempotency-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestWebhookResponse"];
+                };
+            };
+            /** @description VALIDATION_FAILED: Request validation failed */
+            400: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                        /** @constant */
+                        status?: 400;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing or invalid access token */
+            401: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                        /** @constant */
+                        status?: 401;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description DAILY_LIMIT_EXCEEDED: Daily request limit reached */
+            403: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "DAILY_LIMIT_EXCEEDED";
+                        /** @constant */
+                        status?: 403;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_NOT_FOUND: Webhook endpoint not found */
+            404: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "WEBHOOK_NOT_FOUND";
+                        /** @constant */
+                        status?: 404;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_IN_FLIGHT: A request with this Idempotency-Key is still in progress */
+            409: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        /** @constant */
+                        status?: 409;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                        /** @constant */
+                        status?: 422;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (10 test events per user a minute) */
+            429: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    /** @description seconds until a retry may succeed */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "RATE_LIMITED";
+                        /** @constant */
+                        status?: 429;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL: Internal server error */
+            500: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "INTERNAL";
+                        /** @constant */
+                        status?: 500;
+                    } & components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOKS_UNAVAILABLE: Webhooks are not configured on this deployment */
+            501: {
+                headers: {
+                    /** @description the request id (the client’s X-Request-ID when it is 8-100 safe characters) */
+                    "X-Request-ID"?: string;
+                    /** @description free, pro, enterprise or none */
+                    "X-Subscription-Tier"?: "free" | "pro" | "enterprise" | "none";
+                    /** @description ISO 8601, or none */
+                    "X-Subscription-Expires"?: string;
+                    /** @description requests left today; -1 = unlimited */
+                    "X-Usage-Remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        code?: "WEBHOOKS_UNAVAILABLE";
+                        /** @constant */
+                        status?: 501;
                     } & components["schemas"]["Error"];
                 };
             };

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
+import pg from 'pg';
 import { contracts, request } from '@agenthost/shared';
 import { chainClient, recordSecret, signIn, type ApiClient, type ApiResponse } from '@agenthost/testkit';
 import { backupStore, type BackupStore } from '../../provisioner/test/backup-helpers.ts';
@@ -44,7 +45,16 @@ beforeAll(async () => {
     recordSecret(c.instance_key);
     return c.instance_secret;
   };
-  actors = { user, subscriber, tx_signature: sent.signature, anyone: stack.api, issue };
+  const sql = async (text: string, params: unknown[]) => {
+    const admin = new pg.Client({ connectionString: stack.db.url });
+    await admin.connect();
+    try {
+      await admin.query(text, params);
+    } finally {
+      await admin.end();
+    }
+  };
+  actors = { user, subscriber, tx_signature: sent.signature, anyone: stack.api, issue, sql };
 }, 240_000);
 afterAll(async () => {
   await nc?.drain();
@@ -115,6 +125,9 @@ describe('the OpenAPI document against the live gateway', () => {
         : await client.raw(o.method.toUpperCase(), url, body, headers);
       if (c.documented && res.body?.code === 'VALIDATION_FAILED') problems.push(`${name}: a documented request was refused: ${res.text}`);
       if (res.status !== c.status) problems.push(`${name}: ${res.status} instead of ${c.status}: ${res.text.slice(0, 300)}`);
+      if (c.answerCode && res.body?.code !== c.answerCode) problems.push(`${name}: code ${res.body?.code} instead of ${c.answerCode}`);
+      for (const [h, value] of Object.entries(c.answerHeaders ?? {}))
+        if (res.headers.get(h) !== value) problems.push(`${name}: header ${h} is ${res.headers.get(h)}, not ${value}`);
       problems.push(...(stream ? v.event(o, res) : v.answer(o, res)).map((p) => `${name}: ${p}`));
       if (res.status === c.status && res.status < 300) successes.add(c.operationId);
       if (res.status === 200 && !stream && res.body && typeof res.body === 'object') answered.set(c.operationId, res);

@@ -89,6 +89,21 @@ describe('GET /instance/wait', () => {
     expect((await waitingDelete).body).toMatchObject({ instance_id: id, status: 'deleted' });
   });
 
+  it("answers state=deleted at once after the DELETE, with the deletion time, and only to the instance's owner", async () => {
+    const c = await alice.api.post('/instance/create', { framework: 'openclaw' });
+    const id = c.body.instance_id as string;
+    expect((await alice.api.get(`/instance/wait/${id}?state=running&timeout=60`)).status).toBe(200);
+    const deleted = await alice.api.del(`/instance/delete/${id}`);
+    expect(deleted.status).toBe(200);
+    // Begun after the DELETE answered: the state already holds, so it answers now (it was 404).
+    const r = await alice.api.get(`/instance/wait/${id}?state=deleted&timeout=60`);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ instance_id: id, status: 'deleted', at: deleted.body.deleted_at });
+    // Another user learns nothing of it, and a wait for another state is 404 as before.
+    expect((await bob.api.get(`/instance/wait/${id}?state=deleted&timeout=1`)).body).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
+    expect((await alice.api.get(`/instance/wait/${id}?state=running&timeout=1`)).body).toMatchObject({ code: 'INSTANCE_NOT_FOUND', status: 404 });
+  });
+
   it('gives 408 WAIT_TIMEOUT when the state is not reached in time', async () => {
     const c = await bob.api.post('/instance/create', { framework: 'openclaw' });
     const id = c.body.instance_id as string;

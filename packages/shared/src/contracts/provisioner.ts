@@ -86,8 +86,8 @@ export const create = userContract(
     version: version.optional(),
   }),
   instanceView.extend({
-    /** Shown once: the OpenClaw gateway token that opens the instance's own UI/API. */
-    access_token: z.string().optional(),
+    /** Shown once: the OpenClaw gateway token that opens the instance's own UI/API (always in a create's answer). */
+    access_token: z.string(),
   }),
 );
 

@@ -29,11 +29,15 @@ export class InstanceDeletions {
     this.reader = reader;
   }
 
-  /** The deletion of this instance, if the stream holds one: whose instance it was, and the event's sequence. */
-  async find(instanceId: string): Promise<{ user_id: string; seq: number } | undefined> {
+  /** The deletion of this instance, if the stream holds one: whose instance it was, the event's sequence and time. */
+  async find(instanceId: string): Promise<{ user_id: string; seq: number; deleted_at: Date } | undefined> {
     await this.catchUp();
-    const row = await this.db.selectFrom('instance_deletions').select(['user_id', 'seq']).where('instance_id', '=', instanceId).executeTakeFirst();
-    return row && { user_id: row.user_id, seq: Number(row.seq) };
+    const row = await this.db
+      .selectFrom('instance_deletions')
+      .select(['user_id', 'seq', 'deleted_at'])
+      .where('instance_id', '=', instanceId)
+      .executeTakeFirst();
+    return row && { user_id: row.user_id, seq: Number(row.seq), deleted_at: new Date(row.deleted_at) };
   }
 
   /**

@@ -16,6 +16,15 @@ const BY_ACCESS: Record<Access, ErrorCode[]> = {
   instance: ['INSTANCE_UNAUTHORIZED', 'RATE_LIMITED', 'INSTANCE_CREDENTIALS_STALE'],
 };
 
+/** Every POST and DELETE acting for a user takes an Idempotency-Key (http/idempotency.ts). */
+export const idempotent = (r: Route): boolean => (r.method === 'post' || r.method === 'delete') && r.access !== 'public' && r.access !== 'instance';
+
+/**
+ * What an Idempotency-Key can answer: a malformed key (400), the key in flight longer than the wait or with an
+ * unknown outcome (409), the key used with another request (422).
+ */
+const IDEMPOTENCY: ErrorCode[] = ['VALIDATION_FAILED', 'IDEMPOTENCY_KEY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED'];
+
 /** What the JSON body parser refuses (http/body.ts), for operations that take a body. */
 const BODY: ErrorCode[] = ['VALIDATION_FAILED', 'INVALID_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE'];
 
@@ -27,6 +36,7 @@ export function errorCodes(route: Route): ErrorCode[] {
     ...(route.query || route.path.includes(':') ? (['VALIDATION_FAILED'] as const) : []),
     ...(route.path.includes(':instanceId') ? (['INSTANCE_NOT_FOUND'] as const) : []),
     ...(route.rateLimit ? (['RATE_LIMITED'] as const) : []),
+    ...(idempotent(route) ? IDEMPOTENCY : []),
     ...(route.errors ?? []),
     // Any operation: a backend that does not answer, or a bug.
     'SERVICE_UNAVAILABLE',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { contracts, ERROR_CODES } from '@agenthost/shared';
-import { byStatus, errorCodes } from './openapi-errors.ts';
+import { byStatus, errorCodes, idempotent } from './openapi-errors.ts';
 import type { Access, Route } from './route.ts';
 
 /**
@@ -51,16 +51,14 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
   return rest;
 }
 
-/** Every POST and DELETE acting for a user takes an Idempotency-Key (http/idempotency.ts). */
-const idempotent = (r: Route) => (r.method === 'post' || r.method === 'delete') && r.access !== 'public' && r.access !== 'instance';
-
 const IDEMPOTENCY_KEY = {
   name: 'Idempotency-Key',
   in: 'header',
   required: false,
   description:
-    'Up to 255 printable characters. The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown)',
-  schema: { type: 'string', maxLength: 255 },
+    '1 to 255 printable ASCII characters (400 VALIDATION_FAILED otherwise). The first answer is kept 24 h and replayed (Idempotency-Replayed: true) to a retry with the same key and request; another request with the key is 422 IDEMPOTENCY_KEY_REUSED; while the first is in flight duplicates wait for its answer (409 IDEMPOTENCY_KEY_IN_FLIGHT after 30 s, or at once when its gateway died and the outcome is unknown)',
+  // The gateway's own check (http/idempotency.ts): printable ASCII, no space.
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
 };
 
 /**
@@ -155,7 +153,7 @@ export function openApiDocument(routes: Route[]): Record<string, unknown> {
 function errorResponses(route: Route): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [status, codes] of byStatus(errorCodes(route))) {
-    const retry = codes.some((c) => c === 'RATE_LIMITED') || status === 503;
+    const retry = codes.some((c) => c === 'RATE_LIMITED' || c === 'IDEMPOTENCY_KEY_IN_FLIGHT') || status === 503;
     out[String(status)] = {
       description:
         codes.map((c) => `${c}: ${ERROR_CODES[c].message}`).join('; ') + (route.rateLimit && codes.includes('RATE_LIMITED') ? ` (${route.rateLimit})` : ''),

@@ -1,5 +1,6 @@
 import bs58 from 'bs58';
 import { newWallet } from '@agenthost/testkit';
+import { idempotencyCases } from './idempotency-cases.ts';
 import { instanceCases } from './instance-cases.ts';
 import { type Actors, type Case, UNKNOWN_INSTANCE } from './types.ts';
 import { webhookCases } from './webhook-cases.ts';
@@ -62,6 +63,7 @@ export async function cases(a: Actors): Promise<Case[]> {
     { operationId: 'refreshSubscription', why: 'from the chain', as: 'subscriber', path: '/subscription/refresh', status: 200, documented: true },
     { operationId: 'getUsage', why: "today's usage", as: 'subscriber', path: '/usage/metrics', status: 200, documented: true },
     { operationId: 'getUsage', why: 'no subscription', as: 'user', path: '/usage/metrics', status: 402, documented: true },
+    ...idempotencyCases(a),
     ...instanceCases(a),
     ...hooks.after,
     {

@@ -32,6 +32,10 @@ export interface Case {
    * against the documented schema, and it must never be refused with VALIDATION_FAILED.
    */
   documented?: true;
+  /** Headers the answer must carry, by lower-case name, with their values. */
+  answerHeaders?: Record<string, string>;
+  /** The error code the answer must carry. */
+  answerCode?: string;
   /** Runs after the answer: keeps an id for the cases after it. */
   keep?: (body: any, s: State) => void | Promise<void>;
 }
@@ -43,6 +47,8 @@ export interface Actors {
   subscriber: Session;
   tx_signature: string;
   anyone: ApiClient;
+  /** A statement on the stack's database, as its administrator. */
+  sql(text: string, params: unknown[]): Promise<void>;
   /** Instance credentials from keyvault, as the provisioner gets them for a start. */
   issue(userId: string, instanceId: string): Promise<string>;
 }

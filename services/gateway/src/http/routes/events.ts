@@ -5,6 +5,7 @@ import { StreamReader, type StoredEvent } from '../../domain/stream-reader.ts';
 import { holdStream } from './streams.ts';
 import type { Route } from '../route.ts';
 import { frame, openStream, Waker, write } from '../sse.ts';
+import { deletionOf } from './deletion.ts';
 import { instanceId } from './instances.ts';
 
 const P = contracts.provisioner;
@@ -14,7 +15,7 @@ const eventData = z
     P.instanceStatusChanged.payload.describe('event: status (id: the stream sequence)'),
     P.instanceDeleted.payload.describe('event: deleted, the last event of the stream'),
     z
-      .object({ instance_id: contracts.instanceId, status: P.instanceStatus, at: z.string(), failure_reason: z.string().optional() })
+      .object({ instance_id: contracts.instanceId, status: P.instanceStatus, at: contracts.isoTime, failure_reason: z.string().optional() })
       .describe('event: current, first on a new stream (no Last-Event-ID); its id is where a resume starts'),
   ])
   .describe('Server-sent events: id is the JetStream sequence; resume with Last-Event-ID; comment lines are heartbeats');
@@ -138,27 +139,11 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
   ];
 };
 
-/**
- * Whether this user's instance was deleted after event `from`: one question to the deletions the gateway keeps
- * (domain/instance-deletions.ts), whatever the number of deletions. The provisioner forgets the instance (its row is
- * hidden) before it publishes the deletion, when its container and volume are gone: a resume that falls between waits
- * up to DELETION_LAG_MS for the instance's next event and asks once more; an id never deleted waits and is 404.
- */
+/** Whether this user's instance was deleted after event `from` (one question to the gateway's record of deletions). */
 async function deletedAfter(ctx: GatewayContext, waker: Waker, id: string, userId: string, from: number): Promise<boolean> {
-  const deadline = Date.now() + DELETION_LAG_MS;
-  for (;;) {
-    waker.reset();
-    const d = await ctx.instanceDeletions.find(id);
-    if (d) return d.user_id === userId && d.seq > from;
-    const left = deadline - Date.now();
-    if (left <= 0) return false;
-    await waker.sleep(left);
-    if (!waker.woken) return false;
-  }
+  const d = await deletionOf(ctx, waker, id, userId);
+  return d !== undefined && d.seq > from;
 }
-
-/** The outbox publishes within milliseconds of the container's removal, and retries a bus that was away every second. */
-const DELETION_LAG_MS = 5000;
 
 /** A quiet stream reads the bus again this often even with no wake (the wake is a hint, the stream the truth). */
 const QUIET_REREAD_MS = 3000;

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import type { GatewayContext } from '../../context.ts';
 import type { InstanceEvent } from '../../domain/instance-events.ts';
 import type { Route } from '../route.ts';
+import { Waker } from '../sse.ts';
+import { deletionOf } from './deletion.ts';
 import { instanceId } from './instances.ts';
 
 const P = contracts.provisioner;
@@ -15,8 +17,8 @@ const waitQuery = z.object({
 const waitAnswer = z.object({
   instance_id: contracts.instanceId,
   status: z.enum(['provisioning', 'running', 'stopped', 'failed', 'sleeping', 'deleted']),
-  /** When the state was reached (the event's time), or when it was read if it already held. */
-  at: z.string(),
+  /** When the state was reached (the event's time, or the deletion's), or when it was read if it already held. */
+  at: contracts.isoTime,
 });
 
 type Outcome = { status: z.infer<typeof waitAnswer>['status']; at: string; failure_reason?: string };
@@ -49,7 +51,9 @@ export const waitRoutes = (ctx: GatewayContext): Route[] => [
         const now = await ctx.call(P.get, { user_id: caller.user_id, instance_id: id }, requestId);
         decide({ status: now.status, at: new Date().toISOString(), ...(now.failure_reason ? { failure_reason: now.failure_reason } : {}) });
       };
+      const waker = new Waker();
       const stopWatching = ctx.instanceEvents.watch(id, (ev: InstanceEvent) => {
+        waker.signal();
         // After a reconnect of the bus the change may have been missed: read the status again (a 404 now means deleted).
         if (ev.kind === 'recheck') {
           void read().catch((err: unknown) => {
@@ -66,8 +70,16 @@ export const waitRoutes = (ctx: GatewayContext): Route[] => [
       const gone = () => settle({ status: 'provisioning', at: '' });
       res.once('close', gone);
       try {
-        // Owner check first: another user's instance (or one deleted before the wait began) is 404.
-        await read();
+        // Owner check first: another user's instance is 404. One of the caller's deleted before the wait began is
+        // gone from the provisioner: waiting for `deleted`, the gateway's record of deletions answers at once.
+        try {
+          await read();
+        } catch (err) {
+          if (state !== 'deleted' || toAppError(err).code !== 'INSTANCE_NOT_FOUND') throw err;
+          const deleted = await deletionOf(ctx, waker, id, caller.user_id);
+          if (!deleted) throw err;
+          settle({ status: 'deleted', at: deleted.deleted_at });
+        }
         const o = await reached;
         if (o.status === 'failed') {
           throw new AppError('WAIT_INSTANCE_FAILED', `The instance failed: ${o.failure_reason ?? 'no reason given'}`, {
