@@ -18,6 +18,20 @@ export const eventType = z.enum([
 ]);
 export type EventType = z.infer<typeof eventType>;
 
+/** What a delivery carries: an event type, or webhook.test, sent only when asked (POST /webhooks/{id}/test). */
+export const deliveredType = z.enum([...eventType.options, 'webhook.test']);
+export type DeliveredType = z.infer<typeof deliveredType>;
+
+/** The body of every delivery, and the data of each event of GET /webhooks/events: the same bytes. */
+export const eventPayload = z.object({
+  type: deliveredType,
+  timestamp: isoTime.describe('when the event happened'),
+  data: z.record(z.string(), z.unknown()).describe("the event's fields (instance_id, status, key_names…), by type"),
+});
+export type EventPayload = z.infer<typeof eventPayload>;
+/** The data of the `ready` event that opens a new GET /webhooks/events stream. */
+export const liveReady = z.object({ at: isoTime });
+
 export const webhookId = z.string().regex(/^wh_[A-Za-z0-9]{16,40}$/, 'must be a webhook id (wh_…)');
 export const deliveryId = z.string().regex(/^msg_[A-Za-z0-9]{16,40}$/, 'must be a delivery id (msg_…)');
 
@@ -58,7 +72,7 @@ export const webhookRotated = z.object({
 export const deliveryView = z.object({
   id: deliveryId.describe('the webhook-id header of the delivery (the same on every attempt)'),
   webhook_id: webhookId,
-  event_type: eventType,
+  event_type: deliveredType,
   status: z.enum(['pending', 'delivered', 'failed']).describe('failed: retries ended (24 h) or the payload was refused'),
   attempts: z.number().int(),
   last_status_code: z.number().int().optional().describe('the HTTP status of the last attempt'),

@@ -75,6 +75,18 @@ export async function webhookCases(a: Actors): Promise<{ before: Case[]; after: 
       status: 200,
       documented: true,
     },
+    // The receiver is not there: the answer is the test delivery, failed, with why.
+    { operationId: 'testWebhook', why: 'a test event', as: 'subscriber', path: `/webhooks/${hook.id}/test`, status: 200, documented: true },
+    { operationId: 'streamWebhookEvents', why: 'a new stream: ready', as: 'subscriber', path: '/webhooks/events', status: 200, documented: true },
+    {
+      operationId: 'streamWebhookEvents',
+      why: "the subscriber's events from the stream's start",
+      as: 'subscriber',
+      path: '/webhooks/events',
+      headers: { 'Last-Event-ID': '0' },
+      status: 200,
+      documented: true,
+    },
     { operationId: 'deleteWebhook', why: 'the endpoint', as: 'subscriber', path: `/webhooks/${hook.id}`, status: 200, documented: true },
     { operationId: 'deleteWebhook', why: 'gone', as: 'subscriber', path: `/webhooks/${MISSING_HOOK}`, status: 404, documented: true },
   ];

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { AppError, contracts } from '@agenthost/shared';
+import { AppError, contracts, newWebhookSecret } from '@agenthost/shared';
 import type { GatewayDB } from '../../db/schema.ts';
-import { newSecret, sealSecret } from './secrets.ts';
+import { sealSecret } from './secrets.ts';
 import { resolveTarget, type Lookup } from './target.ts';
 
 const W = contracts.webhooks;
@@ -42,7 +42,7 @@ export class WebhookEndpoints {
     const key = this.key();
     await resolveTarget(input.url, this.s.allowHosts, this.s.lookup);
     const id = newId();
-    const secret = newSecret();
+    const secret = newWebhookSecret();
     const events = [...new Set(input.events)];
     // Counted and inserted in one transaction, under a per-user lock, so concurrent creates cannot pass the limit.
     const row = await this.db.transaction().execute(async (trx) => {
@@ -85,7 +85,7 @@ export class WebhookEndpoints {
   /** A new secret, shown once; the current one keeps signing (a second signature) for WEBHOOK_SECRET_OVERLAP_HOURS. */
   async rotate(userId: string, id: string) {
     const key = this.key();
-    const secret = newSecret();
+    const secret = newWebhookSecret();
     const until = new Date(Date.now() + this.s.overlapMs);
     const row = await this.db
       .updateTable('webhook_endpoints')

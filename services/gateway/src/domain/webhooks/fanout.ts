@@ -8,6 +8,7 @@ import type { GatewayDB } from '../../db/schema.ts';
 const P = contracts.provisioner;
 const B = contracts.billing;
 type EventType = contracts.webhooks.EventType;
+type DeliveredType = contracts.webhooks.DeliveredType;
 
 /** One bus event as webhooks see it: whose it is, its type, when it happened, and the data a receiver gets. */
 export interface WebhookEvent {
@@ -67,6 +68,17 @@ const SOURCES: Array<{ contract: EventContract; durable: string; map: (p: never)
   })),
 ];
 
+/** The body of a delivery ({ type, timestamp, data }): the one builder, so every delivery and the live stream carry the same bytes. */
+export const deliveryBody = (ev: { type: DeliveredType; at: string; data: Record<string, unknown> }): string =>
+  JSON.stringify({ type: ev.type, timestamp: ev.at, data: ev.data } satisfies contracts.webhooks.EventPayload);
+
+/** The webhook event of an event read from the stream (undefined: not one, or a payload that breaks its contract). */
+export function webhookEventOf(subject: string, payload: unknown): WebhookEvent | undefined {
+  const s = SOURCES.find((x) => x.contract.subject === subject);
+  const p = s?.contract.payload.safeParse(payload);
+  return s && p?.success ? s.map(p.data as never) : undefined;
+}
+
 function source<C extends EventContract>(contract: C, durable: string, map: (p: z.output<C['payload']>) => WebhookEvent | undefined) {
   return { contract, durable, map: map as (p: never) => WebhookEvent | undefined };
 }
@@ -119,7 +131,7 @@ export class WebhookFanout {
     const at = Date.parse(ev.at);
     const due = endpoints.filter((e) => !(at < e.created_at.getTime()));
     if (due.length === 0) return 0;
-    const payload = JSON.stringify({ type: ev.type, timestamp: ev.at, data: ev.data });
+    const payload = deliveryBody(ev);
     const tooLarge = Buffer.byteLength(payload) > this.opts.maxPayloadBytes;
     const now = new Date();
     await this.db

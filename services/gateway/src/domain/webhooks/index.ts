@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
-import { EVENT_STREAM, type Logger } from '@agenthost/shared';
+import { AppError, type contracts, EVENT_STREAM, type Logger } from '@agenthost/shared';
 import type { GatewayConfig } from '../../config.ts';
 import type { GatewayDB } from '../../db/schema.ts';
 import { WebhookEndpoints } from './endpoints.ts';
 import { WebhookFanout } from './fanout.ts';
 import { gatewayDataKey } from '../data-key.ts';
 import { receiverCas } from './sender.ts';
+import { sendTestEvent } from './test-event.ts';
 import type { Lookup } from './target.ts';
 import { DeliveryWorker } from './worker.ts';
 
@@ -18,9 +19,11 @@ export class Webhooks {
   readonly worker: DeliveryWorker;
   private readonly enabled: boolean;
   private readonly log: Logger;
+  private readonly db: Kysely<GatewayDB>;
   private stopped = false;
 
   constructor(db: Kysely<GatewayDB>, config: GatewayConfig, log: Logger, opts: { lookup?: Lookup } = {}) {
+    this.db = db;
     const key = config.WEBHOOKS === 'off' ? undefined : gatewayDataKey(config);
     this.enabled = key !== undefined;
     this.log = log;
@@ -47,6 +50,12 @@ export class Webhooks {
       ...lookup,
     });
     this.fanout = new WebhookFanout(db, { log, retryMs, maxPayloadBytes: config.WEBHOOK_MAX_PAYLOAD_BYTES, wake });
+  }
+
+  /** A webhook.test event to one of the user's endpoints, sent now; answers the delivery's outcome. */
+  async test(userId: string, webhookId: string): Promise<contracts.webhooks.DeliveryView> {
+    if (!this.enabled) throw new AppError('WEBHOOKS_UNAVAILABLE');
+    return sendTestEvent(this.db, this.worker, userId, webhookId);
   }
 
   /** Without a key to seal secrets nothing is consumed or sent (the routes answer WEBHOOKS_UNAVAILABLE). */

@@ -2,7 +2,7 @@ import { request } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
-import { Webhook } from 'standardwebhooks';
+import { webhookHeaders } from '@agenthost/shared';
 import type { Target } from './target.ts';
 
 export interface Attempt {
@@ -15,11 +15,6 @@ export interface Attempt {
 /** The trust store for receivers: the system's CAs, plus WEBHOOK_CA_FILE (a private receiver's CA), never "verify off". */
 export function receiverCas(caFile: string | undefined): string[] {
   return caFile ? [...rootCertificates, readFileSync(caFile, 'utf8')] : [...rootCertificates];
-}
-
-/** webhook-signature: one v1 signature per valid secret, space-separated (Standard Webhooks), so a rotation overlaps. */
-export function signatures(secrets: string[], msgId: string, at: Date, body: string): string {
-  return secrets.map((s) => new Webhook(s).sign(msgId, at, body)).join(' ');
 }
 
 /**
@@ -48,14 +43,7 @@ export function send(
         ca: opts.ca,
         timeout: opts.timeoutMs,
         ...(opts.signal ? { signal: opts.signal } : {}),
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          'user-agent': 'agenthost-webhooks/1',
-          'webhook-id': msgId,
-          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-          'webhook-signature': signature,
-        },
+        headers: { ...webhookHeaders(msgId, at, signature), 'content-length': Buffer.byteLength(body), 'user-agent': 'agenthost-webhooks/1' },
       },
       (res) => {
         res.resume(); // the answer's body is not needed: drained, not kept

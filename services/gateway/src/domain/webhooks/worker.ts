@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { toAppError, type Logger } from '@agenthost/shared';
+import { toAppError, webhookSignatures, type Logger } from '@agenthost/shared';
 import type { GatewayDB } from '../../db/schema.ts';
 import { openSecret } from './secrets.ts';
-import { send, signatures, type Attempt } from './sender.ts';
+import { send, type Attempt } from './sender.ts';
 import { resolveTarget, type Lookup } from './target.ts';
 
-type Claimed = Selectable<GatewayDB['webhook_deliveries']>;
+export type Claimed = Selectable<GatewayDB['webhook_deliveries']>;
 
 export interface WorkerSettings {
   log: Logger;
@@ -79,8 +79,18 @@ export class DeliveryWorker {
     }
   }
 
+  /** How long a claim holds a delivery: past the attempt's timeout, so no other replica sends it meanwhile. */
+  get leaseSeconds(): number {
+    return Math.ceil(this.s.timeoutMs / 1000) + 30;
+  }
+
+  /** One attempt of a delivery claimed by its caller (a test event), recorded as any attempt is. */
+  deliver(d: Claimed): Promise<void> {
+    return this.attempt(d);
+  }
+
   private async claim(): Promise<Claimed[]> {
-    const lease = `${Math.ceil(this.s.timeoutMs / 1000) + 30} seconds`;
+    const lease = `${this.leaseSeconds} seconds`;
     const r = await sql<Claimed>`
       update webhook_deliveries set next_attempt_at = now() + ${lease}::interval, attempts = attempts + 1
       where id in (
@@ -102,7 +112,7 @@ export class DeliveryWorker {
         secrets.push(openSecret(this.s.key!, endpoint.previous_secret_sealed, endpoint.id));
       }
       const at = new Date();
-      result = await send(target, d.id, d.payload, signatures(secrets, d.id, at, d.payload), at, {
+      result = await send(target, d.id, d.payload, webhookSignatures(secrets, d.id, at, d.payload), at, {
         ca: this.s.ca,
         timeoutMs: this.s.timeoutMs,
         signal: this.halt.signal,

@@ -1,8 +1,22 @@
-import { contracts, parseOr400 } from '@agenthost/shared';
+import { z } from 'zod';
+import { AppError, contracts, parseOr400 } from '@agenthost/shared';
 import type { GatewayContext } from '../../context.ts';
+import { StreamReader } from '../../domain/stream-reader.ts';
+import { deliveryBody, webhookEventOf } from '../../domain/webhooks/fanout.ts';
+import { TESTS_PER_MINUTE } from '../../domain/webhooks/test-event.ts';
+import { UserWake } from '../../domain/webhooks/user-wake.ts';
 import { jsonBody, type Route } from '../route.ts';
+import { frame, openStream, Waker, write } from '../sse.ts';
+import { holdStream } from './streams.ts';
 
 const W = contracts.webhooks;
+
+const liveEvent = z
+  .union([
+    W.eventPayload.describe('event: its type (instance.status, keys.changed…), id: the stream sequence; the data is the exact body of a delivery of it'),
+    W.liveReady.describe('event: ready, first on a new stream (no Last-Event-ID); its id is where a resume starts'),
+  ])
+  .describe("Server-sent events: the caller's events as webhooks deliver them; resume with Last-Event-ID; comment lines are heartbeats");
 
 const webhookId = (params: Record<string, unknown>) => parseOr400(W.webhookId, params.webhookId);
 
@@ -15,7 +29,22 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
   // Read at each call: the route table is also built without a context (the OpenAPI document, the contract test).
   const hooks = () => ctx.webhooks.endpoints;
   const unavailable = ['WEBHOOKS_UNAVAILABLE'] as const;
+  // Made at the first stream: the route table is also built without a bus.
+  let live: { reader: StreamReader; wake: UserWake } | undefined;
+  const bus = () => (live ??= { reader: new StreamReader(ctx.nc, ctx.config.NATS_REQUEST_TIMEOUT_MS), wake: new UserWake(ctx.nc) });
   return [
+    {
+      method: 'get',
+      path: '/webhooks/events',
+      access: 'user',
+      operationId: 'streamWebhookEvents',
+      summary: "Server-sent events: every event of the caller's, each as the body a webhook delivery of it carries (resume with Last-Event-ID)",
+      response: liveEvent,
+      responseType: 'text/event-stream',
+      requestHeaders: { 'Last-Event-ID': 'Resume after this event id (the stream sequence of the last event received)' },
+      errors: ['LAST_EVENT_ID_EXPIRED'],
+      handler: (r) => streamUserEvents(ctx, bus(), r),
+    },
     {
       method: 'post',
       path: '/webhooks',
@@ -77,5 +106,91 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
       response: W.deliveryView,
       handler: ({ req, caller }) => hooks().redeliver(caller.user_id, webhookId(req.params), parseOr400(W.deliveryId, req.params.deliveryId)),
     },
+    {
+      method: 'post',
+      path: '/webhooks/:webhookId/test',
+      access: 'user',
+      operationId: 'testWebhook',
+      errors: ['WEBHOOK_NOT_FOUND', ...unavailable],
+      rateLimit: `${TESTS_PER_MINUTE} test events per user a minute`,
+      summary: 'Send a signed webhook.test event to the endpoint now, through the real delivery path; answers the delivery (delivered, or failed with why)',
+      response: W.deliveryView,
+      handler: ({ req, caller }) => ctx.webhooks.test(caller.user_id, webhookId(req.params)),
+    },
   ];
+}
+
+const LAST_EVENT_ID = /^\d{1,15}$/;
+/** Every event the stream keeps: the reader skips those that are not a webhook event of the caller's. */
+const ALL_EVENTS = 'events.>';
+/** A quiet stream reads the bus again this often even with no wake (the wake is a hint, the stream the truth). */
+const QUIET_REREAD_MS = 3000;
+
+/**
+ * GET /webhooks/events: the user-wide stream `agenthost webhooks listen` forwards (decision 0050). It reads the
+ * event stream as GET /instance/events does (message-get from a cursor, one event in flight, the id its sequence)
+ * and sends each event of the caller's that webhooks deliver, its data the very body a delivery carries.
+ */
+async function streamUserEvents(
+  ctx: GatewayContext,
+  bus: { reader: StreamReader; wake: UserWake },
+  { req, res, caller, requestId }: Parameters<Route['handler']>[0],
+): Promise<void> {
+  const given = req.get('last-event-id');
+  if (given !== undefined && !LAST_EVENT_ID.test(given.trim()))
+    throw new AppError('VALIDATION_FAILED', 'Last-Event-ID must be an event id of this stream (a number)');
+  const resumeFrom = given === undefined ? undefined : Number(given.trim());
+  // A slot under the user's cap; its "instance" is the user's name for it, so at most STREAMS_PER_INSTANCE of them.
+  const stream = await holdStream(ctx, { kind: 'events', instance_id: `user:${caller.user_id}`, user_id: caller.user_id });
+  const waker = new Waker();
+  const unwatch = bus.wake.watch(caller.user_id, waker.signal);
+  try {
+    const bounds = await bus.reader.bounds();
+    if (resumeFrom !== undefined && resumeFrom < bounds.first - 1) throw new AppError('LAST_EVENT_ID_EXPIRED');
+    let cursor = resumeFrom ?? bounds.last;
+    openStream(res);
+    let open = !(res.closed || res.destroyed);
+    const end = () => {
+      open = false;
+      waker.signal();
+      if (!res.writableEnded) res.end();
+    };
+    res.once('close', () => {
+      open = false;
+      waker.signal();
+    });
+    stream.expire(end);
+    const forget = ctx.instanceEvents.hold(end);
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
+    try {
+      if (resumeFrom === undefined) await write(res, frame(cursor, 'ready', { at: new Date().toISOString() }));
+      // A wake can come before the stream has stored its event: a read after one that finds nothing is tried again
+      // every 50 ms for a second (as GET /instance/events does).
+      let soon = 0;
+      while (open) {
+        waker.reset();
+        const ev = await bus.reader.next(cursor + 1, ALL_EVENTS);
+        if (!ev) {
+          if (open) await waker.sleep(soon > 0 ? 50 : QUIET_REREAD_MS);
+          soon = waker.woken ? 20 : Math.max(0, soon - 1);
+          continue;
+        }
+        soon = 0;
+        cursor = ev.seq;
+        const hook = webhookEventOf(ev.subject, ev.data);
+        if (!hook || hook.user_id !== caller.user_id) continue;
+        if (!(await write(res, `id: ${ev.seq}\nevent: ${hook.type}\ndata: ${deliveryBody(hook)}\n\n`))) break;
+      }
+    } catch (err) {
+      // Headers are gone: the client sees the stream end and resumes from its last id.
+      ctx.log.warn({ err, request_id: requestId }, 'webhook event stream ended by an error');
+    } finally {
+      clearInterval(heartbeat);
+      forget();
+      if (!res.writableEnded) res.end();
+    }
+  } finally {
+    unwatch();
+    stream.release();
+  }
 }
