@@ -59,3 +59,34 @@ export class Waker {
     this.wake = undefined;
   }
 }
+
+/** A quiet stream reads the bus again this often even with no wake (the wake is a hint, the stream the truth). */
+const QUIET_REREAD_MS = 3000;
+
+/**
+ * The events after `from`, one read in flight, for as long as `isOpen()`. The wake is the event's core-NATS delivery,
+ * which can come before the stream has stored the event: a read after a wake that finds nothing is tried again every
+ * 50 ms for a second, and a quiet stream is read again every few seconds whatever happens, so no event waits for the
+ * next one to be seen. The caller skips what is not its own.
+ */
+export async function* follow<E extends { seq: number }>(
+  read: (from: number) => Promise<E | undefined>,
+  waker: Waker,
+  from: number,
+  isOpen: () => boolean,
+): AsyncGenerator<E> {
+  let cursor = from;
+  let soon = 0;
+  while (isOpen()) {
+    waker.reset();
+    const ev = await read(cursor + 1);
+    if (!ev) {
+      if (isOpen()) await waker.sleep(soon > 0 ? 50 : QUIET_REREAD_MS);
+      soon = waker.woken ? 20 : Math.max(0, soon - 1);
+      continue;
+    }
+    soon = 0;
+    cursor = ev.seq;
+    yield ev;
+  }
+}

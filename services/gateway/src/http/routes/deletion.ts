@@ -25,6 +25,8 @@ export async function deletionOf(
     const left = deadline - Date.now();
     if (left <= 0) return undefined;
     await waker.sleep(soon > 0 ? Math.min(50, left) : left);
+    // The whole wait passed with no event of this instance: it was not deleted (asking again would cost a read for nothing).
+    if (!waker.woken && soon <= 0) return undefined;
     soon = waker.woken ? 20 : soon - 1;
   }
 }

@@ -4,7 +4,7 @@ import type { GatewayContext } from '../../context.ts';
 import { StreamReader, type StoredEvent } from '../../domain/stream-reader.ts';
 import { holdStream } from './streams.ts';
 import type { Route } from '../route.ts';
-import { frame, openStream, Waker, write } from '../sse.ts';
+import { follow, frame, openStream, Waker, write } from '../sse.ts';
 import { deletionOf } from './deletion.ts';
 import { instanceId } from './instances.ts';
 
@@ -100,19 +100,12 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
           const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
           try {
             if (first) await write(res, first);
-            // The wake is the event's core-NATS delivery, which can come before the stream has stored the event: a read
-            // after a wake that finds nothing is tried again every 50 ms for a second, and a quiet stream is read again
-            // every few seconds whatever happens, so no event waits for the next one to be seen.
-            let soon = 0;
-            while (open) {
-              waker.reset();
-              const ev = await reader.next(cursor + 1);
-              if (!ev) {
-                if (open) await waker.sleep(soon > 0 ? 50 : QUIET_REREAD_MS);
-                soon = waker.woken ? 20 : Math.max(0, soon - 1);
-                continue;
-              }
-              soon = 0;
+            for await (const ev of follow(
+              (from) => reader.next(from),
+              waker,
+              cursor,
+              () => open,
+            )) {
               cursor = ev.seq;
               if (!mine(ev)) continue;
               const kind = ev.subject === P.instanceDeleted.subject ? 'deleted' : ev.subject === P.instanceStatusChanged.subject ? 'status' : undefined;
@@ -144,6 +137,3 @@ async function deletedAfter(ctx: GatewayContext, waker: Waker, id: string, userI
   const d = await deletionOf(ctx, waker, id, userId);
   return d !== undefined && d.seq > from;
 }
-
-/** A quiet stream reads the bus again this often even with no wake (the wake is a hint, the stream the truth). */
-const QUIET_REREAD_MS = 3000;

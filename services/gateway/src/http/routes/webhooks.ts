@@ -6,7 +6,7 @@ import { deliveryBody, webhookEventOf } from '../../domain/webhooks/fanout.ts';
 import { TESTS_PER_MINUTE } from '../../domain/webhooks/test-event.ts';
 import { UserWake } from '../../domain/webhooks/user-wake.ts';
 import { jsonBody, type Route } from '../route.ts';
-import { frame, openStream, Waker, write } from '../sse.ts';
+import { follow, frame, openStream, Waker, write } from '../sse.ts';
 import { holdStream } from './streams.ts';
 
 const W = contracts.webhooks;
@@ -123,8 +123,6 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
 const LAST_EVENT_ID = /^\d{1,15}$/;
 /** Every event the stream keeps: the reader skips those that are not a webhook event of the caller's. */
 const ALL_EVENTS = 'events.>';
-/** A quiet stream reads the bus again this often even with no wake (the wake is a hint, the stream the truth). */
-const QUIET_REREAD_MS = 3000;
 
 /**
  * GET /webhooks/events: the user-wide stream `agenthost webhooks listen` forwards (decision 0050). It reads the
@@ -147,7 +145,7 @@ async function streamUserEvents(
   try {
     const bounds = await bus.reader.bounds();
     if (resumeFrom !== undefined && resumeFrom < bounds.first - 1) throw new AppError('LAST_EVENT_ID_EXPIRED');
-    let cursor = resumeFrom ?? bounds.last;
+    const cursor = resumeFrom ?? bounds.last;
     openStream(res);
     let open = !(res.closed || res.destroyed);
     const end = () => {
@@ -164,19 +162,12 @@ async function streamUserEvents(
     const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
     try {
       if (resumeFrom === undefined) await write(res, frame(cursor, 'ready', { at: new Date().toISOString() }));
-      // A wake can come before the stream has stored its event: a read after one that finds nothing is tried again
-      // every 50 ms for a second (as GET /instance/events does).
-      let soon = 0;
-      while (open) {
-        waker.reset();
-        const ev = await bus.reader.next(cursor + 1, ALL_EVENTS);
-        if (!ev) {
-          if (open) await waker.sleep(soon > 0 ? 50 : QUIET_REREAD_MS);
-          soon = waker.woken ? 20 : Math.max(0, soon - 1);
-          continue;
-        }
-        soon = 0;
-        cursor = ev.seq;
+      for await (const ev of follow(
+        (from) => bus.reader.next(from, ALL_EVENTS),
+        waker,
+        cursor,
+        () => open,
+      )) {
         const hook = webhookEventOf(ev.subject, ev.data);
         if (!hook || hook.user_id !== caller.user_id) continue;
         if (!(await write(res, `id: ${ev.seq}\nevent: ${hook.type}\ndata: ${deliveryBody(hook)}\n\n`))) break;
