@@ -67,6 +67,9 @@ describe('rootSubscribe', () => {
 describe('slotsUpdatesSubscribe', () => {
   it("sends the kinds a leader's node sends for each slot, with the frozen slot's transactions counted", async () => {
     const sub = await subscribe('slotsUpdatesSubscribe');
+    // The transaction lands in the slot open at the time: wait for a slot opened after the subscription, so the one it
+    // lands in has its createdBank in the notes too.
+    await until(() => sub.notes.some((n) => n.params.result.type === 'createdBank'));
     const payer = await t.funded(1);
     const landed = (await t.conn.getSignaturesForAddress(payer.publicKey, {}, 'confirmed'))[0]!.slot;
     await until(() => sub.notes.some((n) => n.params.result.type === 'root' && n.params.result.slot >= landed));
