@@ -13,6 +13,9 @@
 // the platform's secret provider `secrets.providers.agenthost`, the one key of a user's config we own: an exec
 // provider that asks the bootstrap for the instance's keys. Users point any SecretRef at it, e.g.
 //   models.providers.openai.apiKey = { source: "exec", provider: "agenthost", id: "OPENAI_API_KEY" }
+// and every start wires a key stored under a provider's usual name (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) that
+// way itself, unless the user's config sets that provider's key (/opt/agenthost/provider-keys.mjs; the bootstrap
+// keeps it right as keys change).
 import fs from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -138,7 +141,21 @@ function dropForeignGatewayLease() {
   }
 }
 
+/** Wires the stored standard provider keys (by name; the key server hands out names without values). */
+async function wireProviderKeys() {
+  if (!HOT_RELOAD || process.env.AGENTHOST_PROVIDER_KEYS !== 'openclaw') return;
+  try {
+    const { askKeyServer } = await import('/opt/agenthost/key-server.mjs');
+    const { applyProviderKeys } = await import('/opt/agenthost/provider-keys.mjs');
+    const { names } = await askKeyServer({ socketPath: process.env.AGENTHOST_KEYS_SOCKET, token: process.env.AGENTHOST_KEYS_TOKEN, names: true });
+    applyProviderKeys({ configPath: configPathOf(), names: names ?? [], log });
+  } catch (err) {
+    log('warn', 'could not wire provider keys', { error: String(err?.code ?? err?.message ?? err).slice(0, 120) });
+  }
+}
+
 seedConfig();
+await wireProviderKeys();
 dropForeignGatewayLease();
 const argv = [process.execPath, ENTRY, ...process.argv.slice(2)];
 if (typeof process.execve === 'function') {

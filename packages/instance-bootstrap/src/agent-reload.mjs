@@ -5,17 +5,22 @@
 //                           device pairing. OpenClaw re-resolves every SecretRef and swaps its snapshot
 //                           atomically; a ref it cannot resolve keeps its last good value and counts a warning.
 //   http://127.0.0.1:...    POST; the agent answers {"ok":true} or {"ok":false,"reason"} (the stand-in agent).
+// `rewire()` (OpenClaw only) rewrites the config's provider wiring (provider-keys.mjs) and says whether it changed.
+// secrets.reload re-resolves the refs of the config OpenClaw already runs, so a changed config must be taken first:
+// once connected the reload rewires and, when the file changed, waits for OpenClaw's `config.changed` event (its
+// file watcher committed a new config, after a 300 ms debounce), checks with config.get that the revision it runs is
+// the one on disk, then reloads. (No config.get before the write: the first one after a start takes seconds.)
 // Resolves {applied, reason?}; never throws.
 
 const PROTOCOL = 4;
 
-export async function reloadAgent({ url, gatewayToken, timeoutMs = 4000 }) {
+export async function reloadAgent({ url, gatewayToken, rewire, timeoutMs = 4000 }) {
   const deadline = Date.now() + timeoutMs;
   let last = 'the agent did not answer';
   // The agent may still be starting (or restarting its listener): try again until the deadline.
   while (Date.now() < deadline) {
     try {
-      return url.startsWith('ws') ? await openclawReload(url, gatewayToken, deadline) : await httpReload(url, deadline);
+      return url.startsWith('ws') ? await openclawReload(url, gatewayToken, deadline, rewire) : await httpReload(url, deadline);
     } catch (err) {
       last = err?.message ?? String(err);
       await new Promise((r) => setTimeout(r, 250));
@@ -31,11 +36,18 @@ async function httpReload(url, deadline) {
   return { applied: false, reason: String(body?.reason ?? `the agent answered HTTP ${res.status}`).slice(0, 200) };
 }
 
-/** One short-lived WebSocket: challenge → connect → secrets.reload. Throws when the agent is not reachable. */
-function openclawReload(url, gatewayToken, deadline) {
+/**
+ * One short-lived WebSocket: challenge → connect → [rewire → config.changed → config.get: applied] → secrets.reload.
+ * Throws when the agent is not reachable.
+ */
+function openclawReload(url, gatewayToken, deadline, rewire) {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url);
     let settled = false;
+    let waiting = false;
+    let polls = 0;
+    const send = (id, method, params = {}) => ws.send(JSON.stringify({ type: 'req', id, method, params }));
+    const reload = () => send('reload', 'secrets.reload');
     const finish = (fn, value) => {
       if (settled) return;
       settled = true;
@@ -47,7 +59,14 @@ function openclawReload(url, gatewayToken, deadline) {
       }
       fn(value);
     };
-    const timer = setTimeout(() => finish(reject, new Error('timed out')), Math.max(200, deadline - Date.now()));
+    const timer = setTimeout(
+      () =>
+        // An invalid config is never applied: say so rather than retry (the file is already rewritten).
+        waiting
+          ? finish(resolve, { applied: false, reason: 'the agent did not take the provider settings for its keys in time' })
+          : finish(reject, new Error('timed out')),
+      Math.max(200, deadline - Date.now()),
+    );
     ws.onerror = () => finish(reject, new Error('connection failed'));
     ws.onclose = () => finish(reject, new Error('connection closed'));
     ws.onmessage = (ev) => {
@@ -78,7 +97,14 @@ function openclawReload(url, gatewayToken, deadline) {
         // A gateway still starting its sidecars answers a retryable UNAVAILABLE: ask again.
         if (!m.ok && m.error?.retryable) return finish(reject, new Error('the agent is starting'));
         if (!m.ok) return finish(resolve, { applied: false, reason: `the agent refused the connection (${m.error?.code ?? 'error'})` });
-        ws.send(JSON.stringify({ type: 'req', id: 'reload', method: 'secrets.reload', params: {} }));
+        if (!rewire?.().changed) return reload();
+        waiting = true;
+      } else if (m.type === 'event' && m.event === 'config.changed' && waiting) {
+        send(`config-${++polls}`, 'config.get');
+      } else if (m.type === 'res' && typeof m.id === 'string' && m.id.startsWith('config-')) {
+        // The revision OpenClaw runs is the file's: take the keys. Else the next config.changed asks again.
+        const applied = m.payload?.appliedConfigHash ?? null;
+        if (!m.ok || (applied && applied === m.payload?.configRevisionHash)) return reload();
       } else if (m.type === 'res' && m.id === 'reload') {
         if (!m.ok) return finish(resolve, { applied: false, reason: `secrets.reload failed (${m.error?.code ?? 'error'}); the agent keeps its previous keys` });
         const warnings = Number(m.payload?.warningCount ?? 0);

@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { decodeInstanceKey } from './crypto.mjs';
 import { buildAgentEnv, decryptKeys, STRIPPED_ENV } from './agent-env.mjs';
 import { startKeyServer } from './key-server.mjs';
+import { applyProviderKeys, openclawConfigPath } from './provider-keys.mjs';
 import { siblingUrl, watchKeys } from './hot-reload.mjs';
 import { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from './keys-fetch.mjs';
 import { makeLogger, resolveCommand } from './process-tools.mjs';
@@ -235,6 +236,9 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
       instanceSecret: held.secret,
       state: watch.state,
       open: (sealed) => decryptKeys({ keys: sealed, instanceId, instanceKey: held.instanceKey, log }),
+      // The OpenClaw image asks for standard provider keys to be wired into its config (its launcher does it at
+      // every start; this keeps it right as keys change).
+      ...(env.AGENTHOST_PROVIDER_KEYS === 'openclaw' ? { wire: (names) => applyProviderKeys({ configPath: openclawConfigPath(agentEnv), names, log }) } : {}),
       log,
       signal: watch.abort.signal,
     });

@@ -39,9 +39,23 @@ async function readEvents(body, onEvent) {
 
 /**
  * Runs until `signal` aborts. `state.keys` is the map the key server serves; `open(sealed)` decrypts a sealed
- * map into {env, skipped}. Never throws: a lost watch is opened again with backoff.
+ * map into {env, skipped}; `wire(names)` (OpenClaw) rewires standard provider keys for the new names, inside the
+ * reload (agent-reload.mjs). Never throws: a lost watch is opened again with backoff.
  */
-export async function watchKeys({ watchUrl, appliedUrl, reloadUrl, gatewayToken, instanceId, instanceSecret, state, open, log, signal, reload = reloadAgent }) {
+export async function watchKeys({
+  watchUrl,
+  appliedUrl,
+  reloadUrl,
+  gatewayToken,
+  instanceId,
+  instanceSecret,
+  state,
+  open,
+  wire,
+  log,
+  signal,
+  reload = reloadAgent,
+}) {
   let backoff = 500;
   while (!signal.aborted) {
     try {
@@ -61,7 +75,8 @@ export async function watchKeys({ watchUrl, appliedUrl, reloadUrl, gatewayToken,
       await readEvents(res.body, async (name, data) => {
         if (name !== 'keys') return;
         const event = JSON.parse(data);
-        const result = await applyKeys({ event, state, open, reload: () => reload({ url: reloadUrl, gatewayToken }), log });
+        const rewire = wire ? { rewire: () => wire(Object.keys(state.keys)) } : {};
+        const result = await applyKeys({ event, state, open, reload: () => reload({ url: reloadUrl, gatewayToken, ...rewire }), log });
         if (event.change_id) await report({ appliedUrl, instanceId, changeId: event.change_id, result, log });
       });
       throw new Error('watch closed');

@@ -3,8 +3,9 @@ export function startKeyServer(opts: {
   dir?: string;
   log?: (level: string, msg: string, fields?: Record<string, unknown>) => void;
 }): Promise<{ socketPath: string; token: string; close(): void }>;
-export function askKeyServer(opts: { socketPath: string; token: string; ids: string[] | '*'; timeoutMs?: number }): Promise<{
+export function askKeyServer(opts: { socketPath: string; token: string; ids?: string[] | '*'; names?: boolean; timeoutMs?: number }): Promise<{
   protocolVersion: 1;
   values: Record<string, string>;
   errors: Record<string, { code: string }>;
+  names?: string[];
 }>;

@@ -5,6 +5,8 @@
 //
 // Protocol: one JSON line {"token","ids"} ("ids": names, or "*" for every key) → one JSON line
 // {"protocolVersion":1,"values":{name:value},"errors":{name:{"code":"NOT_FOUND"}}}, then the socket closes.
+// {"token","names":true} → {"protocolVersion":1,"names":[...]}: the names alone, for the image's launcher to wire
+// standard provider keys (provider-keys.mjs) without holding a value.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -63,6 +65,7 @@ function answer(line, expected, getKeys, log) {
     return { protocolVersion: 1, values: {}, error: 'unauthorized' };
   }
   const keys = getKeys();
+  if (req.names === true) return { protocolVersion: 1, names: Object.keys(keys) };
   const ids = req.ids === '*' ? Object.keys(keys) : Array.isArray(req.ids) ? req.ids.filter((i) => typeof i === 'string') : [];
   const values = {};
   const errors = {};
@@ -73,13 +76,13 @@ function answer(line, expected, getKeys, log) {
   return { protocolVersion: 1, values, errors };
 }
 
-/** The resolver's side: asks the key server for ids ("*" for all). Rejects on any failure. */
-export function askKeyServer({ socketPath, token, ids, timeoutMs = 4000 }) {
+/** The resolver's side: asks the key server for ids ("*" for all), or with `names` for the names only. Rejects on any failure. */
+export function askKeyServer({ socketPath, token, ids, names = false, timeoutMs = 4000 }) {
   return new Promise((resolve, reject) => {
     const conn = net.createConnection(socketPath);
     let buf = '';
     const timer = setTimeout(() => conn.destroy(new Error('key server timed out')), timeoutMs);
-    conn.on('connect', () => conn.write(`${JSON.stringify({ token, ids })}\n`));
+    conn.on('connect', () => conn.write(`${JSON.stringify(names ? { token, names: true } : { token, ids })}\n`));
     conn.on('data', (chunk) => {
       buf += chunk.toString('utf8');
     });
