@@ -14,7 +14,13 @@
 
 const PROTOCOL = 4;
 
-export async function reloadAgent({ url, gatewayToken, rewire, timeoutMs = 4000 }) {
+// A reload that rewires provider settings waits for OpenClaw to take its config file, which just after a start (while
+// it loads its plugins) took more than 4 s here: the user who stores a key right after create would be told
+// "not applied" for a key OpenClaw takes a moment later. The gateway waits longer still (KEYS_APPLY_WAIT_MS).
+const RELOAD_MS = 4000;
+const REWIRE_MS = 12000;
+
+export async function reloadAgent({ url, gatewayToken, rewire, timeoutMs = rewire ? REWIRE_MS : RELOAD_MS }) {
   const deadline = Date.now() + timeoutMs;
   let last = 'the agent did not answer';
   // The agent may still be starting (or restarting its listener): try again until the deadline.

@@ -97,8 +97,11 @@ export const gatewayConfig = baseConfig
      * leased and did not serve. A replica stops serving from its blocks after 3/4 of it without a heartbeat.
      */
     USAGE_LEASE_TTL_SECONDS: configInt(10),
-    /** How long a key change waits for the running instance to reload its keys before answering applied: false. */
-    KEYS_APPLY_WAIT_MS: configInt(5000),
+    /**
+     * How long a key change waits for the running instance to reload its keys before answering applied: false. Longer
+     * than the bootstrap's own limit for a reload that rewires OpenClaw's provider settings (12 s).
+     */
+    KEYS_APPLY_WAIT_MS: configInt(15000),
     /** A key watch (GET /keys/watch) is ended after this long; the bootstrap reconnects and authenticates again. */
     KEYS_WATCH_MAX_SECONDS: configInt(600),
     /** How long the first answer to an Idempotency-Key is kept and replayed. */
