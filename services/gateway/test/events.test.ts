@@ -81,6 +81,11 @@ describe('GET /instance/events', () => {
     expect(late.status).toBe(200);
     await late.done;
     expect(late.events.at(-1)).toMatchObject({ event: 'deleted', data: { instance_id: id } });
+    // A client that got the deletion and reconnects with its id (its connection dropped as the stream ended) gets no
+    // second deletion: 404, the instance is gone and nothing follows.
+    const again = await openEvents(url(id), alice.token, { lastEventId: late.events.at(-1)!.id! });
+    expect(again.status).toBe(404);
+    expect(again.events.filter((e) => e.event === 'deleted')).toEqual([]);
     // Another user resuming the same stream gets 404, as for a fresh one.
     expect((await openEvents(url(id), bob.token, { lastEventId: lastSeen })).status).toBe(404);
   });
