@@ -106,6 +106,8 @@ export class ApiError extends Error {
   readonly code: string;
   readonly status: number;
   readonly retryAfter: number | undefined;
+  /** What the user can do about it, when the page knows more than the API said (e.g. where to sign in). */
+  hint?: string;
   constructor(code: string, status: number, message: string, retryAfter?: number) {
     super(message);
     this.code = code;

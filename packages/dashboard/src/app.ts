@@ -2,6 +2,7 @@ import type { Wallet, WalletAccount } from '@wallet-standard/base';
 import { ApiError, apiClient, type Api, type Session } from './api.ts';
 import type { ChainConfig } from './chain.ts';
 import { fill, h } from './dom.ts';
+import { forgetInstanceTokens } from './instance-tokens.ts';
 import { plain } from './messages.ts';
 import { accountOf, walletByName } from './wallets.ts';
 
@@ -114,6 +115,8 @@ export function startApp(cfg: ChainConfig, views: Record<string, View>, root: HT
     } catch {
       // The token may be expired already: signing out here is what matters.
     }
+    // The agents' tokens leave with the user (a shared computer); an expired session keeps them for the next sign-in.
+    forgetInstanceTokens();
     app.signOut();
     app.say('You are signed out.');
   }
@@ -125,7 +128,13 @@ export function startApp(cfg: ChainConfig, views: Record<string, View>, root: HT
     }
     keepMessages = false;
     render();
-    main.focus();
+    // The new page's heading takes the focus (a screen reader reads where the user is now; the next Tab goes on from
+    // there). It is no control, so it gets no focus ring (style.css): a ring round the content looked like an error.
+    const heading = main.querySelector('h1');
+    if (heading) {
+      heading.tabIndex = -1;
+      heading.focus({ preventScroll: true });
+    } else main.focus();
   });
   render();
 }

@@ -34,6 +34,11 @@ const PLAIN: Record<string, string> = {
 export function plain(err: unknown): string {
   if (err instanceof ApiError) {
     const base = PLAIN[err.code];
+    // auth says why it refused a wallet-built sign-in message (its domain, chain, times): that reason is what the
+    // user can act on, where "the signature did not match" would send them to try the same thing again.
+    const refusal = /^Sign-in refused: (.+)$/s.exec(err.message)?.[1];
+    if (err.code === 'INVALID_SIGNATURE' && refusal)
+      return [`The service refused the sign-in message your wallet signed: ${refusal.replace(/\.?$/, '.')}`, err.hint].filter(Boolean).join(' ');
     if (err.code === 'VALIDATION_FAILED') return `${base}: ${err.message}`;
     if (err.code === 'RATE_LIMITED' && err.retryAfter) return `Too many requests in a short time. Try again in ${err.retryAfter} s.`;
     return base ?? err.message;

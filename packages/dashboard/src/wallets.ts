@@ -1,7 +1,7 @@
 import { getWallets } from '@wallet-standard/app';
 import type { Wallet, WalletAccount } from '@wallet-standard/base';
 import bs58 from 'bs58';
-import type { Api, Login, Session, SignInInput } from './api.ts';
+import { ApiError, type Api, type Login, type Session, type SignInInput } from './api.ts';
 
 /**
  * Wallet Standard discovery: any wallet that registers itself on the page (Phantom, Solflare, Backpack, a
@@ -53,8 +53,9 @@ export async function accountOf(wallet: Wallet, address?: string): Promise<Walle
 export class WalletDeclined extends Error {}
 
 /**
- * connect → nonce → solana:signIn with the nonce's sign_in_input where the wallet has it (the wallet builds and
- * shows the message; auth checks its fields), else solana:signMessage on the nonce's message → login.
+ * connect → nonce → solana:signIn with the nonce's sign_in_input, its domain and URI this page's, where the wallet
+ * has it (the wallet builds and shows the message; auth checks its fields), else solana:signMessage on the nonce's
+ * message → login.
  */
 export async function signInWithWallet(api: Api, wallet: Wallet): Promise<Session> {
   let account: WalletAccount;
@@ -69,7 +70,9 @@ export async function signInWithWallet(api: Api, wallet: Wallet): Promise<Sessio
     const siws = feature<SignIn>(wallet, 'solana:signIn');
     const sm = feature<SignMessage>(wallet, 'solana:signMessage');
     if (siws) {
-      const [out] = await siws.signIn(n.sign_in_input);
+      // Bound to this page, as Sign-In With Solana has it and wallets check (Phantom refuses or warns on another
+      // domain): the server's defaults name its own idea of the dashboard's origin, which may not be where the page is.
+      const [out] = await siws.signIn({ ...n.sign_in_input, domain: location.host, uri: location.origin });
       if (out) login = { account: { address: out.account.address }, signedMessage: base64(out.signedMessage), signature: base64(out.signature) };
     } else if (sm) {
       const [out] = await sm.signMessage({ account, message: new TextEncoder().encode(n.message) });
@@ -79,7 +82,15 @@ export async function signInWithWallet(api: Api, wallet: Wallet): Promise<Sessio
     throw new WalletDeclined(`${wallet.name} did not sign (${(err as Error).message}). You are not signed in.`);
   }
   if (!login) throw new WalletDeclined(`${wallet.name} returned no signature. You are not signed in.`);
-  return api.login(login);
+  try {
+    return await api.login(login);
+  } catch (err) {
+    // A page away from the origin the service signs in for (e.g. the gateway's own port): say where it is.
+    const home = n.sign_in_input.domain;
+    if (err instanceof ApiError && err.code === 'INVALID_SIGNATURE' && home.toLowerCase() !== location.host.toLowerCase())
+      err.hint = `This service signs in on ${n.sign_in_input.uri}: open the dashboard there.`;
+    throw err;
+  }
 }
 
 const base64 = (bytes: Uint8Array): string => btoa(String.fromCharCode(...bytes));

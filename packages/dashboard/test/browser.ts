@@ -1,17 +1,34 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash, X509Certificate } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import puppeteer, { type Browser, type HTTPRequest, type Page, type SerializedAXNode } from 'puppeteer-core';
-import { waitFor } from '@agenthost/testkit';
+import { waitFor, type Edge } from '@agenthost/testkit';
 
 export const SCREENSHOTS = join(import.meta.dirname, '../../../docs/screenshots');
 
-/** Debian's chromium (deploy/install.sh installs it); as root it needs --no-sandbox. */
-export function launch(): Promise<Browser> {
+/** Debian's chromium (deploy/install.sh installs it); as root it needs --no-sandbox. With an edge: trusting its CA. */
+export function launch(edge?: Edge): Promise<Browser> {
   return puppeteer.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     headless: true,
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+    // --disable-http2 with the edge: Chromium ends every HTTP/2 session, failing the requests in flight, whenever the
+    // host's addresses change, which on this host is each time a suite makes or removes a Docker network (a user's
+    // browser is not on the Docker host). HTTP/1.1 connections are left alone, as they were to the gateway directly.
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', ...(edge ? [trustEdge(edge), '--disable-http2'] : [])],
   });
+}
+
+/**
+ * Trust exactly the edge's local CA (its root and intermediate keys), as a user who installed its root does; every
+ * other certificate error stands.
+ */
+function trustEdge(edge: Edge): string {
+  const spki = (file: string) =>
+    createHash('sha256')
+      .update(new X509Certificate(readFileSync(file)).publicKey.export({ type: 'spki', format: 'der' }))
+      .digest('base64');
+  const dir = dirname(edge.caFile);
+  return `--ignore-certificate-errors-spki-list=${[spki(join(dir, 'root.crt')), spki(join(dir, 'intermediate.crt'))].join(',')}`;
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

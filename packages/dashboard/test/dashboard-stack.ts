@@ -1,8 +1,10 @@
 // The stack and browser every walk in dashboard.test.ts runs against, started once for the file. Its bindings are
-// exported live (`export let`), so the tests read what the set-up assigned.
+// exported live (`export let`), so the tests read what the set-up assigned. The page is opened where users open it,
+// at the HTTPS edge's origin (https://agenthost.localhost:<port>), which is also the origin auth signs users in for.
+// Ports of this suite: instances 18910-18949, the edge 19671 (HTTPS) and 19672 (HTTP).
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'puppeteer-core';
-import { startStack, type Stack } from '@agenthost/testkit';
+import { startEdge, startStack, type Edge, type Stack } from '@agenthost/testkit';
 import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../../services/provisioner/test/helpers.ts';
 import { launch } from './browser.ts';
 import { TestWallet } from './test-wallet.ts';
@@ -16,10 +18,16 @@ const tiers = {
   enterprise: { memory_mb: 256, cpus: 0.5, pids: 64 },
 };
 
+const EDGE_HTTPS = 19671;
+
 export let stack: Stack;
+export let edge: Edge;
+/** The gateway's own origin (http://127.0.0.1:<port>), for requests made from Node. */
+export let gatewayOrigin: string;
 export let browser: Browser;
 export let page: Page;
 export let wallet: TestWallet;
+/** Where the page is opened: the edge's. */
 export let origin: string;
 
 export async function startDashboard(): Promise<void> {
@@ -29,11 +37,18 @@ export async function startDashboard(): Promise<void> {
     services: ['auth', 'billing-chain', 'keyvault', 'provisioner'],
     devchain: true,
     // 18899 and 18900 are the swarm suite's devchain (RPC and WebSocket), published on the host while it runs.
-    serviceEnv: { provisioner: provisionerEnv({ network, ports: [18910, 18949], tiers }), gateway: { ...gatewayEnv, TIER_LIMITS_JSON: JSON.stringify(tiers) } },
+    serviceEnv: {
+      provisioner: provisionerEnv({ network, ports: [18910, 18949], tiers }),
+      gateway: { ...gatewayEnv, TIER_LIMITS_JSON: JSON.stringify(tiers) },
+      // As deploy gives every service the edge's domain and port: auth signs in for the edge's origin.
+      auth: { EDGE_HTTPS_PORT: String(EDGE_HTTPS) },
+    },
   });
-  origin = stack.baseUrl.replace(/\/api$/, '');
+  edge = await startEdge(stack, { httpsPort: EDGE_HTTPS, httpPort: EDGE_HTTPS + 1 });
+  gatewayOrigin = stack.baseUrl.replace(/\/api$/, '');
+  origin = edge.origin;
   wallet = new TestWallet(stack.chain!.url);
-  browser = await launch();
+  browser = await launch(edge);
   page = await browser.newPage();
   await page.setViewport({ width: 1100, height: 800 });
   await wallet.install(page);
@@ -43,6 +58,7 @@ export async function startDashboard(): Promise<void> {
 
 export async function stopDashboard(): Promise<void> {
   await browser?.close();
+  await edge?.stop();
   await stack?.stop();
   await cleanupDocker(network);
 }

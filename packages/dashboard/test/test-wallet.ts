@@ -8,20 +8,24 @@ import { recordSecret } from '@agenthost/testkit';
  * A wallet for the browser tests: the page sees a Wallet Standard wallet ("Test Wallet", registered by a script
  * that runs before the page's own), whose signing calls come here, to a real Ed25519 key held in Node, and whose
  * transactions are sent to the stack's devchain. `decline` makes it refuse the next signature, as a user would.
+ * With `bindToPage` it builds the Sign-In With Solana message as Phantom does: the domain is the page's host and the
+ * URI its origin, whatever the page asked for.
  */
 export class TestWallet {
   readonly keypair = Keypair.generate();
   readonly address = this.keypair.publicKey.toBase58();
   decline = false;
   signed = 0;
+  /** The texts it signed (sign-in messages; transactions go through __testWalletSignAndSend). */
+  readonly messages: string[] = [];
 
   private readonly rpcUrl: string;
   /** The wallet's name on the page; `signIn: false` makes a wallet without solana:signIn (sign-in by signMessage). */
-  readonly options: { name: string; signIn: boolean };
+  readonly options: WalletOptions;
 
-  constructor(rpcUrl: string, options: { name?: string; signIn?: boolean } = {}) {
+  constructor(rpcUrl: string, options: Partial<WalletOptions> = {}) {
     this.rpcUrl = rpcUrl;
-    this.options = { name: options.name ?? 'Test Wallet', signIn: options.signIn ?? true };
+    this.options = { name: options.name ?? 'Test Wallet', signIn: options.signIn ?? true, bindToPage: options.bindToPage ?? false };
     recordSecret(bs58.encode(this.keypair.secretKey));
   }
 
@@ -36,6 +40,7 @@ export class TestWallet {
     await page.exposeFunction('__testWalletSign', (bytes: number[]) => {
       this.refuse();
       this.signed++;
+      this.messages.push(Buffer.from(bytes).toString('utf8'));
       return Array.from(nacl.sign.detached(Uint8Array.from(bytes), this.keypair.secretKey));
     });
     await page.exposeFunction('__testWalletSignAndSend', async (bytes: number[]) => {
@@ -49,8 +54,15 @@ export class TestWallet {
   }
 }
 
+interface WalletOptions {
+  name: string;
+  signIn: boolean;
+  /** Build the sign-in message for the page it runs on (its host and origin), as Phantom does. */
+  bindToPage: boolean;
+}
+
 /** Runs in the page before its scripts: the Wallet Standard registration protocol, by hand. */
-function registerInPage(address: string, publicKey: number[], options: { name: string; signIn: boolean }): void {
+function registerInPage(address: string, publicKey: number[], options: WalletOptions): void {
   type Bytes = number[];
   // Typed by hand: this file is compiled for Node (no DOM library), but this function runs in the page.
   const w = globalThis as unknown as {
@@ -58,6 +70,7 @@ function registerInPage(address: string, publicKey: number[], options: { name: s
     __testWalletSignAndSend(b: Bytes): Promise<Bytes>;
     dispatchEvent(e: Event): void;
     addEventListener(type: string, listener: (e: Event) => void): void;
+    location: { host: string; origin: string };
   };
   const chains = ['solana:localnet'];
   const account = {
@@ -72,12 +85,12 @@ function registerInPage(address: string, publicKey: number[], options: { name: s
   // The Sign-In With Solana text as wallets build it from the input's fields (the ABNF of EIP-4361).
   const siws = (i: Record<string, string | undefined>) =>
     [
-      `${i.domain} wants you to sign in with your Solana account:`,
+      `${options.bindToPage ? w.location.host : i.domain} wants you to sign in with your Solana account:`,
       i.address ?? address,
       '',
       i.statement,
       '',
-      `URI: ${i.uri}`,
+      `URI: ${options.bindToPage ? w.location.origin : i.uri}`,
       `Version: ${i.version}`,
       `Chain ID: ${i.chainId}`,
       `Nonce: ${i.nonce}`,

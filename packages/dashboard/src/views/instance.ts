@@ -1,9 +1,11 @@
 import type { Instance } from '../api.ts';
 import type { View } from '../app.ts';
 import { confirmDialog, fill, h } from '../dom.ts';
+import { forgetInstanceToken } from '../instance-tokens.ts';
 import { nextPoll, showToken, statusBadge } from './instances.ts';
 import { devicesSection } from './devices.ts';
 import { keysSection } from './keys.ts';
+import { openAgentSection, openLink } from './open-agent.ts';
 
 /** One instance: live status with CPU and memory, stop/start/restart/delete, the log tail, its keys and their audit. */
 export const instanceView: View = (app, main, id) => {
@@ -12,6 +14,7 @@ export const instanceView: View = (app, main, id) => {
   const facts = h('dl', { class: 'facts', id: 'instance-facts' });
   const actions = h('div', { class: 'row', role: 'group', 'aria-label': 'Instance actions' });
   const token = h('section', { 'aria-live': 'polite' });
+  const open = h('section', { id: 'open-section' });
   const logs = h('pre', { id: 'logs', tabindex: '0', 'aria-label': 'Log tail' });
   const keys = h('section', { 'aria-labelledby': 'keys-title' });
   const devices = h('section', { 'aria-labelledby': 'devices-title' });
@@ -21,6 +24,7 @@ export const instanceView: View = (app, main, id) => {
     heading,
     facts,
     actions,
+    open,
     token,
     h(
       'section',
@@ -63,7 +67,10 @@ export const instanceView: View = (app, main, id) => {
     try {
       for await (const ev of app.api.events(id!, live.signal)) {
         streaming = true;
-        if (ev.event === 'deleted') return app.go('#/instances');
+        if (ev.event === 'deleted') {
+          forgetInstanceToken(id!);
+          return app.go('#/instances');
+        }
         const d = ev.data as { status?: Instance['status']; failure_reason?: string };
         if (current && d.status && d.status !== current.status)
           draw({ ...current, status: d.status, ...(d.failure_reason ? { failure_reason: d.failure_reason } : { failure_reason: undefined }) } as Instance);
@@ -79,6 +86,7 @@ export const instanceView: View = (app, main, id) => {
   let actionsFor = '';
 
   function draw(i: Instance): void {
+    if (!current) openAgentSection(app, open, i);
     current = i;
     heading.textContent = i.name;
     const mem = i.memory_usage_mb === undefined ? '—' : `${i.memory_usage_mb.toFixed(0)} MB of ${i.memory_limit_mb ?? '?'} MB`;
@@ -87,7 +95,7 @@ export const instanceView: View = (app, main, id) => {
       h('dt', {}, 'Status'),
       h('dd', { id: 'instance-status' }, statusBadge(i), i.failure_reason ? ` ${i.failure_reason}` : ''),
       h('dt', {}, 'Address'),
-      h('dd', {}, h('a', { href: i.url, target: '_blank', rel: 'noopener' }, i.url)),
+      h('dd', {}, openLink(i, i.url)),
       h('dt', {}, 'CPU'),
       h('dd', { id: 'instance-cpu' }, i.cpu_usage_percent === undefined ? '—' : `${i.cpu_usage_percent.toFixed(1)} %`),
       h('dt', {}, 'Memory'),
@@ -124,7 +132,10 @@ export const instanceView: View = (app, main, id) => {
     try {
       const out = await app.api.lifecycle(action, id!);
       app.say(`${label}: the instance is now ${out.status}.`);
-      if (out.access_token) showToken(app, token, { ...current!, access_token: out.access_token });
+      if (out.access_token) {
+        showToken(app, token, { ...current!, access_token: out.access_token });
+        openAgentSection(app, open, current!);
+      }
     } catch (err) {
       app.say('');
       app.fail(err);
@@ -140,6 +151,7 @@ export const instanceView: View = (app, main, id) => {
     busy = true;
     try {
       await app.api.remove(id!);
+      forgetInstanceToken(id!);
       app.go('#/instances');
       app.say(`${name} was deleted.`);
     } catch (err) {
@@ -160,10 +172,11 @@ export const instanceView: View = (app, main, id) => {
   void poll();
   void watch();
   void loadLogs();
-  devicesSection(app, devices, id);
+  const stopDevices = devicesSection(app, devices, id);
   keysSection(app, keys, id);
   return () => {
     stopped = true;
+    stopDevices();
     live.abort();
     clearTimeout(timer);
   };

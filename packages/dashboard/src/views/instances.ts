@@ -1,6 +1,8 @@
 import type { Instance } from '../api.ts';
 import type { App, View } from '../app.ts';
 import { fill, h, when } from '../dom.ts';
+import { keepInstanceToken } from '../instance-tokens.ts';
+import { openLink } from './open-agent.ts';
 
 /**
  * How often the list and an instance are read again (an event stream may replace this later). Every read counts
@@ -105,7 +107,7 @@ export const instancesView: View = (app, main) => {
                 { 'data-instance': i.instance_id },
                 h('th', { scope: 'row' }, h('a', { id: `link-${i.instance_id}`, href: `#/instance/${encodeURIComponent(i.instance_id)}` }, i.name)),
                 h('td', {}, statusBadge(i)),
-                h('td', {}, h('a', { href: i.url, target: '_blank', rel: 'noopener', 'aria-label': `Open ${i.name} in a new tab` }, i.url)),
+                h('td', {}, openLink(i, i.url, { 'aria-label': `Open ${i.name} in a new tab` })),
                 h('td', {}, when(i.created_at)),
               ),
             ),
@@ -163,10 +165,16 @@ export const instancesView: View = (app, main) => {
     } finally {
       live.abort();
     }
-    for (;;) {
+    for (let lost = 0; ; ) {
       if (stopped) return;
-      const now = await app.api.instance(inst.instance_id);
-      if (now.status === 'running' || now.status === 'failed') return done(now);
+      try {
+        const now = await app.api.instance(inst.instance_id);
+        if (now.status === 'running' || now.status === 'failed') return done(now);
+        lost = 0;
+      } catch (err) {
+        // A dropped connection (a network change, an edge restart) is not the end of the create: read again.
+        if (!(err instanceof TypeError) || ++lost > 10) throw err;
+      }
       await new Promise((r) => setTimeout(r, POLL_MS / 2));
     }
   }
@@ -183,10 +191,11 @@ export function statusBadge(i: Pick<Instance, 'status' | 'failure_reason'>): HTM
   return h('span', { class: `badge ${i.status}`, ...(i.failure_reason ? { title: i.failure_reason } : {}) }, i.status);
 }
 
-/** The access token, shown this once (the API never returns it again), with copy and open. */
-export function showToken(app: App, where: HTMLElement, inst: { name: string; url: string; access_token?: string }): void {
+/** The access token, shown this once (the API never returns it again) and kept in this browser for Open, with copy and open. */
+export function showToken(app: App, where: HTMLElement, inst: Pick<Instance, 'instance_id' | 'name' | 'url' | 'access_token'>): void {
   if (!inst.access_token) return;
   const token = inst.access_token;
+  keepInstanceToken(inst.instance_id, token);
   const field = h('input', { id: 'access-token', readonly: true, value: token, 'aria-describedby': 'token-note', class: 'mono' });
   const copy = h(
     'button',
@@ -210,14 +219,18 @@ export function showToken(app: App, where: HTMLElement, inst: { name: string; ur
       'div',
       { class: 'token', role: 'group', 'aria-labelledby': 'token-title' },
       h('h3', { id: 'token-title' }, `Access token of ${inst.name}`),
-      h('p', { id: 'token-note' }, 'This is shown once. Copy it now: it opens the agent’s own interface and cannot be shown again.'),
+      h(
+        'p',
+        { id: 'token-note' },
+        'This is shown once. This browser keeps it, so Open signs you in to the agent’s own interface; copy it too, to open the agent from another browser.',
+      ),
       h('label', { for: 'access-token' }, 'Access token'),
       field,
       h(
         'div',
         { class: 'row' },
         copy,
-        h('a', { class: 'button', href: inst.url, target: '_blank', rel: 'noopener' }, `Open ${inst.name}`),
+        openLink(inst, `Open ${inst.name}`, { class: 'button' }),
         h('button', { type: 'button', onclick: () => where.replaceChildren() }, 'I have saved it, hide the token'),
       ),
     ),

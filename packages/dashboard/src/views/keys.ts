@@ -15,6 +15,7 @@ export function keysSection(app: App, root: HTMLElement, id: string): void {
     placeholder: 'OPENAI_API_KEY',
     autocomplete: 'off',
     class: 'mono',
+    'aria-describedby': 'key-name-help',
   });
   const valueIn = h('input', { id: 'key-value', type: 'password', required: true, autocomplete: 'off' });
   const form = h(
@@ -29,6 +30,11 @@ export function keysSection(app: App, root: HTMLElement, id: string): void {
     },
     h('h3', { id: 'key-form-title' }, 'Add or replace a key'),
     h('label', { for: 'key-name' }, 'Name (an environment variable name)'),
+    h(
+      'p',
+      { id: 'key-name-help' },
+      'A provider\'s usual name (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY, MISTRAL_API_KEY, XAI_API_KEY, …) is given to that provider in OpenClaw, unless your OpenClaw config sets that provider\'s key itself. Any other name is yours to reference: { "source": "exec", "provider": "agenthost", "id": "<NAME>" }.',
+    ),
     nameIn,
     h('label', { for: 'key-value' }, 'Value'),
     valueIn,
