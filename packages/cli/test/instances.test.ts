@@ -1,6 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +7,7 @@ import { repoRoot, type Session } from '@agenthost/testkit';
 import { docker } from '../../../services/provisioner/test/helpers.ts';
 import { containerName } from '../../../services/provisioner/src/docker/spec.ts';
 import { instanceStack } from '../../../services/gateway/test/instance-stack.ts';
+import { signedInHome } from './cli-home.ts';
 
 // The CLI's instance commands as a newcomer runs them: through bin/agenthost (the project's Node 24; the PATH here
 // has only the system's directories, where `node` may be Debian's 20), against a whole stack with real containers.
@@ -22,13 +22,7 @@ const children: ChildProcess[] = [];
 beforeAll(async () => {
   sys = await instanceStack('cli', [19410, 19419]);
   alice = await sys.subscriber();
-  home = mkdtempSync(path.join(os.tmpdir(), 'agenthost-cli-'));
-  // The session `agenthost login` would have saved (the sign-in itself is cli.test.ts's).
-  writeFileSync(
-    path.join(home, 'session.json'),
-    JSON.stringify({ token: alice.token, user_id: alice.user_id, wallet_address: alice.wallet.address, expires_at: '' }),
-    { mode: 0o600 },
-  );
+  home = signedInHome(alice, 'cli');
 }, 240_000);
 
 afterAll(async () => {

@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgenthost } from '@agenthost/sdk';
 import { repoRoot, signIn, startEdge, startStack, type Edge, type Session, type Stack } from '@agenthost/testkit';
+import { signedInHome } from './cli-home.ts';
 
 // The default deployment's address, https://agenthost.localhost, from Node as a user's script or the CLI reaches it:
 // a real edge (Caddy with its local CA) in front of a gateway, no /etc/hosts entry for the name (glibc's resolver
@@ -23,12 +23,7 @@ beforeAll(async () => {
   stack = await startStack({ services: ['auth'] });
   edge = await startEdge(stack, { httpsPort: HTTPS, httpPort: HTTP });
   alice = await signIn(stack.api);
-  home = mkdtempSync(path.join(os.tmpdir(), 'agenthost-cli-localhost-'));
-  writeFileSync(
-    path.join(home, 'session.json'),
-    JSON.stringify({ token: alice.token, user_id: alice.user_id, wallet_address: alice.wallet.address, expires_at: '' }),
-    { mode: 0o600 },
-  );
+  home = signedInHome(alice, 'cli-localhost');
 }, 240_000);
 
 afterAll(async () => {

@@ -1,8 +1,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
@@ -11,6 +10,7 @@ import { contracts, publishEvent } from '@agenthost/shared';
 import { repoRoot, type Session } from '@agenthost/testkit';
 import { instanceStack } from '../../../services/gateway/test/instance-stack.ts';
 import { receiverTls, startReceiver } from '../../../services/gateway/test/webhook-receiver.ts';
+import { signedInHome } from './cli-home.ts';
 
 // `agenthost webhooks listen` and `webhooks test` as a developer runs them, through bin/agenthost against a whole
 // stack with real containers: the local receiver is plain http on loopback (what the gateway itself refuses), and
@@ -52,12 +52,7 @@ beforeAll(async () => {
   registered = await startReceiver(REGISTERED_PORT, tls);
   sys = await instanceStack('cli-webhooks', [19431, 19439], { WEBHOOK_ALLOW_HOSTS: 'localhost', WEBHOOK_CA_FILE: tls.caFile });
   alice = await sys.subscriber();
-  home = mkdtempSync(path.join(os.tmpdir(), 'agenthost-cli-webhooks-'));
-  writeFileSync(
-    path.join(home, 'session.json'),
-    JSON.stringify({ token: alice.token, user_id: alice.user_id, wallet_address: alice.wallet.address, expires_at: '' }),
-    { mode: 0o600 },
-  );
+  home = signedInHome(alice, 'cli-webhooks');
 }, 240_000);
 
 afterAll(async () => {
