@@ -1,20 +1,18 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, repoRoot } from '../../packages/testkit/src/index.ts';
+import { type Deployment, freePort, startDeployment } from '../../packages/testkit/src/index.ts';
 
 // What each process deploy/start.sh supervises holds in its environment (/proc/<pid>/environ, which its own user and
 // root read): a database URL only where a database is used, never the admin's; no credential of another program. And
 // the log folder, supervisord's own log included, is not readable by other users.
 
 const run = promisify(execFile);
-const state = mkdtempSync(path.join(os.tmpdir(), 'agenthost-secrets-'));
-let env: NodeJS.ProcessEnv;
-let started = false;
-const conf = path.join(state, 'supervisor', 'supervisord.conf');
+let deployment: Deployment | undefined;
+let state: string;
+let conf: string;
 // The edge's ports in this suite (18630-18631: no other suite uses them).
 const EDGE_HTTPS = 18630;
 
@@ -30,44 +28,26 @@ const SERVICES = { gateway: 'gateway', auth: 'auth', 'billing-chain': 'billing',
 const NO_DATABASE = ['caddy', 'edge', 'devchain', 'prometheus'];
 
 beforeAll(async () => {
-  env = {
-    ...process.env,
-    AGENTHOST_STATE: state,
-    AGENTHOST_PG_PORT: String(await freePort()),
-    AGENTHOST_NATS_PORT: String(await freePort()),
-    DEVCHAIN_PORT: String(await freePort()),
-    GATEWAY_PORT: String(await freePort()),
-    EDGE_HTTPS_PORT: String(EDGE_HTTPS),
-    EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
-    METRICS_PORT_BASE: String(await freePort()),
-    PROMETHEUS_PORT: String(await freePort()),
-  };
-  for (const k of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NATS_URL', 'NATS_AUTH_DIR', 'SOLANA_RPC_URL', 'MASTER_KEY_ENCRYPTION']) delete env[k];
-  chmodSync(state, 0o755); // as /var/lib/agenthost: Postgres's own user must reach its data directory
-  // A backup bucket's credentials, so that the test can see they reach the provisioner alone.
-  writeFileSync(
-    path.join(state, 'agenthost.env'),
-    [
-      'INSTANCE_SCOPE=secretstest',
-      'INSTANCE_NETWORK=agenthost-secretstest',
-      'PORT_RANGE_START=18990',
-      'PORT_RANGE_END=18999',
+  deployment = await startDeployment('process-secrets', {
+    env: {
+      EDGE_HTTPS_PORT: String(EDGE_HTTPS),
+      EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
+      METRICS_PORT_BASE: String(await freePort()),
+      PROMETHEUS_PORT: String(await freePort()),
+    },
+    // A backup bucket's credentials, so that the test can see they reach the provisioner alone.
+    settings: [
       'FIREWALL=off',
       'BACKUP_S3_BUCKET=secrets-test',
       'BACKUP_S3_ACCESS_KEY_ID=AKIASECRETSTEST',
       'BACKUP_S3_SECRET_ACCESS_KEY=s3-secret-of-the-provisioner',
-    ].join('\n'),
-  );
-  await run('bash', [path.join(repoRoot, 'deploy/start.sh')], { env, maxBuffer: 64 << 20 });
-  started = true;
+    ],
+  });
+  state = deployment.state;
+  conf = path.join(state, 'supervisor', 'supervisord.conf');
 }, 600_000);
 
-afterAll(async () => {
-  await run('bash', [path.join(repoRoot, 'deploy/stop.sh')], { env }).catch(() => {});
-  if (!started && existsSync(path.join(state, 'log')))
-    cpSync(path.join(state, 'log'), path.join(repoRoot, '.test-logs', 'process-secrets-start-failed'), { recursive: true });
-  rmSync(state, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => deployment?.stop(), 120_000);
 
 describe('the environment of each supervised process', () => {
   it('holds no database URL where no database is used, and nowhere the admin’s', async () => {

@@ -1,47 +1,38 @@
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, newWallet, repoRoot, requestFrom, waitFor } from '../../packages/testkit/src/index.ts';
+import { type Deployment, freePort, newWallet, requestFrom, startDeployment, waitFor } from '../../packages/testkit/src/index.ts';
 
 // deploy/start.sh on one host: the HTTPS edge is the only public door. The gateway's port answers on loopback and
 // on the instance bridge only, and behind the edge each client is counted under its own address, which it cannot
 // choose with an X-Forwarded-For of its own.
 
 const run = promisify(execFile);
-const state = mkdtempSync(path.join(os.tmpdir(), 'agenthost-door-'));
 const NETWORK = 'agenthost-publicdoor';
 // The edge's ports in this suite (18610-18611; its instance ports 18600-18609: no other suite uses them).
 const EDGE_HTTPS = 18610;
 const NONCES_PER_ADDRESS = 3;
-let env: NodeJS.ProcessEnv;
+let deployment: Deployment | undefined;
+let state: string;
 let gatewayPort: number;
-let started = false;
 let ca: string;
 
 beforeAll(async () => {
   gatewayPort = await freePort();
-  env = {
-    ...process.env,
-    AGENTHOST_STATE: state,
-    AGENTHOST_PG_PORT: String(await freePort()),
-    AGENTHOST_NATS_PORT: String(await freePort()),
-    DEVCHAIN_PORT: String(await freePort()),
-    GATEWAY_PORT: String(gatewayPort),
-    EDGE_HTTPS_PORT: String(EDGE_HTTPS),
-    EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
-    METRICS_PORT_BASE: '0',
-    PROMETHEUS_PORT: '0',
-  };
-  for (const k of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NATS_URL', 'NATS_AUTH_DIR', 'SOLANA_RPC_URL', 'MASTER_KEY_ENCRYPTION']) delete env[k];
-  chmodSync(state, 0o755); // as /var/lib/agenthost: Postgres's own user must reach its data directory
-  writeFileSync(
-    path.join(state, 'agenthost.env'),
-    [
+  deployment = await startDeployment('public-door', {
+    env: {
+      GATEWAY_PORT: String(gatewayPort),
+      EDGE_HTTPS_PORT: String(EDGE_HTTPS),
+      EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
+      METRICS_PORT_BASE: '0',
+      PROMETHEUS_PORT: '0',
+    },
+    settings: [
       'INSTANCE_SCOPE=publicdoor',
       `INSTANCE_NETWORK=${NETWORK}`,
       'PORT_RANGE_START=18600',
@@ -49,19 +40,15 @@ beforeAll(async () => {
       'FIREWALL=off',
       `NONCES_PER_ADDRESS=${NONCES_PER_ADDRESS}`,
       'SIGN_IN_WINDOW_SECONDS=600',
-    ].join('\n'),
-  );
-  await run('bash', [path.join(repoRoot, 'deploy/start.sh')], { env, maxBuffer: 64 << 20 });
-  started = true;
+    ],
+  });
+  state = deployment.state;
   ca = readFileSync(path.join(state, 'edge', 'data', 'pki', 'authorities', 'local', 'root.crt'), 'utf8');
 }, 600_000);
 
 afterAll(async () => {
-  await run('bash', [path.join(repoRoot, 'deploy/stop.sh')], { env }).catch(() => {});
+  await deployment?.stop();
   await run('docker', ['network', 'rm', NETWORK]).catch(() => {});
-  if (!started && existsSync(path.join(state, 'log')))
-    cpSync(path.join(state, 'log'), path.join(repoRoot, '.test-logs', 'public-door-start-failed'), { recursive: true });
-  rmSync(state, { recursive: true, force: true });
 }, 120_000);
 
 /** Whether a TCP connection to host:port is taken. */

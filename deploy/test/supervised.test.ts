@@ -1,23 +1,22 @@
 import { execFile } from 'node:child_process';
 import net from 'node:net';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, repoRoot, waitFor } from '../../packages/testkit/src/index.ts';
+import { type Deployment, freePort, repoRoot, startDeployment, waitFor } from '../../packages/testkit/src/index.ts';
 
 // deploy/start.sh as a newcomer runs it, in a state directory of its own and on free ports (sharing the
 // Docker engine, the image cache and Node 24 with the test run): its processes run under supervisord,
 // come back by themselves after SIGKILL, and each holds only its own secrets.
 
 const run = promisify(execFile);
-const state = mkdtempSync(path.join(os.tmpdir(), 'agenthost-deploy-'));
+let deployment: Deployment | undefined;
+let state: string;
+let conf: string;
 let env: NodeJS.ProcessEnv;
 let gatewayPort: number;
 let prometheusPort: number;
-let started = false;
-const conf = path.join(state, 'supervisor', 'supervisord.conf');
 const EDGE_HTTPS = 18746;
 const EDGE_MAX_CONNS = 24;
 
@@ -31,39 +30,26 @@ const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').sp
 
 beforeAll(async () => {
   gatewayPort = await freePort();
-  env = {
-    ...process.env,
-    AGENTHOST_STATE: state,
-    AGENTHOST_PG_PORT: String(await freePort()),
-    AGENTHOST_NATS_PORT: String(await freePort()),
-    DEVCHAIN_PORT: String(await freePort()),
-    GATEWAY_PORT: String(gatewayPort),
-    // The edge's ports in this suite (the edge suites own 18740-18749).
-    EDGE_HTTPS_PORT: String(EDGE_HTTPS),
-    EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
-    EDGE_MAX_CONNS_PER_CLIENT: String(EDGE_MAX_CONNS),
-    // Operator ports and Prometheus on free ports, clear of a deployment running on this machine.
-    METRICS_PORT_BASE: String(await freePort()),
-    PROMETHEUS_PORT: String((prometheusPort = await freePort())),
-  };
-  for (const k of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NATS_URL', 'NATS_AUTH_DIR', 'SOLANA_RPC_URL', 'MASTER_KEY_ENCRYPTION']) delete env[k];
-  // Its instances (none are made here) and its reconciler stay out of the other suites' way.
-  chmodSync(state, 0o755); // as /var/lib/agenthost: Postgres's own user must reach its data directory
-  writeFileSync(
-    path.join(state, 'agenthost.env'),
-    ['INSTANCE_SCOPE=deploytest', 'INSTANCE_NETWORK=agenthost-deploytest', 'PORT_RANGE_START=18980', 'PORT_RANGE_END=18989', 'FIREWALL=off'].join('\n'),
-  );
-  await run('bash', [path.join(repoRoot, 'deploy/start.sh')], { env, maxBuffer: 64 << 20 });
-  started = true;
+  prometheusPort = await freePort();
+  deployment = await startDeployment('supervised', {
+    env: {
+      GATEWAY_PORT: String(gatewayPort),
+      // The edge's ports in this suite (the edge suites own 18740-18749).
+      EDGE_HTTPS_PORT: String(EDGE_HTTPS),
+      EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
+      EDGE_MAX_CONNS_PER_CLIENT: String(EDGE_MAX_CONNS),
+      // Operator ports and Prometheus on free ports, clear of a deployment running on this machine.
+      METRICS_PORT_BASE: String(await freePort()),
+      PROMETHEUS_PORT: String(prometheusPort),
+    },
+    // Its instances (none are made here) and its reconciler stay out of the other suites' way.
+    settings: ['INSTANCE_SCOPE=deploytest', 'INSTANCE_NETWORK=agenthost-deploytest', 'PORT_RANGE_START=18980', 'PORT_RANGE_END=18989', 'FIREWALL=off'],
+  });
+  ({ state, env } = deployment);
+  conf = path.join(state, 'supervisor', 'supervisord.conf');
 }, 600_000);
 
-afterAll(async () => {
-  await run('bash', [path.join(repoRoot, 'deploy/stop.sh')], { env }).catch(() => {});
-  // A start that failed leaves its logs with the run's (the state directory goes): the log scan reads them too.
-  if (!started && existsSync(path.join(state, 'log')))
-    cpSync(path.join(state, 'log'), path.join(repoRoot, '.test-logs', 'supervised-start-failed'), { recursive: true });
-  rmSync(state, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => deployment?.stop(), 120_000);
 
 describe('deploy/start.sh', () => {
   it('runs every service under supervisord and answers ready', async () => {

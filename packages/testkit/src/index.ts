@@ -16,3 +16,4 @@ export * from './events.ts';
 export * from './images.ts';
 export * from './observe.ts';
 export * from './from-address.ts';
+export * from './deployment.ts';
