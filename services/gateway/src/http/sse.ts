@@ -90,3 +90,33 @@ export async function* follow<E extends { seq: number }>(
     yield ev;
   }
 }
+
+/**
+ * An event stream's open state from its headers to its end: open until the client goes away or `end()` (the stream's
+ * lifetime, or the gateway shutting down through `hold`), each of which wakes the reading loop; a heartbeat comment
+ * meanwhile keeps proxies from closing an idle stream. `close()`, after the loop, stops both and ends the answer.
+ */
+export function liveStream(res: Response, waker: Waker, hold: (end: () => void) => () => void, heartbeatSeconds: number) {
+  // A client gone while the stream was being set up has closed already: no close event will come.
+  let open = !(res.closed || res.destroyed);
+  const stop = () => {
+    open = false;
+    waker.signal();
+  };
+  const end = () => {
+    stop();
+    if (!res.writableEnded) res.end();
+  };
+  res.once('close', stop);
+  const forget = hold(end);
+  const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), heartbeatSeconds * 1000);
+  return {
+    isOpen: () => open,
+    end,
+    close: () => {
+      clearInterval(heartbeat);
+      forget();
+      if (!res.writableEnded) res.end();
+    },
+  };
+}

@@ -4,7 +4,7 @@ import type { GatewayContext } from '../../context.ts';
 import { StreamReader, type StoredEvent } from '../../domain/stream-reader.ts';
 import { holdStream } from './streams.ts';
 import type { Route } from '../route.ts';
-import { follow, frame, openStream, Waker, write } from '../sse.ts';
+import { follow, frame, liveStream, openStream, Waker, write } from '../sse.ts';
 import { deletionOf } from './deletion.ts';
 import { instanceId } from './instances.ts';
 
@@ -77,35 +77,17 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
             cursor = resumeFrom;
           }
           openStream(res);
-          let open = true;
           // The last id the client has: at the lifetime's end it is told how far the stream was read (an id without
           // data), so its resume does not read again the other instances' events in between.
           let sent = cursor;
-          const end = () => {
-            open = false;
-            signal();
-            res.end();
-          };
-          res.once('close', () => {
-            open = false;
-            signal();
-          });
-          // A client gone while the stream was being set up has closed already: no close event will come.
-          if (res.closed || res.destroyed) open = false;
+          const live = liveStream(res, waker, (end) => ctx.instanceEvents.hold(end), ctx.config.SSE_HEARTBEAT_SECONDS);
           stream.expire(() => {
             if (cursor > sent && !res.writableEnded) res.write(`id: ${cursor}\n\n`);
-            end();
+            live.end();
           });
-          const forget = ctx.instanceEvents.hold(end);
-          const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
           try {
             if (first) await write(res, first);
-            for await (const ev of follow(
-              (from) => reader.next(from),
-              waker,
-              cursor,
-              () => open,
-            )) {
+            for await (const ev of follow((from) => reader.next(from), waker, cursor, live.isOpen)) {
               cursor = ev.seq;
               if (!mine(ev)) continue;
               const kind = ev.subject === P.instanceDeleted.subject ? 'deleted' : ev.subject === P.instanceStatusChanged.subject ? 'status' : undefined;
@@ -119,9 +101,7 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
             // Headers are gone: the client sees the stream end and resumes from its last id.
             ctx.log.warn({ err, request_id: requestId }, 'instance event stream ended by an error');
           } finally {
-            clearInterval(heartbeat);
-            forget();
-            if (!res.writableEnded) res.end();
+            live.close();
           }
         } finally {
           unwatch();

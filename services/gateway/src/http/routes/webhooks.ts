@@ -6,7 +6,7 @@ import { deliveryBody, webhookEventOf } from '../../domain/webhooks/fanout.ts';
 import { TESTS_PER_MINUTE } from '../../domain/webhooks/test-event.ts';
 import { UserWake } from '../../domain/webhooks/user-wake.ts';
 import { jsonBody, type Route } from '../route.ts';
-import { follow, frame, openStream, Waker, write } from '../sse.ts';
+import { follow, frame, liveStream, openStream, Waker, write } from '../sse.ts';
 import { holdStream } from './streams.ts';
 
 const W = contracts.webhooks;
@@ -147,27 +147,11 @@ async function streamUserEvents(
     if (resumeFrom !== undefined && resumeFrom < bounds.first - 1) throw new AppError('LAST_EVENT_ID_EXPIRED');
     const cursor = resumeFrom ?? bounds.last;
     openStream(res);
-    let open = !(res.closed || res.destroyed);
-    const end = () => {
-      open = false;
-      waker.signal();
-      if (!res.writableEnded) res.end();
-    };
-    res.once('close', () => {
-      open = false;
-      waker.signal();
-    });
-    stream.expire(end);
-    const forget = ctx.instanceEvents.hold(end);
-    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
+    const live = liveStream(res, waker, (end) => ctx.instanceEvents.hold(end), ctx.config.SSE_HEARTBEAT_SECONDS);
+    stream.expire(live.end);
     try {
       if (resumeFrom === undefined) await write(res, frame(cursor, 'ready', { at: new Date().toISOString() }));
-      for await (const ev of follow(
-        (from) => bus.reader.next(from, ALL_EVENTS),
-        waker,
-        cursor,
-        () => open,
-      )) {
+      for await (const ev of follow((from) => bus.reader.next(from, ALL_EVENTS), waker, cursor, live.isOpen)) {
         const hook = webhookEventOf(ev.subject, ev.data);
         if (!hook || hook.user_id !== caller.user_id) continue;
         if (!(await write(res, `id: ${ev.seq}\nevent: ${hook.type}\ndata: ${deliveryBody(hook)}\n\n`))) break;
@@ -176,9 +160,7 @@ async function streamUserEvents(
       // Headers are gone: the client sees the stream end and resumes from its last id.
       ctx.log.warn({ err, request_id: requestId }, 'webhook event stream ended by an error');
     } finally {
-      clearInterval(heartbeat);
-      forget();
-      if (!res.writableEnded) res.end();
+      live.close();
     }
   } finally {
     unwatch();
