@@ -98,14 +98,14 @@ start_docker() {
 
 # `infra.sh docker`: the engine alone (the tests bring their own Postgres and NATS as containers).
 if [ "${1:-}" = docker ]; then
-  [ -n "${DOCKER_HOST:-}" ] || start_docker
+  [ -n "${DOCKER_HOST:-}" ] || { start_docker; bash "$DEPLOY_DIR/zram-swap.sh"; }
   say "Docker engine ready"
   exit 0
 fi
 
 if [ -n "${DATABASE_URL:-}" ]; then TEST_DATABASE_URL="${TEST_DATABASE_URL:-$DATABASE_URL}"; else start_postgres; fi
 [ -n "${NATS_URL:-}" ] || start_nats
-[ -n "${DOCKER_HOST:-}" ] || start_docker
+[ -n "${DOCKER_HOST:-}" ] || { start_docker; bash "$DEPLOY_DIR/zram-swap.sh"; }
 
 umask 077
 cat >"$AGENTHOST_STATE/infra.env" <<EOV

@@ -5,8 +5,8 @@ type Route = contracts.provisioner.Route;
 export interface KeeperDeps {
   /** The provisioner's route table (provisioner.v1.routes.list): all instances, or one. */
   routes(instanceId?: string): Promise<Route[]>;
-  /** Ask the provisioner to wake a sleeping instance (provisioner.v1.routes.wake). */
-  wake(instanceId: string): Promise<void>;
+  /** Ask the provisioner to wake a sleeping instance (provisioner.v1.routes.wake); resolves to its status then. */
+  wake(instanceId: string): Promise<string | undefined>;
   log: Logger;
 }
 
@@ -67,7 +67,8 @@ export class RouteKeeper {
       return r.status !== 'sleeping' && r.status !== 'provisioning' ? r : undefined;
     };
     try {
-      await this.d.wake(instanceId);
+      // A frozen agent is running again when this answers: its route is read at once rather than at the event.
+      if ((await this.d.wake(instanceId)) === 'running') await this.refresh(instanceId);
     } catch (err) {
       // The provisioner cannot start it now (Docker or the provisioner down): the held requests are answered at once.
       this.d.log.warn({ instance_id: instanceId, err: (err as Error).message }, 'could not wake a sleeping instance');

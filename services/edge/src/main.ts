@@ -20,7 +20,7 @@ await runService<typeof edgeConfig, unknown>({
     const keeper = new RouteKeeper({
       log,
       routes: async (instance_id) => (await request(nc, P.routes, instance_id ? { instance_id } : {}, { timeoutMs })).routes,
-      wake: async (instance_id) => void (await request(nc, P.wake, { instance_id }, { timeoutMs: Math.max(timeoutMs, 30_000) })),
+      wake: async (instance_id) => (await request(nc, P.wake, { instance_id }, { timeoutMs: Math.max(timeoutMs, 30_000) })).status,
     });
     const activity = new Activity({
       log,

@@ -3,13 +3,15 @@ import { gatewayEnv, provisionerEnv } from '../../provisioner/test/helpers.ts';
 
 /**
  * The system of an idle-sleep suite: the services on a devchain, the provisioner with instances at https URLs of the
- * edge and `idle` seconds of sleep per tier (checked every second), and the edge reporting traffic every second.
+ * edge, `idle` seconds to a light sleep and `deep` seconds to a deep one per tier (checked every second; a tier left
+ * out never sleeps at that depth), and the edge reporting traffic every second.
  */
 export async function sleepStack(o: {
   network: string;
   ports: [number, number];
   edgePorts: { https: number; http: number };
   idle: Record<string, number>;
+  deep?: Record<string, number>;
   provisioner?: Record<string, string>;
   edge?: Record<string, string>;
 }): Promise<{ stack: Stack; edge: Edge }> {
@@ -23,6 +25,7 @@ export async function sleepStack(o: {
         extra: {
           INSTANCE_URL_TEMPLATE: `https://{id}.agenthost.localhost:${o.edgePorts.https}`,
           SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify(o.idle),
+          DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify(o.deep ?? {}),
           SLEEP_CHECK_INTERVAL_SECONDS: '1',
           ...o.provisioner,
         },

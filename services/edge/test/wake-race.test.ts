@@ -28,7 +28,9 @@ beforeAll(async () => {
     network,
     ports: [18720, 18722],
     edgePorts: { https: HTTPS, http: HTTP },
-    idle: { pro: IDLE },
+    // The deep sleep (its container stopped): the race is with a stop. A light sleep's is in sleep.test.ts.
+    idle: {},
+    deep: { pro: IDLE },
     provisioner: { FAULT_PAUSE_AT: 'slept' },
     edge: { EDGE_RESYNC_SECONDS: '3600' },
   }));

@@ -114,7 +114,7 @@ export function buildContext(
         nc,
         log,
         config.KEYS_APPLY_WAIT_MS,
-        async (user_id, instance_id) => (await call(contracts.provisioner.get, { user_id, instance_id })).status === 'running',
+        async (user_id, instance_id) => (await call(contracts.provisioner.get, { user_id, instance_id })).status,
       ),
   };
 }

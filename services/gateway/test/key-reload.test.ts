@@ -12,7 +12,7 @@ let changerNc: NatsConnection;
 let holder: KeyReload;
 let changer: KeyReload;
 const log = createLogger('test', 'silent');
-const notRunning = async () => false;
+const notRunning = async () => 'stopped';
 const change = (instance_id: string) => ({
   user_id: '7d0c1c3e-2f1b-4a8e-9d7a-5b6c0e1f2a3b',
   instance_id,
@@ -72,10 +72,24 @@ describe('key reload across gateway replicas', () => {
   });
 
   it('says a running instance without a watch does not reload while it runs', async () => {
-    const running = new KeyReload(changerNc, log, 1500, async () => true);
+    const running = new KeyReload(changerNc, log, 1500, async () => 'running');
     expect(await running.apply(change('inst-legacy'))).toEqual({
       applied: false,
       reason: 'the instance does not reload keys while it runs; restart it to load them',
     });
+  });
+
+  it('answers at once for a sleeping (frozen) instance, whose open watch still takes the change for its wake', async () => {
+    let handed = 0;
+    const release = holder.hold(
+      'inst-frozen',
+      async () => void handed++,
+      () => {},
+    );
+    await holderNc.flush();
+    const asleep = new KeyReload(changerNc, log, 60_000, async () => 'sleeping');
+    expect(await asleep.apply(change('inst-frozen'))).toEqual({ applied: false, reason: 'the instance is asleep: it loads its keys when it wakes' });
+    expect(handed).toBe(1);
+    release();
   });
 });

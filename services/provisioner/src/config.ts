@@ -15,6 +15,9 @@ const jsonVar = <T extends z.ZodType>(name: string, what: string, schema: T) =>
 const jsonRecord = (name: string, value: z.ZodType<string>) => jsonVar(name, 'a JSON object of strings', z.record(z.string().min(1), value));
 
 /** An image repository such as agenthost/openclaw or registry:5000/team/agent (no tag, no digest). */
+/** Seconds per tier (idle sleep): 0 or a tier left out means never. */
+const tierSeconds = (name: string) =>
+  jsonVar(name, 'a JSON object mapping tiers to whole seconds', z.partialRecord(contracts.tierName, z.number().int().min(0)));
 const imageRepo = z.string().regex(/^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/, 'must be an image repository without tag');
 
 export const provisionerConfig = baseConfig
@@ -146,14 +149,19 @@ export const provisionerConfig = baseConfig
     /** Scheduled backups: each instance of a tier that keeps backups gets one when its last scheduled one is this old (daily). */
     BACKUP_SCHEDULE_SECONDS: configInt(86_400),
     /**
-     * Idle sleep, per tier: an instance with no traffic through the edge for this many seconds is put to sleep (its
-     * container stopped; volume, keys, port and URL kept) and the next request to its URL wakes it. 0: never sleeps.
+     * Idle sleep, per tier, in two depths (docs/decisions/0052-two-sleep-depths.md). An instance with no traffic
+     * through the edge for SLEEP_AFTER_IDLE_SECONDS_JSON seconds falls asleep lightly: its processes are frozen and,
+     * where the host's swap keeps memory off plain disk (zram or dm-crypt; SLEEP_SWAP), its memory goes out to swap
+     * but SLEEP_RESIDENT_MB. After DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON seconds without traffic its container is stopped.
+     * Either way volume, keys, port and URL are kept and the next request to its URL wakes it. 0: never. On the swarm
+     * driver there is one depth: the container is stopped at the first of the two times.
      */
-    SLEEP_AFTER_IDLE_SECONDS_JSON: jsonVar(
-      'SLEEP_AFTER_IDLE_SECONDS_JSON',
-      'a JSON object mapping tiers to whole seconds',
-      z.partialRecord(contracts.tierName, z.number().int().min(0)),
-    ).default({ free: 1800, pro: 0, enterprise: 0 }),
+    SLEEP_AFTER_IDLE_SECONDS_JSON: tierSeconds('SLEEP_AFTER_IDLE_SECONDS_JSON').default({ free: 300, pro: 0, enterprise: 0 }),
+    DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: tierSeconds('DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON').default({ free: 1800, pro: 0, enterprise: 0 }),
+    /** A lightly sleeping agent keeps this much of its memory resident; the rest goes out to swap. */
+    SLEEP_RESIDENT_MB: configInt(64),
+    /** auto: push sleeping agents' memory out when the host's swap is safe for it (docker/swap.ts); off: freeze only. */
+    SLEEP_SWAP: z.enum(['auto', 'off']).default('auto'),
     /** How often idle instances are looked for. */
     SLEEP_CHECK_INTERVAL_SECONDS: configInt(15),
     /** Test-only fault injection: comma-separated step names where an operation pauses (see domain/faults.ts). */

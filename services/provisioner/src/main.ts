@@ -22,6 +22,7 @@ import { StatsSampler } from './domain/stats.ts';
 import { StorageSampler } from './domain/storage.ts';
 import { QuotaGuard } from './domain/quota.ts';
 import { QuotaVolumes } from './docker/volumes.ts';
+import { sleepResidentMb } from './docker/swap.ts';
 import { InstanceContainers } from './domain/containers.ts';
 import type { InstanceRuntime } from './domain/runtime.ts';
 import { swarmSample } from './swarm/stats.ts';
@@ -125,6 +126,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
       issueCredentials,
       // The live view saw a dead workload: the reconciler records it (a read never writes).
       recheck: (id) => void reconciler.recheck(id),
+      sleepResidentMb: sleepResidentMb(config, swarm, log),
       purgeKeys: async (user_id, instance_id) =>
         void (await request(nc, contracts.keyvault.purgeInstance, { user_id, instance_id }, { timeoutMs: config.NATS_REQUEST_TIMEOUT_MS })),
       events: {
@@ -183,9 +185,10 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
     const idleSleep = new IdleSleep({
       db,
       locks,
-      lifecycle: instances.lifecycle,
+      sleeper: instances.sleeper,
       dockerUp: () => engine.available,
       idleSeconds: config.SLEEP_AFTER_IDLE_SECONDS_JSON,
+      deepIdleSeconds: config.DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON,
       intervalSeconds: config.SLEEP_CHECK_INTERVAL_SECONDS,
       log,
     });
@@ -218,7 +221,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
         endpoint(P.removeBackup, (input) => backups.remove(input)),
         endpoint(P.routes, (input) => listRoutes({ db, runtime }, input)),
         endpoint(P.activity, async (input) => ({ recorded: await idleSleep.record(input.instance_ids) })),
-        endpoint(P.wake, (input) => instances.lifecycle.wake(input.instance_id)),
+        endpoint(P.wake, (input) => instances.sleeper.wake(input.instance_id)),
         endpoint(D.list, (input) => devices.list(input)),
         endpoint(D.decide, (input) => devices.decide(input)),
       ],

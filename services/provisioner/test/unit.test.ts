@@ -123,11 +123,16 @@ describe('config', () => {
   });
 
   it('takes idle sleep times for some tiers (the others never sleep), and refuses an unknown tier or a negative time', () => {
-    expect(parseConfig(provisionerConfig, {}).SLEEP_AFTER_IDLE_SECONDS_JSON).toEqual({ free: 1800, pro: 0, enterprise: 0 });
+    const defaults = parseConfig(provisionerConfig, {});
+    expect(defaults.SLEEP_AFTER_IDLE_SECONDS_JSON).toEqual({ free: 300, pro: 0, enterprise: 0 });
+    expect(defaults.DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON).toEqual({ free: 1800, pro: 0, enterprise: 0 });
     expect(parseConfig(provisionerConfig, { SLEEP_AFTER_IDLE_SECONDS_JSON: '{"pro":600}' }).SLEEP_AFTER_IDLE_SECONDS_JSON).toEqual({ pro: 600 });
     for (const bad of ['{"gold":60}', '{"free":-1}', '{"free":1.5}', 'not json']) {
       expect(() => parseConfig(provisionerConfig, { SLEEP_AFTER_IDLE_SECONDS_JSON: bad }), bad).toThrow(
         /SLEEP_AFTER_IDLE_SECONDS_JSON must be a JSON object mapping tiers/,
+      );
+      expect(() => parseConfig(provisionerConfig, { DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: bad }), bad).toThrow(
+        /DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON must be a JSON object mapping tiers/,
       );
     }
   });

@@ -3,10 +3,17 @@ import { contract, event, userContract, userRead } from './contract.ts';
 import { instanceId, isoTime, tierName, uuid, walletAddress } from './common.ts';
 
 /**
- * The spec's four states, and `sleeping` (an addition): an idle instance whose container was stopped by the provisioner
- * (its volume, keys, port and URL kept); the first request to its URL through the edge starts it again.
+ * The spec's four states, and `sleeping` (an addition): an idle instance the provisioner put to sleep (its volume,
+ * keys, port and URL kept); the first request to its URL through the edge wakes it. How deeply: sleepDepth.
  */
 export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'failed', 'sleeping']);
+/**
+ * How a sleeping instance sleeps (docs/decisions/0052-two-sleep-depths.md): `frozen` (its processes paused, memory
+ * kept; wakes in milliseconds), `swapped` (paused and its memory pushed out to the host's encrypted or compressed
+ * swap; wakes in a fraction of a second) or `stopped` (its container stopped; wakes by booting the agent).
+ */
+export const sleepDepth = z.enum(['frozen', 'swapped', 'stopped']);
+export type SleepDepth = z.infer<typeof sleepDepth>;
 /** How an agent last stopped on its own: killed by the kernel for its memory limit, by a signal, or its own exit. */
 export const exitKind = z.enum(['oom_killed', 'signal', 'exit']);
 
@@ -62,6 +69,8 @@ export const instanceView = z.object({
   /** The version to upgrade to when update_available: its own version (tag rebuilt) or a newer one. */
   update_version: z.string().optional(),
   upgrade: upgradeView.optional(),
+  /** A sleeping instance: how deeply it sleeps. */
+  sleep_depth: sleepDepth.optional(),
 });
 export type InstanceView = z.infer<typeof instanceView>;
 
@@ -239,6 +248,10 @@ export const instanceStatusChanged = event(
     /** An upgrade's progress: upgrading (started), upgraded (ready on the new image), rolled_back (with upgrade_reason). */
     upgrade: upgradeState.optional(),
     upgrade_reason: z.string().optional(),
+    /** sleeping: how deeply. */
+    sleep_depth: sleepDepth.optional(),
+    /** provisioning after a wake that could not resume the paused agent: why, and that it boots instead. */
+    wake_warning: z.string().optional(),
   }),
 );
 export const instanceDeleted = event('events.instance.deleted', z.object({ instance_id: instanceId, user_id: uuid, deleted_at: isoTime }));

@@ -7,14 +7,16 @@ const K = contracts.keys;
 type ApplyResult = z.output<typeof K.applyResult>;
 type Change = Omit<z.input<typeof K.keysChanged.payload>, 'applied' | 'reason' | 'at'>;
 
-/** Whether the provisioner sees the instance running (undefined when it cannot tell). */
-export type InstanceRunning = (userId: string, instanceId: string) => Promise<boolean | undefined>;
+/** The instance's status as the provisioner sees it (undefined when it cannot tell). */
+export type InstanceStatusOf = (userId: string, instanceId: string) => Promise<string | undefined>;
 
 /** How long the replica holding a watch may take to hand a change to its bootstrap. */
 const DELIVER_TIMEOUT_MS = 3000;
 const RUNNING_LOOKUP_MS = 1000;
 /** No replica holds a watch of the instance: no bootstrap of it is connected. */
 const NOT_WATCHING = 'instance not running';
+/** A sleeping agent (frozen, its watch still open) reads the change when it wakes; nobody waits for that. */
+const ASLEEP = 'the instance is asleep: it loads its keys when it wakes';
 
 /**
  * Key hot reload across gateway replicas. A replica holding an instance's watch (GET /keys/watch) listens on
@@ -26,13 +28,13 @@ export class KeyReload {
   private readonly nc: NatsConnection;
   private readonly log: Logger;
   private readonly waitMs: number;
-  private readonly running: InstanceRunning;
+  private readonly statusOf: InstanceStatusOf;
 
-  constructor(nc: NatsConnection, log: Logger, waitMs: number, running: InstanceRunning) {
+  constructor(nc: NatsConnection, log: Logger, waitMs: number, statusOf: InstanceStatusOf) {
     this.nc = nc;
     this.log = log;
     this.waitMs = waitMs;
-    this.running = running;
+    this.statusOf = statusOf;
   }
 
   /**
@@ -80,10 +82,13 @@ export class KeyReload {
     const deadline = Date.now() + this.waitMs;
     const answer = this.awaitReport(change.instance_id, changeId, deadline);
     let result: ApplyResult;
+    const status = this.status(change);
     try {
       const delivered = await this.deliver(change.instance_id, changeId, deadline);
-      result = delivered ?? (await answer.result);
-      if (delivered?.reason === NOT_WATCHING && (await this.isRunning(change))) {
+      // A frozen agent's watch takes the change (it is read at the wake); no answer comes before then.
+      const asleep = status.then((s) => (s === 'sleeping' ? { applied: false, reason: ASLEEP } : new Promise<ApplyResult>(() => {})));
+      result = delivered ?? (await Promise.race([answer.result, asleep]));
+      if (delivered?.reason === NOT_WATCHING && (await status) === 'running') {
         // Running, but its bootstrap keeps no watch (hot reload off, or an agent image that cannot reload).
         result = { applied: false, reason: 'the instance does not reload keys while it runs; restart it to load them' };
       }
@@ -95,11 +100,11 @@ export class KeyReload {
   }
 
   /** The provisioner's view, given at most RUNNING_LOOKUP_MS so that the answer stays fast. */
-  private async isRunning(change: Change): Promise<boolean | undefined> {
+  private async status(change: Change): Promise<string | undefined> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), RUNNING_LOOKUP_MS)));
     try {
-      return await Promise.race([this.running(change.user_id, change.instance_id).catch(() => undefined), late]);
+      return await Promise.race([this.statusOf(change.user_id, change.instance_id).catch(() => undefined), late]);
     } finally {
       clearTimeout(timer);
     }

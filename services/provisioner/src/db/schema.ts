@@ -61,7 +61,13 @@ interface InstancesTable {
   upgrade_to_version: ColumnType<string | null, string | null | undefined, string | null>;
   /** When an edge last reported traffic to the instance (idle sleep); null: none reported yet. */
   traffic_at: NullableTime;
+  /** A sleeping instance: how deeply (frozen, swapped, stopped); null otherwise. */
+  sleep_depth: ColumnType<SleepDepth | null, SleepDepth | null | undefined, SleepDepth | null>;
+  /** Set by a wake that could not resume the paused agent (it boots instead); the status outbox carries it once. */
+  wake_warning: ColumnType<string | null, string | null | undefined, string | null>;
 }
+
+export type SleepDepth = 'frozen' | 'swapped' | 'stopped';
 
 export type UpgradeState = 'upgrading' | 'upgraded' | 'rolled_back';
 
@@ -82,6 +88,8 @@ export interface StatusEventsTable {
   /** A change of the instance's upgrade_state (with the reason of a rollback). */
   upgrade: ColumnType<UpgradeState | null, UpgradeState | null | undefined, UpgradeState | null>;
   upgrade_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  sleep_depth: ColumnType<SleepDepth | null, SleepDepth | null | undefined, SleepDepth | null>;
+  wake_warning: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A backup archive (the file <BACKUP_DIR>/<scope>/<id>.bak); rows outlive their instance. */

@@ -169,9 +169,23 @@ async function auditHealth(row: InstanceRow, info: Docker.ContainerInspectInfo, 
         problem: 'is running in the database but its container is not',
         fix: 'none needed if the provisioner runs: its reconciler restarts the agent; otherwise start the provisioner',
       });
+    else if (info.State.Paused)
+      drift.push({
+        instance_id: row.id,
+        check: 'health',
+        problem: 'is running in the database but its container is paused',
+        fix: `docker unpause ${containerName(row.id)}`,
+      });
     else if (!(await healthy(config.PUBLISH_HOST, row.port)))
       drift.push({ instance_id: row.id, check: 'health', problem: `its agent does not answer GET /healthz on port ${row.port}`, fix: logs });
-  } else if ((row.status === 'stopped' || row.status === 'sleeping') && info.State.Running) {
+  } else if (row.status === 'sleeping' && row.sleep_depth !== 'stopped' && !(info.State.Running && info.State.Paused)) {
+    drift.push({
+      instance_id: row.id,
+      check: 'health',
+      problem: `sleeps ${row.sleep_depth} in the database but its container is ${info.State.Running ? 'not paused' : 'not running'}`,
+      fix: 'none needed if the provisioner runs: its reconciler wakes it or lets it sleep stopped; otherwise start the provisioner',
+    });
+  } else if ((row.status === 'stopped' || row.status === 'sleeping') && info.State.Running && !(row.status === 'sleeping' && row.sleep_depth !== 'stopped')) {
     drift.push({
       instance_id: row.id,
       check: 'health',

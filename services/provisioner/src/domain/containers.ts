@@ -2,9 +2,10 @@ import { UNLIMITED, type contracts, type TierTable } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
+import { awaited, freezeContainer, thawContainer } from '../docker/freeze.ts';
 import type { CredentialHandoff } from '../docker/handoff.ts';
 import { demux } from '../docker/logs.ts';
-import { containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
+import { AGENT_PORT, containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
 import type { QuotaVolumes } from '../docker/volumes.ts';
 import { exportVolume, importVolume, removeRestoreHelper } from '../docker/volume-archive.ts';
 import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from './runtime.ts';
@@ -115,6 +116,18 @@ export class InstanceContainers implements InstanceRuntime {
     );
   }
 
+  async freeze(id: string, opts: { memoryMb: number; residentMb?: number }): Promise<'frozen' | 'swapped'> {
+    return (await freezeContainer(this.d.engine, id, opts)) ? 'swapped' : 'frozen';
+  }
+
+  thaw(id: string, memoryMb: number): Promise<void> {
+    return thawContainer(this.d.engine, id, memoryMb);
+  }
+
+  awaited(id: string): Promise<boolean> {
+    return awaited(this.d.engine, id, AGENT_PORT);
+  }
+
   async remove(id: string): Promise<void> {
     const { engine } = this.d;
     await ignoreGone(
@@ -132,7 +145,7 @@ export class InstanceContainers implements InstanceRuntime {
     try {
       const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
       const s = info.State;
-      if (s.Running) return { state: 'running', startedAt: Date.parse(s.StartedAt) };
+      if (s.Running) return { state: 'running', startedAt: Date.parse(s.StartedAt), ...(s.Paused ? { paused: true } : {}) };
       // Between the restarts of a crashing agent the engine reports the last exit code: the readiness watcher names
       // it if the agent is still crashing at its deadline (a slow engine may not finish the retries by then).
       if (s.Restarting || s.Status === 'restarting') return { state: 'starting', ...(s.ExitCode ? { exitCode: s.ExitCode } : {}) };

@@ -2,26 +2,28 @@ import { sql, type Kysely } from 'kysely';
 import type { contracts, Logger } from '@agenthost/shared';
 import type { ProvisionerDB } from '../db/schema.ts';
 import { describe } from '../docker/engine.ts';
-import type { InstanceLifecycle } from './lifecycle.ts';
 import type { OpLocks } from './locks.ts';
 import { singleFlight } from './single-flight.ts';
+import type { Depth, Sleeper } from './sleep.ts';
 
 export interface IdleSleepDeps {
   db: Kysely<ProvisionerDB>;
   locks: OpLocks;
-  lifecycle: Pick<InstanceLifecycle, 'sleepLocked'>;
+  sleeper: Pick<Sleeper, 'sleepLocked' | 'freezes'>;
   /** Docker answers (no instance is put to sleep while it does not). */
   dockerUp: () => boolean;
-  /** SLEEP_AFTER_IDLE_SECONDS_JSON: per tier, 0 or absent = never. */
+  /** SLEEP_AFTER_IDLE_SECONDS_JSON (light sleep) and DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: per tier, 0 or absent = never. */
   idleSeconds: Partial<Record<contracts.TierName, number>>;
+  deepIdleSeconds: Partial<Record<contracts.TierName, number>>;
   intervalSeconds: number;
   log: Logger;
 }
 
 /**
  * Idle sleep. Edges report the instances that had traffic (provisioner.v1.routes.activity: traffic_at), and every
- * SLEEP_CHECK_INTERVAL_SECONDS a running instance of a tier that sleeps, with neither traffic nor a start within its
- * idle time, is put to sleep under its operation lock (re-read there, so a wake, stop or delete in between wins).
+ * SLEEP_CHECK_INTERVAL_SECONDS an instance of a tier that sleeps, with neither traffic nor a start within its idle
+ * time, is put to sleep under its operation lock (re-read there, so a wake, stop or delete in between wins): lightly
+ * (frozen) after the tier's light time, deeply (stopped) after its deep time, from running or from a light sleep.
  * Every replica may run the pass: the lock and the re-read make a second one a no-op. Without an edge reporting, an
  * instance sleeps its idle time after it started; its next request through the edge wakes it.
  */
@@ -46,7 +48,7 @@ export class IdleSleep {
   }
 
   start(): void {
-    if (!Object.values(this.d.idleSeconds).some((s) => (s ?? 0) > 0)) return;
+    if (![...Object.values(this.d.idleSeconds), ...Object.values(this.d.deepIdleSeconds)].some((s) => (s ?? 0) > 0)) return;
     this.timer = setInterval(() => void this.trigger(), Math.max(1, this.d.intervalSeconds) * 1000);
     this.timer.unref();
   }
@@ -63,36 +65,60 @@ export class IdleSleep {
     },
   );
 
-  /** Puts every idle instance to sleep; returns how many. */
+  /**
+   * The tier's light and deep times as they apply here: without freezing (swarm) the first of the two stops the
+   * container; a light time no shorter than the deep one is the deep one.
+   */
+  times(tier: contracts.TierName): Record<Depth, number> {
+    const light = this.d.idleSeconds[tier] ?? 0;
+    const deep = this.d.deepIdleSeconds[tier] ?? 0;
+    if (!this.d.sleeper.freezes) return { light: 0, deep: light && deep ? Math.min(light, deep) : light || deep };
+    if (light && deep && light >= deep) return { light: 0, deep };
+    return { light, deep };
+  }
+
+  /** Puts every idle instance to sleep, deep ones first (an instance past both times goes straight to deep); returns how many. */
   private async pass(): Promise<number> {
     if (!this.d.dockerUp()) return 0;
     let slept = 0;
-    for (const [tier, seconds] of Object.entries(this.d.idleSeconds)) {
-      if (!seconds) continue;
-      for (const { id } of await this.idle(tier, seconds)) {
-        const done = await this.d.locks.tryWith(id, async () => {
-          const [row] = await this.idle(tier, seconds, id);
-          if (!row) return false;
-          await this.d.lifecycle.sleepLocked(row);
-          return true;
-        });
-        if (done) {
-          slept++;
-          this.d.log.info({ instance_id: id, tier, idle_seconds: seconds }, 'idle instance put to sleep');
+    const tiers = new Set([...Object.keys(this.d.idleSeconds), ...Object.keys(this.d.deepIdleSeconds)] as contracts.TierName[]);
+    for (const tier of tiers) {
+      const times = this.times(tier);
+      for (const depth of ['deep', 'light'] as const) {
+        const seconds = times[depth];
+        if (!seconds) continue;
+        for (const { id } of await this.idle(tier, seconds, depth)) {
+          const done = await this.d.locks.tryWith(id, async () => {
+            const [row] = await this.idle(tier, seconds, depth, id);
+            if (!row) return false;
+            await this.d.sleeper.sleepLocked(row, depth);
+            return true;
+          });
+          if (done) {
+            slept++;
+            this.d.log.info({ instance_id: id, tier, idle_seconds: seconds, depth }, 'idle instance put to sleep');
+          }
         }
       }
     }
     return slept;
   }
 
-  /** Running instances of the tier with no traffic and no start within `seconds` (one of them when `id` is given). */
-  private idle(tier: string, seconds: number, id?: string) {
+  /**
+   * Instances of the tier with no traffic and no start within `seconds` (one of them when `id` is given) that may
+   * sleep at this depth: running ones, and for a deep sleep lightly sleeping ones too.
+   */
+  private idle(tier: string, seconds: number, depth: Depth, id?: string) {
     const since = sql<Date>`now() - make_interval(secs => ${seconds})`;
     let q = this.d.db
       .selectFrom('instances')
       .selectAll()
       .where('tier', '=', tier)
-      .where('status', '=', 'running')
+      .where((eb) =>
+        depth === 'light'
+          ? eb('status', '=', 'running')
+          : eb.or([eb('status', '=', 'running'), eb.and([eb('status', '=', 'sleeping'), eb('sleep_depth', 'in', ['frozen', 'swapped'])])]),
+      )
       .where('step', '=', 'done')
       .where('deleting_at', 'is', null)
       .where((eb) => eb.or([eb('upgrade_state', 'is', null), eb('upgrade_state', '!=', 'upgrading')]))

@@ -170,19 +170,43 @@ export class InstanceRepo {
       .execute();
   }
 
-  /** The workload is stopped: stopped, asleep (idle), or failed with a reason (the quota guard's). */
+  /** The workload is stopped: stopped, asleep (idle, its container stopped), or failed with a reason (the quota guard's). */
   async markStopped(id: string, failureReason?: string, asleep = false): Promise<void> {
     const now = new Date();
     await this.db
       .updateTable('instances')
       .set({
         status: failureReason ? 'failed' : asleep ? 'sleeping' : 'stopped',
+        sleep_depth: !failureReason && asleep ? 'stopped' : null,
         step: 'done',
         failure_reason: failureReason ?? null,
         crash_streak: 0,
         last_activity: now,
         updated_at: now,
       })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /** A light sleep reached: its workload frozen (with its memory pushed out to swap: swapped). */
+  async markFrozen(id: string, depth: 'frozen' | 'swapped'): Promise<void> {
+    const now = new Date();
+    await this.db
+      .updateTable('instances')
+      .set({ status: 'sleeping', sleep_depth: depth, step: 'done', last_activity: now, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /**
+   * A frozen workload resumed: running again, as it was (same start, same generation's successor). Its idle time
+   * starts now, so the next pass does not put it back to sleep before the edge reports the request that woke it.
+   */
+  async markThawed(id: string): Promise<void> {
+    const now = new Date();
+    await this.db
+      .updateTable('instances')
+      .set({ status: 'running', sleep_depth: null, step: 'done', traffic_at: now, last_activity: now, updated_at: now })
       .where('id', '=', id)
       .execute();
   }
@@ -194,7 +218,14 @@ export class InstanceRepo {
    */
   markRecreating(
     id: string,
-    change: { tokenHash?: string; tier?: { tier: string; memory_mb: number; cpus: number; pids: number }; upgrade?: UpgradeTarget; rollbackReason?: string },
+    change: {
+      tokenHash?: string;
+      tier?: { tier: string; memory_mb: number; cpus: number; pids: number };
+      upgrade?: UpgradeTarget;
+      rollbackReason?: string;
+      /** A wake that could not resume the frozen agent boots it instead: why (its status event carries it). */
+      wakeWarning?: string;
+    },
   ): Promise<InstanceRow> {
     return this.db
       .updateTable('instances')
@@ -205,6 +236,8 @@ export class InstanceRepo {
         failure_reason: null,
         crash_streak: 0, // a restart by the owner starts the backoff afresh
         next_restart_at: null,
+        sleep_depth: null,
+        wake_warning: change.wakeWarning ?? null,
         updated_at: new Date(),
         ...(change.tokenHash ? { access_token_hash: change.tokenHash } : {}),
         ...(change.tier ?? {}),

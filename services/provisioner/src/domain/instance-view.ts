@@ -50,6 +50,7 @@ export function instanceView(row: InstanceRow, urlTemplate: string): View {
     ...crashView(row),
     ...(row.image_digest ? { image_digest: row.image_digest } : {}),
     ...(upgradeView(row) ? { upgrade: upgradeView(row)! } : {}),
+    ...(row.status === 'sleeping' && row.sleep_depth ? { sleep_depth: row.sleep_depth } : {}),
   };
 }
 

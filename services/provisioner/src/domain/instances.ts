@@ -5,6 +5,7 @@ import { LocalImages } from './images.ts';
 import { InstanceRepo } from './instance-repo.ts';
 import { LiveView } from './instance-view.ts';
 import { InstanceLifecycle, type LifecycleDeps } from './lifecycle.ts';
+import { Sleeper } from './sleep.ts';
 import { InstanceUpgrades } from './upgrades.ts';
 
 /** What the instance code needs from the composition root (main.ts). */
@@ -13,17 +14,20 @@ export type InstancesDeps = Omit<LifecycleDeps, 'repo' | 'images'> &
     db: Kysely<ProvisionerDB>;
     /** The reconciler's look at one instance, asked for by the live view when it sees a dead workload. */
     recheck(instanceId: string): void;
+    /** A light sleep keeps this much memory resident and pushes the rest out to swap; undefined: it only freezes. */
+    sleepResidentMb: number | undefined;
   };
 
 /**
  * The instance code, by job: the row repository (every query and transition of the instances table), the
  * read-only live view (status, list, logs, usage), the lifecycle (restart, start, stop, delete, under the
- * operation locks), the create saga and upgrades (with their rollback). The runtime that runs the workloads is domain/runtime.ts.
+ * operation locks), idle sleep and wake, the create saga and upgrades (with their rollback). The runtime that runs the workloads is domain/runtime.ts.
  */
 export interface Instances {
   repo: InstanceRepo;
   view: LiveView;
   lifecycle: InstanceLifecycle;
+  sleeper: Sleeper;
   creator: InstanceCreator;
   upgrades: InstanceUpgrades;
 }
@@ -44,5 +48,6 @@ export function buildInstances(deps: InstancesDeps): Instances {
   const lifecycle = new InstanceLifecycle({ ...deps, repo, images });
   const creator = new InstanceCreator({ ...deps, repo, images, view, lifecycle });
   const upgrades = new InstanceUpgrades({ ...deps, repo, images, lifecycle });
-  return { repo, view, lifecycle, creator, upgrades };
+  const sleeper = new Sleeper({ ...deps, repo, images, lifecycle, residentMb: deps.sleepResidentMb });
+  return { repo, view, lifecycle, sleeper, creator, upgrades };
 }

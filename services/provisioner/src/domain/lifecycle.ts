@@ -43,6 +43,8 @@ export interface RecreateOptions {
   upgrade?: UpgradeTarget;
   rollbackReason?: string;
   readySeconds?: number;
+  /** A wake that could not resume the frozen agent: why (the instance boots instead). */
+  wakeWarning?: string;
 }
 
 /**
@@ -110,42 +112,6 @@ export class InstanceLifecycle {
     this.d.stats.forget(row.id);
   }
 
-  /** Under the lock, an idle instance: step sleeping → docker stop → sleeping (volume, port, token and keys kept). */
-  async sleepLocked(row: InstanceRow): Promise<void> {
-    await this.d.repo.markStopping(row.id, 'sleeping');
-    await this.d.pause('sleeping');
-    await this.d.runtime.stop(row.id);
-    await this.d.pause('slept');
-    await this.d.repo.markStopped(row.id, undefined, true);
-    this.d.stats.forget(row.id);
-  }
-
-  /**
-   * The edge holds a request to a sleeping instance: start it as a start would (same volume, port and token, fresh
-   * credentials). Idempotent: an instance that is not asleep is only reported, so every held request may ask.
-   */
-  async wake(id: string): Promise<{ instance_id: string; status: InstanceRow['status'] }> {
-    // Going to sleep (its container being stopped) counts as asleep: the wake waits for the sleep's lock.
-    const asleep = (r: InstanceRow) => r.status === 'sleeping' || r.step === 'sleeping';
-    const seen = await this.d.repo.byId(id);
-    if (!seen || seen.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
-    if (!asleep(seen)) return { instance_id: id, status: seen.status };
-    this.d.engine.assertUp();
-    return this.d.locks.with(
-      id,
-      async () => {
-        const row = await this.d.repo.byId(id);
-        if (!row || row.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
-        if (!asleep(row)) return { instance_id: id, status: row.status };
-        await this.d.images.assertPresent(row.image_digest ?? row.image);
-        await this.recreateLocked(row);
-        this.d.log.info({ instance_id: id }, 'instance woken by a request');
-        return { instance_id: id, status: 'provisioning' as const };
-      },
-      WAKE_LOCK_WAIT_MS,
-    );
-  }
-
   /** Stop an instance's container without changing its row (the readiness watcher, for an agent that never became ready). */
   stopContainer(id: string): Promise<void> {
     return this.d.runtime.stop(id);
@@ -196,6 +162,7 @@ export class InstanceLifecycle {
       ...(limits && tier ? { tier: { tier, memory_mb: limits.memory_mb, cpus: limits.cpus, pids: limits.pids } } : {}),
       ...(opts.upgrade ? { upgrade: opts.upgrade } : {}),
       ...(opts.rollbackReason ? { rollbackReason: opts.rollbackReason } : {}),
+      ...(opts.wakeWarning ? { wakeWarning: opts.wakeWarning } : {}),
     });
     this.d.stats.forget(row.id);
     try {
@@ -278,11 +245,5 @@ export function assertNotUpgrading(row: InstanceRow): void {
     );
   }
 }
-
-/**
- * A wake waits this long for the instance's lock: the edge holds the request meanwhile (its wake request waits 30 s),
- * and the sleep it may be waiting for lasts up to STOP_TIMEOUT_SECONDS (an agent that ignores SIGTERM).
- */
-const WAKE_LOCK_WAIT_MS = 20_000;
 
 const conflict = (verb: string, status: string) => new AppError('INSTANCE_STATE_CONFLICT', `Cannot ${verb} an instance that is ${status}`);

@@ -176,8 +176,12 @@ export class Reconciler {
       await this.repair(
         row,
         (r) => r.step === 'sleeping',
-        (r) => instances.lifecycle.sleepLocked(r),
+        // Cut short on the way to sleep: it sleeps deeply (a stop is always safe to finish; its next request boots it).
+        (r) => instances.sleeper.sleepLocked(r, 'deep'),
       );
+    } else if (row.status === 'sleeping' && row.step === 'done' && row.sleep_depth !== 'stopped') {
+      const changed = await instances.sleeper.reconcileFrozen(row);
+      if (changed) log.warn({ instance_id: row.id, now: changed }, 'a lightly sleeping instance was no longer frozen');
     } else if (row.step === 'recreating') {
       await this.repair(
         row,

@@ -15,6 +15,8 @@ export interface RuntimeState {
   state: 'running' | 'starting' | 'exited' | 'created' | 'missing' | 'node_down';
   /** exited: its exit code. starting: the code of its last exit, when the runtime is restarting it after a crash. */
   exitCode?: number;
+  /** running: its processes are frozen (a light sleep, docker/freeze.ts). */
+  paused?: boolean;
   /** When the running workload started (ms since the epoch). */
   startedAt?: number;
   /** Why the runtime gave up on it (swarm task error), when it says. */
@@ -47,6 +49,15 @@ export interface InstanceRuntime {
   /** The gateway token the workload was given, if it still exists. */
   token(id: string): Promise<string | undefined>;
   stop(id: string): Promise<void>;
+  /**
+   * The light sleep (docker driver only; absent: instances sleep stopped): freeze the running workload, and with
+   * `residentMb` push its memory out to swap but that much. Resolves to the depth it reached.
+   */
+  freeze?(id: string, opts: { memoryMb: number; residentMb?: number }): Promise<'frozen' | 'swapped'>;
+  /** Resume a frozen workload with its tier's memory limit. */
+  thaw?(id: string, memoryMb: number): Promise<void>;
+  /** Whether a connection or request waits on a frozen workload's agent port (it would hang until a wake). */
+  awaited?(id: string): Promise<boolean>;
   /** Remove the workload (the volume stays: removeVolume). */
   remove(id: string): Promise<void>;
   /** Remove the volume (and what else outlives the workload), on the node `host` when the runtime has several. */

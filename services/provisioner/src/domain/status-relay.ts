@@ -108,5 +108,7 @@ export function statusMessage(e: StatusEvent) {
     ...(e.next_restart_at ? { next_restart_at: new Date(e.next_restart_at).toISOString() } : {}),
     ...(e.upgrade ? { upgrade: e.upgrade } : {}),
     ...(e.upgrade_reason ? { upgrade_reason: e.upgrade_reason } : {}),
+    ...(e.sleep_depth ? { sleep_depth: e.sleep_depth } : {}),
+    ...(e.wake_warning ? { wake_warning: e.wake_warning } : {}),
   };
 }

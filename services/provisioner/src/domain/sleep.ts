@@ -1,0 +1,168 @@
+import { AppError, type Logger } from '@agenthost/shared';
+import type { InstanceRow } from '../db/schema.ts';
+import { describe, type DockerEngine } from '../docker/engine.ts';
+import type { LocalImages } from './images.ts';
+import type { InstanceRepo } from './instance-repo.ts';
+import type { InstanceLifecycle } from './lifecycle.ts';
+import type { OpLocks } from './locks.ts';
+import type { InstanceRuntime } from './runtime.ts';
+import type { StatsSampler } from './stats.ts';
+
+export interface SleepDeps {
+  repo: InstanceRepo;
+  runtime: InstanceRuntime;
+  engine: DockerEngine;
+  images: LocalImages;
+  locks: OpLocks;
+  lifecycle: Pick<InstanceLifecycle, 'recreateLocked'>;
+  stats: StatsSampler;
+  log: Logger;
+  /** A light sleep keeps this much memory resident and pushes the rest out to swap; undefined: it only freezes. */
+  residentMb: number | undefined;
+  pause(point: string): Promise<void>;
+}
+
+export type Depth = 'light' | 'deep';
+
+const frozen = (r: InstanceRow) => r.status === 'sleeping' && (r.sleep_depth === 'frozen' || r.sleep_depth === 'swapped');
+
+/**
+ * Sleep and wake of idle instances, in two depths (docs/decisions/0052-two-sleep-depths.md). A light sleep freezes
+ * the agent (and pushes its memory out to swap where the host's swap is safe for it); its wake resumes the same
+ * processes in a fraction of a second, with their conversations, keys, sockets and token. A deep sleep stops the
+ * container; its wake boots the agent, as a start does. A runtime without freezing (swarm) only sleeps deeply.
+ */
+export class Sleeper {
+  private readonly d: SleepDeps;
+
+  constructor(deps: SleepDeps) {
+    this.d = deps;
+  }
+
+  /** Whether light sleep is possible with this runtime. */
+  get freezes(): boolean {
+    return Boolean(this.d.runtime.freeze && this.d.runtime.thaw);
+  }
+
+  /** Under the lock, an idle instance (running, or lightly asleep for a deep sleep): step sleeping → frozen or stopped. */
+  async sleepLocked(row: InstanceRow, depth: Depth): Promise<void> {
+    const { repo, runtime } = this.d;
+    await repo.markStopping(row.id, 'sleeping');
+    await this.d.pause('sleeping');
+    if (depth === 'light' && runtime.freeze && row.status === 'running') {
+      let reached: 'frozen' | 'swapped';
+      try {
+        reached = await runtime.freeze(row.id, { memoryMb: row.memory_mb, ...(this.d.residentMb ? { residentMb: this.d.residentMb } : {}) });
+      } catch (err) {
+        // It stays awake (the next pass tries again); if Docker cannot even resume it, the reconciler ends the sleep as a deep one.
+        await runtime.thaw!(row.id, row.memory_mb);
+        await repo.markThawed(row.id);
+        throw err;
+      }
+      await repo.markFrozen(row.id, reached);
+      // A request the edge sent on before it heard (its status event) waits inside the frozen agent: wake it at once.
+      await new Promise((r) => setTimeout(r, EDGE_HEARS_MS));
+      if (await this.wakeAwaited(row)) return;
+    } else {
+      await runtime.stop(row.id);
+      await this.d.pause('slept');
+      await repo.markStopped(row.id, undefined, true);
+    }
+    this.d.stats.forget(row.id);
+  }
+
+  /**
+   * The edge holds a request to a sleeping instance: resume it when it is frozen, else start it as a start would (same
+   * volume, port and token, fresh credentials). A frozen agent that cannot be resumed boots instead, and its status
+   * event says why (wake_warning); only if that boot fails does the instance fail. Idempotent: an instance that is
+   * not asleep is only reported, so every held request may ask.
+   */
+  async wake(id: string): Promise<{ instance_id: string; status: InstanceRow['status'] }> {
+    // Going to sleep (being frozen or stopped) counts as asleep: the wake waits for the sleep's lock.
+    const asleep = (r: InstanceRow) => r.status === 'sleeping' || r.step === 'sleeping';
+    const seen = await this.d.repo.byId(id);
+    if (!seen || seen.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
+    if (!asleep(seen)) return { instance_id: id, status: seen.status };
+    this.d.engine.assertUp();
+    return this.d.locks.with(
+      id,
+      async () => {
+        const row = await this.d.repo.byId(id);
+        if (!row || row.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
+        if (!asleep(row)) return { instance_id: id, status: row.status };
+        let wakeWarning: string | undefined;
+        if (frozen(row)) {
+          const why = await this.thawLocked(row);
+          if (!why) {
+            this.d.log.info({ instance_id: id, depth: row.sleep_depth }, 'instance resumed by a request');
+            return { instance_id: id, status: 'running' as const };
+          }
+          wakeWarning = `The sleeping agent could not be resumed (${why}); it boots instead`;
+          this.d.log.warn({ instance_id: id, depth: row.sleep_depth, reason: why }, 'frozen instance could not be resumed; booting it');
+        }
+        await this.d.images.assertPresent(row.image_digest ?? row.image);
+        await this.d.lifecycle.recreateLocked(row, undefined, wakeWarning ? { wakeWarning } : {});
+        this.d.log.info({ instance_id: id }, 'instance woken by a request');
+        return { instance_id: id, status: 'provisioning' as const };
+      },
+      WAKE_LOCK_WAIT_MS,
+    );
+  }
+
+  /**
+   * The reconciler's look at a lightly sleeping instance: frozen is as it should be. Resumed by someone else (an
+   * unpause by hand): it is awake. Gone or stopped (an engine restart ends paused containers): it sleeps deeply now,
+   * and its next request boots it. Returns what changed, if anything.
+   */
+  async reconcileFrozen(row: InstanceRow): Promise<'awake' | 'deep' | undefined> {
+    if (!frozen(row)) return undefined;
+    const s = await this.d.runtime.inspect(row.id);
+    if (s.state === 'node_down') return undefined;
+    if (s.state === 'running' && s.paused && !(await this.d.runtime.awaited?.(row.id))) return undefined;
+    return this.d.locks.tryWith(row.id, async (): Promise<'awake' | 'deep' | undefined> => {
+      const fresh = await this.d.repo.byId(row.id);
+      if (!fresh || fresh.deleting_at || !frozen(fresh)) return undefined;
+      const now = await this.d.runtime.inspect(row.id);
+      if (now.state === 'running' && now.paused) return (await this.wakeAwaited(fresh)) ? 'awake' : undefined;
+      if (now.state === 'running') {
+        await this.d.runtime.thaw!(row.id, fresh.memory_mb);
+        await this.d.repo.markThawed(row.id);
+        return 'awake';
+      }
+      await this.d.repo.markStopped(row.id, undefined, true);
+      return 'deep';
+    });
+  }
+
+  /** Under the lock: resume a frozen agent that someone waits on (a request that reached it anyway); true if so. */
+  private async wakeAwaited(row: InstanceRow): Promise<boolean> {
+    if (!(await this.d.runtime.awaited?.(row.id))) return false;
+    await this.d.runtime.thaw!(row.id, row.memory_mb);
+    await this.d.repo.markThawed(row.id);
+    this.d.log.info({ instance_id: row.id }, 'a request reached the instance as it fell asleep: resumed');
+    return true;
+  }
+
+  /** Under the lock: resume a frozen agent. Resolves to why it could not be (undefined: it runs again). */
+  private async thawLocked(row: InstanceRow): Promise<string | undefined> {
+    try {
+      await this.d.runtime.thaw!(row.id, row.memory_mb);
+      const s = await this.d.runtime.inspect(row.id);
+      if (s.state !== 'running' || s.paused) return `its container is ${s.state === 'running' ? 'still paused' : s.state}`;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
+      return describe(err);
+    }
+    await this.d.repo.markThawed(row.id);
+    return undefined;
+  }
+}
+
+/** How long the edges take to hear that an instance sleeps (its status event), at most, on a healthy bus. */
+const EDGE_HEARS_MS = 500;
+
+/**
+ * A wake waits this long for the instance's lock: the edge holds the request meanwhile (its wake request waits 30 s),
+ * and the sleep it may be waiting for lasts up to STOP_TIMEOUT_SECONDS (an agent that ignores SIGTERM).
+ */
+const WAKE_LOCK_WAIT_MS = 20_000;
