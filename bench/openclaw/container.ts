@@ -69,3 +69,29 @@ export async function memoryOf(container: string) {
     cgroup_usage: cg,
   };
 }
+
+/** A bare container: the provisioner's hardening flags and the tier's limits, the plain `openclaw gateway` command. */
+export async function bareRun(o: {
+  name: string;
+  port: number;
+  label: string;
+  limits: { memory_mb: number; cpus: number; pids: number };
+  image: string;
+  token: string;
+  heapMb: number;
+}): Promise<void> {
+  const mem = `${o.limits.memory_mb}m`;
+  await docker(
+    ...['run', '-d', '--name', o.name, '--label', o.label, '--user', '10001:10001', '--read-only'],
+    ...['--tmpfs', '/tmp:rw,nosuid,nodev,size=64m,mode=1777', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges:true'],
+    ...['--pids-limit', String(o.limits.pids), '--memory', mem, '--memory-swap', mem, '--cpus', String(o.limits.cpus)],
+    ...['-p', `127.0.0.1:${o.port}:18789`, '--mount', `type=volume,source=${o.name},target=/data,volume-label=${o.label}`],
+    ...['-e', `OPENCLAW_GATEWAY_TOKEN=${o.token}`, '-e', `NODE_OPTIONS=--max-old-space-size=${o.heapMb}`],
+    ...['--entrypoint', '/usr/local/bin/openclaw', o.image, 'gateway', '--allow-unconfigured', '--bind', 'lan', '--port', '18789', '--auth', 'token'],
+  );
+}
+
+export async function removeBare(name: string): Promise<void> {
+  await dockerQuiet('rm', '-f', '-v', name);
+  await dockerQuiet('volume', 'rm', '-f', name);
+}

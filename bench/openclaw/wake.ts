@@ -1,53 +1,118 @@
-// The wake measurement of the openclaw bench: a real OpenClaw instance put to sleep by the provisioner (tier free,
-// idle sleep after a few seconds in this bench), then one HTTPS request to its URL through the edge; the time from
-// sending it to the agent's answer (the edge holds the request while the instance wakes).
+// The sleep measurements of the openclaw bench: a real OpenClaw instance put to sleep by the provisioner, then one
+// HTTPS request with its owner's token to its URL through the edge; the time from sending it to the agent's answer
+// (the edge holds the request while the instance wakes). Per depth (docs/decisions/0052-two-sleep-depths.md):
+//   light: frozen, and its memory pushed out to swap where the host's swap is safe for it (zram here);
+//   deep: its container stopped.
+// Each row also says how long the provisioner took to put it to sleep (its log) and what it held asleep: the frozen
+// container's resident memory plus its pages in swap at zram's compression ratio (compressed pages are host memory).
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { contracts, request } from '../../packages/shared/src/index.ts';
 import type { Edge } from '../../packages/testkit/src/index.ts';
-import { sleep } from './container.ts';
+import { docker, sleep } from './container.ts';
 
 type Nc = Parameters<typeof request>[0];
 type Asserter = NonNullable<Parameters<typeof request>[3]>['asserter'];
 
 const P = contracts.provisioner;
 
-export async function wakeThroughEdge(o: { nc: Nc; edge: Edge; asserter: Asserter; rounds: number; log: (m: string) => void }) {
+/** zram's host memory per byte it holds (compressed pages and overhead over their original size); 0 without zram. */
+export function zramRatio(): number {
+  try {
+    const [orig, , used] = readFileSync('/sys/block/zram0/mm_stat', 'utf8').trim().split(/\s+/).map(Number);
+    return orig ? used! / orig : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The container's memory in swap now (MB), from its memory cgroup (v1 memory.stat, or v2 memory.swap.current). */
+export async function swapMb(container: string): Promise<number> {
+  const id = await docker('inspect', '-f', '{{.Id}}', container).catch(() => '');
+  for (const [file, parse] of [
+    [`/sys/fs/cgroup/memory/docker/${id}/memory.stat`, (t: string) => Number(/^swap (\d+)$/m.exec(t)?.[1] ?? 0)],
+    [`/sys/fs/cgroup/system.slice/docker-${id}.scope/memory.swap.current`, (t: string) => Number(t.trim())],
+  ] as const) {
+    try {
+      return parse(readFileSync(file, 'utf8')) / 2 ** 20;
+    } catch {
+      /* the other cgroup layout */
+    }
+  }
+  return 0;
+}
+
+/** The container's memory charged to its cgroup now (MB), as `docker stats` reads it; 0 when it is stopped. */
+export async function cgroupMb(container: string): Promise<number> {
+  const usage = await docker('stats', '--no-stream', '--format', '{{.MemUsage}}', container).catch(() => '0MiB');
+  const m = /([\d.]+)\s*([KMG]i?B)/.exec(usage);
+  if (!m) return 0;
+  const n = Number(m[1]);
+  return m[2]!.startsWith('G') ? n * 1024 : m[2]!.startsWith('K') ? n / 1024 : n;
+}
+
+export interface DepthOpts {
+  nc: Nc;
+  edge: Edge;
+  asserter: Asserter;
+  rounds: number;
+  tier: contracts.TierName;
+  depth: 'frozen' | 'swapped' | 'stopped';
+  /** The provisioner's log lines so far (its "idle instance put to sleep" lines carry took_ms). */
+  lines: () => string[];
+  log: (m: string) => void;
+}
+
+export async function wakeAtDepth(o: DepthOpts) {
   const user_id = randomUUID();
   const call = <C extends contracts.Contract>(c: C, input: contracts.In<C>) => request(o.nc, c, input, { timeoutMs: 120_000, asserter: o.asserter });
-  const statusOf = async (instance_id: string) => (await call(P.get, { user_id, instance_id })).status;
-  const until = async (instance_id: string, status: string, ms: number) => {
+  const view = (instance_id: string) => call(P.get, { user_id, instance_id });
+  const until = async (instance_id: string, ok: (v: Awaited<ReturnType<typeof view>>) => boolean, ms: number) => {
     const deadline = Date.now() + ms;
     while (Date.now() < deadline) {
-      if ((await statusOf(instance_id)) === status) return true;
-      await sleep(100);
+      if (ok(await view(instance_id))) return true;
+      await sleep(50);
     }
     return false;
   };
-  const ms: number[] = [];
+  const wake: number[] = [];
+  const held: number[] = [];
+  const toSleep: number[] = [];
   let failures = 0;
-  const c = await call(P.create, { user_id, tier: 'free', framework: 'openclaw' });
+  const c = await call(P.create, { user_id, tier: o.tier, framework: 'openclaw' });
+  const container = `agenthost-${c.instance_id}`;
+  const headers = { authorization: `Bearer ${c.access_token}` };
   try {
-    if (!(await until(c.instance_id, 'running', 300_000))) throw new Error('the wake instance never ran');
+    if (!(await until(c.instance_id, (v) => v.status === 'running', 300_000))) throw new Error('the instance never ran');
+    // Up a while before its first sleep, as an agent that served someone (its boot's garbage collected).
+    await sleep(20_000);
     for (let r = 0; r < o.rounds; r++) {
-      if (!(await until(c.instance_id, 'sleeping', 120_000))) {
+      if (!(await until(c.instance_id, (v) => v.status === 'sleeping' && v.sleep_depth === o.depth, 180_000))) {
         failures++;
-        o.log('the instance did not fall asleep');
+        o.log(`${o.depth}: the instance did not fall asleep at that depth`);
         continue;
       }
+      held.push((await cgroupMb(container)) + (await swapMb(container)) * zramRatio());
+      const took = o
+        .lines()
+        .filter((l) => l.includes(c.instance_id) && l.includes('idle instance put to sleep'))
+        .map((l) => Number(/"took_ms":(\d+)/.exec(l)?.[1]))
+        .at(-1);
+      if (took !== undefined && Number.isFinite(took)) toSleep.push(took);
       const t0 = performance.now();
-      const res = await o.edge.request(`${c.url}/`);
-      const took = performance.now() - t0;
+      const res = await o.edge.request(`${c.url}/`, { headers });
+      const ms = performance.now() - t0;
       // An answer of the edge itself (still waking, failed) is in the API's shape with a code; the agent's is not.
       if (typeof res.json.code === 'string' && String(res.json.code).startsWith('INSTANCE_')) {
         failures++;
-        o.log(`wake ${r + 1}: the edge answered ${res.status} ${String(res.json.code)} after ${Math.round(took)} ms`);
+        o.log(`${o.depth} wake ${r + 1}: the edge answered ${res.status} ${String(res.json.code)} after ${Math.round(ms)} ms`);
       } else {
-        ms.push(took);
-        o.log(`wake ${r + 1}/${o.rounds}: ${res.status} from the agent after ${Math.round(took)} ms`);
+        wake.push(ms);
+        o.log(`${o.depth} wake ${r + 1}/${o.rounds}: ${res.status} from the agent after ${Math.round(ms)} ms (held ${Math.round(held.at(-1)!)} MB asleep)`);
       }
     }
   } finally {
     await call(P.remove, { user_id, instance_id: c.instance_id }).catch(() => {});
   }
-  return { ms, failures };
+  return { wake, held, toSleep, failures };
 }

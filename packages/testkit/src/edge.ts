@@ -41,7 +41,7 @@ export interface Edge {
   origin: string;
   hostOf(instanceId: string): string;
   /** One HTTPS request to the edge (host names under .localhost are sent to 127.0.0.1, as browsers and curl do). */
-  request(url: string, init?: { method?: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<EdgeResponse>;
+  request(url: string, init?: { method?: string; headers?: Record<string, string>; body?: string | Buffer; timeoutMs?: number }): Promise<EdgeResponse>;
   /** A WebSocket through the edge, open once the upgrade is answered. */
   websocket(url: string, headers?: Record<string, string>): Promise<EdgeWebSocket>;
   keeper: ServiceProcess;

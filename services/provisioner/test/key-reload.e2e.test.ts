@@ -1,9 +1,8 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordSecret, signIn, startStack, type Session, type Stack } from '@agenthost/testkit';
 import { activeSubscriptions } from '../../keyvault/test/helpers.ts';
-import { cleanupDocker, docker, dockerTry, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
+import { cleanupDocker, dockerTry, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
+import { openclawProcesses, startTestLlm, useTestLlm, type TestLlm } from './openclaw-llm.ts';
 
 // Key hot reload with the real OpenClaw image: OpenClaw's model provider takes its API key from a SecretRef on
 // the platform's exec provider; a test LLM endpoint (OpenAI-compatible, on this machine) records the
@@ -14,40 +13,7 @@ const network = testNetwork('hre');
 let stack: Stack;
 let owner: Session;
 let billing: { stop(): Promise<void> };
-let llm: http.Server;
-const seen: string[] = [];
-
-/** Just enough of the Chat Completions API for one agent turn (streamed or not). */
-function startLlm(): Promise<number> {
-  llm = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      if (!req.url?.endsWith('/chat/completions')) return res.writeHead(404).end('{}');
-      seen.push(req.headers.authorization ?? '');
-      const base = { id: 'chatcmpl-test', created: Math.floor(Date.now() / 1000), model: 'm1' };
-      const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
-      if (!/"stream":\s*true/.test(body)) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        return res.end(
-          JSON.stringify({
-            ...base,
-            object: 'chat.completion',
-            choices: [{ index: 0, message: { role: 'assistant', content: 'pong' }, finish_reason: 'stop' }],
-            usage,
-          }),
-        );
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(
-        `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'pong' }, finish_reason: null }] })}\n\n`,
-      );
-      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage })}\n\n`);
-      res.end('data: [DONE]\n\n');
-    });
-  });
-  return new Promise((resolve) => llm.listen(0, '0.0.0.0', () => resolve((llm.address() as AddressInfo).port)));
-}
+let llm: TestLlm;
 
 beforeAll(async () => {
   await cleanupDocker(network);
@@ -64,8 +30,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  llm?.closeAllConnections();
-  llm?.close();
+  llm?.stop();
   await billing?.stop();
   await stack?.stop();
   await cleanupDocker(network);
@@ -90,31 +55,9 @@ async function running(id: string): Promise<void> {
   });
 }
 
-/**
- * The long-lived processes: the bootstrap (pid 1) and the OpenClaw gateway it started (its child), with their start
- * times (clock ticks since boot) and environments. OpenClaw's own short-lived helpers come and go with each turn.
- */
-async function openclawProcesses(id: string): Promise<Array<{ pid: string; started: string; env: string }>> {
-  const out = await docker(
-    'exec',
-    container(id),
-    'sh',
-    '-c',
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script; ${p#/proc/} is the shell's
-    'for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) || continue; pp=$(echo "$s" | cut -d" " -f4); if [ "${p#/proc/}" = 1 ] || { [ "$pp" = 1 ] && grep -q openclaw $p/cmdline; }; then echo "${p#/proc/} $(echo "$s" | cut -d" " -f22) $(tr "\\0" " " < $p/environ | base64 -w0)"; fi; done',
-  );
-  return out
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => {
-      const [pid, started, env] = l.split(' ');
-      return { pid: pid!, started: started!, env: Buffer.from(env ?? '', 'base64').toString() };
-    });
-}
-
 /** One agent turn through OpenClaw's OpenAI-compatible endpoint; resolves with the Authorization the LLM saw. */
 async function chat(port: number, token: string): Promise<string> {
-  const before = seen.length;
+  const before = llm.calls.length;
   const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -123,13 +66,13 @@ async function chat(port: number, token: string): Promise<string> {
   });
   const text = await res.text();
   expect(res.status, text).toBe(200);
-  expect(seen.length).toBeGreaterThan(before);
-  return seen[seen.length - 1]!;
+  expect(llm.calls.length).toBeGreaterThan(before);
+  return llm.calls.at(-1)!.authorization;
 }
 
 describe('key hot reload in a real OpenClaw instance', () => {
   it('sends the updated key on the next provider call without restarting OpenClaw; a failed reload keeps the old key', async () => {
-    const llmPort = await startLlm();
+    llm = await startTestLlm();
     const created = await owner.api.post('/instance/create', { framework: 'openclaw' });
     expect(created.status).toBe(200);
     const { instance_id: id, port, access_token: token } = created.body as { instance_id: string; port: number; access_token: string };
@@ -145,43 +88,13 @@ describe('key hot reload in a real OpenClaw instance', () => {
 
     // The user points a model provider at the platform's secret provider (the config is theirs: written once,
     // then the instance restarted to start with it), at the test LLM on this host.
-    const keysUrl = JSON.parse(await docker('inspect', '--format', '{{json .Config.Env}}', container(id))).find((e: string) =>
-      e.startsWith('AGENTHOST_KEYS_URL='),
-    );
-    const hostAddr = new URL(keysUrl.slice('AGENTHOST_KEYS_URL='.length)).hostname;
-    const patch = {
-      gateway: { http: { endpoints: { chatCompletions: { enabled: true } } } },
-      agents: { defaults: { model: { primary: 'testllm/m1' } } },
-      models: {
-        mode: 'merge',
-        providers: {
-          testllm: {
-            baseUrl: `http://${hostAddr}:${llmPort}/v1`,
-            api: 'openai-completions',
-            apiKey: { source: 'exec', provider: 'agenthost', id: 'OPENAI_API_KEY' },
-            models: [
-              {
-                id: 'm1',
-                name: 'M1',
-                reasoning: false,
-                input: ['text'],
-                cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-                contextWindow: 32000,
-                maxTokens: 1000,
-              },
-            ],
-          },
-        },
-      },
-    };
-    const script = `const fs=require("fs");const p="/data/home/.openclaw/openclaw.json";const c=JSON.parse(fs.readFileSync(p,"utf8"));const x=${JSON.stringify(patch)};c.gateway={...c.gateway,...x.gateway};c.agents=x.agents;c.models=x.models;fs.writeFileSync(p,JSON.stringify(c,null,2))`;
-    await docker('exec', container(id), 'node', '-e', script);
+    await useTestLlm(container(id), llm.port);
     expect((await owner.api.post(`/instance/restart/${id}`)).status).toBe(200);
     await waitFor('the recreated container', async () => (await dockerTry('exec', container(id), 'true')).code === 0 || undefined, 60_000);
     await running(id);
 
     expect(await chat(port, token)).toBe(`Bearer ${first}`);
-    const before = await openclawProcesses(id);
+    const before = await openclawProcesses(container(id));
     expect(before.length).toBe(2);
 
     // Update: applied in the running agent; its next call carries the new key, from the same processes.
@@ -190,7 +103,7 @@ describe('key hot reload in a real OpenClaw instance', () => {
     const updateMs = performance.now() - t0;
     expect(updated.body).toEqual({ success: true, instance_id: id, key_name: 'OPENAI_API_KEY', restart_required: false, applied: true });
     expect(await chat(port, token)).toBe(`Bearer ${second}`);
-    const after = await openclawProcesses(id);
+    const after = await openclawProcesses(container(id));
     expect(after.map((p) => [p.pid, p.started])).toEqual(before.map((p) => [p.pid, p.started]));
     // The key is in no OpenClaw process's environment (it lives in OpenClaw's memory, from the bootstrap's).
     for (const p of after) expect(p.env.includes(first) || p.env.includes(second)).toBe(false);
@@ -207,7 +120,7 @@ describe('key hot reload in a real OpenClaw instance', () => {
     expect(grep.stdout).toBe('');
     const logs = await dockerTry('logs', container(id));
     expect((logs.stdout + logs.stderr).includes(second)).toBe(false);
-    expect((await openclawProcesses(id)).map((p) => p.pid)).toEqual(before.map((p) => p.pid));
+    expect((await openclawProcesses(container(id))).map((p) => p.pid)).toEqual(before.map((p) => p.pid));
     console.log(`OpenClaw hot reload: /keys/update answered applied in ${updateMs.toFixed(0)} ms`);
     expect((await owner.api.del(`/instance/delete/${id}`)).status).toBe(200);
   }, 420_000);

@@ -88,6 +88,7 @@ export class IdleSleep {
         const seconds = times[depth];
         if (!seconds) continue;
         for (const { id } of await this.idle(tier, seconds, depth)) {
+          const t0 = performance.now();
           const done = await this.d.locks.tryWith(id, async () => {
             const [row] = await this.idle(tier, seconds, depth, id);
             if (!row) return false;
@@ -96,7 +97,8 @@ export class IdleSleep {
           });
           if (done) {
             slept++;
-            this.d.log.info({ instance_id: id, tier, idle_seconds: seconds, depth }, 'idle instance put to sleep');
+            const took_ms = Math.round(performance.now() - t0);
+            this.d.log.info({ instance_id: id, tier, idle_seconds: seconds, depth, took_ms }, 'idle instance put to sleep');
           }
         }
       }
