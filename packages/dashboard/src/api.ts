@@ -5,7 +5,7 @@ import { createAgenthost } from '@agenthost/sdk';
  * an ApiError carrying the API's code; a 401 on a signed-in call ends the session (onUnauthorized).
  */
 export type TierName = 'free' | 'pro' | 'enterprise';
-/** sleeping: idle, its container stopped by the provisioner; the first request to its URL wakes it. */
+/** sleeping: idle, frozen or its container stopped by the provisioner (sleep_depth); the first request to its URL wakes it. */
 export type InstanceStatus = 'provisioning' | 'running' | 'stopped' | 'failed' | 'sleeping';
 
 export interface Session {
@@ -63,6 +63,8 @@ export interface Instance {
   memory_usage_mb?: number;
   memory_limit_mb?: number;
   failure_reason?: string;
+  /** sleeping: frozen, swapped (both wake in about a second) or stopped (wakes by booting). */
+  sleep_depth?: 'frozen' | 'swapped' | 'stopped';
   access_token?: string;
 }
 export interface UsageMetrics {

@@ -187,8 +187,12 @@ export const instancesView: View = (app, main) => {
   };
 };
 
-export function statusBadge(i: Pick<Instance, 'status' | 'failure_reason'>): HTMLElement {
-  return h('span', { class: `badge ${i.status}`, ...(i.failure_reason ? { title: i.failure_reason } : {}) }, i.status);
+/** A sleeping instance's badge says how deeply (and so how fast it wakes): frozen or swapped wake in about a second. */
+const DEPTH: Record<string, string> = { frozen: 'wakes at once', swapped: 'wakes at once', stopped: 'wakes by booting' };
+
+export function statusBadge(i: Pick<Instance, 'status' | 'failure_reason' | 'sleep_depth'>): HTMLElement {
+  const title = i.failure_reason ?? (i.sleep_depth ? `asleep (${i.sleep_depth}): ${DEPTH[i.sleep_depth] ?? ''}` : undefined);
+  return h('span', { class: `badge ${i.status}`, ...(title ? { title } : {}) }, i.status);
 }
 
 /** The access token, shown this once (the API never returns it again) and kept in this browser for Open, with copy and open. */
