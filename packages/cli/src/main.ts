@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { airdrop, call, cancel, deposit, login, subscribe, walletCreate, walletShow, type Env } from './commands.ts';
 import { isTierName } from '@agenthost/subscription-program';
+import { parseCommandLine, type CommandLine } from './argv.ts';
 import { devices } from './devices.ts';
 import { create, events, list, logs, status, verb } from './instances.ts';
 import * as webhooks from './webhooks.ts';
@@ -39,94 +40,58 @@ const env: Env = {
   out: (line) => process.stdout.write(`${line}\n`),
 };
 
-/** Splits flags (--wait, -f, --name N, --tail N, --version V) from the positional arguments. */
-function parse(argv: string[]): { args: string[]; flags: Record<string, string | true> } {
-  const args: string[] = [];
-  const flags: Record<string, string | true> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '-f' || a === '--follow') flags.follow = true;
-    else if (a === '--wait') flags.wait = true;
-    else if (['--name', '--version', '--tail', '--forward-to', '--events', '--secret'].includes(a) && argv[i + 1] !== undefined) flags[a.slice(2)] = argv[++i]!;
-    else args.push(a);
-  }
-  return { args, flags };
-}
+const done = (p: Promise<unknown>) => p.then(() => 0);
+/** stop, start, restart and delete: the instance id, and --wait. */
+const verbOf =
+  (name: 'stop' | 'start' | 'restart' | 'delete') =>
+  ({ args: [id], wait }: CommandLine) =>
+    id ? done(verb(env, name, id, wait)) : undefined;
 
-/** Asked for: `help`, or `--help` / `-h` after any command, prints the commands on stdout, and that is a success. */
-const asksHelp = (argv: string[]) => argv[0] === 'help' || argv.some((a) => a === '--help' || a === '-h');
+/** Each command, run with the words and options it takes; undefined when a word it needs is missing or wrong (exit 2). */
+const COMMANDS: Record<string, (c: CommandLine) => Promise<number> | undefined> = {
+  create: (c) => done(create(env, { ...(c.name ? { name: c.name } : {}), ...(c.version ? { version: c.version } : {}), wait: c.wait })),
+  list: () => done(list(env)),
+  status: ({ args: [id] }) => (id ? done(status(env, id)) : undefined),
+  stop: verbOf('stop'),
+  start: verbOf('start'),
+  restart: verbOf('restart'),
+  delete: verbOf('delete'),
+  logs: ({ args: [id], follow, tail }) => (id ? done(logs(env, id, { follow, ...(tail ? { tail: Number(tail) } : {}) })) : undefined),
+  events: ({ args: [id] }) => (id ? done(events(env, id)) : undefined),
+  devices: ({ args: [id, decision, requestId] }) => {
+    if (id && !decision) return done(devices(env, id));
+    if (id && (decision === 'approve' || decision === 'reject') && requestId) return done(devices(env, id, decision, requestId));
+  },
+  wallet: ({ args: [what] }) => (what === 'create' ? done(walletCreate(env)) : what === 'show' ? done(walletShow(env)) : undefined),
+  airdrop: ({ args: [sol] }) => (Number(sol) > 0 ? done(airdrop(env, Number(sol))) : undefined),
+  login: () => done(login(env)),
+  subscribe: ({ args: [tier] }) => (tier && isTierName(tier) ? done(subscribe(env, tier)) : undefined),
+  deposit: ({ args: [sol] }) => (Number(sol) > 0 ? done(deposit(env, Number(sol))) : undefined),
+  cancel: () => done(cancel(env)),
+  webhooks: ({ args: [what, webhookId], forwardTo, events: wanted, secret }) => {
+    if (what === 'listen' && forwardTo)
+      return done(
+        webhooks.listen(env, {
+          forwardTo,
+          ...(wanted ? { events: wanted.split(',').filter(Boolean) } : {}),
+          ...(secret ? { secret } : {}),
+        }),
+      );
+    if (what === 'test' && webhookId) return webhooks.test(env, webhookId);
+    if (what === 'list') return done(webhooks.list(env));
+  },
+  call: ({ args: [method, path, json] }) => (method && path ? call(env, method, path, json) : undefined),
+};
 
 async function main(argv: string[]): Promise<number> {
-  if (asksHelp(argv)) {
+  const line = parseCommandLine(argv);
+  if (line.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const { args, flags } = parse(argv);
-  const [cmd, a, b, c] = argv;
-  const id = args[1];
-  const wait = flags.wait === true;
-  const str = (v: string | true | undefined) => (typeof v === 'string' ? v : undefined);
-  switch (cmd) {
-    case 'create':
-      return create(env, {
-        ...(str(flags.name) ? { name: str(flags.name)! } : {}),
-        ...(str(flags.version) ? { version: str(flags.version)! } : {}),
-        wait,
-      }).then(() => 0);
-    case 'list':
-      return list(env).then(() => 0);
-    case 'status':
-      if (id) return status(env, id).then(() => 0);
-      break;
-    case 'stop':
-    case 'start':
-    case 'restart':
-    case 'delete':
-      if (id) return verb(env, cmd, id, wait).then(() => 0);
-      break;
-    case 'logs':
-      if (id) return logs(env, id, { follow: flags.follow === true, ...(str(flags.tail) ? { tail: Number(flags.tail) } : {}) }).then(() => 0);
-      break;
-    case 'events':
-      if (id) return events(env, id).then(() => 0);
-      break;
-    case 'devices':
-      if (id && !b) return devices(env, id).then(() => 0);
-      if (id && (b === 'approve' || b === 'reject') && c) return devices(env, id, b, c).then(() => 0);
-      break;
-    case 'wallet':
-      if (a === 'create') return walletCreate(env).then(() => 0);
-      if (a === 'show') return walletShow(env).then(() => 0);
-      break;
-    case 'airdrop':
-      if (a && Number(a) > 0) return airdrop(env, Number(a)).then(() => 0);
-      break;
-    case 'login':
-      return login(env).then(() => 0);
-    case 'subscribe':
-      if (a && isTierName(a)) return subscribe(env, a).then(() => 0);
-      break;
-    case 'deposit':
-      if (a && Number(a) > 0) return deposit(env, Number(a)).then(() => 0);
-      break;
-    case 'cancel':
-      return cancel(env).then(() => 0);
-    case 'webhooks':
-      if (a === 'listen' && str(flags['forward-to']))
-        return webhooks
-          .listen(env, {
-            forwardTo: str(flags['forward-to'])!,
-            ...(str(flags.events) ? { events: str(flags.events)!.split(',').filter(Boolean) } : {}),
-            ...(str(flags.secret) ? { secret: str(flags.secret)! } : {}),
-          })
-          .then(() => 0);
-      if (a === 'test' && args[2]) return webhooks.test(env, args[2]);
-      if (a === 'list') return webhooks.list(env).then(() => 0);
-      break;
-    case 'call':
-      if (a && b) return call(env, a, b, c);
-      break;
-  }
+  const run = line.command !== undefined && Object.hasOwn(COMMANDS, line.command) ? COMMANDS[line.command] : undefined;
+  const ran = run?.(line);
+  if (ran) return ran;
   process.stderr.write(`${USAGE}\n`);
   return 2;
 }

@@ -36,3 +36,36 @@ describe('bin/agenthost help', () => {
     expect(r.stderr).toContain('agenthost create [--name N]');
   }, 60_000);
 });
+
+describe('bin/agenthost on bad or odd input', () => {
+  // No session here: a line the CLI accepts stops at "not signed in" (exit 1), which tells it from a usage error
+  // (exit 2) without an API. See argv.unit.test.ts for how each line is read.
+  it.each([
+    ['create --verbose', 1], // an unknown option is ignored, as it always was
+    ['logs i-1 --tail', 1], // so is an option at the end without its value
+    ['status', 2],
+    ['status --verbose', 2], // the hand parser took "--verbose" for the id (then exit 1, no such instance)
+    ['--wait create', 2], // the command comes first
+    ['devices i-1 maybe', 2],
+    ['airdrop 0', 2],
+    ['subscribe gold', 2],
+    ['webhooks listen', 2], // --forward-to is required
+    ['toString', 2], // not a command, whatever JavaScript objects have
+  ])(
+    '`agenthost %s` exits %i',
+    async (line, code) => {
+      const r = await run(...line.split(' '));
+      expect(r.code).toBe(code);
+      expect(r.stdout).toBe('');
+      if (code === 1) expect(r.stderr).toBe('error: not signed in: run `agenthost login`\n');
+      else expect(r.stderr).toContain('agenthost create [--name N]');
+    },
+    60_000,
+  );
+
+  it('`agenthost create --name --help` prints the help instead of making an instance named --help', async () => {
+    const r = await run('create', '--name', '--help');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('agenthost create [--name N]');
+  }, 60_000);
+});
