@@ -12,6 +12,7 @@ export * from './nats/assertion.ts';
 export * from './seal.ts';
 export * from './at-rest.ts';
 export * from './token-hash.ts';
+export * from './rate-limit.ts';
 export * from './webhook-signing.ts';
 export * from './nats/events.ts';
 export * from './nats/permissions.ts';

@@ -28,7 +28,6 @@ await runService<typeof keyvaultConfig, KeyvaultDB>({
     const deps: VaultDeps = { db, keyring, limiter, opener, log, maxKeysPerInstance: config.MAX_KEYS_PER_INSTANCE };
     log.info({ event: 'keyring', current_key_id: keyring.currentId, key_ids: keyring.ids(), seal_public_key: opener.publicKey }, 'master keyring loaded');
     let consumer: Subscription | undefined;
-    let pruner: NodeJS.Timeout | undefined;
     return {
       endpoints: [
         endpoint(kv.issueCredentials, (input) => issueCredentials(deps, input)),
@@ -49,11 +48,8 @@ await runService<typeof keyvaultConfig, KeyvaultDB>({
           async (ev) => void (await instanceDeleted(deps, ev)),
           log,
         );
-        pruner = setInterval(() => void limiter.prune().catch((err) => log.warn({ err }, 'pruning auth failures failed')), 60_000);
-        pruner.unref();
       },
       async stop() {
-        clearInterval(pruner);
         await consumer?.stop();
       },
     };

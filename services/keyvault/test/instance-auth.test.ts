@@ -1,7 +1,7 @@
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openKey } from '@agenthost/instance-bootstrap/crypto';
-import type { Session, Stack } from '@agenthost/testkit';
+import type { ServiceProcess, Session, Stack } from '@agenthost/testkit';
 import { issue, newInstanceId, nextIp, retrieve, waitFor } from './helpers.ts';
 import { expectNotLogged, startKeyvaultSuite, type KeyvaultSuite } from './suite.ts';
 
@@ -114,6 +114,47 @@ describe('instance authentication', () => {
     for (let i = 0; i < 5; i++) expect((await retrieve(stack, inst.instance_id, inst.instance_secret, nextIp())).status).toBe(200);
     const after = Number((await alice.api.get(`/keys/list?instance_id=${inst.instance_id}`)).headers.get('x-usage-remaining'));
     expect(before - after).toBe(1); // only the owner's second list call counted
+  });
+});
+
+describe('instance authentication across keyvault replicas', () => {
+  it('counts one budget per address in the database: a second process goes on from the first one’s count', async () => {
+    const first = stack.services.get('keyvault')!;
+    const second = await stack.addReplica('keyvault', 'keyvault-b');
+    const ip = nextIp();
+    const inst = await issue(nc, alice.user_id);
+    const fail = () => retrieve(stack, inst.instance_id, 'ahis_wrong-secret-guess', ip);
+    // The address's count as each process logged it with its failures (lines arrive through a pipe, maybe after the reply).
+    const counts = (p: ServiceProcess, n: number) =>
+      waitFor(`${n} failure lines of the ${p === first ? 'first' : 'second'} process`, async () => {
+        const c = p
+          .lines()
+          .filter((l) => l.includes('"instance_auth_failed"') && l.includes(`"ip":"${ip}"`))
+          .map((l) => (JSON.parse(l) as { failures_ip: number }).failures_ip);
+        return c.length >= n ? c : undefined;
+      });
+    let firstStopped = false;
+    try {
+      // Only the second process answers (a stopped one leaves the queue group): three of the five failures...
+      await first.stop();
+      firstStopped = true;
+      for (let i = 0; i < 3; i++) expect((await fail()).status).toBe(401);
+      expect(await counts(second, 3)).toEqual([1, 2, 3]);
+      // ...then only the first, started again: it counts on from 3, and refuses the address after its fifth.
+      await first.start();
+      firstStopped = false;
+      await second.stop();
+      for (let i = 0; i < 2; i++) expect((await fail()).status).toBe(401);
+      const limited = await fail();
+      expect(limited.status).toBe(429);
+      expect(limited.body).toEqual({ error: expect.any(String), code: 'RATE_LIMITED', status: 429 });
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await counts(first, 2)).toEqual([4, 5]);
+    } finally {
+      // The tests after this one run against the stack's own keyvault process alone.
+      if (firstStopped) await first.start();
+      await second.stop();
+    }
   });
 });
 

@@ -1,6 +1,6 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import { AppError, contracts } from '@agenthost/shared';
+import { AppError, contracts, postgresLimiterStore, retryAfterSeconds } from '@agenthost/shared';
 import type { GatewayConfig } from '../config.ts';
 import type { GatewayDB } from '../db/schema.ts';
 
@@ -24,21 +24,10 @@ export class SignInLimits {
   private readonly logins: { address: RateLimiterPostgres; failures: RateLimiterPostgres };
 
   constructor(db: Kysely<GatewayDB>, limits: Limits) {
-    // rate-limiter-flexible speaks to a pg client's query(); the gateway's own pool answers through Kysely
-    // (rowCount: how pg reports rows, which the limiter's get() reads).
-    const storeClient = {
-      query: async (q: { text: string; values?: unknown[] }) => {
-        const r = await db.executeQuery(CompiledQuery.raw(q.text, q.values ?? []));
-        return { rows: r.rows, rowCount: Number(r.numAffectedRows ?? r.rows.length) };
-      },
-    };
+    const store = postgresLimiterStore(db, TABLE); // made by the gateway's migration
     const limiter = (keyPrefix: string, points: number) =>
       new RateLimiterPostgres({
-        storeClient,
-        storeType: 'pool',
-        tableName: TABLE,
-        tableCreated: true, // by the gateway's migration
-        clearExpiredByTimeout: true,
+        ...store,
         keyPrefix,
         points,
         duration: limits.SIGN_IN_WINDOW_SECONDS,
@@ -99,7 +88,7 @@ async function limited(what: 'nonces' | 'logins', count: () => Promise<void>): P
     await count();
   } catch (err) {
     if (err instanceof RateLimiterRes) {
-      const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+      const retryAfter = retryAfterSeconds(err);
       throw new AppError('RATE_LIMITED', `Too many sign-in attempts (${what}); retry in ${retryAfter} s`, { retryAfter });
     }
     throw new AppError('SERVICE_UNAVAILABLE', 'Sign-in limits cannot be checked; retry shortly', { retryable: true, retryAfter: 1, cause: err });

@@ -38,10 +38,14 @@ export interface KeyvaultDB {
     user_agent: string;
     request_id: string;
   };
-  /** Failed instance authentications per bucket ("ip:<addr>" or "instance:<id>") in a fixed window. */
-  auth_failures: {
-    bucket: string;
-    window_start: Date;
-    failures: number;
+  /**
+   * rate-limiter-flexible's counters of failed instance authentications (domain/limiter.ts), key "ip:<addr>" or
+   * "instance:<id>". Only the library reads and writes it; named here so a test or an operator can look.
+   */
+  instance_auth_limits: {
+    key: string;
+    points: number;
+    /** ms since the epoch. */
+    expire: number | null;
   };
 }
