@@ -2,8 +2,9 @@ import { sql, type Kysely } from 'kysely';
 
 // Failed instance authentications are counted by rate-limiter-flexible (RateLimiterPostgres, as the gateway's
 // sign-in limits are) instead of keyvault's own fixed-window code, in its table layout (created here, not by the
-// library at run time); expire is in ms since the epoch. The counters of the old table go with it: at most one
-// window's failures, counted afresh.
+// library at run time); expire is in ms since the epoch. The old table `auth_failures` stays for now: replicas of
+// the previous release still write it during a rolling update (a later migration drops it). Its counts are not
+// carried over: at most one window's failures, counted afresh.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('instance_auth_limits')
@@ -12,15 +13,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('expire', 'bigint')
     .execute();
   await sql`create index instance_auth_limits_expire on instance_auth_limits (expire)`.execute(db);
-  await db.schema.dropTable('auth_failures').execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  await db.schema
-    .createTable('auth_failures')
-    .addColumn('bucket', 'text', (c) => c.primaryKey())
-    .addColumn('window_start', 'timestamptz', (c) => c.notNull())
-    .addColumn('failures', 'integer', (c) => c.notNull())
-    .execute();
   await db.schema.dropTable('instance_auth_limits').execute();
 }
