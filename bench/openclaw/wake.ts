@@ -84,8 +84,11 @@ export async function wakeAtDepth(o: DepthOpts) {
   const headers = { authorization: `Bearer ${c.access_token}` };
   try {
     if (!(await until(c.instance_id, (v) => v.status === 'running', 300_000))) throw new Error('the instance never ran');
-    // Up a while before its first sleep, as an agent that served someone (its boot's garbage collected).
+    // Up a while before its first sleep, as an agent that served someone (its boot's garbage collected). Idle time
+    // counts from the start, and a boot on a busy machine can outlast the deep time: a request first (it wakes the
+    // agent if it already sleeps), so that each depth is reached in its turn.
     await sleep(20_000);
+    await o.edge.request(`${c.url}/`, { headers, timeoutMs: 240_000 });
     for (let r = 0; r < o.rounds; r++) {
       if (!(await until(c.instance_id, (v) => v.status === 'sleeping' && v.sleep_depth === o.depth, 180_000))) {
         failures++;

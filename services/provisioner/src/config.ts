@@ -158,6 +158,11 @@ export const provisionerConfig = baseConfig
      */
     SLEEP_AFTER_IDLE_SECONDS_JSON: tierSeconds('SLEEP_AFTER_IDLE_SECONDS_JSON').default({ free: 300, pro: 0, enterprise: 0 }),
     DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: tierSeconds('DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON').default({ free: 1800, pro: 0, enterprise: 0 }),
+    /**
+     * Boot on a burst: an agent's container starts with this many CPUs (at most the host's) when its tier has fewer,
+     * and is set to its tier's share once it answers /readyz, before it counts as running. 0: off. Docker driver only.
+     */
+    BOOT_CPUS: z.coerce.number().min(0).default(2),
     /** A lightly sleeping agent keeps this much of its memory resident; the rest goes out to swap. */
     SLEEP_RESIDENT_MB: configInt(64),
     /** auto: push sleeping agents' memory out when the host's swap is safe for it (docker/swap.ts); off: freeze only. */

@@ -91,14 +91,18 @@ export function auditContainer(row: InstanceRow, c: Docker.ContainerInspectInfo,
   const memory = row.memory_mb * 1024 * 1024;
   if (h.PidsLimit !== row.pids)
     drift('pids limit', `pids limit ${h.PidsLimit ?? 'none'}, intended ${row.pids}`, `docker update --pids-limit ${row.pids} ${name}`);
-  if (h.Memory !== memory || h.MemorySwap !== memory) {
+  // A light sleep pushed the agent's memory out to swap: its limit is lowered, its memory+swap limit is its tier's.
+  const swapped = row.status === 'sleeping' && row.sleep_depth === 'swapped' && (h.Memory ?? 0) <= memory && h.MemorySwap === memory;
+  if (!swapped && (h.Memory !== memory || h.MemorySwap !== memory)) {
     drift(
       'memory limit',
       `memory ${h.Memory ?? 0} B (swap ${h.MemorySwap ?? 0} B), intended ${memory} B without swap`,
       `docker update --memory ${row.memory_mb}m --memory-swap ${row.memory_mb}m ${name}`,
     );
   }
-  if (h.NanoCpus !== Math.round(row.cpus * 1e9))
+  // An agent that is starting may boot on a burst of CPU (BOOT_CPUS); it gets its share once it is ready.
+  const bursting = row.status === 'provisioning' && (h.NanoCpus ?? 0) > Math.round(row.cpus * 1e9);
+  if (!bursting && h.NanoCpus !== Math.round(row.cpus * 1e9))
     drift('cpu limit', `CPU limit ${(h.NanoCpus ?? 0) / 1e9}, intended ${row.cpus}`, `docker update --cpus ${row.cpus} ${name}`);
 
   const mounts = c.Mounts ?? [];

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { UNLIMITED, type contracts, type TierTable } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
@@ -14,6 +15,9 @@ import { instanceUrl } from './routes.ts';
 export type { Credentials } from './runtime.ts';
 
 type TierName = contracts.TierName;
+
+/** The CPUs an agent boots with: its tier's share, or the burst (BOOT_CPUS, at most the host's CPUs) when that is more. */
+const bootCpus = (tierCpus: number, burst: number): number => Math.max(tierCpus, Math.min(burst, availableParallelism()));
 
 /** The `docker` driver: an instance is a container and a volume on one engine, by name (every call bounded by the engine). */
 export class InstanceContainers implements InstanceRuntime {
@@ -47,7 +51,7 @@ export class InstanceContainers implements InstanceRuntime {
       publishHost: config.PUBLISH_HOST,
       port: row.port,
       memoryMb: row.memory_mb,
-      cpus: row.cpus,
+      cpus: bootCpus(row.cpus, config.BOOT_CPUS),
       pids: row.pids,
       tmpfsMb: config.TMPFS_SIZE_MB,
       stopTimeoutSeconds: config.STOP_TIMEOUT_SECONDS,
@@ -122,6 +126,14 @@ export class InstanceContainers implements InstanceRuntime {
 
   thaw(id: string, memoryMb: number): Promise<void> {
     return thawContainer(this.d.engine, id, memoryMb);
+  }
+
+  async clampCpus(id: string, cpus: number): Promise<void> {
+    if (bootCpus(cpus, this.d.config.BOOT_CPUS) === cpus) return;
+    const { engine } = this.d;
+    await engine.run('container update', (abortSignal) =>
+      engine.docker.getContainer(containerName(id)).update(o({ NanoCpus: Math.round(cpus * 1e9), abortSignal })),
+    );
   }
 
   awaited(id: string): Promise<boolean> {

@@ -113,6 +113,7 @@ export class Readiness {
     let lastCheck = Date.now();
     while (!this.stopped && this.watching.get(w.id) === w.generation) {
       if (await probe(url)) {
+        await this.clamp(w.id);
         const now = new Date();
         if (await this.settle(w, 'running', null, now)) {
           const seconds = (now.getTime() - w.startedAt.getTime()) / 1000;
@@ -154,6 +155,18 @@ export class Readiness {
       const elapsed = Date.now() - w.startedAt.getTime();
       await sleep(elapsed < 3_000 ? 50 : elapsed < 10_000 ? 100 : elapsed < 60_000 ? 250 : 1000);
     }
+  }
+
+  /**
+   * An agent booted on a burst of CPU goes back to its tier's share before it counts as running (so a crash in
+   * between leaves a watcher that clamps it when it resumes). A failure is logged: it runs, with more CPU than it pays.
+   */
+  private async clamp(id: string): Promise<void> {
+    const runtime = this.deps.runtime();
+    if (!runtime.clampCpus) return;
+    const row = await this.deps.db.selectFrom('instances').select('cpus').where('id', '=', id).executeTakeFirst();
+    if (!row) return;
+    await runtime.clampCpus(id, row.cpus).catch((err) => this.deps.log.warn({ instance_id: id, err: String(err) }, 'could not set the agent to its CPU share'));
   }
 
   /**

@@ -56,6 +56,8 @@ export interface InstanceRuntime {
   freeze?(id: string, opts: { memoryMb: number; residentMb?: number }): Promise<'frozen' | 'swapped'>;
   /** Resume a frozen workload with its tier's memory limit. */
   thaw?(id: string, memoryMb: number): Promise<void>;
+  /** A workload booted on a burst of CPU (BOOT_CPUS): set to its tier's share (docker driver only). */
+  clampCpus?(id: string, cpus: number): Promise<void>;
   /** Whether a connection or request waits on a frozen workload's agent port (it would hang until a wake). */
   awaited?(id: string): Promise<boolean>;
   /** Remove the workload (the volume stays: removeVolume). */
