@@ -67,7 +67,11 @@ export function startTestLlm(): Promise<TestLlm> {
  * (OPENAI_API_KEY) unless `apiKey` says otherwise, and turns on its OpenAI-compatible chat endpoint: the user's config, written once; the
  * instance must be restarted to start with it. The provider is reached at the host's address on the instance bridge.
  */
-export async function useTestLlm(container: string, llmPort: number, apiKey: unknown = { source: 'exec', provider: 'agenthost', id: 'OPENAI_API_KEY' }): Promise<void> {
+export async function useTestLlm(
+  container: string,
+  llmPort: number,
+  apiKey: unknown = { source: 'exec', provider: 'agenthost', id: 'OPENAI_API_KEY' },
+): Promise<void> {
   const keysUrl = (JSON.parse(await docker('inspect', '--format', '{{json .Config.Env}}', container)) as string[]).find((e) =>
     e.startsWith('AGENTHOST_KEYS_URL='),
   )!;
