@@ -114,8 +114,10 @@ export async function retrieveKeys(deps: VaultDeps, input: { instance_id: string
 }
 
 /**
- * An instance is deleted (keyvault.v1.instance.purge from the provisioner, then events.instance.deleted):
- * its keys and credentials go; audit records stay (metadata only). Idempotent.
+ * An instance is deleted (keyvault.v1.instance.purge from the provisioner, then events.instance.deleted), or a
+ * create its user never saw is undone (the purge alone: no event announces the end of an instance nobody was told
+ * of; docs/decisions/0053-a-refused-create-purges-its-keys.md): its keys and credentials go; audit records stay
+ * (metadata only). Idempotent.
  */
 export async function instanceDeleted(deps: VaultDeps, ev: { instance_id: string; user_id: string }): Promise<{ keys_deleted: number }> {
   const removed = await deps.db.transaction().execute(async (trx) => {

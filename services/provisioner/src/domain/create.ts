@@ -50,26 +50,13 @@ export class InstanceCreator {
     const name = input.name ?? `${input.framework}-${id.slice(-6)}`;
     const token = newToken();
     const t = timer();
-    // keyvault is asked for the credentials while the lock and the lease are taken (they do not depend
-    // on each other); a create refused by the lease tells keyvault to forget them again.
-    const credsP = this.d.issueCredentials(input.user_id, id);
-    credsP.catch(() => {}); // awaited (and handled) below
-    const forgetCredentials = () =>
-      void credsP.then(() => this.d.events.deleted({ instance_id: id, user_id: input.user_id, deleted_at: new Date().toISOString() })).catch(() => {});
     // The storage check (a read) runs while the operation lock is taken.
     const storageP = this.assertStorage(input.user_id, input.tier, limits.storage_mb);
     storageP.catch(() => {}); // awaited (and handled) below
-    let release: () => Promise<void>;
-    try {
-      release = await this.d.locks.hold(id);
-    } catch (err) {
-      forgetCredentials();
-      throw err;
-    }
+    const release = await this.d.locks.hold(id);
     try {
       await storageP;
     } catch (err) {
-      forgetCredentials();
       await release();
       throw err;
     }
@@ -95,7 +82,6 @@ export class InstanceCreator {
           wallet: input.wallet_address ?? null,
         });
       } catch (err) {
-        forgetCredentials();
         const code = (err as { code?: string }).code;
         if (code === 'AH001') {
           throw new AppError('INSTANCE_LIMIT_EXCEEDED', `The ${input.tier} tier allows ${limits.instances} instance${limits.instances === 1 ? '' : 's'}`);
@@ -104,16 +90,26 @@ export class InstanceCreator {
         throw err;
       }
       t.lap('lease');
+      // Credentials only for a leased instance: a refused create asks keyvault for nothing, so there is nothing
+      // to forget, and every credential has a row until keyvault has purged it (the undo, retried by the
+      // reconciler: docs/decisions/0053-a-refused-create-purges-its-keys.md). Issued while the workload is created.
+      const credsP = this.d.issueCredentials(input.user_id, id);
+      credsP.catch(() => {}); // awaited (and handled) in launch and below
       try {
         row.image_digest = digest;
         return await this.launch(row, input.user_id, token, credsP, t);
       } catch (err) {
         log.warn({ instance_id: id, err: describe(err) }, 'create failed; rolling back');
         if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') {
-          // No more Docker calls in the request: mark it for removal; the reconciler finishes when Docker answers.
+          // No more Docker calls in the request: mark it for removal; the reconciler finishes when Docker answers
+          // (and purges the credentials then).
           await repo.markDeleting(id).catch((e) => log.error({ instance_id: id, err: describe(e) }, 'could not mark a failed create for removal'));
         } else {
-          await this.d.lifecycle.undo(row).catch((e) => log.error({ instance_id: id, err: describe(e) }, 'rollback incomplete; the reconciler will finish it'));
+          // Settled first, so the purge cannot overtake the issue it undoes.
+          const credentialsIssued = await credsP.then(() => true, mayHaveIssued);
+          await this.d.lifecycle
+            .undo(row, { credentialsIssued })
+            .catch((e) => log.error({ instance_id: id, err: describe(e) }, 'rollback incomplete; the reconciler will finish it'));
         }
         throw err;
       }
@@ -133,12 +129,12 @@ export class InstanceCreator {
     const { config, repo, runtime } = this.d;
     const id = row.id;
     await this.d.pause('leased');
-    const creds = await credsP;
-    t.lap('credentials');
     // The volume and the container (or swarm service); any create step is undone by name after a crash.
     const workload = await runtime.create(row, token);
     if (workload.host) row.node_host = workload.host;
     t.lap('container');
+    const creds = await credsP; // asked for before the container was made, needed only to start it
+    t.lap('credentials');
     await this.d.pause('container');
     // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
     // alike (by name), so the step only has to be written before the create answers.
@@ -155,10 +151,11 @@ export class InstanceCreator {
       this.d.readiness.watch({ id, generation: row.generation, port: row.port, host: runtime.probeHost(row), deadline, startedAt });
       return { startedAt, deadline };
     });
-    const [created] = await settled(
-      repo.markStarted(id, row.generation, startedAt, deadline),
-      this.d.events.created({ instance_id: id, user_id: userId, created_at: row.created_at.toISOString() }),
-    );
+    // The row says it started before its user is told it exists: a row without started_at was never announced,
+    // so undoing it publishes no events.instance.deleted (lifecycle.ts, finishDelete).
+    const created = await repo.markStarted(id, row.generation, startedAt, deadline);
+    row.started_at = created.started_at;
+    await this.d.events.created({ instance_id: id, user_id: userId, created_at: row.created_at.toISOString() });
     t.lap('record');
     this.d.log.info({ instance_id: id, user_id: userId, port: row.port, image: row.image, ms: t.laps }, 'instance created');
     await this.d.pause('started');
@@ -181,4 +178,12 @@ export class InstanceCreator {
       throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${tier} tier allows ${limitMb} MB of storage and your instances use ${storage_used_mb} MB`);
     }
   }
+}
+
+/**
+ * Whether keyvault may hold credentials after an issue that failed: one that got no answer in time (a timeout, a
+ * lost connection) may have been made; an answer (an error) or no keyvault running at all (no responders) made none.
+ */
+function mayHaveIssued(err: unknown): boolean {
+  return err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE' && err.details?.notRunning !== true;
 }

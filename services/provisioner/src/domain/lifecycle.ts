@@ -126,7 +126,7 @@ export class InstanceLifecycle {
       // The keys go first, so none of a deleted instance can be listed or fetched once the delete has
       // answered. If keyvault cannot be reached, the delete fails (503) and nothing else has changed.
       await this.d.purgeKeys(row.user_id, row.id);
-      const deletedAt = await this.finishDelete(row);
+      const deletedAt = await this.finishDelete(row, { keysPurged: true });
       return { success: true, instance_id: row.id, deleted_at: deletedAt.toISOString() };
     });
   }
@@ -204,17 +204,27 @@ export class InstanceLifecycle {
     }
   }
 
-  /** Undo a create that failed after the lease: everything goes, as for a delete. */
-  async undo(row: InstanceRow): Promise<void> {
-    await this.finishDelete(row);
+  /**
+   * Undo a create that failed after the lease (the create itself, or the reconciler after a crash): everything
+   * goes, as for a delete; an instance its user was never told of is forgotten without a deleted event (finishDelete).
+   * `credentialsIssued: false`: the create knows keyvault issued it none, so there is nothing to purge.
+   */
+  async undo(row: InstanceRow, opts: { credentialsIssued?: boolean } = {}): Promise<void> {
+    await this.finishDelete(row, { keysPurged: opts.credentialsIssued === false });
   }
 
   /**
-   * Mark the row deleting (it no longer counts and is hidden), then remove container → volume →
-   * publish events.instance.deleted (keyvault drops what keys are left; de-duplicated by id) → delete
-   * the row, which releases the port last. Idempotent at every step: the reconciler calls it again after a crash.
+   * Mark the row deleting (it no longer counts and is hidden), then remove container → volume → tell keyvault →
+   * delete the row, which releases the port last. Idempotent at every step: the reconciler calls it again after a crash.
+   * keyvault is told in one of two ways (docs/decisions/0053-a-refused-create-purges-its-keys.md):
+   *  - an instance its user was told of (announced) gets events.instance.deleted, exactly once (de-duplicated by
+   *    id): the user's webhooks and event streams end with it, and keyvault drops what keys are left;
+   *  - an undone create its user never saw gets no event (it would reach them as the deletion of an instance they
+   *    never had): its keys and credentials are purged by request instead (`keysPurged`: already done, or none were
+   *    issued). When keyvault cannot be reached this throws and the row stays, hidden and deleting, for the
+   *    reconciler to finish at its next pass: no credential outlives its row.
    */
-  async finishDelete(row: InstanceRow): Promise<Date> {
+  async finishDelete(row: InstanceRow, opts: { keysPurged?: boolean } = {}): Promise<Date> {
     const deletedAt = await this.d.repo.markDeleting(row.id);
     this.d.stats.forget(row.id);
     await this.d.pause('deleting');
@@ -222,7 +232,11 @@ export class InstanceLifecycle {
     await this.d.pause('container_removed');
     await this.d.runtime.removeVolume(row.id, row.node_host);
     await this.d.pause('volume_removed');
-    await this.d.events.deleted({ instance_id: row.id, user_id: row.user_id, deleted_at: deletedAt.toISOString() });
+    if (announced(row)) {
+      await this.d.events.deleted({ instance_id: row.id, user_id: row.user_id, deleted_at: deletedAt.toISOString() });
+    } else if (!opts.keysPurged) {
+      await this.d.purgeKeys(row.user_id, row.id);
+    }
     await this.d.repo.remove(row.id);
     this.d.log.info({ instance_id: row.id, port: row.port }, 'instance deleted');
     return deletedAt;
@@ -234,6 +248,13 @@ export class InstanceLifecycle {
     return row;
   }
 }
+
+/**
+ * Whether an instance's user may have been told it exists. The create publishes events.instance.created only after
+ * markStarted has set started_at, which nothing clears again: a row without it (a create undone, by the create or by
+ * the reconciler after a crash) was never announced.
+ */
+export const announced = (row: InstanceRow): boolean => row.started_at !== null;
 
 /** An upgrade settles by itself (upgraded or rolled back) by its readiness deadline; the owner's verbs wait for it. */
 export function assertNotUpgrading(row: InstanceRow): void {

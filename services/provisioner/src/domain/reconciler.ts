@@ -31,7 +31,7 @@ export interface ReconcileReport {
  * Makes Docker and the database agree, at start, every RECONCILE_INTERVAL_SECONDS and when Docker
  * comes back. Rows whose operation lock is held are being worked on and are skipped; a free lock on a
  * row in an intermediate step means the operation died with its process:
- *   create steps (leased, container) → undone (container, volume, lease, row; deleted event);
+ *   create steps (leased, container) → undone (container, volume, keys purged, lease, row; no deleted event: never announced);
  *   deleting → finished;  stopping, sleeping → finished;  recreating → an upgrade? rolled back : container running? watched : failed;
  *   provisioning/done → its readiness watcher resumed;  running with a dead or missing container → failed.
  * Labelled containers and volumes of this scope without a row are orphans and removed. Docker is
