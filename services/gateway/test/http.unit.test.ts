@@ -1,24 +1,15 @@
-import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '@agenthost/testkit';
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createLogger } from '@agenthost/shared';
-import type { GatewayContext } from '../src/context.ts';
-import { buildApp } from '../src/http/app.ts';
 import type { Route } from '../src/http/route.ts';
+import { startApp, type Harness } from './app-harness.ts';
+
+// The gateway's HTTP layer in this process (app-harness.ts): routing, the client address, the error shape, bodies
+// and what the HTTP parser refuses, with no backend running.
 
 /** The gateway's Express app with its own routes (no backends): routing and the client address as Express does them. */
-async function localApp(routes: Route[], trustedProxies: string[] = []): Promise<{ url: string; close: () => void }> {
-  const ctx = {
-    config: { TRUSTED_PROXIES: trustedProxies, BODY_LIMIT_BYTES: 65536, CORS_ORIGINS: [] },
-    log: createLogger('gateway-test', 'silent'),
-  } as unknown as GatewayContext;
-  const server = createServer(buildApp(ctx, routes)).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`, close: () => server.close() };
+async function localApp(routes: Route[], trustedProxies: string[] = []): Promise<{ url: string; close: () => Promise<void> }> {
+  const app = await startApp({ routes: () => routes, env: { TRUSTED_PROXIES: trustedProxies.join(',') } });
+  return { url: app.baseUrl, close: app.close };
 }
 
 describe('routes on Express', () => {
@@ -30,7 +21,9 @@ describe('routes on Express', () => {
       { method: 'get', path: '/auth/me', access: 'public', summary: 'me', handler: () => ({ me: true }) },
     ]);
   });
-  afterAll(() => app?.close());
+  afterAll(async () => {
+    await app?.close();
+  });
 
   it('matches static paths case-insensitively and with a trailing slash, keeping parameter case and decoding it', async () => {
     expect(await (await fetch(`${app.url}/Auth/ME/`)).json()).toEqual({ me: true });
@@ -57,7 +50,7 @@ describe('routes on Express', () => {
       try {
         return ((await (await fetch(`${a.url}/ip`, { headers: { 'x-forwarded-for': forwarded } })).json()) as { ip: string }).ip;
       } finally {
-        a.close();
+        await a.close();
       }
     };
     // The default: no trusted proxies, so a spoofed header from loopback changes nothing.
@@ -71,22 +64,22 @@ describe('routes on Express', () => {
 });
 
 describe('HTTP layer of the gateway', () => {
-  let stack: Stack;
+  let app: Harness;
   beforeAll(async () => {
-    stack = await startStack({ services: ['auth'] });
+    app = await startApp();
   });
   afterAll(async () => {
-    await stack?.stop();
+    await app?.close();
   });
 
   const send = (method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<Response> =>
-    fetch(`${stack.baseUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+    app.send(method, path, body, headers);
 
   it('answers unknown paths and wrong methods with 404 in the error shape, and OPTIONS with the allowed methods', async () => {
     const unknown = await send('GET', '/nope');
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({ error: 'No route for GET /api/nope', code: 'NOT_FOUND', status: 404 });
-    const outside = await fetch(stack.baseUrl.replace(/\/api$/, '/apix/auth/me'));
+    const outside = await fetch(app.baseUrl.replace(/\/api$/, '/apix/auth/me'));
     expect(outside.status).toBe(404);
     const wrong = await send('DELETE', '/auth/login');
     expect(wrong.status).toBe(404);
@@ -128,15 +121,7 @@ describe('HTTP layer of the gateway', () => {
   });
 
   /** A raw HTTP exchange, for requests that fetch would refuse to send. */
-  const rawExchange = (request: string): Promise<string> =>
-    new Promise((resolve, reject) => {
-      const url = new URL(stack.baseUrl);
-      const socket = net.connect(Number(url.port), url.hostname, () => socket.end(request));
-      let data = '';
-      socket.on('data', (d) => (data += d.toString()));
-      socket.on('end', () => resolve(data));
-      socket.on('error', reject);
-    });
+  const rawExchange = (request: string): Promise<string> => app.raw(request);
   const parse = (answer: string) => {
     const [head, body] = answer.split('\r\n\r\n') as [string, string];
     return { status: Number(head.split(' ')[1]), head: head.toLowerCase(), body: JSON.parse(body) as { code: string; status: number; error: string } };

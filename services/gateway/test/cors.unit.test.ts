@@ -1,19 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '@agenthost/testkit';
+import { contracts } from '@agenthost/shared';
+import { startApp, type Harness } from './app-harness.ts';
 
 // A browser app on another origin calls the API only when its origin is configured (CORS_ORIGINS).
 
 const APP = 'https://app.example.com';
-let stack: Stack;
+let app: Harness;
 beforeAll(async () => {
-  stack = await startStack({ services: ['auth'], serviceEnv: { gateway: { CORS_ORIGINS: `${APP}, http://localhost:5173` } } });
+  app = await startApp({
+    env: { CORS_ORIGINS: `${APP}, http://localhost:5173` },
+    answers: { [contracts.auth.nonceCreate.subject]: () => ({ nonce: 'n', message: 'm', expires_at: new Date().toISOString() }) },
+  });
 });
 afterAll(async () => {
-  await stack?.stop();
+  await app?.close();
 });
 
 const preflight = (origin: string, method = 'POST', path = '/auth/login') =>
-  stack.api.raw('OPTIONS', path, undefined, {
+  app.send('OPTIONS', path, undefined, {
     Origin: origin,
     'Access-Control-Request-Method': method,
     'Access-Control-Request-Headers': 'authorization, content-type, idempotency-key',
@@ -32,7 +36,7 @@ describe('CORS', () => {
   });
 
   it('lets the page read the request id, usage, subscription and retry headers of a real answer', async () => {
-    const ok = await stack.api.get('/auth/nonce?wallet_address=11111111111111111111111111111111', { Origin: APP });
+    const ok = await app.send('GET', '/auth/nonce?wallet_address=11111111111111111111111111111111', undefined, { Origin: APP });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe(APP);
     expect(ok.headers.get('access-control-expose-headers')!.split(',')).toEqual([
@@ -43,7 +47,7 @@ describe('CORS', () => {
       'Retry-After',
     ]);
     // Errors too: the page must be able to read why it was refused.
-    const refused = await stack.api.get('/auth/me', { Origin: APP });
+    const refused = await app.send('GET', '/auth/me', undefined, { Origin: APP });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('access-control-allow-origin')).toBe(APP);
   });
@@ -51,7 +55,7 @@ describe('CORS', () => {
   it('gives another origin no CORS header, on the preflight or the request', async () => {
     const pre = await preflight('https://evil.example.com');
     expect(corsHeaders(pre.headers)).toEqual([]);
-    const res = await stack.api.get('/auth/me', { Origin: 'https://evil.example.com' });
+    const res = await app.send('GET', '/auth/me', undefined, { Origin: 'https://evil.example.com' });
     expect(res.status).toBe(401);
     expect(corsHeaders(res.headers)).toEqual([]);
     // A prefix of an allowed origin is another origin.
@@ -59,7 +63,7 @@ describe('CORS', () => {
   });
 
   it('keeps answering a plain OPTIONS with the methods the path allows', async () => {
-    const res = await stack.api.raw('OPTIONS', '/auth/login', undefined, { Origin: APP });
+    const res = await app.send('OPTIONS', '/auth/login', undefined, { Origin: APP });
     expect(res.status).toBe(204);
     expect(res.headers.get('allow')).toBe('POST');
     expect(corsHeaders(res.headers)).toEqual([]);
