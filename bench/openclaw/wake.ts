@@ -103,7 +103,8 @@ export async function wakeAtDepth(o: DepthOpts) {
         .at(-1);
       if (took !== undefined && Number.isFinite(took)) toSleep.push(took);
       const t0 = performance.now();
-      const res = await o.edge.request(`${c.url}/`, { headers });
+      // A deep sleep's wake is a boot: on a busy machine longer than a plain request's 15 s.
+      const res = await o.edge.request(`${c.url}/`, { headers, timeoutMs: 240_000 });
       const ms = performance.now() - t0;
       // An answer of the edge itself (still waking, failed) is in the API's shape with a code; the agent's is not.
       if (typeof res.json.code === 'string' && String(res.json.code).startsWith('INSTANCE_')) {
