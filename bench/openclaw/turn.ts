@@ -1,11 +1,11 @@
 // The first agent turn after a wake, in the openclaw bench: a real OpenClaw instance answers a chat message through
-// the edge (its OpenAI-compatible endpoint), its model being a stub provider on this host (test/openclaw-llm.ts).
+// the edge (its OpenAI-compatible endpoint), its model being a stub provider on this host
+// (packages/testkit/src/openclaw-llm.ts).
 // Each round boots the agent anew (a restart), times its first turn (an agent that never slept), lets it fall into a
 // light sleep and times the first turn after (the request wakes it), then one more turn awake (the turn's floor).
 import { randomUUID } from 'node:crypto';
 import { contracts, request } from '../../packages/shared/src/index.ts';
-import type { Edge } from '../../packages/testkit/src/index.ts';
-import { startTestLlm, useTestLlm } from '../../services/provisioner/test/openclaw-llm.ts';
+import { type Edge, startTestLlm, useTestLlm } from '../../packages/testkit/src/index.ts';
 import { sleep } from './container.ts';
 
 type Nc = Parameters<typeof request>[0];

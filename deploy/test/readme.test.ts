@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, recordSecret, repoRoot, testLogDir, waitFor } from '../../packages/testkit/src/index.ts';
-import { firewallTag, removeFirewall } from '../../services/provisioner/src/docker/firewall.ts';
+import { firewallTag, removeFirewall } from '../../packages/shared/src/index.ts';
 import { bare, frames, session, shellBlocks, type Step } from './readme-shell.ts';
 
 // The README's shell lines, pasted as a newcomer pastes them, against a stack `bash deploy/start.sh` starts (in a

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { nodeAddr, type SwarmNodeAddresses } from '@agenthost/shared';
 import { requestVia } from '../../../packages/testkit/src/edge.ts';
-import { nodeAddr } from '../../../services/provisioner/src/swarm/placement.ts';
 import { EDGE_PORT, manager, MANAGER, worker, WORKER } from './helpers.ts';
 
 // The swarm's HTTPS edge as a user's client meets it: every name under the domain resolves to a node (here the test
@@ -28,12 +28,12 @@ export async function agentVia(url: string, p = '/', node = MANAGER): Promise<{ 
   return r.json as Awaited<ReturnType<typeof agentVia>>;
 }
 
-/** The address of the node an instance's task runs on (as the provisioner names nodes: placement.ts nodeAddr). */
+/** The address of the node an instance's task runs on (as the provisioner names nodes: nodeAddr, packages/shared swarm.ts). */
 export async function nodeOf(instanceId: string): Promise<string | undefined> {
   const tasks = await manager.listTasks({ filters: JSON.stringify({ service: [`agenthost-${instanceId}`], 'desired-state': ['running'] }) });
   const nodeId = tasks.sort((a, b) => String(b.CreatedAt).localeCompare(String(a.CreatedAt)))[0]?.NodeID;
   if (!nodeId) return undefined;
-  return nodeAddr((await manager.getNode(nodeId).inspect()) as Parameters<typeof nodeAddr>[0]);
+  return nodeAddr((await manager.getNode(nodeId).inspect()) as SwarmNodeAddresses);
 }
 
 /** A plain-HTTP GET of `url` through the edge of the node at `node`, redirects not followed: [status, Location]. */

@@ -5,12 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '@agenthost/shared';
-import { freePort } from '../../../packages/testkit/src/ports.ts';
-import { requestVia } from '../../../packages/testkit/src/edge.ts';
-import { waitFor } from '../../../packages/testkit/src/index.ts';
-import { baseConfig } from '../../../services/edge/src/caddy-config.ts';
-import { edgeSettings } from '../../../services/edge/src/settings.ts';
+import { edgeBaseConfig, freePort, requestVia, waitFor } from '@agenthost/testkit';
 import { ensureMaterial } from '../src/material.ts';
 import { allowedNames, type ConfiguredPart } from '../src/service-env.ts';
 import { stackSpecs, type StackOptions } from '../src/stack.ts';
@@ -146,7 +141,7 @@ describe('the swarm stack as built for each service', () => {
     execFileSync('mkdir', ['-p', path.join(dir, 'secrets')]);
     for (const [n, f] of Object.entries(files)) writeFileSync(f, material.secrets[n]!, { mode: 0o600 });
     const data = path.join(dir, 'caddy');
-    const settings = parseConfig(edgeSettings, {
+    const config = await edgeBaseConfig({
       EDGE_DOMAIN: DOMAIN,
       EDGE_HTTPS_PORT: String(https),
       EDGE_HTTP_PORT: String(await freePort()),
@@ -156,7 +151,7 @@ describe('the swarm stack as built for each service', () => {
       EDGE_CA_INTERMEDIATE_CERT_FILE: files['edge-intermediate.crt']!,
       EDGE_CA_INTERMEDIATE_KEY_FILE: files['edge-intermediate.key']!,
     });
-    writeFileSync(path.join(dir, 'caddy.json'), JSON.stringify(baseConfig(settings)));
+    writeFileSync(path.join(dir, 'caddy.json'), config);
     const caddy = spawn('caddy', ['run', '--config', path.join(dir, 'caddy.json')], {
       env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
       stdio: 'ignore',

@@ -3,10 +3,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repoRoot, type Session } from '@agenthost/testkit';
-import { docker } from '../../../services/provisioner/test/helpers.ts';
-import { containerName } from '../../../services/provisioner/src/docker/spec.ts';
-import { instanceStack } from '../../../services/gateway/test/instance-stack.ts';
+import { repoRoot, type Session, docker, containerName, instanceStack } from '@agenthost/testkit';
 import { signedInHome } from './cli-home.ts';
 
 // The CLI's instance commands as a newcomer runs them: through bin/agenthost (the project's Node 24; the PATH here

@@ -7,9 +7,7 @@ import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts, publishEvent } from '@agenthost/shared';
-import { repoRoot, type Session } from '@agenthost/testkit';
-import { instanceStack } from '../../../services/gateway/test/instance-stack.ts';
-import { receiverTls, startReceiver } from '../../../services/gateway/test/webhook-receiver.ts';
+import { repoRoot, type Session, instanceStack, receiverTls, startReceiver } from '@agenthost/testkit';
 import { signedInHome } from './cli-home.ts';
 
 // `agenthost webhooks listen` and `webhooks test` as a developer runs them, through bin/agenthost against a whole

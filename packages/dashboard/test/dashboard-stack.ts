@@ -4,8 +4,7 @@
 // Ports of this suite: instances 18910-18949, the edge 19671 (HTTPS) and 19672 (HTTP).
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'puppeteer-core';
-import { startEdge, startStack, type Edge, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../../services/provisioner/test/helpers.ts';
+import { startEdge, startStack, type Edge, type Stack, cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '@agenthost/testkit';
 import { launch } from './browser.ts';
 import { TestWallet } from './test-wallet.ts';
 

@@ -3,8 +3,7 @@
 // and Chromium trusting the edge's CA. Ports of this suite: instances 19675-19679, the edge 19673 (HTTPS) and 19674.
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'puppeteer-core';
-import { checkoutVariant, startEdge, startStack, type Edge, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../../services/provisioner/test/helpers.ts';
+import { checkoutVariant, startEdge, startStack, type Edge, type Stack, cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '@agenthost/testkit';
 import { launch } from './browser.ts';
 
 const DIST = new URL('../dist/index.html', import.meta.url);

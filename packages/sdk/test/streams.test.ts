@@ -1,9 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Session } from '@agenthost/testkit';
-import { docker } from '../../../services/provisioner/test/helpers.ts';
-import { containerName } from '../../../services/provisioner/src/docker/spec.ts';
-import { instanceStack } from '../../../services/gateway/test/instance-stack.ts';
+import { docker, containerName, instanceStack } from '@agenthost/testkit';
 import { AgenthostError, createAgenthost, type Agenthost } from '../src/index.ts';
 
 // The SDK's streams against a real stack, through a TCP relay the test can cut: a dropped connection is resumed by

@@ -21,5 +21,6 @@ export * from './service.ts';
 export * from './health.ts';
 export * from './observe/index.ts';
 export * from './swarm.ts';
+export * from './instance-host.ts';
 export * as contracts from './contracts/index.ts';
 export type { Contract, EventContract, In, Out } from './contracts/contract.ts';

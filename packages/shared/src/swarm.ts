@@ -47,3 +47,25 @@ export async function writeAtVersion<S>(
     }
   }
 }
+
+/** What nodeAddr reads of a swarm node (as the engine's node list and inspect give it). */
+export interface SwarmNodeAddresses {
+  ID?: string;
+  Spec?: { Labels?: Record<string, string> };
+  ManagerStatus?: { Addr?: string };
+  Status?: { Addr?: string };
+}
+
+/**
+ * The address a node's instances are reached at. The operator's `agenthost.addr` node label wins (a node
+ * behind NAT, or with a public address other than its swarm one). Otherwise a manager's advertise address:
+ * the engine (20.10) reports a manager's Status.Addr as whichever local address it observed, which on a
+ * host with several interfaces is not the one it advertises. A worker's Status.Addr is its advertise address.
+ */
+export function nodeAddr(n: SwarmNodeAddresses): string {
+  const label = n.Spec?.Labels?.['agenthost.addr'];
+  if (label) return label;
+  const manager = n.ManagerStatus?.Addr;
+  if (manager) return manager.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
+  return n.Status?.Addr ?? '';
+}

@@ -1,15 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import { parseConfig } from '@agenthost/shared';
-import { baseConfig } from '../../../services/edge/src/caddy-config.ts';
-import { edgeSettings } from '../../../services/edge/src/settings.ts';
+import { promisify } from 'node:util';
 import { waitForPort } from './ports.ts';
-import { testLogDir } from './paths.ts';
+import { repoRoot, testLogDir } from './paths.ts';
 import { spawnService, type ServiceProcess } from './service.ts';
 import type { Stack } from './stack.ts';
 import { waitFor } from './wait.ts';
@@ -67,7 +65,7 @@ export async function startEdge(stack: Stack, opts: EdgeOptions): Promise<Edge> 
     ...opts.env,
   };
   const configFile = path.join(dir, 'caddy.json');
-  writeFileSync(configFile, JSON.stringify(baseConfig(parseConfig(edgeSettings, env))));
+  writeFileSync(configFile, await edgeBaseConfig(env));
   const caFile = path.join(dir, 'data', 'pki', 'authorities', 'local', 'root.crt');
   const logDir = path.join(testLogDir, process.env.VITEST_POOL_ID ? `w${process.env.VITEST_POOL_ID}` : 'main');
   mkdirSync(logDir, { recursive: true });
@@ -127,6 +125,24 @@ export async function startEdge(stack: Stack, opts: EdgeOptions): Promise<Edge> 
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The edge's base Caddy configuration (JSON) for these settings, as deploy/start.sh makes it: printed by the edge's
+ * own services/edge/src/write-config.ts, run as a process (the test kit imports no service).
+ */
+export async function edgeBaseConfig(settings: Record<string, string>): Promise<string> {
+  const script = path.join(repoRoot, 'services', 'edge', 'src', 'write-config.ts');
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [script], {
+      cwd: repoRoot,
+      env: { PATH: process.env.PATH ?? '', ...settings },
+      timeout: 60_000,
+    });
+    return stdout;
+  } catch (err) {
+    throw new Error(`the edge's base configuration: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`);
+  }
 }
 
 /**

@@ -16,9 +16,12 @@ import {
   type EdgeResponse,
   type Session,
   type Stack,
+  documentValidator,
+  cleanupDocker,
+  gatewayEnv,
+  provisionerEnv,
+  testNetwork,
 } from '@agenthost/testkit';
-import { documentValidator } from '../../gateway/test/contract/validator.ts';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
 
 // A real browser (Debian's chromium) opens the Control UI of real OpenClaw instances at their https URLs.
 // Ports of this suite: instances 18710-18714, the edge 18742 (HTTPS) and 18743 (HTTP).

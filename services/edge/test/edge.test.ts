@@ -1,7 +1,20 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkoutVariant, signIn, startEdge, startStack, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+import {
+  checkoutVariant,
+  signIn,
+  startEdge,
+  startStack,
+  subscribe,
+  waitFor,
+  type Edge,
+  type Session,
+  type Stack,
+  cleanupDocker,
+  gatewayEnv,
+  provisionerEnv,
+  testNetwork,
+} from '@agenthost/testkit';
 
 // Ports of this suite: instances 18700-18709, the edge 18740 (HTTPS), 18741 (HTTP) and 18748 (the instances' listener).
 const HTTPS = 18740;

@@ -1,8 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, dockerTry, testNetwork } from '../../provisioner/test/helpers.ts';
-import { openclawProcesses, startTestLlm, useTestLlm, type TestLlm } from '../../provisioner/test/openclaw-llm.ts';
+import {
+  recordSecret,
+  signIn,
+  subscribe,
+  waitFor,
+  type Edge,
+  type Session,
+  type Stack,
+  cleanupDocker,
+  docker,
+  dockerTry,
+  testNetwork,
+  openclawProcesses,
+  startTestLlm,
+  useTestLlm,
+  type TestLlm,
+} from '@agenthost/testkit';
 import { sleepStack } from './sleep-stack.ts';
 
 // A light sleep with the real OpenClaw image, through the real edge: the agent is frozen (its memory pushed out to

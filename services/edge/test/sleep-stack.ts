@@ -1,5 +1,4 @@
-import { startEdge, startStack, type Edge, type Stack } from '@agenthost/testkit';
-import { gatewayEnv, provisionerEnv } from '../../provisioner/test/helpers.ts';
+import { startEdge, startStack, type Edge, type Stack, gatewayEnv, provisionerEnv } from '@agenthost/testkit';
 
 /**
  * The system of an idle-sleep suite: the services on a devchain, the provisioner with instances at https URLs of the

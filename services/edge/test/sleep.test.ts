@@ -1,9 +1,21 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, storedEvents, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
-import { hostSwap } from '../../provisioner/src/docker/swap.ts';
-import { cleanupDocker, docker, standinVariant, testNetwork } from '../../provisioner/test/helpers.ts';
+import {
+  recordSecret,
+  signIn,
+  storedEvents,
+  subscribe,
+  waitFor,
+  type Edge,
+  type Session,
+  type Stack,
+  cleanupDocker,
+  docker,
+  standinVariant,
+  testNetwork,
+} from '@agenthost/testkit';
+import { hostSwap } from '@agenthost/shared';
 import { sleepStack } from './sleep-stack.ts';
 
 // Idle sleep and wake in both depths, end to end: the stand-in agent (one that reloads its keys) behind the real
@@ -17,7 +29,7 @@ const IDLE = 4;
 const DEEP = 14;
 /** Below the stand-in's own footprint, so that a light sleep really pushes some of it out. */
 const RESIDENT_MB = 16;
-/** The tiers' memory limit in these suites (provisioner/test/helpers.ts). */
+/** The tiers' memory limit in these suites (provisionerEnv, packages/testkit). */
 const TIER_MB = 256;
 const VARIANT = 't-sleep-reload';
 const network = testNetwork('sleep');

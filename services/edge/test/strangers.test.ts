@@ -4,8 +4,7 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, testNetwork } from '../../provisioner/test/helpers.ts';
+import { recordSecret, signIn, subscribe, waitFor, type Edge, type Session, type Stack, cleanupDocker, testNetwork } from '@agenthost/testkit';
 import { sleepStack } from './sleep-stack.ts';
 
 // Only an instance's owner wakes it or keeps it awake: anyone who knows (or guesses) its id reaches its agent while it

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, subscribe, waitFor, type Edge, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, testNetwork } from '../../provisioner/test/helpers.ts';
+import { recordSecret, signIn, subscribe, waitFor, type Edge, type Session, type Stack, cleanupDocker, docker, testNetwork } from '@agenthost/testkit';
 import { sleepStack } from './sleep-stack.ts';
 
 // A request that reaches the edge while its route is older than the instance: the idle sleep stopped the container

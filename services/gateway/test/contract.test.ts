@@ -2,14 +2,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
 import pg from 'pg';
 import { contracts, request } from '@agenthost/shared';
-import { chainClient, recordSecret, signIn, type ApiClient, type ApiResponse } from '@agenthost/testkit';
-import { backupStore, type BackupStore } from '../../provisioner/test/backup-helpers.ts';
+import {
+  chainClient,
+  recordSecret,
+  signIn,
+  type ApiClient,
+  type ApiResponse,
+  backupStore,
+  type BackupStore,
+  documentValidator,
+  instanceStack,
+} from '@agenthost/testkit';
 import { apiRoutes } from '../src/http/routes/index.ts';
 import { cases } from './contract/cases.ts';
 import type { Actors, Live, State } from './contract/types.ts';
 import { firstEvent } from './contract/first-event.ts';
-import { documentValidator } from './contract/validator.ts';
-import { instanceStack } from './instance-stack.ts';
 
 // The OpenAPI document against the live gateway and every backend (the provisioner with the stand-in agent image on
 // the real Docker engine): every operation gets a request a client generated from the document would send, and

@@ -2,8 +2,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storedEvents, type Session, type Stack } from '@agenthost/testkit';
-import { instanceStack } from './instance-stack.ts';
+import { storedEvents, type Session, type Stack, instanceStack } from '@agenthost/testkit';
 import { openEvents, type SseEvent } from './sse-client.ts';
 
 // GET /instance/events/{id}: the instance's lifecycle events from JetStream as server-sent events, resumable.

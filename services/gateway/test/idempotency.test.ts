@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { apiClient, gatewayUrl, type Session, type Stack } from '@agenthost/testkit';
-import { waitFor } from '../../provisioner/test/helpers.ts';
-import { instanceStack } from './instance-stack.ts';
+import { apiClient, gatewayUrl, type Session, type Stack, waitFor, instanceStack } from '@agenthost/testkit';
 
 // Idempotency-Key on POST and DELETE, against the real provisioner and Docker and several gateway processes.
 

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Session, Stack } from '@agenthost/testkit';
-import { docker } from '../../provisioner/test/helpers.ts';
-import { containerName } from '../../provisioner/src/docker/spec.ts';
-import { instanceStack } from './instance-stack.ts';
+import { docker, containerName, instanceStack } from '@agenthost/testkit';
 import { openEvents, type SseEvent } from './sse-client.ts';
 
 // GET /instance/logs/{id}?follow=true: the container's output as server-sent events, resumable by Last-Event-ID.

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gatewayUrl, spawnService, storedEvents, type ServiceProcess, type Session, type Stack } from '@agenthost/testkit';
-import { gatewayEnv } from '../../provisioner/test/helpers.ts';
-import { instanceStack } from './instance-stack.ts';
+import { gatewayUrl, spawnService, storedEvents, type ServiceProcess, type Session, type Stack, gatewayEnv, instanceStack } from '@agenthost/testkit';
 import { openEvents, type SseEvent } from './sse-client.ts';
 
 // The long-lived streams (GET /instance/events, /instance/logs?follow=true) are bounded: a resume of an unknown

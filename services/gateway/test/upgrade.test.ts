@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Session } from '@agenthost/testkit';
-import { waitFor } from '../../provisioner/test/helpers.ts';
-import { buildUpgradeImages, removeUpgradeImages } from '../../provisioner/test/upgrade-helpers.ts';
-import { instanceStack } from './instance-stack.ts';
+import { waitFor, buildUpgradeImages, removeUpgradeImages, instanceStack } from '@agenthost/testkit';
 
 // POST /instance/upgrade/{id} through the gateway, against the real provisioner and Docker (stand-in agent image).
 

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
-import { waitFor, type Session } from '@agenthost/testkit';
-import { standinVariant } from '../../provisioner/test/helpers.ts';
-import { instanceStack } from './instance-stack.ts';
+import { waitFor, type Session, standinVariant, instanceStack } from '@agenthost/testkit';
 
 // GET /instance/wait against the real provisioner and Docker (stand-in agent image).
 

@@ -1,8 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Session } from '@agenthost/testkit';
-import { instanceStack } from './instance-stack.ts';
-import { receiverTls, startReceiver, type Received } from './webhook-receiver.ts';
+import { instanceStack, receiverTls, startReceiver, type Received } from '@agenthost/testkit';
 
 // Webhooks from the real system: a real instance's lifecycle (provisioner, Docker) and its key changes (keyvault,
 // the gateway's key reload), delivered to an https receiver and verified with standardwebhooks.

@@ -3,9 +3,8 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Session } from '@agenthost/testkit';
-import { instanceStack } from './instance-stack.ts';
+import { instanceStack, receiverTls, startReceiver, type Received } from '@agenthost/testkit';
 import { openEvents } from './sse-client.ts';
-import { receiverTls, startReceiver, type Received } from './webhook-receiver.ts';
 
 // A create its user was refused, or that failed and was rolled back, was never shown to them as created: no
 // instance.deleted reaches their webhooks or their event stream for it (docs/decisions/0053-a-refused-create-purges-its-keys.md).

@@ -3,8 +3,7 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts, publishEvent } from '@agenthost/shared';
-import { chainClient, signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
-import { receiverTls, startReceiver, type Received } from './webhook-receiver.ts';
+import { chainClient, signIn, startStack, subscribe, type Session, type Stack, receiverTls, startReceiver, type Received } from '@agenthost/testkit';
 
 // Outbound webhooks (Standard Webhooks) against a real https receiver trusted through WEBHOOK_CA_FILE, real JetStream
 // events published under the provisioner's and billing-chain's own NATS identities, and real Postgres.

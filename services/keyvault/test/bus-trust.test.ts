@@ -3,8 +3,8 @@ import { headers as natsHeaders, type Msg, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openKey } from '@agenthost/instance-bootstrap/crypto';
 import { ASSERTION_HEADER, AssertionSigner, decode, encode, request } from '@agenthost/shared';
-import { busKeys, sealedKeys, signIn, startStack, type Session, type Stack } from '@agenthost/testkit';
-import { activeSubscriptions, issue, kv, nextIp, retrieve, secretValue, waitFor } from './helpers.ts';
+import { busKeys, sealedKeys, signIn, startStack, type Session, type Stack, activeSubscriptions } from '@agenthost/testkit';
+import { issue, kv, nextIp, retrieve, secretValue, waitFor } from './helpers.ts';
 
 // The review's attacks on keyvault over the bus, repeated against a running stack: a process holding the
 // gateway's own NATS identity names a victim's user_id, replays what it saw, or listens to `>`.

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 import pg from 'pg';
-import { contracts, createLogger, endpoint, request, serve } from '@agenthost/shared';
-import { apiClient, recordSecret, type ApiResponse, type NatsServer, type Stack } from '@agenthost/testkit';
+import { contracts, request } from '@agenthost/shared';
+import { apiClient, recordSecret, type ApiResponse, type Stack } from '@agenthost/testkit';
 import { waitFor as baseWaitFor } from '@agenthost/testkit';
 
 export const kv = contracts.keyvault;
@@ -42,32 +42,6 @@ export const nextIp = (): string => {
   ipCounter++;
   return `10.${(process.pid >> 8) & 255}.${(ipCounter >> 8) & 255}.${ipCounter & 255}`;
 };
-
-/**
- * Answers billing.v1.subscription.status with an active pro subscription for every wallet, so the
- * gateway lets signed-in users through its subscriber routes without a chain (keyvault tests are
- * about keys; the end-to-end test uses a real subscription).
- */
-export async function activeSubscriptions(nats: NatsServer): Promise<{ stop(): Promise<void> }> {
-  const nc = await nats.connect();
-  const log = createLogger('fake-billing', 'silent');
-  const srv = await serve(nc, { name: 'billing-chain', version: '0.0.0', log }, [
-    endpoint(contracts.billing.status, async (i) => ({
-      wallet_address: i.wallet_address,
-      tier: 'pro' as const,
-      is_active: true,
-      expires_at: new Date(Date.now() + 30 * 86400_000).toISOString(),
-      cancelled: false,
-      refreshed_at: new Date().toISOString(),
-    })),
-  ]);
-  return {
-    async stop() {
-      await srv.stop();
-      await nc.drain();
-    },
-  };
-}
 
 /** A direct look at keyvault's tables (what a database dump would show). */
 export async function keyvaultDb(stack: Stack): Promise<pg.Client> {

@@ -1,8 +1,20 @@
 import { spawn } from 'node:child_process';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, dockerTry, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+import {
+  recordSecret,
+  signIn,
+  startStack,
+  subscribe,
+  type Session,
+  type Stack,
+  cleanupDocker,
+  docker,
+  dockerTry,
+  gatewayEnv,
+  provisionerEnv,
+  testNetwork,
+} from '@agenthost/testkit';
 import { keyvaultDb, secretValue, waitFor } from './helpers.ts';
 
 // End to end with the real OpenClaw image: keys stored through the API reach the OpenClaw process's

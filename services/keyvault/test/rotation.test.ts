@@ -7,8 +7,19 @@ import type { NatsConnection } from 'nats';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openKey } from '@agenthost/instance-bootstrap/crypto';
-import { recordSecret, repoRoot, signIn, spawnService, startStack, testLogDir, type ServiceProcess, type Session, type Stack } from '@agenthost/testkit';
-import { activeSubscriptions, issue, keyvaultDb, nextIp, retrieve, secretValue } from './helpers.ts';
+import {
+  recordSecret,
+  repoRoot,
+  signIn,
+  spawnService,
+  startStack,
+  testLogDir,
+  type ServiceProcess,
+  type Session,
+  type Stack,
+  activeSubscriptions,
+} from '@agenthost/testkit';
+import { issue, keyvaultDb, nextIp, retrieve, secretValue } from './helpers.ts';
 
 let stack: Stack;
 let nc: NatsConnection;

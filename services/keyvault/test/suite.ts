@@ -1,8 +1,8 @@
 import type { NatsConnection } from 'nats';
 import type pg from 'pg';
 import { expect } from 'vitest';
-import { recordSecret, signIn, startStack, type Session, type Stack } from '@agenthost/testkit';
-import { activeSubscriptions, keyvaultDb, secretValue, waitFor } from './helpers.ts';
+import { recordSecret, signIn, startStack, type Session, type Stack, activeSubscriptions } from '@agenthost/testkit';
+import { keyvaultDb, secretValue, waitFor } from './helpers.ts';
 
 /** What a keyvault test file runs against: its own stack, two signed-in users and a direct look at the tables. */
 export interface KeyvaultSuite {

@@ -1,40 +1,40 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import type { z } from 'zod';
 import { contracts } from '@agenthost/shared';
-import { recordSecret, startStack, type Stack } from '@agenthost/testkit';
+import {
+  backupStore as baseBackupStore,
+  type BackupStore as BaseBackupStore,
+  recordSecret,
+  startStack,
+  type Stack,
+  cleanupDocker,
+  docker,
+  gatewayEnv,
+  natsClient,
+  testNetwork,
+  type Nats,
+} from '@agenthost/testkit';
 import { archiveKey, openArchive, type ArchiveIds } from '../src/backups/archive.ts';
-import { cleanupDocker, docker, gatewayEnv, natsClient, testNetwork, waitRunning, type Nats } from './helpers.ts';
+import { waitRunning } from './helpers.ts';
 
 const P = contracts.provisioner;
 
-/** A backup master key and directory of one suite: the provisioner's settings, and what a test reads of its archives. */
-export interface BackupStore {
-  env: { BACKUP_KEY: string; BACKUP_DIR: string };
-  /** The archive file of a backup of this suite's scope (network). */
-  archive(backupId: string): string;
+/** The test kit's backup store (settings and archive paths of one suite), and what a test reads of its archives. */
+export interface BackupStore extends BaseBackupStore {
   /** The decrypted tar of an archive, opened as the provisioner opens it. */
   plaintext(ids: ArchiveIds): Promise<Buffer>;
-  remove(): Promise<void>;
 }
 
 export async function backupStore(network: string): Promise<BackupStore> {
-  const key = randomBytes(32).toString('base64');
-  recordSecret(key); // the log scan proves it never reaches a log line
-  const dir = await mkdtemp(join(tmpdir(), 'ah-backups-'));
-  const archive = (backupId: string) => join(dir, network, `${backupId}.bak`);
+  const store = await baseBackupStore(network);
   return {
-    env: { BACKUP_KEY: key, BACKUP_DIR: dir },
-    archive,
+    ...store,
     async plaintext(ids) {
       const chunks: Buffer[] = [];
-      for await (const c of await openArchive(archive(ids.backup_id), archiveKey(Buffer.from(key, 'base64'), ids))) chunks.push(c as Buffer);
+      for await (const c of await openArchive(store.archive(ids.backup_id), archiveKey(Buffer.from(store.env.BACKUP_KEY, 'base64'), ids)))
+        chunks.push(c as Buffer);
       return Buffer.concat(chunks);
     },
-    remove: () => rm(dir, { recursive: true, force: true }),
   };
 }
 

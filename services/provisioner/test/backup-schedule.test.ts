@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { recordSecret } from '@agenthost/testkit';
+import { recordSecret, newUser, provisionerEnv, waitFor } from '@agenthost/testkit';
 import { backupSuite } from './backup-helpers.ts';
-import { newUser, provisionerEnv, waitFor } from './helpers.ts';
 
 const P = contracts.provisioner;
 const SCHEDULE_SECONDS = 2;

@@ -1,7 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
+import {
+  recordSecret,
+  signIn,
+  startStack,
+  subscribe,
+  type Session,
+  type Stack,
+  cleanupDocker,
+  gatewayEnv,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+} from '@agenthost/testkit';
 import { backupStore, type BackupStore } from './backup-helpers.ts';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
 
 const network = testNetwork('bkhttp');
 

@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { recordSecret, repoRoot } from '@agenthost/testkit';
+import { recordSecret, repoRoot, docker, dockerTry, newUser, provisionerEnv } from '@agenthost/testkit';
 import { backupSuite, tokenOf } from './backup-helpers.ts';
-import { docker, dockerTry, newUser, provisionerEnv } from './helpers.ts';
 
 const P = contracts.provisioner;
 /** OpenClaw's workspace on the state volume (HOME=/data/home). */

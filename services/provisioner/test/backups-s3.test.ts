@@ -2,10 +2,9 @@ import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { recordSecret } from '@agenthost/testkit';
+import { recordSecret, docker, newUser, provisionerEnv } from '@agenthost/testkit';
 import { archiveKey, openArchive } from '../src/backups/archive.ts';
 import { agentState, backupSuite, tokenOf } from './backup-helpers.ts';
-import { docker, newUser, provisionerEnv } from './helpers.ts';
 import { s3Server } from './s3-server.ts';
 
 // Backups kept in an S3-compatible bucket (BACKUP_S3_*) instead of the backup directory: a real S3 server over HTTP

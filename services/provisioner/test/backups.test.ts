@@ -2,9 +2,8 @@ import { copyFile, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { eventHistory, recordSecret } from '@agenthost/testkit';
+import { eventHistory, recordSecret, docker, newUser, provisionerEnv } from '@agenthost/testkit';
 import { agentState, backupSuite, tokenOf } from './backup-helpers.ts';
-import { docker, newUser, provisionerEnv } from './helpers.ts';
 
 const P = contracts.provisioner;
 const small = { memory_mb: 256, cpus: 0.5, pids: 64 };

@@ -1,8 +1,19 @@
 import { availableParallelism } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { startStack, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+import {
+  startStack,
+  type Stack,
+  cleanupDocker,
+  docker,
+  gatewayEnv,
+  natsClient,
+  newUser,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+  type Nats,
+} from '@agenthost/testkit';
 
 // Boot on a burst (BOOT_CPUS): an agent of a tier with half a CPU boots with up to two, and has its tier's half once
 // it answers /readyz, before its status says running. The stand-in takes READY_MS to be ready, so the boot can be

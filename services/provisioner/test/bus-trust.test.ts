@@ -2,8 +2,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { headers as natsHeaders, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ASSERTION_HEADER, AssertionSigner, contracts, decode, encode } from '@agenthost/shared';
-import { busKeys, type Stack } from '@agenthost/testkit';
-import { instanceSuite, newUser, type Nats } from './helpers.ts';
+import { busKeys, type Stack, newUser, type Nats } from '@agenthost/testkit';
+import { instanceSuite } from './helpers.ts';
 
 // The review listed, stopped and deleted a victim's instances by naming its user_id on the bus. Repeated here
 // with the gateway's own NATS identity (the one allowed to publish to the provisioner): nothing is believed

@@ -1,7 +1,18 @@
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { spawnService, startStack, type ServiceProcess, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, natsClient, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+import {
+  spawnService,
+  startStack,
+  type ServiceProcess,
+  type Stack,
+  cleanupDocker,
+  gatewayEnv,
+  natsClient,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+  type Nats,
+} from '@agenthost/testkit';
 
 /** A suite that kills provisioners mid-operation: keyvault in a stack, provisioners started (and paused) by the test. */
 export interface CrashSuite {

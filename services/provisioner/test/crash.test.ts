@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { eventHistory } from '@agenthost/testkit';
+import { eventHistory, docker, newUser, waitFor } from '@agenthost/testkit';
 import { crashSuite, pausedAt } from './crash-suite.ts';
-import { docker, newUser, waitFor } from './helpers.ts';
 
 const P = contracts.provisioner;
 const s = crashSuite('crash', [18230, 18249]);

@@ -5,8 +5,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { startStack, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+import {
+  startStack,
+  type Stack,
+  cleanupDocker,
+  docker,
+  gatewayEnv,
+  natsClient,
+  newUser,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+  type Nats,
+} from '@agenthost/testkit';
 
 const P = contracts.provisioner;
 const network = testNetwork('down');

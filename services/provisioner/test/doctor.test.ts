@@ -3,10 +3,22 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { startStack, type Stack } from '@agenthost/testkit';
+import {
+  startStack,
+  type Stack,
+  cleanupDocker,
+  docker,
+  gatewayEnv,
+  natsClient,
+  newUser,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+  type Nats,
+} from '@agenthost/testkit';
 import { auditContainer } from '../src/doctor/checks.ts';
 import { firewallTag } from '../src/docker/firewall.ts';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, waitRunning, type Nats } from './helpers.ts';
+import { waitRunning } from './helpers.ts';
 
 const P = contracts.provisioner;
 const network = testNetwork('doctor');

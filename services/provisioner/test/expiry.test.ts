@@ -1,8 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { contracts, publishEvent } from '@agenthost/shared';
-import { recordSecret, signIn, startStack, subscribe, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
+import {
+  recordSecret,
+  signIn,
+  startStack,
+  subscribe,
+  type Stack,
+  cleanupDocker,
+  docker,
+  gatewayEnv,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+} from '@agenthost/testkit';
 
 const network = testNetwork('expiry');
 let stack: Stack;

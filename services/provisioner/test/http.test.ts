@@ -1,6 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chainClient, recordSecret, signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, dockerTry, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
+import {
+  chainClient,
+  recordSecret,
+  signIn,
+  startStack,
+  subscribe,
+  type Session,
+  type Stack,
+  cleanupDocker,
+  dockerTry,
+  gatewayEnv,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+} from '@agenthost/testkit';
 
 const network = testNetwork('http');
 

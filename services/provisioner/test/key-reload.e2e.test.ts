@@ -1,8 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, startStack, type Session, type Stack } from '@agenthost/testkit';
-import { activeSubscriptions } from '../../keyvault/test/helpers.ts';
-import { cleanupDocker, dockerTry, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
-import { openclawProcesses, startTestLlm, useTestLlm, type TestLlm } from './openclaw-llm.ts';
+import {
+  recordSecret,
+  signIn,
+  startStack,
+  type Session,
+  type Stack,
+  activeSubscriptions,
+  cleanupDocker,
+  dockerTry,
+  gatewayEnv,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+  openclawProcesses,
+  startTestLlm,
+  useTestLlm,
+  type TestLlm,
+} from '@agenthost/testkit';
 
 // Key hot reload with the real OpenClaw image: OpenClaw's model provider takes its API key from a SecretRef on
 // the platform's exec provider; a test LLM endpoint (OpenAI-compatible, on this machine) records the

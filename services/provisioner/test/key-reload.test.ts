@@ -2,9 +2,22 @@ import { createHash } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts, decode } from '@agenthost/shared';
-import { apiClient, recordSecret, signIn, startStack, type ApiClient, type Session, type Stack } from '@agenthost/testkit';
-import { activeSubscriptions } from '../../keyvault/test/helpers.ts';
-import { cleanupDocker, gatewayEnv, provisionerEnv, standinVariant, testNetwork, waitFor } from './helpers.ts';
+import {
+  apiClient,
+  recordSecret,
+  signIn,
+  startStack,
+  type ApiClient,
+  type Session,
+  type Stack,
+  activeSubscriptions,
+  cleanupDocker,
+  gatewayEnv,
+  provisionerEnv,
+  standinVariant,
+  testNetwork,
+  waitFor,
+} from '@agenthost/testkit';
 
 // Key hot reload through the whole system with the stand-in agent (fast): the API changes keys, the instance's
 // bootstrap hears it on its watch, the agent resolves them again through the bootstrap's key server, and the API

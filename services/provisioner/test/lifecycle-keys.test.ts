@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { recordSecret, sealedKeys, type Stack } from '@agenthost/testkit';
-import { docker, instanceSuite, newUser, waitFor, waitRunning, type Nats } from './helpers.ts';
+import { recordSecret, sealedKeys, type Stack, docker, newUser, waitFor, type Nats } from '@agenthost/testkit';
+import { instanceSuite, waitRunning } from './helpers.ts';
 
 // An instance's keys over its life: gone before its delete answers, fetched again by a container restarted after a
 // crash. The rest of the lifecycle is in lifecycle.test.ts.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { eventHistory, recordSecret } from '@agenthost/testkit';
-import { STANDIN, docker, dockerTry, exists, instanceSuite, newUser, standinVariant, waitFor, waitRunning, type Nats } from './helpers.ts';
+import { eventHistory, recordSecret, STANDIN, docker, dockerTry, exists, newUser, standinVariant, waitFor, type Nats } from '@agenthost/testkit';
+import { instanceSuite, waitRunning } from './helpers.ts';
 
 // An instance's keys over its life (removed with it, fetched again after a crash) are in lifecycle-keys.test.ts.
 const P = contracts.provisioner;

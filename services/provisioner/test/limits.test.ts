@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { docker, instanceSuite, newUser, waitFor, type Nats } from './helpers.ts';
+import { docker, newUser, waitFor, type Nats } from '@agenthost/testkit';
+import { instanceSuite } from './helpers.ts';
 
 const P = contracts.provisioner;
 const suite = instanceSuite('lim', [18150, 18179]);

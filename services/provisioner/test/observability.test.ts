@@ -15,8 +15,12 @@ import {
   type ReceivedSpan,
   type Session,
   type Stack,
+  cleanupDocker,
+  gatewayEnv,
+  provisionerEnv,
+  standinVariant,
+  testNetwork,
 } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, standinVariant, testNetwork } from './helpers.ts';
 
 // What an operator sees of a running stack: Prometheus scraping every service, one trace per request across
 // the bus, crashes and OOM kills in the counters and the instance's status, health on the operator port,

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { startStack, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, fakeKeyvault, natsClient, newUser, provisionerEnv, testNetwork, type Nats } from './helpers.ts';
+import { startStack, type Stack, cleanupDocker, docker, natsClient, newUser, provisionerEnv, testNetwork, type Nats } from '@agenthost/testkit';
+import { fakeKeyvault } from './helpers.ts';
 
 const P = contracts.provisioner;
 const network = testNetwork('port');

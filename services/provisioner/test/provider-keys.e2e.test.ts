@@ -1,9 +1,21 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSecret, signIn, startStack, type Session, type Stack } from '@agenthost/testkit';
-import { activeSubscriptions } from '../../keyvault/test/helpers.ts';
-import { cleanupDocker, docker, dockerTry, gatewayEnv, provisionerEnv, testNetwork, waitFor } from './helpers.ts';
+import {
+  recordSecret,
+  signIn,
+  startStack,
+  type Session,
+  type Stack,
+  activeSubscriptions,
+  cleanupDocker,
+  docker,
+  dockerTry,
+  gatewayEnv,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+} from '@agenthost/testkit';
 
 // Standard provider keys with the real OpenClaw image: a user stores OPENAI_API_KEY and OpenClaw's built-in OpenAI
 // provider uses it, with no SecretRef written by the user. The user's config only points the provider at a stub

@@ -2,9 +2,8 @@ import net from 'node:net';
 import type { Subscription } from 'nats';
 import { describe, expect, it } from 'vitest';
 import { contracts, decode } from '@agenthost/shared';
-import { eventHistory, type ServiceProcess } from '@agenthost/testkit';
+import { eventHistory, type ServiceProcess, STANDIN, docker, dockerTry, newUser, waitFor } from '@agenthost/testkit';
 import { crashSuite, pausedAt } from './crash-suite.ts';
-import { STANDIN, docker, dockerTry, newUser, waitFor } from './helpers.ts';
 
 // A create its user was refused, or that failed and was rolled back, was never shown to them as created: it publishes
 // no events.instance.deleted (which the gateway turns into an instance.deleted webhook and stream event), and keyvault

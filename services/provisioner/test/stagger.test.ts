@@ -1,8 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Subscription } from 'nats';
 import { contracts } from '@agenthost/shared';
-import { startStack, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, testNetwork, waitFor, type Nats } from './helpers.ts';
+import {
+  startStack,
+  type Stack,
+  cleanupDocker,
+  docker,
+  gatewayEnv,
+  natsClient,
+  newUser,
+  provisionerEnv,
+  testNetwork,
+  waitFor,
+  type Nats,
+} from '@agenthost/testkit';
 
 // Staggered starts (issue #17): with STARTS_AT_ONCE=1, a burst of creates boots one agent at a time (each stand-in
 // takes READY_MS to become ready), so a host never holds every agent's start-up peak at once; every create still

@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { spawnService, startStack, type ServiceProcess, type Stack } from '@agenthost/testkit';
 import {
+  spawnService,
+  startStack,
+  type ServiceProcess,
+  type Stack,
   cleanupDocker,
   docker,
   dockerTry,
@@ -17,9 +20,9 @@ import {
   testNetwork,
   volumeDir,
   waitFor,
-  waitRunning,
   type Nats,
-} from './helpers.ts';
+} from '@agenthost/testkit';
+import { waitRunning } from './helpers.ts';
 
 const P = contracts.provisioner;
 const network = testNetwork('quota');

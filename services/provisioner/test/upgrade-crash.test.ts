@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { recordSecret } from '@agenthost/testkit';
+import { recordSecret, docker, newUser, buildUpgradeImages, removeUpgradeImages } from '@agenthost/testkit';
 import { tokenOf } from './backup-helpers.ts';
 import { crashSuite, pausedAt } from './crash-suite.ts';
-import { docker, newUser } from './helpers.ts';
-import { agent, buildUpgradeImages, containerImage, hasEnv, imageId, readProof, removeUpgradeImages, settled, writeProof } from './upgrade-helpers.ts';
+import { agent, containerImage, hasEnv, imageId, readProof, settled, writeProof } from './upgrade-helpers.ts';
 
 const P = contracts.provisioner;
 const PREFIX = 't-upc';

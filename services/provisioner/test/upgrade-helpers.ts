@@ -1,30 +1,8 @@
 import { createHash } from 'node:crypto';
 import { contracts } from '@agenthost/shared';
-import { docker, dockerTry, standinVariant, STANDIN, waitFor, type Nats } from './helpers.ts';
+import { docker, STANDIN, waitFor, type Nats } from '@agenthost/testkit';
 
 const P = contracts.provisioner;
-
-/**
- * Stand-in variants of the upgrade tests (tags t-up-…, theirs alone): `mark` is baked into the image as
- * STANDIN_MARK, so the agent's /env tells which image it runs; `crash` exits at once, `never` is never ready.
- */
-export async function buildUpgradeImages(prefix: string): Promise<{ one: string; two: string; crash: string; never: string }> {
-  const one = `${prefix}-1`;
-  const two = `${prefix}-2`;
-  const crash = `${prefix}-crash`;
-  const never = `${prefix}-never`;
-  await standinVariant(one, { STANDIN_MARK: `${prefix}-1` });
-  await standinVariant(two, { STANDIN_MARK: `${prefix}-2` });
-  await standinVariant(crash, { STANDIN_EXIT_AFTER_MS: '0', STANDIN_EXIT_CODE: '3' });
-  await standinVariant(never, { STANDIN_NEVER_READY: '1' });
-  return { one, two, crash, never };
-}
-
-/** Remove the test's tags (and the images left without a tag by a rebuild), once no container uses them. */
-export async function removeUpgradeImages(prefix: string, extra: string[] = []): Promise<void> {
-  const tags = (await dockerTry('image', 'ls', '--format', '{{.Tag}}', STANDIN)).stdout.split('\n').filter((t) => t.startsWith(`${prefix}-`));
-  for (const ref of [...tags.map((t) => `${STANDIN}:${t}`), ...extra]) await dockerTry('rmi', ref);
-}
 
 /** The local image ID a stand-in tag names now. */
 export const imageId = (tag: string): Promise<string> => docker('image', 'inspect', '-f', '{{.Id}}', `${STANDIN}:${tag}`);

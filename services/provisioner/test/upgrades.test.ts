@@ -1,9 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts } from '@agenthost/shared';
-import { eventHistory, recordSecret, startStack, type Stack } from '@agenthost/testkit';
+import {
+  eventHistory,
+  recordSecret,
+  startStack,
+  type Stack,
+  cleanupDocker,
+  docker,
+  gatewayEnv,
+  natsClient,
+  newUser,
+  provisionerEnv,
+  standinVariant,
+  testNetwork,
+  waitFor,
+  type Nats,
+  buildUpgradeImages,
+  removeUpgradeImages,
+} from '@agenthost/testkit';
 import { tokenOf } from './backup-helpers.ts';
-import { cleanupDocker, docker, gatewayEnv, natsClient, newUser, provisionerEnv, standinVariant, testNetwork, waitFor, type Nats } from './helpers.ts';
-import { agent, buildUpgradeImages, containerImage, hasEnv, imageId, readProof, removeUpgradeImages, settled, writeProof } from './upgrade-helpers.ts';
+import { agent, containerImage, hasEnv, imageId, readProof, settled, writeProof } from './upgrade-helpers.ts';
 
 const P = contracts.provisioner;
 const network = testNetwork('upg');

@@ -83,7 +83,8 @@ export function hostSubnets(interfaces = os.networkInterfaces()): string[] {
   return [...out].sort();
 }
 
-export const firewallTag = (network: string): string => `agenthost:${network}`.slice(0, 250);
+/** The tag of a network's rules, and their removal by it: in packages/shared (instance-host.ts), which tests read too. */
+export { firewallTag, removeFirewall } from '@agenthost/shared';
 
 /** IPv4 name servers of the host (Docker's embedded DNS forwards to these from the container). */
 export function hostDnsServers(resolvConf = '/etc/resolv.conf'): string[] {
@@ -167,27 +168,4 @@ export async function applyRules(rules: { chain: string; rule: string[] }[]): Pr
     changed = true;
   }
   return changed;
-}
-
-/** Delete every rule carrying the tag (used when a network is removed, and by tests). */
-export async function removeFirewall(tag: string): Promise<number> {
-  let removed = 0;
-  for (const chain of ['INPUT', 'DOCKER-USER']) {
-    let listing: string;
-    try {
-      listing = (await iptables(['-S', chain])).stdout;
-    } catch {
-      continue;
-    }
-    for (const line of listing.split('\n')) {
-      if (!line.startsWith('-A ') || (!line.includes(`--comment ${tag} `) && !line.includes(`--comment "${tag}" `))) continue;
-      const args = line.replace(/"/g, '').split(/\s+/).filter(Boolean);
-      args[0] = '-D';
-      await iptables(args).then(
-        () => removed++,
-        () => {},
-      );
-    }
-  }
-  return removed;
 }

@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { containerName } from '@agenthost/shared';
 
 /** The agent listens here inside the container (OpenClaw gateway and the stand-in alike). */
 export const AGENT_PORT = 18789;
@@ -13,7 +14,8 @@ export const LABEL_USER = 'agenthost.user';
 export const LABEL_MANAGED = 'agenthost.managed';
 export const LABEL_SCOPE = 'agenthost.scope';
 
-export const containerName = (instanceId: string): string => `agenthost-${instanceId}`;
+/** An instance's container name: in packages/shared (instance-host.ts), where tests find it too. */
+export { containerName };
 export const volumeName = (instanceId: string): string => `agenthost-${instanceId}`;
 
 export interface ContainerInput {

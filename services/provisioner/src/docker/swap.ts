@@ -1,59 +1,11 @@
-import { readFileSync } from 'node:fs';
-import type { Logger } from '@agenthost/shared';
+import { hostSwap, judgeSwap, type Logger, type SwapVerdict } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 
 /**
- * Whether a sleeping agent's memory may be pushed out to this host's swap (docker/freeze.ts). The agent's memory
- * holds its provider keys in the clear, so only swap that never writes it to disk as it is counts: zram (compressed,
- * in memory) and dm-crypt devices. One plain swap file or partition among them and the kernel may put the pages
- * there: then sleeping agents are only frozen. Instances' containers never swap otherwise (memory+swap = memory).
+ * Whether a sleeping agent's memory may be pushed out to this host's swap (docker/freeze.ts): judgeSwap and hostSwap
+ * live in packages/shared (instance-host.ts), which the test kit and the benchmarks read too.
  */
-export interface SwapVerdict {
-  usable: boolean;
-  /** What was found, for the log and the doctor. */
-  reason: string;
-}
-
-export function judgeSwap(procSwaps: string, dmUuid: (device: string) => string | undefined): SwapVerdict {
-  const devices = procSwaps
-    .split('\n')
-    .slice(1)
-    .map((l) => l.trim().split(/\s+/))
-    .filter((f) => f.length >= 2 && f[0])
-    .map((f) => ({ name: f[0]!, type: f[1]! }));
-  if (devices.length === 0) return { usable: false, reason: 'the host has no swap: sleeping agents are frozen with their memory' };
-  const plain = devices.filter((d) => !safeDevice(d, dmUuid));
-  if (plain.length > 0)
-    return {
-      usable: false,
-      reason: `swap ${plain.map((d) => d.name).join(', ')} would hold agents' memory on disk in the clear: sleeping agents are frozen with their memory`,
-    };
-  return { usable: true, reason: `swap ${devices.map((d) => d.name).join(', ')} keeps agents' memory off plain disk` };
-}
-
-function safeDevice(d: { name: string; type: string }, dmUuid: (device: string) => string | undefined): boolean {
-  if (d.type !== 'partition') return false; // a swap file sits on a filesystem's plain blocks
-  const base = d.name.replace(/^\/dev\//, '');
-  if (/^zram\d+$/.test(base)) return true;
-  return /^dm-\d+$/.test(base) && (dmUuid(base) ?? '').startsWith('CRYPT-');
-}
-
-/** This host's verdict (the provisioner runs on the host or sees its /proc and /sys). */
-export function hostSwap(): SwapVerdict {
-  let swaps: string;
-  try {
-    swaps = readFileSync('/proc/swaps', 'utf8');
-  } catch {
-    return { usable: false, reason: '/proc/swaps is not readable: sleeping agents are frozen with their memory' };
-  }
-  return judgeSwap(swaps, (dev) => {
-    try {
-      return readFileSync(`/sys/block/${dev}/dm/uuid`, 'utf8').trim();
-    } catch {
-      return undefined;
-    }
-  });
-}
+export { hostSwap, judgeSwap, type SwapVerdict };
 
 /**
  * What a light sleep keeps resident (SLEEP_RESIDENT_MB) when the host's swap may hold the rest; undefined: sleeping

@@ -1,7 +1,7 @@
 import { AppError } from '@agenthost/shared';
 import { o, type DockerEngine } from '../docker/engine.ts';
 import { LABEL_INSTANCE } from '../docker/spec.ts';
-import { DRAIN_LABEL, pinnedNode } from '@agenthost/shared';
+import { DRAIN_LABEL, nodeAddr as sharedNodeAddr, pinnedNode } from '@agenthost/shared';
 
 export interface NodeChoice {
   id: string;
@@ -87,16 +87,7 @@ type SwarmNode = Awaited<ReturnType<DockerEngine['docker']['listNodes']>>[number
 /** A node being emptied of instances (DRAIN_LABEL): it takes no new instance and its instances move off it. */
 export const isDraining = (n: SwarmNode): boolean => n.Spec?.Labels?.[DRAIN_LABEL] === 'true';
 
-/**
- * The address a node's instances are reached at. The operator's `agenthost.addr` node label wins (a node
- * behind NAT, or with a public address other than its swarm one). Otherwise a manager's advertise address:
- * the engine (20.10) reports a manager's Status.Addr as whichever local address it observed, which on a
- * host with several interfaces is not the one it advertises. A worker's Status.Addr is its advertise address.
- */
+/** The address a node's instances are reached at: shared (packages/shared swarm.ts) with the deployment's tests. */
 export function nodeAddr(n: SwarmNode): string {
-  const label = n.Spec?.Labels?.['agenthost.addr'];
-  if (label) return label;
-  const manager = n.ManagerStatus?.Addr;
-  if (manager) return manager.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
-  return n.Status?.Addr ?? '';
+  return sharedNodeAddr(n);
 }

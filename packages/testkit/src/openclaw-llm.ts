@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { docker } from './helpers.ts';
+import { docker } from './docker.ts';
 
 /**
  * A model provider for real OpenClaw instances in tests: just enough of the Chat Completions API (streamed or not)

@@ -1,6 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import type { ApiResponse } from '@agenthost/testkit';
+import type { ApiResponse } from './http.ts';
 
 /** JSON Pointer escaping of one reference token. */
 const token = (s: string) => s.replaceAll('~', '~0').replaceAll('/', '~1');

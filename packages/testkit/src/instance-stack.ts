@@ -1,5 +1,8 @@
-import { signIn, startStack, subscribe, type Session, type Stack } from '@agenthost/testkit';
-import { cleanupDocker, gatewayEnv, provisionerEnv, testNetwork } from '../../provisioner/test/helpers.ts';
+import { cleanupDocker, testNetwork } from './docker.ts';
+import { gatewayEnv, provisionerEnv } from './provisioner-env.ts';
+import { startStack, type Stack } from './stack.ts';
+import { subscribe } from './subscribe.ts';
+import { signIn, type Session } from './wallet.ts';
 
 /**
  * A whole system for a suite that drives real instances through the gateway: every backend, the stand-in agent
