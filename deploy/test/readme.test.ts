@@ -20,7 +20,7 @@ import { bare, frames, session, shellBlocks, type Step } from './readme-shell.ts
 const NOT_RUN: Record<string, string> = {
   'bash deploy/test.sh': 'the whole suite, of which this file is one test',
   'pnpm install': 'rewrites node_modules under the running suite; deploy/test.sh installed them before this run',
-  'npx vitest run services/gateway/test/http.test.ts': 'a file of the suite, which deploy/test.sh runs',
+  'npx vitest run services/gateway/test/webhooks.test.ts': 'a file of the suite, which deploy/test.sh runs',
   'bash bench/run.sh': 'the benchmarks: minutes of the whole machine, each judged against its own baseline, not by a test',
 };
 /** The line this file runs itself, to start the stack every other line runs against. */
