@@ -812,6 +812,8 @@ export interface components {
                 from_digest?: string;
                 reason?: string;
             };
+            /** @enum {string} */
+            sleep_depth?: "frozen" | "swapped" | "stopped";
             access_token: string;
         };
         CreateInstanceRequest: {
@@ -860,6 +862,8 @@ export interface components {
                     from_digest?: string;
                     reason?: string;
                 };
+                /** @enum {string} */
+                sleep_depth?: "frozen" | "swapped" | "stopped";
             }[];
         };
         GetInstanceResponse: {
@@ -902,6 +906,8 @@ export interface components {
                 from_digest?: string;
                 reason?: string;
             };
+            /** @enum {string} */
+            sleep_depth?: "frozen" | "swapped" | "stopped";
         };
         RestartInstanceResponse: {
             success: boolean;
@@ -985,6 +991,9 @@ export interface components {
             /** @enum {string} */
             upgrade?: "upgrading" | "upgraded" | "rolled_back";
             upgrade_reason?: string;
+            /** @enum {string} */
+            sleep_depth?: "frozen" | "swapped" | "stopped";
+            wake_warning?: string;
         } | {
             instance_id: string;
             /** Format: uuid */
@@ -1071,6 +1080,8 @@ export interface components {
                 from_digest?: string;
                 reason?: string;
             };
+            /** @enum {string} */
+            sleep_depth?: "frozen" | "swapped" | "stopped";
             access_token: string;
             backup_id: string;
             cloned_from: string;
