@@ -207,11 +207,22 @@ try {
   const sleepRows = { light_free: await depth('free', light), light_pro: await depth('enterprise', light), deep_pro: await depth('enterprise', 'stopped') };
 
   log('the first agent turn after a light sleep, against the first turn of an agent that never slept (stub model)');
-  const turns = await firstTurns({ nc, edge, asserter, rounds: ROUNDS, tier: 'enterprise', log });
+  // A phase that fails is counted and logged; the rows measured before it are still written.
+  const turns = await firstTurns({ nc, edge, asserter, rounds: ROUNDS, tier: 'enterprise', log }).catch((err: Error) => {
+    log(`first turns failed: ${err.message.slice(0, 300)}`);
+    return { never: [], woken: [], awake: [], failures: 1 };
+  });
   failures += turns.failures;
 
   log(`density: ${DENSITY} free instances, idle then asleep; host memory per agent`);
-  const density = DENSITY > 0 ? await densityRun({ nc, asserter, count: DENSITY, log }) : undefined;
+  const density =
+    DENSITY > 0
+      ? await densityRun({ nc, asserter, count: DENSITY, log }).catch((err: Error) => {
+          log(`density failed: ${err.message.slice(0, 300)}`);
+          failures++;
+          return undefined;
+        })
+      : undefined;
 
   const b = stats(bare);
   const p = stats(prov);

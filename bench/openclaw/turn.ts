@@ -48,6 +48,8 @@ export async function firstTurns(o: { nc: Nc; edge: Edge; asserter: Asserter; ro
   };
   try {
     if (!(await until(c.instance_id, 'running', 300_000))) throw new Error('the turn instance never ran');
+    // It may have fallen asleep already (idle time counts from its start): a request wakes it for the edit.
+    await o.edge.request(`${c.url}/`, { headers: { authorization: `Bearer ${c.access_token}` }, timeoutMs: 240_000 });
     await useTestLlm(`agenthost-${c.instance_id}`, llm.port, 'sk-bench-stub');
     for (let r = 0; r < o.rounds; r++) {
       await call(P.restart, { user_id, instance_id: c.instance_id });
