@@ -124,7 +124,8 @@ describe('a light sleep of a real OpenClaw agent', () => {
 
     await waitFor('asleep', async () => (await view(id)).status === 'sleeping' || undefined, 120_000, 250);
     expect(['frozen', 'swapped']).toContain((await view(id)).sleep_depth);
-    expect((await docker('inspect', '-f', '{{.State.Paused}}', container(id))).trim()).toBe('true');
+    // Its status says so first (the edges hear it), then its container is frozen.
+    await waitFor('frozen', async () => (await docker('inspect', '-f', '{{.State.Paused}}', container(id))).trim() === 'true' || undefined, 30_000, 250);
     const stored = await owner.api.put('/keys/update', { instance_id: id, key_name: 'OPENAI_API_KEY', key_value: second });
     expect(stored.body).toMatchObject({ applied: false, reason: 'the instance is asleep: it loads its keys when it wakes' });
 

@@ -72,12 +72,14 @@ async function createRunning(s: Session, name: string) {
   return { id, url: c.body.url as string, token: c.body.access_token as string };
 }
 
+/** Asleep at this depth: its status says so (the edges hear it first) and, for a light sleep, its container is frozen. */
 async function asleep(depth: string) {
   await waitFor(
     `asleep (${depth})`,
     async () => {
       const v = await view(owner, sleeper.id);
-      return v.status === 'sleeping' && v.sleep_depth === depth;
+      if (v.status !== 'sleeping' || v.sleep_depth !== depth) return false;
+      return depth === 'stopped' || (await inspect('{{.State.Paused}}')) === 'true';
     },
     60_000,
     250,

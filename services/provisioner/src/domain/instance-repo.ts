@@ -199,14 +199,14 @@ export class InstanceRepo {
   }
 
   /**
-   * A frozen workload resumed: running again, as it was (same start, same generation's successor). Its idle time
-   * starts now, so the next pass does not put it back to sleep before the edge reports the request that woke it.
+   * A frozen workload resumed: running again, as it was. With `traffic` (a wake for its owner) its idle time starts
+   * now, so the next pass does not put it back to sleep before the edge reports the request that woke it.
    */
-  async markThawed(id: string): Promise<void> {
+  async markThawed(id: string, traffic = true): Promise<void> {
     const now = new Date();
     await this.db
       .updateTable('instances')
-      .set({ status: 'running', sleep_depth: null, step: 'done', traffic_at: now, last_activity: now, updated_at: now })
+      .set({ status: 'running', sleep_depth: null, step: 'done', ...(traffic ? { traffic_at: now } : {}), last_activity: now, updated_at: now })
       .where('id', '=', id)
       .execute();
   }

@@ -50,18 +50,23 @@ export class Sleeper {
     await repo.markStopping(row.id, 'sleeping');
     await this.d.pause('sleeping');
     if (depth === 'light' && runtime.freeze && row.status === 'running') {
+      // The edges hear first (its status event) that it sleeps, and hold its owner's requests for a wake and answer
+      // anyone else's themselves; only then is it frozen, so no request is sent on into a frozen agent.
+      const intended = this.d.residentMb ? 'swapped' : 'frozen';
+      await repo.markFrozen(row.id, intended);
+      await new Promise((r) => setTimeout(r, EDGE_HEARS_MS));
       let reached: 'frozen' | 'swapped';
       try {
         reached = await runtime.freeze(row.id, { memoryMb: row.memory_mb, ...(this.d.residentMb ? { residentMb: this.d.residentMb } : {}) });
       } catch (err) {
-        // It stays awake (the next pass tries again); if Docker cannot even resume it, the reconciler ends the sleep as a deep one.
+        // It stays awake (the next pass tries again); if Docker cannot even resume it, the reconciler sees it awake or ended.
         await runtime.thaw!(row.id, row.memory_mb);
         await repo.markThawed(row.id);
         throw err;
       }
-      await repo.markFrozen(row.id, reached);
-      // A request the edge sent on before it heard (its status event) waits inside the frozen agent: wake it at once.
-      await new Promise((r) => setTimeout(r, EDGE_HEARS_MS));
+      if (reached !== intended) await repo.markFrozen(row.id, reached);
+      // A request an edge sent on before it heard waits inside the frozen agent: it is served, and the agent sleeps
+      // again at the next pass (its idle time is not renewed: a stranger's request must not keep it awake).
       if (await this.wakeAwaited(row)) return;
     } else {
       await runtime.stop(row.id);
@@ -138,7 +143,7 @@ export class Sleeper {
   private async wakeAwaited(row: InstanceRow): Promise<boolean> {
     if (!(await this.d.runtime.awaited?.(row.id))) return false;
     await this.d.runtime.thaw!(row.id, row.memory_mb);
-    await this.d.repo.markThawed(row.id);
+    await this.d.repo.markThawed(row.id, false);
     this.d.log.info({ instance_id: row.id }, 'a request reached the instance as it fell asleep: resumed');
     return true;
   }
