@@ -19,9 +19,11 @@ mem_mb=$(awk '/^MemTotal:/ { print int($2 / 1024) }' /proc/meminfo)
 size_mb=${SLEEP_ZRAM_MB:-$(( mem_mb / 2 < 16384 ? mem_mb / 2 : 16384 ))}
 # The best compressor this kernel offers, of those that are fast enough to wake an agent from.
 for alg in zstd lz4 lzo-rle lzo; do
-  if grep -qw "$alg" /sys/block/zram0/comp_algorithm; then echo "$alg" >/sys/block/zram0/comp_algorithm; break; fi
+  if grep -qw "$alg" /sys/block/zram0/comp_algorithm; then echo "$alg" >/sys/block/zram0/comp_algorithm 2>/dev/null || true; break; fi
 done
-echo "${size_mb}M" >/sys/block/zram0/disksize
-mkswap /dev/zram0 >/dev/null
-swapon -p 100 /dev/zram0
+# A host that refuses (a container, a locked-down kernel) runs on without: sleeping agents are then only frozen.
+if ! { echo "${size_mb}M" >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon -p 100 /dev/zram0; } 2>/dev/null; then
+  say "could not set up /dev/zram0 as swap: sleeping agents are frozen with their memory"
+  exit 0
+fi
 say "zram swap of ${size_mb} MB ($(grep -o '\[[a-z0-9-]*\]' /sys/block/zram0/comp_algorithm | tr -d '[]')) on /dev/zram0"
