@@ -213,10 +213,11 @@ build_openclaw() {
   install_openclaw
   t0=$(now)
   cp "$HERE/openclaw/dockerignore" "$OPENCLAW_PREFIX/.dockerignore"
-  mkdir -p "$OPENCLAW_PREFIX/agenthost"
-  cp "$HERE/openclaw/launch.mjs" "$OPENCLAW_PREFIX/agenthost/launch.mjs"
+  rm -rf "$OPENCLAW_PREFIX/agenthost"; mkdir -p "$OPENCLAW_PREFIX/agenthost"
+  cp "$HERE/openclaw/launch.mjs" "$HERE/openclaw/warm-compile-cache.mjs" "$OPENCLAW_PREFIX/agenthost/"
+  # No network: the build boots the gateway once to make Node's compile cache (the Dockerfile), from the local tree only.
   log "openclaw: docker build -> $image (context: $OPENCLAW_PREFIX)"
-  docker build --label agenthost.image=openclaw --label "agenthost.inputs=$hash" \
+  docker build --network none --label agenthost.image=openclaw --label "agenthost.inputs=$hash" \
     --label "agenthost.openclaw.version=$OPENCLAW_VERSION" \
     --build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE" \
     -f "$HERE/openclaw/Dockerfile" -t "$image" -t "$OPENCLAW_REPO:latest" "$OPENCLAW_PREFIX" >&2
