@@ -60,8 +60,7 @@ export class Sleeper {
         reached = await runtime.freeze(row.id, { memoryMb: row.memory_mb, ...(this.d.residentMb ? { residentMb: this.d.residentMb } : {}) });
       } catch (err) {
         // It stays awake (the next pass tries again); if Docker cannot even resume it, the reconciler sees it awake or ended.
-        await runtime.thaw!(row.id, row.memory_mb);
-        await repo.markThawed(row.id);
+        await this.resume(row, true);
         throw err;
       }
       if (reached !== intended) await repo.markFrozen(row.id, reached);
@@ -130,8 +129,7 @@ export class Sleeper {
       const now = await this.d.runtime.inspect(row.id);
       if (now.state === 'running' && now.paused) return (await this.wakeAwaited(fresh)) ? 'awake' : undefined;
       if (now.state === 'running') {
-        await this.d.runtime.thaw!(row.id, fresh.memory_mb);
-        await this.d.repo.markThawed(row.id);
+        await this.resume(fresh, true);
         return 'awake';
       }
       await this.d.repo.markStopped(row.id, undefined, true);
@@ -139,11 +137,16 @@ export class Sleeper {
     });
   }
 
+  /** Under the lock: its tier's limits back, its processes resumed, the row running (`traffic`: its idle time starts now). */
+  private async resume(row: InstanceRow, traffic: boolean): Promise<void> {
+    await this.d.runtime.thaw!(row.id, row.memory_mb);
+    await this.d.repo.markThawed(row.id, traffic);
+  }
+
   /** Under the lock: resume a frozen agent that someone waits on (a request that reached it anyway); true if so. */
   private async wakeAwaited(row: InstanceRow): Promise<boolean> {
     if (!(await this.d.runtime.awaited?.(row.id))) return false;
-    await this.d.runtime.thaw!(row.id, row.memory_mb);
-    await this.d.repo.markThawed(row.id, false);
+    await this.resume(row, false);
     this.d.log.info({ instance_id: row.id }, 'a request reached the instance as it fell asleep: resumed');
     return true;
   }
