@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { AppError, UNLIMITED, type contracts, type Logger, type TierTable } from '@agenthost/shared';
 import type { BackupRow, InstanceRow, ProvisionerDB } from '../db/schema.ts';
-import { describe } from '../docker/engine.ts';
-import type { Instances } from '../domain/instances.ts';
+import { describe } from '../docker/call.ts';
+import type { InstanceCreator } from '../domain/create.ts';
+import type { InstanceRepo } from '../domain/instance-repo.ts';
+import type { LiveView } from '../domain/instance-view.ts';
+import type { InstanceLifecycle } from '../domain/lifecycle.ts';
 import type { OpLocks } from '../domain/locks.ts';
 import type { InstanceRuntime } from '../domain/runtime.ts';
 import { archiveKey, openArchive, sealArchive, verifyArchive, type ArchiveIds } from './archive.ts';
@@ -18,7 +21,10 @@ export interface BackupsDeps {
   db: Kysely<ProvisionerDB>;
   runtime: InstanceRuntime;
   locks: OpLocks;
-  instances: Instances;
+  repo: InstanceRepo;
+  view: Pick<LiveView, 'usage'>;
+  creator: Pick<InstanceCreator, 'create'>;
+  lifecycle: Pick<InstanceLifecycle, 'remove' | 'recreateLocked'>;
   tiers: TierTable;
   log: Logger;
   /** The backup master key (BACKUP_KEY); undefined: backups are refused. */
@@ -150,7 +156,7 @@ export class Backups {
     if (backup.instance_id !== source) throw new AppError('BACKUP_NOT_FOUND');
     // Checked before anything is made: a bad archive leaves no instance behind.
     await this.d.store.withFile(backup.id, (file) => verifyArchive(file, this.key(idsOf(backup))));
-    const made = await this.d.instances.creator.create({ ...create, framework: backup.framework, version: backup.version });
+    const made = await this.d.creator.create({ ...create, framework: backup.framework, version: backup.version });
     try {
       const token = await this.d.locks.with(
         made.instance_id,
@@ -160,7 +166,7 @@ export class Backups {
       return { ...made, status: 'provisioning' as const, access_token: token, backup_id: backup.id, cloned_from: source };
     } catch (err) {
       // No half clone counts against the tier: the new instance goes again.
-      await this.d.instances.lifecycle
+      await this.d.lifecycle
         .remove({ user_id: input.user_id, instance_id: made.instance_id })
         .catch((e) => this.d.log.error({ instance_id: made.instance_id, err: describe(e) }, 'could not remove a failed clone'));
       throw err;
@@ -174,7 +180,7 @@ export class Backups {
    * token, returned here once.
    */
   private async restoreLocked(row: InstanceRow, backup: BackupRow, tier: TierName | undefined, verified = false): Promise<string> {
-    const { runtime, instances, log } = this.d;
+    const { runtime, repo, lifecycle, log } = this.d;
     const key = this.key(idsOf(backup));
     let replacing = false;
     try {
@@ -191,10 +197,10 @@ export class Backups {
       if (!replacing) throw err;
       log.warn({ instance_id: row.id, backup_id: backup.id, err: describe(err) }, 'restore failed');
       const fresh = await this.owned(row.user_id, row.id);
-      await instances.repo.markFailed(row.id, fresh.generation, 'The restore did not finish; restore the backup again').catch(() => {});
+      await repo.markFailed(row.id, fresh.generation, 'The restore did not finish; restore the backup again').catch(() => {});
       throw err;
     }
-    const token = await instances.lifecycle.recreateLocked(row, tier);
+    const token = await lifecycle.recreateLocked(row, tier);
     if (!token) throw new Error('a restored instance must get a new access token');
     log.info({ instance_id: row.id, backup_id: backup.id }, 'backup restored');
     return token;
@@ -257,7 +263,7 @@ export class Backups {
   /** Volumes and backups already at the tier's storage: no new backup (the oldest are dropped only after a new one is whole). */
   private async assertStorage(userId: string, tier: string, limitMb: number): Promise<void> {
     if (limitMb === UNLIMITED) return;
-    const { storage_used_mb } = await this.d.instances.view.usage({ user_id: userId });
+    const { storage_used_mb } = await this.d.view.usage({ user_id: userId });
     if (storage_used_mb >= limitMb)
       throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${tier} tier allows ${limitMb} MB of storage and your instances and backups use ${storage_used_mb} MB`);
   }

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { contracts, Logger, TierTable } from '@agenthost/shared';
 import type { ProvisionerDB } from '../db/schema.ts';
-import { describe } from '../docker/engine.ts';
+import { describe } from '../docker/call.ts';
 import type { OpLocks } from '../domain/locks.ts';
 import type { Backups } from './backups.ts';
 

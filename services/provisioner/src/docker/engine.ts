@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
 import { AppError, inSpan, type Logger } from '@agenthost/shared';
 import { observeDockerError } from '../metrics.ts';
+import { describe, dockerStatus, o } from './call.ts';
 
 /**
  * dockerode behind short timeouts and a health flag.
@@ -177,34 +178,6 @@ function isEngineUnreachable(err: unknown): boolean {
 }
 
 const unavailable = (cause?: unknown) => new AppError('DOCKER_UNAVAILABLE', undefined, { retryable: true, retryAfter: 2, cause });
-
-/**
- * Options for a dockerode call, typed loosely: @types/dockerode lacks abortSignal on several methods,
- * and a loose object keeps overload resolution on the Promise-returning signature.
- */
-export const o = (x: Record<string, unknown>): object => x;
-
-/** Docker answered with this HTTP status. */
-export const dockerStatus = (err: unknown): number | undefined => (err as { statusCode?: number } | undefined)?.statusCode;
-
-/** A short description of a Docker error for logs (never the request body, which may hold secrets). */
-export function describe(err: unknown): string {
-  const e = err as { statusCode?: number; message?: string; code?: string; json?: { message?: string } } | undefined;
-  if (!e) return 'unknown error';
-  if (e.statusCode) return `HTTP ${e.statusCode}: ${e.json?.message ?? e.message ?? ''}`.slice(0, 300);
-  return `${e.code ?? ''} ${e.message ?? ''}`.trim().slice(0, 300);
-}
-
-/** Ignore "not found" (already gone) and "not modified" (already in that state). */
-export async function ignoreGone<T>(p: Promise<T>): Promise<T | undefined> {
-  try {
-    return await p;
-  } catch (err) {
-    const s = dockerStatus(err);
-    if (s === 404 || s === 304) return undefined;
-    throw err;
-  }
-}
 
 /** The engine's API version (e.g. "1.41") is at least major.minor. */
 export function apiAtLeast(version: string, major: number, minor: number): boolean {

@@ -1,4 +1,5 @@
-import { o, type DockerEngine } from './engine.ts';
+import type { DockerEngine } from './engine.ts';
+import { o } from './call.ts';
 import { AGENT_USER, containerName } from './spec.ts';
 
 /** What a command run inside an instance's container said and how it ended. */

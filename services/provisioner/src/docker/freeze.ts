@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { dockerStatus, o, type DockerEngine } from './engine.ts';
+import type { DockerEngine } from './engine.ts';
+import { dockerStatus, o } from './call.ts';
 import { containerName } from './spec.ts';
 
 const MB = 1024 * 1024;

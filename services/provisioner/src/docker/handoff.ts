@@ -1,5 +1,6 @@
 import type { Logger } from '@agenthost/shared';
-import { o, type DockerEngine } from './engine.ts';
+import type { DockerEngine } from './engine.ts';
+import { o } from './call.ts';
 import type { ContainerEvents } from './events.ts';
 import { containerName, LABEL_INSTANCE, LABEL_USER } from './spec.ts';
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
-import { dockerStatus, o, type DockerEngine } from './engine.ts';
+import type { DockerEngine } from './engine.ts';
+import { dockerStatus, o } from './call.ts';
 import { LABEL_MANAGED, LABEL_SCOPE } from './spec.ts';
 
 export interface InstanceNetwork {

@@ -1,5 +1,6 @@
 import { AppError } from '@agenthost/shared';
-import { dockerStatus, ignoreGone, o, type DockerEngine } from './engine.ts';
+import type { DockerEngine } from './engine.ts';
+import { dockerStatus, ignoreGone, o } from './call.ts';
 import { AGENT_USER, containerName, dataMount, LABEL_MANAGED, LABEL_SCOPE } from './spec.ts';
 
 /**

@@ -3,7 +3,8 @@ import { access, chmod, chown, mkdir, readdir, readFile, rm, rmdir, stat, statfs
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from '@agenthost/shared';
-import { ignoreGone, o, type DockerEngine } from './engine.ts';
+import type { DockerEngine } from './engine.ts';
+import { ignoreGone, o } from './call.ts';
 import { labels, volumeName } from './spec.ts';
 
 const exec = promisify(execFile);

@@ -32,7 +32,7 @@ export interface Intent {
   extraEnv: string[];
 }
 
-/** The environment variables the provisioner sets (containers.ts, spec.ts). */
+/** The environment variables the provisioner sets (docker/runtime.ts, spec.ts). */
 const OWN_ENV = new Set([
   'AGENTHOST_INSTANCE_ID',
   'AGENTHOST_CREDENTIALS',

@@ -1,7 +1,7 @@
 import { AppError, UNLIMITED, validationError, type contracts } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
-import { describe } from '../docker/engine.ts';
+import { describe } from '../docker/call.ts';
 import { hashToken } from '@agenthost/shared';
 import { newInstanceId, newToken } from './access-token.ts';
 import { instanceView, type LiveView } from './instance-view.ts';

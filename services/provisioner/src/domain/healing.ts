@@ -4,7 +4,7 @@ import { sql, type Kysely } from 'kysely';
 import type { contracts, Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
-import { describe } from '../docker/engine.ts';
+import { describe } from '../docker/call.ts';
 import type { ContainerEvents } from '../docker/events.ts';
 import { LABEL_INSTANCE } from '../docker/spec.ts';
 import type { OpLocks } from './locks.ts';

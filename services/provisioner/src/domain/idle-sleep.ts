@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { contracts, Logger } from '@agenthost/shared';
 import type { ProvisionerDB } from '../db/schema.ts';
-import { describe } from '../docker/engine.ts';
+import { describe } from '../docker/call.ts';
 import type { OpLocks } from './locks.ts';
 import { singleFlight } from './single-flight.ts';
 import type { Depth, Sleeper } from './sleep.ts';

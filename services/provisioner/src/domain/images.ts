@@ -1,5 +1,6 @@
 import { validationError } from '@agenthost/shared';
-import { dockerStatus, o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { dockerStatus, o } from '../docker/call.ts';
 
 /** How long an image seen locally is trusted to still be there, so a burst of creates inspects it once. */
 const SEEN_FOR_MS = 30_000;

@@ -1,6 +1,7 @@
 import { AppError, type contracts, type Logger, type TierTable } from '@agenthost/shared';
 import type { InstanceRow } from '../db/schema.ts';
-import { describe, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { describe } from '../docker/call.ts';
 import { hashToken } from '@agenthost/shared';
 import { newToken } from './access-token.ts';
 import type { LocalImages } from './images.ts';
@@ -110,11 +111,6 @@ export class InstanceLifecycle {
     await this.d.runtime.stop(row.id);
     await this.d.repo.markStopped(row.id, failureReason);
     this.d.stats.forget(row.id);
-  }
-
-  /** Stop an instance's container without changing its row (the readiness watcher, for an agent that never became ready). */
-  stopContainer(id: string): Promise<void> {
-    return this.d.runtime.stop(id);
   }
 
   async remove(input: Owned): Promise<{ success: boolean; instance_id: string; deleted_at: string }> {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { UNLIMITED, type Logger, type TierTable } from '@agenthost/shared';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
-import { describe } from '../docker/engine.ts';
+import { describe } from '../docker/call.ts';
 import { mountPoints, type QuotaVolumes } from '../docker/volumes.ts';
 import type { InstanceLifecycle } from './lifecycle.ts';
 import type { OpLocks } from './locks.ts';

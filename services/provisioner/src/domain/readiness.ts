@@ -4,6 +4,8 @@ import { sql, type Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
 import type { ProvisionerDB, UpgradeState } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
+import type { InstanceRepo } from './instance-repo.ts';
+import type { OpLocks } from './locks.ts';
 import { NODE_DOWN, type InstanceRuntime } from './runtime.ts';
 
 export interface Watch {
@@ -22,23 +24,23 @@ export interface Watch {
 
 export interface ReadinessDeps {
   db: Kysely<ProvisionerDB>;
+  repo: InstanceRepo;
   engine: DockerEngine;
-  /** Lazily: the runtime is made after the watcher (it needs nothing of it at construction). */
-  runtime: () => InstanceRuntime;
+  runtime: InstanceRuntime;
+  locks: OpLocks;
   log: Logger;
   readyTimeoutSeconds: number;
   defaultEstimateSeconds: number;
-  /** Stop a container that never became ready (under the instance's operation lock). */
-  stopContainer: (id: string, generation: number) => Promise<void>;
-  /**
-   * An agent that did not become ready: if this generation is an upgrade, it is rolled back (upgrades.ts) instead of
-   * failed. True when it was an upgrade (rolled back, or overtaken by another operation).
-   */
-  upgradeFailed?: (id: string, generation: number, reason: string) => Promise<boolean>;
   /** STARTS_AT_ONCE and START_QUEUE_MAX_SECONDS (see staggered). */
   startsAtOnce?: number;
   startQueueMaxSeconds?: number;
 }
+
+/**
+ * An agent that did not become ready: if this generation is an upgrade, it is rolled back (upgrades.ts) instead of
+ * failed. True when it was an upgrade (rolled back, or overtaken by another operation).
+ */
+export type UpgradeFailed = (id: string, generation: number, reason: string) => Promise<boolean>;
 
 /**
  * provisioning → running only when the agent answers GET /readyz through its published port.
@@ -57,9 +59,18 @@ export class Readiness {
   private stopped = false;
   /** Exponential moving average of measured create → ready times (seconds). */
   private emaSeconds: number | undefined;
+  private upgradeFailed: UpgradeFailed | undefined;
 
   constructor(deps: ReadinessDeps) {
     this.deps = deps;
+  }
+
+  /**
+   * Upgrades register here (the composition root, once both exist): upgrades recreate through the lifecycle, which
+   * starts its watches here, so neither can be handed the other when it is made.
+   */
+  onNotReady(upgradeFailed: UpgradeFailed): void {
+    this.upgradeFailed = upgradeFailed;
   }
 
   /** Seconds a new instance is expected to take until ready. */
@@ -125,7 +136,7 @@ export class Readiness {
       }
       if (Date.now() >= w.deadline.getTime()) {
         if (await this.fail(w, await this.timeoutReason(w))) {
-          await this.deps.stopContainer(w.id, w.generation).catch(() => {});
+          await this.stopFailed(w.id, w.generation).catch(() => {});
         }
         return;
       }
@@ -134,10 +145,7 @@ export class Readiness {
         const row = await db.selectFrom('instances').select(['status', 'generation', 'deleting_at']).where('id', '=', w.id).executeTakeFirst();
         if (!row || row.generation !== w.generation || row.status !== (w.from ?? 'provisioning') || row.deleting_at) return;
         if (engine.available) {
-          const s = await this.deps
-            .runtime()
-            .inspect(w.id)
-            .catch(() => undefined); // engine trouble: keep waiting; the deadline still applies
+          const s = await this.deps.runtime.inspect(w.id).catch(() => undefined); // engine trouble: keep waiting; the deadline still applies
           if (s?.state === 'exited') {
             if (!w.healed) await this.fail(w, exitReason(s));
             return;
@@ -162,7 +170,7 @@ export class Readiness {
    * between leaves a watcher that clamps it when it resumes). A failure is logged: it runs, with more CPU than it pays.
    */
   private async clamp(id: string): Promise<void> {
-    const runtime = this.deps.runtime();
+    const { runtime } = this.deps;
     if (!runtime.clampCpus) return;
     const row = await this.deps.db.selectFrom('instances').select('cpus').where('id', '=', id).executeTakeFirst();
     if (!row) return;
@@ -174,18 +182,24 @@ export class Readiness {
    * times; on a busy engine those restarts can outlast the deadline, and the crash is then the reason to report.
    */
   private async timeoutReason(w: Watch): Promise<string> {
-    const s = this.deps.engine.available
-      ? await this.deps
-          .runtime()
-          .inspect(w.id)
-          .catch(() => undefined)
-      : undefined;
+    const s = this.deps.engine.available ? await this.deps.runtime.inspect(w.id).catch(() => undefined) : undefined;
     if (s?.state === 'exited' || (s?.state === 'starting' && s.exitCode)) return exitReason(s);
     return `The agent did not become ready within ${Math.round((w.deadline.getTime() - w.startedAt.getTime()) / 1000)} s`;
   }
 
+  /** Stop the container of a generation that never became ready, under the instance's operation lock. */
+  private async stopFailed(id: string, generation: number): Promise<void> {
+    await this.deps.locks.tryWith(id, async () => {
+      const row = await this.deps.repo.byId(id);
+      // Only the failed container of this generation; a restart since then owns the instance.
+      if (row && row.generation === generation && row.status === 'failed') {
+        await this.deps.runtime.stop(id).catch(() => {});
+      }
+    });
+  }
+
   private async fail(w: Watch, reason: string): Promise<boolean> {
-    if (this.deps.upgradeFailed && (await this.deps.upgradeFailed(w.id, w.generation, reason))) return false;
+    if (this.upgradeFailed && (await this.upgradeFailed(w.id, w.generation, reason))) return false;
     if (!(await this.settle(w, 'failed', reason, new Date()))) return false;
     this.deps.log.warn({ instance_id: w.id, reason }, 'instance failed');
     return true;

@@ -1,16 +1,19 @@
 import { sql, type Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
-import { describe, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { describe } from '../docker/call.ts';
 import type { QuotaVolumes } from '../docker/volumes.ts';
 import { SelfHealing } from './healing.ts';
-import type { Instances } from './instances.ts';
+import type { InstanceRepo } from './instance-repo.ts';
+import type { InstanceLifecycle } from './lifecycle.ts';
 import type { OpLocks } from './locks.ts';
 import type { NetworkGuard } from './network-guard.ts';
 import type { Readiness } from './readiness.ts';
 import { NODE_DOWN, type InstanceRuntime } from './runtime.ts';
 import { singleFlight } from './single-flight.ts';
-import { INTERRUPTED } from './upgrades.ts';
+import type { Sleeper } from './sleep.ts';
+import { INTERRUPTED, type InstanceUpgrades } from './upgrades.ts';
 
 const CREATE_STEPS = new Set(['leased', 'container']);
 
@@ -44,7 +47,10 @@ export class Reconciler {
     engine: DockerEngine;
     runtime: InstanceRuntime;
     locks: OpLocks;
-    instances: Instances;
+    repo: InstanceRepo;
+    lifecycle: InstanceLifecycle;
+    sleeper: Sleeper;
+    upgrades: InstanceUpgrades;
     readiness: Readiness;
     /** The docker driver's instance network and firewall, made sure of at every pass. */
     network?: NetworkGuard;
@@ -132,7 +138,7 @@ export class Reconciler {
   async recheck(id: string): Promise<void> {
     try {
       this.d.engine.assertUp();
-      const row = await this.d.instances.repo.byId(id);
+      const row = await this.d.repo.byId(id);
       if (row) await this.reconcileRow(row, emptyReport());
     } catch (err) {
       this.d.log.warn({ instance_id: id, err: describe(err) }, 'could not reconcile instance; the next pass will');
@@ -141,13 +147,13 @@ export class Reconciler {
 
   /** One row of a pass: finish or undo an interrupted operation, resume a watcher, or fail a dead instance. */
   private async reconcileRow(row: InstanceRow, report: ReconcileReport): Promise<void> {
-    const { runtime, db, instances, readiness, log } = this.d;
+    const { runtime, db, repo, lifecycle, sleeper, upgrades, readiness, log } = this.d;
     if (row.deleting_at || row.step === 'deleting') {
       if (
         await this.repair(
           row,
           (r) => r.deleting_at !== null || r.step === 'deleting',
-          (r) => instances.lifecycle.finishDelete(r).then(() => {}),
+          (r) => lifecycle.finishDelete(r).then(() => {}),
         )
       ) {
         report.deletesFinished++;
@@ -158,7 +164,7 @@ export class Reconciler {
         await this.repair(
           row,
           (r) => CREATE_STEPS.has(r.step) && !r.deleting_at,
-          (r) => instances.lifecycle.undo(r),
+          (r) => lifecycle.undo(r),
         )
       ) {
         report.rolledBack++;
@@ -170,17 +176,17 @@ export class Reconciler {
       await this.repair(
         row,
         (r) => r.step === 'stopping',
-        (r) => instances.lifecycle.stopLocked(r),
+        (r) => lifecycle.stopLocked(r),
       );
     } else if (row.step === 'sleeping') {
       await this.repair(
         row,
         (r) => r.step === 'sleeping',
         // Cut short on the way to sleep: it sleeps deeply (a stop is always safe to finish; its next request boots it).
-        (r) => instances.sleeper.sleepLocked(r, 'deep'),
+        (r) => sleeper.sleepLocked(r, 'deep'),
       );
     } else if (row.status === 'sleeping' && row.step === 'done' && row.sleep_depth !== 'stopped') {
-      const changed = await instances.sleeper.reconcileFrozen(row);
+      const changed = await sleeper.reconcileFrozen(row);
       if (changed) log.warn({ instance_id: row.id, now: changed }, 'a lightly sleeping instance was no longer frozen');
     } else if (row.step === 'recreating') {
       await this.repair(
@@ -189,7 +195,7 @@ export class Reconciler {
         async (r) => {
           if (r.upgrade_state === 'upgrading') {
             // An upgrade cut short: back to the kept image (whichever container was left, it is replaced by name).
-            await instances.upgrades.rollbackLocked(r, INTERRUPTED);
+            await upgrades.rollbackLocked(r, INTERRUPTED);
             report.rolledBack++;
             return;
           }
@@ -204,7 +210,7 @@ export class Reconciler {
             readiness.watch({ id: r.id, generation: r.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
             report.watchersResumed++;
           } else {
-            await instances.repo.markFailed(r.id, r.generation, 'A restart was interrupted; restart the instance again');
+            await repo.markFailed(r.id, r.generation, 'A restart was interrupted; restart the instance again');
             report.failed++;
           }
         },
@@ -235,7 +241,7 @@ export class Reconciler {
             // Its node is back but the swarm gave its task up (e.g. it failed its restarts while the node's
             // engine was coming back): started anew, with fresh credentials, as a restart would.
             log.info({ instance_id: r.id, state: s.state }, 'its node is back: instance restarted');
-            await instances.lifecycle.recreateLocked(r);
+            await lifecycle.recreateLocked(r);
             report.watchersResumed++;
             return;
           }
@@ -255,7 +261,7 @@ export class Reconciler {
     } else if (row.status === 'running' && row.step === 'done') {
       const reason = await this.deadReason(row.id);
       if (reason) {
-        await instances.repo.markFailed(row.id, row.generation, reason);
+        await repo.markFailed(row.id, row.generation, reason);
         report.failed++;
         log.warn({ instance_id: row.id, reason }, 'running instance found dead');
       }

@@ -1,6 +1,7 @@
 import { AppError, type Logger } from '@agenthost/shared';
 import type { InstanceRow } from '../db/schema.ts';
-import { describe, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { describe } from '../docker/call.ts';
 import type { LocalImages } from './images.ts';
 import type { InstanceRepo } from './instance-repo.ts';
 import type { InstanceLifecycle } from './lifecycle.ts';

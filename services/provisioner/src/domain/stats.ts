@@ -1,4 +1,5 @@
-import { o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { o } from '../docker/call.ts';
 import { containerName } from '../docker/spec.ts';
 
 /** One reading of an instance's counters: CPU as docker stats gives it (its time and the system's), memory in use. */

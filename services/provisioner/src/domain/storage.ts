@@ -4,7 +4,8 @@ import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
 import type { ProvisionerDB } from '../db/schema.ts';
-import { o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { o } from '../docker/call.ts';
 import { LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
 
 const exec = promisify(execFile);

@@ -1,6 +1,7 @@
 import { AppError, pinnedNode } from '@agenthost/shared';
 import type { InstanceRow } from '../db/schema.ts';
-import { o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { o } from '../docker/call.ts';
 import { LABEL_USER } from '../docker/spec.ts';
 import { exportFromNode, importToNode } from './backup-transfer.ts';
 import { nodeByAddr } from './placement.ts';

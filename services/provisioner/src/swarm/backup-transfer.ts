@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { PassThrough } from 'node:stream';
 import type { DockerEngine } from '../docker/engine.ts';
-import { o } from '../docker/engine.ts';
+import { o } from '../docker/call.ts';
 import { AGENT_USER, labels } from '../docker/spec.ts';
 import { runJob } from './janitor.ts';
 import { volumeName } from './spec.ts';

@@ -2,8 +2,10 @@ import { sql, type Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
-import { describe, o, type DockerEngine } from '../docker/engine.ts';
-import type { Instances } from '../domain/instances.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { describe, o } from '../docker/call.ts';
+import type { InstanceRepo } from '../domain/instance-repo.ts';
+import type { InstanceLifecycle } from '../domain/lifecycle.ts';
 import type { OpLocks } from '../domain/locks.ts';
 import { NODE_DOWN } from '../domain/runtime.ts';
 import { singleFlight } from '../domain/single-flight.ts';
@@ -32,7 +34,8 @@ export class Drainer {
     engine: DockerEngine;
     runtime: SwarmInstances;
     locks: OpLocks;
-    instances: Instances;
+    repo: InstanceRepo;
+    lifecycle: Pick<InstanceLifecycle, 'recreateLocked'>;
     config: ProvisionerConfig;
     scope: string;
     log: Logger;
@@ -107,12 +110,12 @@ export class Drainer {
     } catch (err) {
       // An engine fault mid-move is a failed copy too: the instance is marked so that the next pass (which
       // cures MOVE_FAILED) starts it on its new node instead of leaving it stopped and provisioning.
-      if (restart) await this.d.instances.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED).catch(() => {});
+      if (restart) await this.d.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED).catch(() => {});
       throw err;
     }
     if (!copied) {
       log.error({ instance_id: row.id, from, to: target.id }, 'the volume copy failed; the instance stays on its draining node and is tried again');
-      if (restart) await this.d.instances.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED);
+      if (restart) await this.d.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED);
       return false;
     }
     return this.land(row, from, target, restart, token);
@@ -128,7 +131,7 @@ export class Drainer {
 
   /** The copy is on the new node: the row follows, the instance starts there (or stays stopped), the old volume goes. */
   private async land(row: InstanceRow, from: string, target: { id: string; addr: string }, restart: boolean, token: string | undefined): Promise<boolean> {
-    const { db, engine, runtime, instances, config, scope, log } = this.d;
+    const { db, engine, runtime, lifecycle, config, scope, log } = this.d;
     const moved = await db
       .updateTable('instances')
       .set({ node_host: target.addr, updated_at: new Date() })
@@ -146,7 +149,7 @@ export class Drainer {
         })
       : undefined;
     if (restart) {
-      await instances.lifecycle.recreateLocked(moved);
+      await lifecycle.recreateLocked(moved);
     } else {
       await runtime.remove(row.id);
       if (token) await runtime.create(moved, token);

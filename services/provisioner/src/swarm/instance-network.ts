@@ -1,5 +1,6 @@
 import { writeAtVersion } from '@agenthost/shared';
-import { dockerStatus, o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { dockerStatus, o } from '../docker/call.ts';
 import { firewallTag } from '../docker/firewall.ts';
 import { bridgeOf, inspectNetwork } from '../docker/network.ts';
 import { runJob, socketOf } from './janitor.ts';

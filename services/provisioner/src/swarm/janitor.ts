@@ -1,4 +1,5 @@
-import { o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { o } from '../docker/call.ts';
 import { LABEL_MANAGED, LABEL_SCOPE } from '../docker/spec.ts';
 import { JOB_SERVICE_LABEL, pinTo } from '@agenthost/shared';
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { dockerStatus, o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { dockerStatus, o } from '../docker/call.ts';
 import { AGENT_USER, labels } from '../docker/spec.ts';
 import { removeJob, runJob, startJob } from './janitor.ts';
 import { networkName, volumeName } from './spec.ts';

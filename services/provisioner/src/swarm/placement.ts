@@ -1,5 +1,6 @@
 import { AppError } from '@agenthost/shared';
-import { o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { o } from '../docker/call.ts';
 import { LABEL_INSTANCE } from '../docker/spec.ts';
 import { DRAIN_LABEL, nodeAddr as sharedNodeAddr, pinnedNode } from '@agenthost/shared';
 

@@ -1,5 +1,6 @@
 import net from 'node:net';
-import { o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { o } from '../docker/call.ts';
 import { nodeAddr } from './placement.ts';
 
 /**

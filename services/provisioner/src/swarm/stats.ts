@@ -1,6 +1,7 @@
 import type { NatsConnection } from 'nats';
 import { contracts, encode, safeDecode } from '@agenthost/shared';
-import { o, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { o } from '../docker/call.ts';
 import type { Sample } from '../domain/stats.ts';
 import { serviceName } from './spec.ts';
 

@@ -1,4 +1,5 @@
-import { o, ignoreGone, type DockerEngine } from '../docker/engine.ts';
+import type { DockerEngine } from '../docker/engine.ts';
+import { o, ignoreGone } from '../docker/call.ts';
 import { LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
 import type { ManagedObject } from '../domain/runtime.ts';
 import { nodeSources } from './node-firewall.ts';

@@ -2,17 +2,16 @@ import { availableParallelism } from 'node:os';
 import { UNLIMITED, type contracts, type TierTable } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
-import { dockerStatus, ignoreGone, o, type DockerEngine } from '../docker/engine.ts';
-import { awaited, freezeContainer, thawContainer } from '../docker/freeze.ts';
-import type { CredentialHandoff } from '../docker/handoff.ts';
-import { demux } from '../docker/logs.ts';
-import { AGENT_PORT, containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from '../docker/spec.ts';
-import type { QuotaVolumes } from '../docker/volumes.ts';
-import { exportVolume, importVolume, removeRestoreHelper } from '../docker/volume-archive.ts';
-import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from './runtime.ts';
-import { instanceUrl } from './routes.ts';
-
-export type { Credentials } from './runtime.ts';
+import type { DockerEngine } from './engine.ts';
+import { dockerStatus, ignoreGone, o } from './call.ts';
+import { awaited, freezeContainer, thawContainer } from './freeze.ts';
+import type { CredentialHandoff } from './handoff.ts';
+import { demux } from './logs.ts';
+import { AGENT_PORT, containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from './spec.ts';
+import type { QuotaVolumes } from './volumes.ts';
+import { exportVolume, importVolume, removeRestoreHelper } from './volume-archive.ts';
+import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from '../domain/runtime.ts';
+import { instanceUrl } from '../domain/routes.ts';
 
 type TierName = contracts.TierName;
 
@@ -20,7 +19,7 @@ type TierName = contracts.TierName;
 const bootCpus = (tierCpus: number, burst: number): number => Math.max(tierCpus, Math.min(burst, availableParallelism()));
 
 /** The `docker` driver: an instance is a container and a volume on one engine, by name (every call bounded by the engine). */
-export class InstanceContainers implements InstanceRuntime {
+export class DockerInstances implements InstanceRuntime {
   readonly kind = 'docker' as const;
   private readonly d: {
     engine: DockerEngine;
@@ -32,7 +31,7 @@ export class InstanceContainers implements InstanceRuntime {
     tiers: TierTable;
   };
 
-  constructor(deps: InstanceContainers['d']) {
+  constructor(deps: DockerInstances['d']) {
     this.d = deps;
   }
 
