@@ -70,7 +70,6 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, s
 
 const int = (def: number) => z.coerce.number().int().default(def);
 
-/** Settings every service shares. */
 /** A comma-separated list in one variable (empty entries dropped); unset is an empty list. */
 export const configList = () =>
   z
@@ -81,53 +80,98 @@ export const configList = () =>
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean),
-    );
+    )
+    .meta({ accepts: 'comma-separated list' });
 
+// Each setting's description is the text docs/configuration.md shows for it (deploy/config-doc.ts prints the page).
+/** Settings every service shares. */
 export const baseConfig = z.object({
-  NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
-  /** This service's NATS identity (an nkey seed file) and the CA of the server's TLS certificate. */
-  NATS_NKEY_SEED_FILE: z.string().min(1).optional(),
-  NATS_CA_FILE: z.string().min(1).optional(),
+  NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222').describe('NATS with JetStream (comma-separated URLs for a cluster).'),
+  NATS_NKEY_SEED_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "This service's NATS identity: the file of its nkey seed; each service gets only its own. deploy/start.sh: `$AGENTHOST_STATE/nats-auth/<service>.nk`.",
+    ),
+  NATS_CA_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("The CA that signed NATS's certificate: the connection is TLS, verified against it. deploy/start.sh: `$AGENTHOST_STATE/nats-auth/tls/ca.pem`."),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-    .default('postgres://agenthost@127.0.0.1:5432/agenthost'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  NATS_REQUEST_TIMEOUT_MS: int(5000),
-  /** Replicas of the JetStream event stream: 1 on one nats-server, 3 on a NATS cluster (the swarm deployment). */
-  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
-  /**
-   * A container health check port: GET http://127.0.0.1:<port>/health answers 200 while the service serves
-   * (connected to NATS, started), 503 otherwise. 0: off (supervisord watches the process instead).
-   */
-  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-  /**
-   * The operator port: GET /metrics (Prometheus), /livez and /readyz (observe/operator.ts). 0: off. Bound to
-   * METRICS_HOST, loopback by default: the public edge never serves it; open it to the scraper's network only.
-   */
-  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
-  /** Traces go to <endpoint>/v1/traces over OTLP/HTTP when set; unset, tracing is off (observe/tracing.ts). */
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
-  /** Share of new traces kept (a request with a sampled parent is always kept). */
-  TRACE_SAMPLE_RATIO: z.coerce.number().min(0).max(1).default(0.1),
-  /** Certificate files (PEM, comma-separated) whose expiry is exported, besides NATS_CA_FILE (the "certificate expiring" alert). */
-  CERTIFICATE_FILES: configList(),
-  /** Milliseconds spans are batched before they are exported. */
-  OTEL_BSP_SCHEDULE_DELAY: int(5000),
-  /** Replicas with the same name share a queue group; an id tells them apart in logs. */
-  INSTANCE_NAME: z.string().default(''),
-  /**
-   * The gateway's Ed25519 public keys (base64 of the raw 32 bytes, comma-separated: the current one and, during
-   * a rotation, the previous one) that verify its assertions (nats/assertion.ts). A backend that serves
-   * requests acting for users refuses to start without them.
-   */
-  GATEWAY_ASSERTION_PUBLIC_KEYS: configList().refine(
-    (keys) => keys.every((k) => Buffer.from(k, 'base64').length === 32),
-    'must be comma-separated base64 Ed25519 public keys (32 bytes each)',
+    .default('postgres://agenthost@127.0.0.1:5432/agenthost')
+    .describe(
+      'Postgres (`postgres://`); each service uses its own schema. deploy/start.sh: the local Postgres of deploy/infra.sh, each service ' +
+        'connecting as its own role (see "Database roles" above). Only the five services get a URL: the edge, Caddy, devchain and Prometheus get none.',
+    ),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('The pino log level.'),
+  NATS_REQUEST_TIMEOUT_MS: int(5000).describe('How long a call to another service waits for its answer; a backend that does not answer in time is a 503.'),
+  NATS_STREAM_REPLICAS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(5)
+    .default(1)
+    .describe('Replicas of the JetStream event stream, set by the services that publish events: 1 on one nats-server, 3 on a NATS cluster (the swarm).'),
+  HEALTH_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .default(0)
+    .describe(
+      'A container health check port on 127.0.0.1: `GET /livez` (and `/health`) answers 200 while the service serves (connected to NATS, ' +
+        'started), 503 otherwise; `/readyz` as on the operator port. `0`: off (supervisord watches the process instead).',
+    ),
+  METRICS_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .default(0)
+    .describe(
+      'The operator port: `GET /metrics` (Prometheus text), `/livez` (200 while the process serves), `/readyz` (200 when Postgres, NATS and, for ' +
+        'the provisioner, Docker answer; the body names the failing check). `0`: off; deploy/start.sh: from `METRICS_PORT_BASE`. Bound to ' +
+        "`METRICS_HOST`. Never the public port: the edge proxies only the gateway's API port.",
+    ),
+  METRICS_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe("Address of the operator port; open it (e.g. `0.0.0.0` on a private interface) only to the scraper's network."),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .url()
+    .optional()
+    .describe('OTLP/HTTP base URL of a trace collector: set, every process traces, sending spans to `<url>/v1/traces`; unset, tracing is off.'),
+  TRACE_SAMPLE_RATIO: z.coerce
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.1)
+    .describe(
+      "gateway: share of API requests traced. Backends start no trace of their own: they continue the gateway's (parent-based), so a trace is " +
+        'whole or absent, and an untraced request makes no span anywhere.',
+    ),
+  CERTIFICATE_FILES: configList().describe(
+    'PEM certificates whose expiry is exported besides `NATS_CA_FILE` (`agenthost_certificate_expiry_timestamp_seconds`, the "certificate expiring" alert).',
   ),
-  /** For the gateway benchmark only (assertions on against off in one run): 'off' signs and checks none. */
-  ASSERTIONS: z.enum(['on', 'off']).default('on'),
+  OTEL_BSP_SCHEDULE_DELAY: int(5000).describe('Milliseconds spans are batched before they are exported.'),
+  INSTANCE_NAME: z.string().default('').describe('Replicas with the same name share a queue group; this id tells them apart in logs.'),
+  GATEWAY_ASSERTION_PUBLIC_KEYS: configList()
+    .refine((keys) => keys.every((k) => Buffer.from(k, 'base64').length === 32), 'must be comma-separated base64 Ed25519 public keys (32 bytes each)')
+    .meta({
+      description:
+        "The gateway's Ed25519 public keys (base64 of the raw 32 bytes; the current one and, during a rotation, the previous one) that verify its " +
+        'assertions (nats/assertion.ts). A backend that serves requests acting for users refuses to start without them.',
+      shownDefault: 'required by every backend (deploy/start.sh derives it from `gateway-assertion.pem`)',
+    }),
+  ASSERTIONS: z
+    .enum(['on', 'off'])
+    .default('on')
+    .describe('`off` only for the gateway benchmark (assertions on against off in one run): no assertion is signed or checked.'),
 });
 
 export type BaseConfig = z.output<typeof baseConfig>;
@@ -137,4 +181,5 @@ export const configBool = (def: boolean) =>
   z
     .enum(['true', 'false', '1', '0', 'yes', 'no'])
     .default(def ? 'true' : 'false')
-    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+    .transform((v) => v === 'true' || v === '1' || v === 'yes')
+    .meta({ accepts: '`true` or `false` (also `1`/`0`, `yes`/`no`)' });

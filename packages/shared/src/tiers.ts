@@ -47,6 +47,11 @@ export function parseTiers(json: string | undefined): TierTable {
   return out;
 }
 
+const fieldNames = Object.keys(tierLimits.shape).join(', ');
+const backupsKept = Object.values(DEFAULT_TIERS)
+  .map((t) => t.backups_kept)
+  .join('/');
+
 /** A zod field for configs: TIER_LIMITS_JSON → the merged table, with a readable error. */
 export const tiersConfig = z
   .string()
@@ -58,6 +63,13 @@ export const tiersConfig = z
       ctx.addIssue({ code: 'custom', message: `TIER_LIMITS_JSON is invalid: ${(err as Error).message}` });
       return z.NEVER;
     }
+  })
+  .meta({
+    accepts: 'JSON',
+    description:
+      `Per-tier overrides, merged over the tier table, e.g. \`{"free":{"requests_per_day":500}}\` (fields: ${fieldNames}; -1 = unlimited; ` +
+      `backups_kept is ${backupsKept} by default, 0 = no backups).`,
+    shownDefault: 'the tier table of `packages/shared/src/tiers.ts`',
   });
 
 /** remaining = limit - used, or -1 when unlimited. */

@@ -2,14 +2,18 @@ import { z } from 'zod';
 import { baseConfig, configInt } from '@agenthost/shared';
 import { edgeSettings } from './settings.ts';
 
+// Each setting's description is the text docs/configuration.md shows for it (deploy/config-doc.ts prints the page).
 export const edgeConfig = baseConfig.extend({
   ...edgeSettings.shape,
-  /** A full pass over the route table this often (catches a Caddy restart and any change no event announced). */
-  EDGE_RESYNC_SECONDS: configInt(15),
-  /** Which instances had traffic is reported to the provisioner this often (idle sleep); keep it well under the idle times. */
-  EDGE_ACTIVITY_SECONDS: configInt(10),
-  /** Swarm only: this node's id (the stack sets it from the task's node); set, the edge serves its node's container stats. */
-  EDGE_NODE_ID: z.string().default(''),
-  /** Where the host's /sys/fs/cgroup is mounted (read-only) for those stats. */
-  EDGE_CGROUP_ROOT: z.string().default('/sys/fs/cgroup'),
+  EDGE_RESYNC_SECONDS: configInt(15).describe(
+    'The route keeper reads the whole route table this often (events update it at once): it catches a Caddy restart and any change no event announced.',
+  ),
+  EDGE_ACTIVITY_SECONDS: configInt(10).describe(
+    'The route keeper reports which instances had traffic to the provisioner this often (idle sleep); keep it well under the idle times.',
+  ),
+  EDGE_NODE_ID: z
+    .string()
+    .default('')
+    .describe("Swarm only: this node's id (the stack sets it from the task's node); set, the edge serves its node's container stats to the provisioner."),
+  EDGE_CGROUP_ROOT: z.string().default('/sys/fs/cgroup').describe("Where the host's /sys/fs/cgroup is mounted (read-only) for those stats."),
 });

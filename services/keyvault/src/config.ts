@@ -30,29 +30,43 @@ const previousKeys = z
     }
   });
 
+// Each setting's description is the text docs/configuration.md shows for it (deploy/config-doc.ts prints the page).
 export const keyvaultConfig = baseConfig
   .extend({
-    /** The current master key: base64 of 32 bytes. Required; the service refuses to start without a valid one. */
-    MASTER_KEY_ENCRYPTION: masterKey,
-    /** Id of the current master key, recorded in every ciphertext it seals. */
-    MASTER_KEY_ID: z.string().regex(KID_RE, 'must be 1-32 letters, digits, dot, underscore or hyphen').default('k1'),
-    /** Other master keys that can still open what they sealed: JSON {"<id>":"<base64>"} (docs/decisions/0036-keys.md: rotation). */
-    MASTER_KEYS_PREVIOUS: previousKeys,
-    /** Instance authentication failures allowed per source IP / per instance id in one window, then 429. */
-    INSTANCE_AUTH_MAX_FAILURES_PER_IP: configInt(20),
-    INSTANCE_AUTH_MAX_FAILURES_PER_INSTANCE: configInt(10),
-    INSTANCE_AUTH_WINDOW_SECONDS: configInt(300),
-    /** Most keys one instance may hold. */
-    MAX_KEYS_PER_INSTANCE: configInt(100),
-    /** keyvault's X25519 private key (PKCS#8 PEM; or _FILE): opens the provider keys the gateway seals to its public key. */
-    KEYVAULT_SEAL_PRIVATE_KEY: z.string({ error: 'is required: an X25519 private key (PKCS#8 PEM)' }).superRefine((v, ctx) => {
-      try {
-        new SealOpener(v);
-      } catch {
-        // Never quotes the value: it is a private key.
-        ctx.addIssue({ code: 'custom', message: 'must be an X25519 private key (PKCS#8 PEM)' });
-      }
+    MASTER_KEY_ENCRYPTION: masterKey.describe(
+      'The current master key: base64 of 32 bytes. The service refuses to start without a valid one; deploy/start.sh generates and keeps one.',
+    ),
+    MASTER_KEY_ID: z
+      .string()
+      .regex(KID_RE, 'must be 1-32 letters, digits, dot, underscore or hyphen')
+      .default('k1')
+      .describe('Id of the current master key, recorded in every ciphertext it seals.'),
+    MASTER_KEYS_PREVIOUS: previousKeys.meta({
+      accepts: 'JSON',
+      description: 'Older master keys that can still open what they sealed, for rotation: `{"<id>":"<base64>"}` (docs/decisions/0036-keys.md).',
     }),
+    INSTANCE_AUTH_MAX_FAILURES_PER_IP: configInt(20).describe(
+      'Instance authentication failures allowed per source IP in one `INSTANCE_AUTH_WINDOW_SECONDS`, then 429.',
+    ),
+    INSTANCE_AUTH_MAX_FAILURES_PER_INSTANCE: configInt(10).describe(
+      'Instance authentication failures allowed per instance id in one `INSTANCE_AUTH_WINDOW_SECONDS`, then 429.',
+    ),
+    INSTANCE_AUTH_WINDOW_SECONDS: configInt(300).describe('The window of the instance authentication limits.'),
+    MAX_KEYS_PER_INSTANCE: configInt(100).describe('Most keys one instance may hold.'),
+    KEYVAULT_SEAL_PRIVATE_KEY: z
+      .string({ error: 'is required: an X25519 private key (PKCS#8 PEM)' })
+      .superRefine((v, ctx) => {
+        try {
+          new SealOpener(v);
+        } catch {
+          // Never quotes the value: it is a private key.
+          ctx.addIssue({ code: 'custom', message: 'must be an X25519 private key (PKCS#8 PEM)' });
+        }
+      })
+      .describe(
+        "keyvault's X25519 private key (PKCS#8 PEM): opens the provider keys the gateway seals to its public key. deploy/start.sh makes " +
+          "`$AGENTHOST_STATE/secrets/keyvault-seal.pem`, readable by keyvault's user only.",
+      ),
   })
   .superRefine((c, ctx) => {
     // Runs even when a field failed; the field's own check already reported a bad JSON.
