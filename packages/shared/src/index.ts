@@ -15,6 +15,7 @@ export * from './token-hash.ts';
 export * from './rate-limit.ts';
 export * from './webhook-signing.ts';
 export * from './nats/events.ts';
+export * from './nats/listen.ts';
 export * from './nats/permissions.ts';
 export * from './nats/setup.ts';
 export * from './service.ts';

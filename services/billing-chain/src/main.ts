@@ -1,7 +1,7 @@
 import bs58 from 'bs58';
 import type { Keypair } from '@solana/web3.js';
 import type { Kysely } from 'kysely';
-import { contracts, decode, endpoint, ensureEventStream, loadConfig, publishEvent, runService, type Logger } from '@agenthost/shared';
+import { contracts, endpoint, ensureEventStream, listen, loadConfig, publishEvent, runService, type Logger } from '@agenthost/shared';
 import { billingConfig, type BillingConfig } from './config.ts';
 import type { BillingDB } from './db/schema.ts';
 import { migrations } from './db/migrations/index.ts';
@@ -44,16 +44,7 @@ await runService<typeof billingConfig, BillingDB>({
       },
     });
     // Changes announced by any replica (this one included) drop the in-memory copy of that wallet.
-    const changes = nc.subscribe(contracts.billing.subscriptionChanged.subject, {
-      callback: (_err, msg) => {
-        try {
-          const w = (decode(msg.data) as { wallet_address?: unknown } | undefined)?.wallet_address;
-          if (typeof w === 'string') subs.forget(w);
-        } catch {
-          /* not ours to judge: the contract is checked by consumers */
-        }
-      },
-    });
+    const changes = listen(nc, contracts.billing.subscriptionChanged, (ev) => subs.forget(ev.wallet_address), log);
     const keeper = await keeperKey(config, db, log);
     const jobs = new Jobs({
       db,

@@ -1,7 +1,7 @@
 // The edge's route keeper: runs beside Caddy (same host) and answers Caddy, for each request to an instance host,
 // where that instance runs or why it cannot be reached. It follows the instances through the provisioner.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { contracts, request, runService } from '@agenthost/shared';
+import { contracts, listen, type Listened, request, runService } from '@agenthost/shared';
 import { Activity } from './activity.ts';
 import { answerServer, listenOnSocket } from './answer.ts';
 import { edgeConfig } from './config.ts';
@@ -38,16 +38,8 @@ await runService<typeof edgeConfig, unknown>({
       async start() {
         // Events are hints (core subscriptions to what the provisioner publishes on JetStream): the route of the
         // instance they name is read again. Subscribed before the first full read, so nothing falls between.
-        for (const ev of [P.instanceCreated, P.instanceStatusChanged, P.instanceDeleted]) {
-          const sub = nc.subscribe(ev.subject);
-          subs.push(sub);
-          void (async () => {
-            for await (const m of sub) {
-              const parsed = ev.payload.safeParse(m.json());
-              if (parsed.success) void keeper.refresh(parsed.data.instance_id);
-            }
-          })();
-        }
+        const hints: Listened<{ instance_id: string }>[] = [P.instanceCreated, P.instanceStatusChanged, P.instanceDeleted];
+        for (const ev of hints) subs.push(listen(nc, ev, (p) => keeper.refresh(p.instance_id), log));
         // Events sent while the connection was down are lost: a full read after every reconnect.
         void (async () => {
           for await (const s of nc.status()) if (s.type === 'reconnect') void keeper.resync();

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
+import { contracts, listen } from '@agenthost/shared';
 import { waitFor, type Session, standinVariant, instanceStack } from '@agenthost/testkit';
 
 // GET /instance/wait against the real provisioner and Docker (stand-in agent image).
@@ -17,12 +18,7 @@ beforeAll(async () => {
   alice = await sys.subscriber();
   bob = await sys.subscriber();
   nc = await sys.stack.nats.connect();
-  nc.subscribe('events.instance.status', {
-    callback: (_e, m) => {
-      const ev = m.json<{ instance_id: string; status: string; at: string }>();
-      delivered.set(`${ev.instance_id} ${ev.status} ${ev.at}`, Date.now());
-    },
-  });
+  listen(nc, contracts.provisioner.instanceStatusChanged, (ev) => void delivered.set(`${ev.instance_id} ${ev.status} ${ev.at}`, Date.now()), undefined);
 }, 240_000);
 
 afterAll(async () => {

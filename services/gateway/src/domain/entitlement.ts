@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
-import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
+import { AppError, contracts, listen, type Logger } from '@agenthost/shared';
 import type { Call } from './call.ts';
 import { observeEntitlement } from './metrics.ts';
 
@@ -126,21 +126,9 @@ export class Entitlements {
    * whole cache is dropped on reconnect to be safe.
    */
   start(nc: NatsConnection): void {
-    const subject = contracts.billing.subscriptionChanged.subject;
-    this.sub = nc.subscribe(subject, {
-      callback: (_err, msg) => {
-        let parsed;
-        try {
-          parsed = contracts.billing.subscriptionChanged.payload.safeParse(decode(msg.data));
-        } catch {
-          return;
-        }
-        if (!parsed.success) return;
-        // A hint only: what the event says is never taken as a grant. The wallet's entry is dropped and
-        // its next request asks billing-chain, the owner of the record.
-        this.invalidate(parsed.data.wallet_address);
-      },
-    });
+    // A hint only: what the event says is never taken as a grant. The wallet's entry is dropped and
+    // its next request asks billing-chain, the owner of the record.
+    this.sub = listen(nc, contracts.billing.subscriptionChanged, (ev) => this.invalidate(ev.wallet_address), this.opts.log);
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === 'reconnect') this.clear();

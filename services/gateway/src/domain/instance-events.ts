@@ -1,5 +1,5 @@
 import type { NatsConnection, Subscription } from 'nats';
-import { contracts, decode, type Logger } from '@agenthost/shared';
+import { contracts, listen, type Logger } from '@agenthost/shared';
 
 const P = contracts.provisioner;
 
@@ -31,29 +31,14 @@ export class InstanceEvents {
 
   start(nc: NatsConnection): void {
     void this.recheckAfterReconnects(nc).catch((err: unknown) => this.log.warn({ err }, 'bus status watch ended'));
-    const parse = (data: Uint8Array): Record<string, unknown> | undefined => {
-      try {
-        const v = decode(data);
-        return v && typeof v === 'object' ? (v as Record<string, unknown>) : undefined;
-      } catch {
-        return undefined;
-      }
-    };
     this.subs.push(
-      nc.subscribe(P.instanceStatusChanged.subject, {
-        callback: (_e, m) => {
-          const p = P.instanceStatusChanged.payload.safeParse(parse(m.data));
-          if (!p.success) return void this.log.warn({ subject: m.subject }, 'status event breaks its contract');
-          const { status, at, failure_reason } = p.data;
-          this.emit(p.data.instance_id, { kind: 'status', status, at, ...(failure_reason ? { failure_reason } : {}) });
-        },
-      }),
-      nc.subscribe(P.instanceDeleted.subject, {
-        callback: (_e, m) => {
-          const p = P.instanceDeleted.payload.safeParse(parse(m.data));
-          if (p.success) this.emit(p.data.instance_id, { kind: 'deleted', at: p.data.deleted_at });
-        },
-      }),
+      listen(
+        nc,
+        P.instanceStatusChanged,
+        ({ instance_id, status, at, failure_reason }) => this.emit(instance_id, { kind: 'status', status, at, ...(failure_reason ? { failure_reason } : {}) }),
+        this.log,
+      ),
+      listen(nc, P.instanceDeleted, (p) => this.emit(p.instance_id, { kind: 'deleted', at: p.deleted_at }), this.log),
     );
   }
 

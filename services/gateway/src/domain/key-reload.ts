@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NatsConnection, Subscription } from 'nats';
-import { contracts, encode, publishEvent, safeDecode, type Logger } from '@agenthost/shared';
+import { contracts, encode, listen, publishEvent, safeDecode, type Logger } from '@agenthost/shared';
 import type { z } from 'zod';
 
 const K = contracts.keys;
@@ -42,20 +42,20 @@ export class KeyReload {
    * resolves once it was written; `end` closes the watch (gateway shutdown). Returns the release function.
    */
   hold(instanceId: string, deliver: (changeId: string) => Promise<void>, end: () => void): () => void {
-    const sub: Subscription = this.nc.subscribe(K.reloadSubject(instanceId), {
-      callback: (err, msg) => {
-        if (err) return;
-        const parsed = K.reloadRequest.safeParse(safeDecode(msg.data));
-        if (!parsed.success) return;
-        deliver(parsed.data.change_id).then(
+    const reload = { subject: K.reloadSubject(instanceId), payload: K.reloadRequest };
+    const sub = listen(
+      this.nc,
+      reload,
+      (req, msg) =>
+        deliver(req.change_id).then(
           () => msg.respond(encode({ delivered: true })),
           (e: unknown) => {
             this.log.warn({ instance_id: instanceId, err: e instanceof Error ? e.message : String(e) }, 'key change not delivered to the watch');
             msg.respond(encode({ delivered: false }));
           },
-        );
-      },
-    });
+        ),
+      this.log,
+    );
     this.watches.add(end);
     return () => {
       this.watches.delete(end);
@@ -131,16 +131,17 @@ export class KeyReload {
     let sub: Subscription | undefined;
     const result = new Promise<ApplyResult>((resolve) => {
       timer = setTimeout(() => resolve({ applied: false, reason: 'the instance did not confirm the reload in time' }), Math.max(0, deadline - Date.now()));
-      sub = this.nc.subscribe(K.appliedSubject(instanceId), {
-        callback: (err, msg) => {
-          if (err) return;
-          const parsed = K.appliedReport.safeParse(safeDecode(msg.data));
-          if (!parsed.success) return;
-          const got = Buffer.from(parsed.data.change_id);
+      const applied = { subject: K.appliedSubject(instanceId), payload: K.appliedReport };
+      sub = listen(
+        this.nc,
+        applied,
+        (report) => {
+          const got = Buffer.from(report.change_id);
           if (got.length !== expected.length || !timingSafeEqual(got, expected)) return;
-          resolve(parsed.data.applied ? { applied: true } : { applied: false, reason: parsed.data.reason ?? 'the instance could not reload its keys' });
+          resolve(report.applied ? { applied: true } : { applied: false, reason: report.reason ?? 'the instance could not reload its keys' });
         },
-      });
+        this.log,
+      );
     });
     return {
       result,

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
-import { AppError, contracts, decode, type Logger } from '@agenthost/shared';
+import { AppError, contracts, listen, type Listened, type Logger } from '@agenthost/shared';
 import type { z } from 'zod';
 import type { Call } from './call.ts';
 
@@ -37,19 +37,9 @@ export class ProvisionerUsage {
   }
 
   start(nc: NatsConnection): void {
-    for (const ev of [contracts.provisioner.instanceCreated, contracts.provisioner.instanceDeleted]) {
-      this.subs.push(
-        nc.subscribe(ev.subject, {
-          callback: (_e, m) => {
-            try {
-              const userId = (decode(m.data) as { user_id?: unknown } | undefined)?.user_id;
-              if (typeof userId === 'string') this.cache.delete(userId);
-            } catch {
-              /* ignore */
-            }
-          },
-        }),
-      );
+    const changes: Listened<{ user_id: string }>[] = [contracts.provisioner.instanceCreated, contracts.provisioner.instanceDeleted];
+    for (const ev of changes) {
+      this.subs.push(listen(nc, ev, (p) => this.cache.delete(p.user_id), this.log));
     }
   }
 

@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { errors as joseErrors, importJWK, jwtVerify, type CryptoKey, type JWK, type JWTHeaderParameters } from 'jose';
 import type { NatsConnection } from 'nats';
-import { AppError, contracts, request, type Logger } from '@agenthost/shared';
+import { AppError, contracts, listen, request, type Logger } from '@agenthost/shared';
 
 export interface TokenClaims {
   user_id: string;
@@ -126,13 +126,8 @@ export class TokenVerifier {
    * auth is down still starts (it cannot verify new tokens then anyway) and keeps retrying the load.
    */
   async followRevocations(): Promise<void> {
-    const sub = (this.revocations = this.nc.subscribe(contracts.auth.TOKEN_REVOKED_SUBJECT));
-    void (async () => {
-      for await (const m of sub) {
-        const ev = contracts.auth.revokedToken.safeParse(m.json());
-        if (ev.success) this.revoke(ev.data.jti, ev.data.exp);
-      }
-    })().catch((err: unknown) => this.opts.log.error({ err }, 'token revocation subscription ended'));
+    const revoked = { subject: contracts.auth.TOKEN_REVOKED_SUBJECT, payload: contracts.auth.revokedToken };
+    this.revocations = listen(this.nc, revoked, (ev) => this.revoke(ev.jti, ev.exp), this.opts.log);
     const load = async (): Promise<void> => {
       try {
         const { tokens } = await request(this.nc, contracts.auth.revokedList, {}, { timeoutMs: this.opts.timeoutMs });

@@ -1,5 +1,6 @@
 import { RequestStrategy, type NatsConnection, type Subscription as NatsSubscription } from 'nats';
-import { decode, encode, type Logger } from '@agenthost/shared';
+import { decode, encode, listen, type Logger } from '@agenthost/shared';
+import { z } from 'zod';
 
 // The give-back protocol between gateway replicas: a replica that finds a window's counter exhausted
 // asks the others (core request-many) to return their unused tokens of that window, then tries again.
@@ -18,19 +19,17 @@ export async function askOthers(nc: NatsConnection, key: string, origin: string,
   }
 }
 
+const releaseAsk = z.object({ key: z.string().optional(), origin: z.string().optional() });
+
 /** Answer the others' requests: `release(key)` gives back this replica's unused tokens of the window (0 if none). */
-export function answerOthers(nc: NatsConnection, origin: string, release: (key: string) => Promise<number>): NatsSubscription {
-  return nc.subscribe(RELEASE_SUBJECT, {
-    callback: (_err, msg) => {
-      let req: { key?: string; origin?: string } | undefined;
-      try {
-        req = decode(msg.data) as { key?: string; origin?: string };
-      } catch {
-        return;
-      }
-      const done = (returned: number) => msg.respond(encode({ returned }));
-      if (!req?.key || req.origin === origin) return void done(0);
-      void release(req.key).then(done);
+export function answerOthers(nc: NatsConnection, origin: string, release: (key: string) => Promise<number>, log?: Logger): NatsSubscription {
+  return listen(
+    nc,
+    { subject: RELEASE_SUBJECT, payload: releaseAsk },
+    async (req, msg) => {
+      const returned = req.key && req.origin !== origin ? await release(req.key) : 0;
+      msg.respond(encode({ returned }));
     },
-  });
+    log,
+  );
 }

@@ -73,7 +73,7 @@ export class Usage {
     const origin = randomUUID();
     this.ledger = new LeaseLedger(db, { ttlMs: opts.leaseTtlMs ?? 10_000, log: opts.log, now: this.now, onLost: () => this.blocks.dropAll() });
     this.blocks = new Blocks({ ...opts, ledger: this.ledger, now: this.now, prefetchMax: opts.prefetchMax ?? 5000, idleReturnMs, origin });
-    if (opts.nc) this.releaseSub = answerOthers(opts.nc, origin, (key) => this.blocks.release(key));
+    if (opts.nc) this.releaseSub = answerOthers(opts.nc, origin, (key) => this.blocks.release(key), opts.log);
     this.sweeper = setInterval(() => this.sweep(), Math.max(250, Math.floor(idleReturnMs / 2)));
     this.sweeper.unref();
   }

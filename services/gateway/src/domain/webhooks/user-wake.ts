@@ -1,5 +1,5 @@
 import type { NatsConnection, Subscription } from 'nats';
-import { contracts, safeDecode } from '@agenthost/shared';
+import { contracts, listen, type Listened, type Logger } from '@agenthost/shared';
 
 const P = contracts.provisioner;
 
@@ -14,16 +14,22 @@ export class UserWake {
   private readonly listeners = new Map<string, Set<() => void>>();
   private subs: Subscription[] | undefined;
   private readonly nc: NatsConnection;
+  private readonly log: Logger;
 
-  constructor(nc: NatsConnection) {
+  constructor(nc: NatsConnection, log: Logger) {
     this.nc = nc;
+    this.log = log;
   }
 
   /** Calls `wake` for each hint about the user from now on; returns the function that stops it. */
   watch(userId: string, wake: () => void): () => void {
-    this.subs ??= [P.instanceCreated, P.instanceStatusChanged, P.instanceDeleted, contracts.billing.subscriptionChanged].map((c) =>
-      this.nc.subscribe(c.subject, { callback: (_e, m) => this.emit(safeDecode(m.data)) }),
-    );
+    const hints: Listened<{ user_id?: string | null }>[] = [
+      P.instanceCreated,
+      P.instanceStatusChanged,
+      P.instanceDeleted,
+      contracts.billing.subscriptionChanged,
+    ];
+    this.subs ??= hints.map((c) => listen(this.nc, c, (p) => this.emit(p.user_id), this.log));
     const set = this.listeners.get(userId) ?? new Set();
     set.add(wake);
     this.listeners.set(userId, set);
@@ -33,8 +39,7 @@ export class UserWake {
     };
   }
 
-  private emit(payload: unknown): void {
-    const user = payload && typeof payload === 'object' ? (payload as { user_id?: unknown }).user_id : undefined;
-    if (typeof user === 'string') for (const wake of this.listeners.get(user) ?? []) wake();
+  private emit(user: string | null | undefined): void {
+    if (user) for (const wake of this.listeners.get(user) ?? []) wake();
   }
 }

@@ -31,7 +31,7 @@ export function webhookRoutes(ctx: GatewayContext): Route[] {
   const unavailable = ['WEBHOOKS_UNAVAILABLE'] as const;
   // Made at the first stream: the route table is also built without a bus.
   let live: { reader: StreamReader; wake: UserWake } | undefined;
-  const bus = () => (live ??= { reader: new StreamReader(ctx.nc, ctx.config.NATS_REQUEST_TIMEOUT_MS), wake: new UserWake(ctx.nc) });
+  const bus = () => (live ??= { reader: new StreamReader(ctx.nc, ctx.config.NATS_REQUEST_TIMEOUT_MS), wake: new UserWake(ctx.nc, ctx.log) });
   return [
     {
       method: 'get',
