@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, Keypair, PublicKey, Transaction, type TransactionInstruction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import nacl from 'tweetnacl';
@@ -68,7 +69,7 @@ async function confirmed(connection: Connection, signature: string): Promise<voi
     const st = (await connection.getSignatureStatuses([signature])).value[0];
     if (st?.err) throw new Error(`transaction ${signature} failed: ${JSON.stringify(st.err)}`);
     if (st?.confirmationStatus === 'confirmed' || st?.confirmationStatus === 'finalized') return;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   throw new Error(`transaction ${signature} was not confirmed in 30 s`);
 }

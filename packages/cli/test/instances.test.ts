@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
@@ -51,7 +52,7 @@ function background(...args: string[]) {
   const until = async (re: RegExp, what: string) => {
     for (let i = 0; i < 240 && !re.test(out.stdout); i++) {
       if (child.exitCode !== null) throw new Error(`${what}: exited ${child.exitCode}: ${out.stderr}`);
-      await new Promise((r) => setTimeout(r, 250));
+      await sleep(250);
     }
     expect(out.stdout, what).toMatch(re);
   };

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -78,7 +79,7 @@ async function until<T>(pick: () => T | undefined, what: string): Promise<T> {
   for (let i = 0; i < 240; i++) {
     const found = pick();
     if (found !== undefined) return found;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   throw new Error(`not seen in a minute: ${what}`);
 }

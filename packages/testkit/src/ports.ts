@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomInt } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
@@ -55,7 +56,7 @@ export async function waitForPort(port: number, timeoutMs = 10_000): Promise<voi
       s.once('error', () => resolve(false));
     });
     if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
 }

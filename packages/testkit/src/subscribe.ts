@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, Keypair, PublicKey, Transaction, type TransactionInstruction } from '@solana/web3.js';
 import {
   cancelInstruction,
@@ -72,7 +73,7 @@ export function chainClient(stack: StackWithChain): DevchainClient {
       const st = value[0];
       if (st && (st.confirmationStatus === 'confirmed' || st.confirmationStatus === 'finalized')) return st.err;
       if (Date.now() > deadline) throw new Error(`transaction ${signature} was not confirmed within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
   };
 

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 /**
  * Poll until fn returns something other than undefined/false (a throw counts as "not yet"), or fail after
  * timeoutMs naming what was awaited and the last error. For states reached asynchronously (readiness,
@@ -14,6 +16,6 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
       last = err;
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
+    await sleep(everyMs);
   }
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts, DURABLES, EVENT_STREAM } from '@agenthost/shared';
@@ -33,7 +34,7 @@ async function refusal(nc: NatsConnection, action: () => void): Promise<string |
   action();
   // A round trip to the server: its -ERR for what came before has arrived by the time flush resolves.
   await nc.flush();
-  await new Promise((r) => setTimeout(r, 50));
+  await sleep(50);
   void watching;
   return errors.find((e) => /permission/i.test(e));
 }

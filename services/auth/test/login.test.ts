@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import bs58 from 'bs58';
 import nacl from 'tweetnacl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,7 +70,7 @@ describe('wallet sign-in', () => {
   it('rejects an expired nonce', async () => {
     const w = newWallet();
     const n = await nonceFor(w.address);
-    await new Promise((r) => setTimeout(r, 2500));
+    await sleep(2500);
     const res = await stack.api.post('/auth/login', { wallet_address: w.address, signature_base58: bs58.encode(w.sign(n.message)), nonce: n.nonce });
     expect401(res);
     expect(res.body.code).toBe('NONCE_INVALID');

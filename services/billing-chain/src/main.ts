@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import bs58 from 'bs58';
 import type { Keypair } from '@solana/web3.js';
 import type { Kysely } from 'kysely';
@@ -109,7 +110,7 @@ async function programConfig(config: BillingConfig, log: Logger): Promise<{ prog
         );
         process.exit(2);
       }
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
     }
   }
 }

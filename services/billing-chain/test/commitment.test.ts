@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { chainClient, signIn, startStack, type DevchainClient, type Stack } from '@agenthost/testkit';
 
@@ -32,7 +33,7 @@ it('answers 404 TRANSACTION_NOT_FOUND (retryable) until the transaction reaches 
     const { value } = await chain.connection.getSignatureStatuses([tx.signature]);
     if (value[0]?.confirmationStatus === 'finalized') break;
     if (Date.now() > deadline) throw new Error('not finalized');
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   const later = await s.api.post('/subscription/register', { tx_signature: tx.signature, tier: 1 });
   expect(later.status).toBe(200);
@@ -44,11 +45,11 @@ it('serves the stale cached subscription when the TTL passed and the chain is do
   await chain.airdrop(s.wallet.address, 2_000_000_000);
   const tx = await chain.subscribe(s.wallet, 'pro');
   // Finalized before register (15 slots of 100 ms).
-  await new Promise((r) => setTimeout(r, 2000));
+  await sleep(2000);
   const reg = await s.api.post('/subscription/register', { tx_signature: tx.signature, tier: 1 });
   expect(reg.status).toBe(200);
   await stack.chain!.close();
-  await new Promise((r) => setTimeout(r, 1100));
+  await sleep(1100);
   const st = await s.api.get('/subscription/status');
   expect(st.status).toBe(200);
   expect(st.body).toMatchObject({ tier: 'pro', is_active: true });

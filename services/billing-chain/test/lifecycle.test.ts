@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from 'nats';
 import { PERIOD_SECONDS } from '@agenthost/subscription-program';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,7 +54,7 @@ describe('tier changes (pick-up off)', () => {
     await chain.subscribe(s.wallet, 'pro');
     // Within the TTL the cached tier is served.
     expect((await s.api.get('/subscription/status')).body.tier).toBe('enterprise');
-    await new Promise((r) => setTimeout(r, 2100));
+    await sleep(2100);
     const st = await s.api.get('/subscription/status');
     expect(st.body.tier).toBe('pro');
     expect(st.headers.get('x-subscription-tier')).toBe('pro');

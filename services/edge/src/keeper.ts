@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { contracts, Logger } from '@agenthost/shared';
 
 type Route = contracts.provisioner.Route;
@@ -84,7 +85,7 @@ export class RouteKeeper {
         await this.refresh(instanceId);
         continue;
       }
-      await new Promise((res) => setTimeout(res, WAKE_POLL_MS));
+      await sleep(WAKE_POLL_MS);
     }
     return settled();
   }

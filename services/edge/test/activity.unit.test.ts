@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Activity, establishedRemotes } from '../src/activity.ts';
@@ -49,7 +50,7 @@ describe('open connections to agents', () => {
     await activity.flush();
     await activity.flush();
     client.destroy();
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     await activity.flush();
     expect(reported).toEqual([['inst-a', 'inst-b'], ['inst-c', 'inst-a'], ['inst-a']]);
   });

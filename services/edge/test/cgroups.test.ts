@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,9 +18,9 @@ describe('a container usage read from its cgroups', () => {
   it('finds a running container, counts the CPU it burns and the memory it holds', async () => {
     const script = 'const a = Buffer.alloc(64 << 20, 1); setInterval(() => { const end = Date.now() + 50; while (Date.now() < end); }, 100); a[0]';
     id = (await docker(['run', '-d', '--label', 'agenthost.test=cgroups', '--entrypoint', 'node', 'agenthost/standin:1', '-e', script])).trim();
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     const first = await containerUsage('/sys/fs/cgroup', id);
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000);
     const second = await containerUsage('/sys/fs/cgroup', id);
     expect(first && second).toBeTruthy();
     // It burns CPU half of each 100 ms: its CPU time grew between the readings (how much depends on the machine's load).

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -218,7 +219,7 @@ describe('instances at their https URL', () => {
     const other = await createRunning('edge-ws-other');
     expect((await api('DELETE', `/instance/delete/${other.id}`)).status).toBe(200);
     // Past the edge's read timeout (which bounds reading a request, not an upgraded connection's life).
-    await new Promise((r) => setTimeout(r, Math.max(0, (READ_TIMEOUT_SECONDS + 1) * 1000 - (Date.now() - opened))));
+    await sleep(Math.max(0, (READ_TIMEOUT_SECONDS + 1) * 1000 - (Date.now() - opened)));
     ws.send('still here');
     expect(await ws.receive()).toBe('still here');
     ws.close();

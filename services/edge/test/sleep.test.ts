@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +35,6 @@ const TIER_MB = 256;
 const VARIANT = 't-sleep-reload';
 const network = testNetwork('sleep');
 const sha = (v: string) => createHash('sha256').update(v).digest('hex');
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The depth a light sleep reaches on this host: its memory goes out only to a swap that keeps it off plain disk. */
 const LIGHT = hostSwap().usable ? 'swapped' : 'frozen';
 
@@ -130,13 +130,13 @@ describe('idle sleep', () => {
     // Requests for twice the idle time, one a second.
     for (let i = 0; i < IDLE * 2; i++) {
       expect((await edge.request(`${sleeper.url}/`, { headers: owns() })).status).toBe(200);
-      await pause(1000);
+      await sleep(1000);
     }
     expect(await statusOf(owner, sleeper.id)).toBe('running');
     // A WebSocket asks its route once; its open connection is what keeps the instance awake.
     const ws = await edge.websocket(`${sleeper.url}/ws`, owns());
     expect(JSON.parse(await ws.receive())).toEqual({ hello: sleeper.id });
-    await pause((IDLE * 2 + 1) * 1000);
+    await sleep((IDLE * 2 + 1) * 1000);
     expect(await statusOf(owner, sleeper.id)).toBe('running');
     ws.send('still awake');
     expect(await ws.receive()).toBe('still awake');

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEdge, startStack, type Edge, type Stack } from '@agenthost/testkit';
@@ -61,7 +62,7 @@ async function servedMeanwhile<T>(until: Promise<T>): Promise<{ result: T; statu
   while (!done) {
     const r = await edge.request(`${edge.origin}/api/auth/nonce?wallet_address=11111111111111111111111111111111`);
     statuses.push(r.status);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
   }
   return { result: await result, statuses };
 }

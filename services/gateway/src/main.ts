@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { commonChecks, connect, connectNats, createLogger, loadConfig, natsIdentity, startObservability } from '@agenthost/shared';
@@ -57,7 +58,7 @@ async function shutdown(signal: string): Promise<void> {
   if (config.SHUTDOWN_GRACE_MS > 0) {
     log.info({ signal, grace_ms: config.SHUTDOWN_GRACE_MS }, 'stopping: still serving, every answer closing its connection');
     server.closeIdleConnections();
-    await new Promise((r) => setTimeout(r, config.SHUTDOWN_GRACE_MS));
+    await sleep(config.SHUTDOWN_GRACE_MS);
   }
   log.info({ signal }, 'stopping: no new connections, finishing requests in flight');
   const closed = listeners.close();

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { NatsConnection } from 'nats';
@@ -95,7 +96,7 @@ describe('GET /instance/events', () => {
     const s = await openEvents(url(id), bob.token);
     await s.until((e) => e.event === 'status' && e.data.status === 'running');
     const before = s.heartbeats;
-    await new Promise((r) => setTimeout(r, 2500)); // SSE_HEARTBEAT_SECONDS=1 in this suite
+    await sleep(2500); // SSE_HEARTBEAT_SECONDS=1 in this suite
     expect(s.heartbeats).toBeGreaterThan(before);
     await s.close();
 
@@ -147,7 +148,7 @@ describe('GET /instance/events', () => {
     }
     let peak = 0;
     for (let i = 0; i < 6; i++) {
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
       peak = Math.max(peak, rssMb());
     }
     console.log(`[events] slow reader: gateway RSS ${before.toFixed(0)} MB before, peak ${peak.toFixed(0)} MB with ${(N * 4) / 1000} MB of events unread`);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminUrl, freePort, signIn, startStack, waitFor, type Stack } from '@agenthost/testkit';
@@ -57,7 +58,7 @@ describe('infrastructure going away', () => {
   it('answers a fast 503 while NATS is down and recovers by itself when it is back', async () => {
     const s = await signIn(stack.api);
     await stack.nats.pause();
-    await new Promise((r) => setTimeout(r, 300)); // the clients notice the closed socket
+    await sleep(300); // the clients notice the closed socket
     const started = Date.now();
     const res = await nonce(s.wallet.address);
     expect(Date.now() - started).toBeLessThan(1000);

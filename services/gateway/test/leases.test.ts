@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
@@ -101,7 +102,7 @@ describe('reclaim', () => {
     const deadline = Date.now() + 2000;
     while (Date.now() < deadline) {
       expect((await reclaimStale(d, 600)).replicas).toBe(0);
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     expect(await used(d, user)).toBe(held);
     for (let i = 0; i < 5; i++) await (await live.count(user, sub('pro'))).counted;
@@ -147,7 +148,7 @@ describe('fencing', () => {
     expect(await used(d, user)).toBeGreaterThan(10); // tokens are held
     stopTimers(cut);
     await pools.at(-1)!.end();
-    await new Promise((r) => setTimeout(r, 400)); // past 3/4 of the TTL without a heartbeat
+    await sleep(400); // past 3/4 of the TTL without a heartbeat
     const refused = await cut.count(user, sub('pro')).then(
       () => 'served',
       (e: { code?: string }) => e.code,
@@ -163,7 +164,7 @@ describe('fencing', () => {
     const user = randomUUID();
     for (let i = 0; i < 10; i++) await (await a.count(user, sub('pro'))).counted;
     stopTimers(a); // a long pause: no heartbeat
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect((await reclaimStale(d, 400)).replicas).toBe(1);
     expect(await used(d, user)).toBe(10);
     // Back: its heartbeat finds its row gone, so it drops what it held and leases anew.

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Session, Stack } from '@agenthost/testkit';
 import { docker, containerName, instanceStack } from '@agenthost/testkit';
@@ -73,7 +74,7 @@ describe('GET /instance/logs?follow=true', () => {
 
     // since= starts at a time instead of the tail: nothing before it.
     const fromNow = await openEvents(url(`follow=true&since=${Date.now() / 1000 + 1}`), alice.token);
-    await new Promise((r) => setTimeout(r, 1500)); // a line written after the `since` second (docker's clock is this host's)
+    await sleep(1500); // a line written after the `since` second (docker's clock is this host's)
     await print(['after-since']);
     await fromNow.until((e) => e.data?.text === 'after-since');
     expect(texts(fromNow.events, 'resume-')).toEqual([]);

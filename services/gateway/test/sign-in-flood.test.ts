@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import bs58 from 'bs58';
@@ -57,7 +58,6 @@ const badLogin = (replica: number, from: string) =>
 
 const rss = async (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 const count = async (q: string) => Number((await db.query(q)).rows[0].n);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Sample {
   rss: number[];

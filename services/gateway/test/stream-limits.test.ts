@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,7 +96,7 @@ describe('long-lived streams', () => {
     await open.shift()!.close();
     let again: Awaited<ReturnType<typeof openEvents>> | undefined;
     for (let i = 0; i < 50 && again?.status !== 200; i++) {
-      if (again) await new Promise((r) => setTimeout(r, 100));
+      if (again) await sleep(100);
       again = await openEvents(url(a, other), alice.token);
     }
     expect(again!.status).toBe(200);
@@ -107,7 +108,7 @@ describe('long-lived streams', () => {
     for (let i = 0; i < 50 && logs.length < 3; i++) {
       const s = await openEvents(logsUrl(a, i % 2 ? other : stack.baseUrl), alice.token);
       if (s.status === 200) logs.push(s);
-      else await new Promise((r) => setTimeout(r, 100));
+      else await sleep(100);
     }
     expect(logs).toHaveLength(3);
     const overLogs = await openEvents(logsUrl(a), alice.token);
@@ -127,7 +128,7 @@ describe('long-lived streams', () => {
     // Slots of the previous test's streams may still be on their way out.
     let s = await openEvents(url(a, base), alice.token);
     for (let i = 0; i < 50 && s.status === 429; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       s = await openEvents(url(a, base), alice.token);
     }
     expect(s.status).toBe(200);

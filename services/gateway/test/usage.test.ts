@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { NatsConnection } from 'nats';
@@ -125,7 +126,7 @@ describe('cost', () => {
     for (let wave = 0; wave < 5; wave++) {
       const results = await Promise.all(
         Array.from({ length: 60 }, async (_, i) => {
-          await new Promise((r) => setTimeout(r, i % 7));
+          await sleep(i % 7);
           return outcome(usage.count(user, sub('pro')));
         }),
       );
@@ -165,7 +166,7 @@ describe('cost', () => {
         ]) &&
       Date.now() < deadline
     )
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     expect(await used(u2)).toEqual([
       ['day', 30],
       ['minute', 30],

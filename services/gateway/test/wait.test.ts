@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
 import { contracts, listen } from '@agenthost/shared';
@@ -43,14 +44,14 @@ describe('GET /instance/wait', () => {
     expect((await alice.api.get(`/instance/wait/${id}?state=running&timeout=5`)).body).toMatchObject({ status: 'running' });
 
     const waiting = alice.api.get(`/instance/wait/${id}?state=stopped&timeout=60`).then((r) => ({ r, arrived: Date.now() }));
-    await new Promise((r) => setTimeout(r, 300)); // the wait is registered before the stop is sent
+    await sleep(300); // the wait is registered before the stop is sent
     expect((await alice.api.post(`/instance/stop/${id}`)).status).toBe(200);
     const stopped = await waiting;
     expect(stopped.r.status).toBe(200);
     expect(stopped.r.body).toMatchObject({ instance_id: id, status: 'stopped' });
 
     const waitingRun = alice.api.get(`/instance/wait/${id}?state=running&timeout=60`).then((r) => ({ r, arrived: Date.now() }));
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect((await alice.api.post(`/instance/start/${id}`)).status).toBe(200);
     const started = await waitingRun;
     expect(started.r.body).toMatchObject({ status: 'running' });
@@ -78,7 +79,7 @@ describe('GET /instance/wait', () => {
     for (const d of Object.values(gatewayShare)) expect(d).toBeLessThan(2000);
 
     const waitingDelete = alice.api.get(`/instance/wait/${id}?state=deleted&timeout=60`);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect((await alice.api.del(`/instance/delete/${id}`)).status).toBe(200);
     expect((await waitingDelete).body).toMatchObject({ instance_id: id, status: 'deleted' });
   });

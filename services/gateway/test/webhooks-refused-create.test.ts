@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import net from 'node:net';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
@@ -98,7 +99,7 @@ describe('webhooks and the event stream of a refused or rolled-back create', () 
       await db.connect();
       try {
         const left = async () => (await db.query('select id from provisioner.instances where user_id = $1', [bob.s.user_id])).rowCount;
-        for (const deadline = Date.now() + 30_000; (await left()) !== 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 250));
+        for (const deadline = Date.now() + 30_000; (await left()) !== 0 && Date.now() < deadline; ) await sleep(250);
         expect(await left()).toBe(0);
       } finally {
         await db.end();

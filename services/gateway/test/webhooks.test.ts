@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from 'nats';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
@@ -156,7 +157,7 @@ describe('webhooks', () => {
       for (;;) {
         const row = ((await alice.api.get(`/webhooks/${id}/deliveries`)).body.deliveries as typeof log).find((x) => x.id === tries[0]!.headers['webhook-id']);
         if (row?.status !== 'pending') return row;
-        await new Promise((r) => setTimeout(r, 200));
+        await sleep(200);
       }
     })();
     expect(d).toMatchObject({ status: 'delivered', attempts: 3, last_status_code: 200 });
@@ -227,7 +228,7 @@ describe('webhooks', () => {
           }>
         )[0];
         if (d && d.attempts >= 1 && d.last_error) return d;
-        await new Promise((res) => setTimeout(res, 200));
+        await sleep(200);
       }
     })();
     expect(failed).toMatchObject({ status: 'pending', last_error: 'ECONNREFUSED' });

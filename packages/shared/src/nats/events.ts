@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -149,7 +150,7 @@ export async function consumeEvents<P extends z.ZodType>(
       } catch (err) {
         if (!stopped) log.warn({ err }, 'event consumer interrupted; resuming');
       }
-      if (!stopped) await new Promise((r) => setTimeout(r, 500));
+      if (!stopped) await sleep(500);
     }
   })();
   return {

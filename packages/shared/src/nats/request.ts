@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from 'nats';
 import type { z } from 'zod';
 import type { Contract } from '../contracts/contract.ts';
@@ -100,7 +101,7 @@ const RECONNECT_WAIT_MS = 500;
 
 async function reconnected(nc: NatsConnection, ms: number): Promise<void> {
   const end = Date.now() + ms;
-  while (!busConnected(nc) && !nc.isClosed() && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+  while (!busConnected(nc) && !nc.isClosed() && Date.now() < end) await sleep(25);
 }
 
 function unavailable(subject: string, err: unknown): AppError {

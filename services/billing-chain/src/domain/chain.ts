@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, Keypair, PublicKey, Transaction, VersionedTransaction, type Finality } from '@solana/web3.js';
 import { decodeSubscription, findSubscriptionAddress, renewInstruction } from '@agenthost/subscription-program';
 import { AppError, type Logger } from '@agenthost/shared';
@@ -231,7 +232,7 @@ export class ChainClient {
       const st = value[0];
       if (st?.confirmationStatus && wanted.includes(st.confirmationStatus)) return { err: st.err };
       if (Date.now() > deadline) throw unavailable('confirm a transaction in time', new Error(`${signature} not confirmed`));
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
   }
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Actors, Case, State } from './types.ts';
 
 const MISSING_HOOK = 'wh_0123456789abcdef0123';
@@ -63,7 +64,7 @@ export async function webhookCases(a: Actors): Promise<{ before: Case[]; after: 
         for (let i = 0; i < 300 && !s.delivery; i++) {
           const list = (await a.subscriber.api.get(`${deliveries}?limit=10`)).body as { deliveries?: Array<{ id: string }> };
           s.delivery = list.deliveries?.[0]?.id ?? '';
-          if (!s.delivery) await new Promise((r) => setTimeout(r, 100));
+          if (!s.delivery) await sleep(100);
         }
       },
     },
