@@ -13,6 +13,7 @@ export * from './seal.ts';
 export * from './at-rest.ts';
 export * from './token-hash.ts';
 export * from './rate-limit.ts';
+export * from './retry.ts';
 export * from './webhook-signing.ts';
 export * from './nats/events.ts';
 export * from './nats/listen.ts';

@@ -3,6 +3,8 @@
  * service is pinned to a node, the label that marks a node being drained, and how a swarm object is written.
  */
 
+import { retry } from './retry.ts';
+
 /** The placement constraint that pins a service to one node, and the node it names (undefined: not pinned). */
 export const pinTo = (nodeId: string): string => `node.id == ${nodeId}`;
 export const pinnedNode = (constraints: string[] | undefined): string | undefined =>
@@ -32,20 +34,18 @@ export async function writeAtVersion<S>(
   write: (version: number, spec: S) => Promise<unknown>,
   change: (current: S) => S | undefined,
 ): Promise<boolean> {
-  for (let attempt = 1; ; attempt++) {
-    const current = await read();
-    if (!current) return false;
-    const next = change(current.spec);
-    if (next === undefined) return true;
-    try {
-      await write(current.version, next);
+  // The provisioner's engine wrapper keeps the engine's own error as the cause.
+  const outOfSequence = (err: unknown) => /update out of sequence/.test(`${(err as Error).message} ${(err as { cause?: Error }).cause?.message ?? ''}`);
+  return retry(
+    async () => {
+      const current = await read();
+      if (!current) return false;
+      const next = change(current.spec);
+      if (next !== undefined) await write(current.version, next);
       return true;
-    } catch (err) {
-      // The provisioner's engine wrapper keeps the engine's own error as the cause.
-      const text = `${(err as Error).message} ${(err as { cause?: Error }).cause?.message ?? ''}`;
-      if (attempt >= 5 || !/update out of sequence/.test(text)) throw err;
-    }
-  }
+    },
+    { attempts: 5, delayMs: 0, retryable: outOfSequence },
+  );
 }
 
 /** What nodeAddr reads of a swarm node (as the engine's node list and inspect give it). */

@@ -1,8 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import bs58 from 'bs58';
 import type { Keypair } from '@solana/web3.js';
 import type { Kysely } from 'kysely';
-import { contracts, endpoint, ensureEventStream, listen, loadConfig, publishEvent, runService, type Logger } from '@agenthost/shared';
+import { contracts, endpoint, ensureEventStream, listen, loadConfig, publishEvent, retry, runService, type Logger } from '@agenthost/shared';
 import { billingConfig, type BillingConfig } from './config.ts';
 import type { BillingDB } from './db/schema.ts';
 import { migrations } from './db/migrations/index.ts';
@@ -88,30 +87,24 @@ await runService<typeof billingConfig, BillingDB>({
 /** Program id and treasury from config, else from devchain (devchain_getConfig), retried while it starts. */
 async function programConfig(config: BillingConfig, log: Logger): Promise<{ programId: string; treasury: string }> {
   if (config.SUBSCRIPTION_PROGRAM_ID && config.TREASURY) return { programId: config.SUBSCRIPTION_PROGRAM_ID, treasury: config.TREASURY };
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    try {
-      const res = await fetch(config.SOLANA_RPC_URL, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'devchain_getConfig', params: [] }),
-        signal: AbortSignal.timeout(2000),
-      });
-      const body = (await res.json()) as { result?: { programId: string; treasury: string } };
-      if (body.result) {
-        log.warn('SUBSCRIPTION_PROGRAM_ID/TREASURY not set: using the ones devchain publishes');
-        return { programId: config.SUBSCRIPTION_PROGRAM_ID || body.result.programId, treasury: config.TREASURY || body.result.treasury };
-      }
-      throw new Error('the RPC is not a devchain');
-    } catch (err) {
-      if (Date.now() > deadline) {
-        process.stderr.write(
-          `invalid configuration:\n  - SUBSCRIPTION_PROGRAM_ID and TREASURY must be set (could not ask devchain: ${(err as Error).message})\n`,
-        );
-        process.exit(2);
-      }
-      await sleep(500);
-    }
+  const ask = async () => {
+    const res = await fetch(config.SOLANA_RPC_URL, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'devchain_getConfig', params: [] }),
+      signal: AbortSignal.timeout(2000),
+    });
+    const body = (await res.json()) as { result?: { programId: string; treasury: string } };
+    if (!body.result) throw new Error('the RPC is not a devchain');
+    return body.result;
+  };
+  try {
+    const published = await retry(ask, { delayMs: 500, until: Date.now() + 15_000 });
+    log.warn('SUBSCRIPTION_PROGRAM_ID/TREASURY not set: using the ones devchain publishes');
+    return { programId: config.SUBSCRIPTION_PROGRAM_ID || published.programId, treasury: config.TREASURY || published.treasury };
+  } catch (err) {
+    process.stderr.write(`invalid configuration:\n  - SUBSCRIPTION_PROGRAM_ID and TREASURY must be set (could not ask devchain: ${(err as Error).message})\n`);
+    process.exit(2);
   }
 }
 

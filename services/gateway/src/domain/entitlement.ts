@@ -1,7 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription as NatsSubscription } from 'nats';
-import { AppError, contracts, listen, type Logger } from '@agenthost/shared';
+import { AppError, contracts, listen, retry, type Logger } from '@agenthost/shared';
 import type { Call } from './call.ts';
 import { observeEntitlement } from './metrics.ts';
 
@@ -95,17 +94,17 @@ export class Entitlements {
   }
 
   private async fetch(user: { user_id: string; wallet_address: string }, requestId: string | undefined, cached: boolean): Promise<Subscription | null> {
-    const until = this.now() + (cached ? 0 : (this.opts.restartWaitMs ?? 0));
-    for (;;) {
+    const ask = async () => {
       try {
         return await this.call(contracts.billing.status, { user_id: user.user_id, wallet_address: user.wallet_address }, requestId);
       } catch (err) {
         if (err instanceof AppError && err.code === 'SUBSCRIPTION_NOT_FOUND') return null;
-        const restarting = err instanceof AppError && err.details?.notRunning === true;
-        if (!restarting || this.now() >= until) throw err;
-        await sleep(250);
+        throw err;
       }
-    }
+    };
+    // billing-chain restarting (no replica answers) is waited out for a moment; any other failure is thrown.
+    const restarting = (err: unknown) => err instanceof AppError && err.details?.notRunning === true;
+    return retry(ask, { delayMs: 250, until: this.now() + (cached ? 0 : (this.opts.restartWaitMs ?? 0)), retryable: restarting, now: this.now });
   }
 
   /** A fresher view than any in flight (a register/refresh answer from billing-chain). */

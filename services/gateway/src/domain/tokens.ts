@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { errors as joseErrors, importJWK, jwtVerify, type CryptoKey, type JWK, type JWTHeaderParameters } from 'jose';
 import type { NatsConnection } from 'nats';
-import { AppError, contracts, listen, request, type Logger } from '@agenthost/shared';
+import { AppError, contracts, listen, request, retry, type Logger } from '@agenthost/shared';
 
 export interface TokenClaims {
   user_id: string;
@@ -129,15 +129,15 @@ export class TokenVerifier {
     const revoked = { subject: contracts.auth.TOKEN_REVOKED_SUBJECT, payload: contracts.auth.revokedToken };
     this.revocations = listen(this.nc, revoked, (ev) => this.revoke(ev.jti, ev.exp), this.opts.log);
     const load = async (): Promise<void> => {
-      try {
-        const { tokens } = await request(this.nc, contracts.auth.revokedList, {}, { timeoutMs: this.opts.timeoutMs });
-        for (const t of tokens) this.revoke(t.jti, t.exp);
-      } catch (err) {
-        this.opts.log.warn({ err: (err as Error).message }, 'could not load the token deny-list from auth; retrying');
-        setTimeout(() => void load(), 2000).unref();
-      }
+      const { tokens } = await request(this.nc, contracts.auth.revokedList, {}, { timeoutMs: this.opts.timeoutMs });
+      for (const t of tokens) this.revoke(t.jti, t.exp);
     };
-    await load();
+    let tried = () => {};
+    const firstTry = new Promise<void>((resolve) => (tried = resolve));
+    const onRetry = (err: unknown) => this.opts.log.warn({ err: (err as Error).message }, 'could not load the token deny-list from auth; retrying');
+    // Retried until it loads (an error is only ever logged); the timer keeps no stopped gateway alive.
+    void retry(() => load().finally(tried), { delayMs: 2000, ref: false, onRetry });
+    await firstTry;
   }
 
   private async keyFor(h: JWTHeaderParameters): Promise<CryptoKey> {

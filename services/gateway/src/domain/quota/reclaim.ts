@@ -1,4 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { retry } from '@agenthost/shared';
 import type { GatewayDB } from '../../db/schema.ts';
 
 export interface Reclaimed {
@@ -46,3 +47,14 @@ async function reclaim(db: Kysely<GatewayDB>, which: RawBuilder<unknown>): Promi
   const row = r.rows[0];
   return { replicas: Number(row?.replicas ?? 0), returned: Number(row?.returned ?? 0) };
 }
+
+/** A lease step found this replica's row gone: another replica reclaimed it (this one paused past the TTL). */
+export class ReplicaReclaimed extends Error {
+  constructor() {
+    super('usage lease: this replica was reclaimed twice in a row');
+  }
+}
+
+/** Runs a lease step again once when it finds the replica reclaimed (it registers anew first); twice in a row is thrown. */
+export const onceMoreIfReclaimed = <T>(step: () => Promise<T>): Promise<T> =>
+  retry(step, { attempts: 2, delayMs: 0, retryable: (err) => err instanceof ReplicaReclaimed });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { AppError, type Logger } from '@agenthost/shared';
 import type { GatewayDB } from '../../db/schema.ts';
-import { reclaimStale, releaseReplica } from './reclaim.ts';
+import { onceMoreIfReclaimed, ReplicaReclaimed, reclaimStale, releaseReplica } from './reclaim.ts';
 import { writeServed } from './served.ts';
 import { observeLease } from '../metrics.ts';
 
@@ -121,7 +121,7 @@ export class LeaseLedger {
   }
 
   private async take(w: LeasedWindow, want: number, limit: number): Promise<{ used: number; granted: number } | undefined> {
-    for (let attempt = 0; ; attempt++) {
+    return onceMoreIfReclaimed(async () => {
       await this.ready();
       const replica = this.replicaId;
       const r = await sql<{ alive: number; used: number | null; last_grant: number | null }>`
@@ -144,8 +144,8 @@ export class LeaseLedger {
       const row = r.rows[0]!;
       if (Number(row.alive) === 1) return row.used === null ? undefined : { used: Number(row.used), granted: Number(row.last_grant) };
       if (replica === this.replicaId) this.lost();
-      if (attempt >= 1) throw new Error('usage lease: this replica was reclaimed twice in a row');
-    }
+      throw new ReplicaReclaimed();
+    });
   }
 
   /**

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { toAppError, webhookSignatures, type Logger } from '@agenthost/shared';
+import { backoffMs, toAppError, webhookSignatures, type Logger } from '@agenthost/shared';
 import type { GatewayDB } from '../../db/schema.ts';
 import { openSecret } from './secrets.ts';
 import { send, type Attempt } from './sender.ts';
@@ -130,7 +130,7 @@ export class DeliveryWorker {
   private async record(d: Claimed, r: Attempt): Promise<void> {
     const ok = r.status !== undefined && r.status >= 200 && r.status < 300;
     const now = Date.now();
-    const backoff = Math.min(this.s.retryBaseMs * 2 ** Math.max(0, d.attempts - 1), MAX_BACKOFF_MS);
+    const backoff = backoffMs(d.attempts, { initialMs: this.s.retryBaseMs, maxMs: MAX_BACKOFF_MS });
     const next = now + backoff;
     const gaveUp = !ok && next > d.give_up_at.getTime();
     await this.db
