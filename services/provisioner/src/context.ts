@@ -115,7 +115,7 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
   const pause = faults(config.FAULT_PAUSE_AT, log);
   const issueCredentials = (user_id: string, instance_id: string) => request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs });
   const handoff =
-    overrides.handoff ?? new CredentialHandoff({ engine, log, issue: issueCredentials, startedByAReplica: startedByAReplica({ db, locks, engine }) });
+    overrides.handoff ?? new CredentialHandoff({ engine, log, issue: issueCredentials, startedByAReplica: startedByAReplica({ repo, locks, engine }) });
   const extraSecurity = overrides.extraSecurity ?? { noNewPrivileges: false };
   // Placement runs one at a time across every provisioner replica (a database lock).
   const placementLock = <T>(fn: () => Promise<T>): Promise<T> => locks.with(`swarm-placement:${scope}`, fn, config.DOCKER_TIMEOUT_MS);
@@ -128,7 +128,6 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
   const readiness =
     overrides.readiness ??
     new Readiness({
-      db,
       repo,
       engine,
       runtime,
@@ -153,11 +152,14 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
   readiness.onNotReady((id, generation, reason) => upgrades.notReady(id, generation, reason));
   const sleeper = overrides.sleeper ?? new Sleeper({ ...lifecycleDeps, lifecycle, residentMb: sleepResidentMb(config, swarm, log) });
   const healing =
-    'healing' in overrides ? overrides.healing : swarm ? undefined : new SelfHealing({ db, runtime, locks, readiness, log, policy: config, issueCredentials });
+    'healing' in overrides
+      ? overrides.healing
+      : swarm
+        ? undefined
+        : new SelfHealing({ repo, runtime, locks, readiness, log, policy: config, issueCredentials });
   const reconciler =
     overrides.reconciler ??
     new Reconciler({
-      db,
       engine,
       runtime,
       locks,
@@ -220,7 +222,7 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
     stats,
     storage:
       overrides.storage ??
-      new StorageSampler({ db, engine, scope, log, intervalSeconds: config.STORAGE_SAMPLE_INTERVAL_SECONDS, capped: (id) => volumes.has(id) }),
+      new StorageSampler({ repo, engine, scope, log, intervalSeconds: config.STORAGE_SAMPLE_INTERVAL_SECONDS, capped: (id) => volumes.has(id) }),
     statusRelay:
       overrides.statusRelay ??
       new StatusRelay({
@@ -243,7 +245,7 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
     quota:
       overrides.quota ??
       new QuotaGuard({
-        db,
+        repo,
         volumes,
         dockerUp: () => engine.available,
         locks,
@@ -256,7 +258,7 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
     idleSleep:
       overrides.idleSleep ??
       new IdleSleep({
-        db,
+        repo,
         locks,
         sleeper,
         dockerUp: () => engine.available,
@@ -268,12 +270,12 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
     devices: overrides.devices ?? new DevicePairing({ repo, engine, runtime, log }),
     backups,
     backupScheduler:
-      overrides.backupScheduler ?? new BackupScheduler({ db, backups, locks, tiers, log, scope, intervalSeconds: config.BACKUP_SCHEDULE_SECONDS }),
+      overrides.backupScheduler ?? new BackupScheduler({ repo, backups, locks, tiers, log, scope, intervalSeconds: config.BACKUP_SCHEDULE_SECONDS }),
     drainer:
       'drainer' in overrides
         ? overrides.drainer
         : runtime instanceof SwarmInstances
-          ? new Drainer({ db, engine, runtime, locks, repo, lifecycle, config, scope, log, serialize: placementLock })
+          ? new Drainer({ engine, runtime, locks, repo, lifecycle, config, scope, log, serialize: placementLock })
           : undefined,
   };
 }

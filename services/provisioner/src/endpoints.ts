@@ -10,7 +10,7 @@ const D = contracts.devices;
  * (packages/shared/src/contracts/provisioner.ts, devices.ts). The subject's schemas are checked by endpoint().
  */
 export function endpoints(ctx: ProvisionerContext): Endpoint[] {
-  const { creator, view, lifecycle, upgrades, sleeper, backups, idleSleep, devices, db, runtime } = ctx;
+  const { creator, view, lifecycle, upgrades, sleeper, backups, idleSleep, devices, repo, runtime } = ctx;
   return [
     endpoint(P.create, (input) => creator.create(input)),
     endpoint(P.get, (input) => view.get(input)),
@@ -28,7 +28,7 @@ export function endpoints(ctx: ProvisionerContext): Endpoint[] {
     endpoint(P.restore, (input) => backups.restore(input)),
     endpoint(P.clone, (input) => backups.clone(input)),
     endpoint(P.removeBackup, (input) => backups.remove(input)),
-    endpoint(P.routes, (input) => listRoutes({ db, runtime }, input)),
+    endpoint(P.routes, (input) => listRoutes({ repo, runtime }, input)),
     endpoint(P.activity, async (input) => ({ recorded: await idleSleep.record(input.instance_ids) })),
     endpoint(P.wake, (input) => sleeper.wake(input.instance_id)),
     endpoint(D.list, (input) => devices.list(input)),

@@ -65,7 +65,7 @@ class Running {
     if (!swarm) this.startDockerDriverWork();
     this.subscriptionChanges = await stopEndedSubscriptions({
       nc,
-      db: this.ctx.db,
+      repo: this.ctx.repo,
       config,
       log,
       suspendWallet: (w) => this.ctx.lifecycle.suspendWallet(w),
@@ -111,7 +111,7 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
   db: { schema: SCHEMA, migrations },
   async build(deps) {
     const ctx = buildContext(deps);
-    instancesByState(ctx.db);
+    instancesByState(ctx.repo);
     if (ctx.config.PROVISIONER_DRIVER === 'swarm') swarmCapacity(() => nodeRoom(ctx.engine));
     const running = new Running(ctx);
     return {

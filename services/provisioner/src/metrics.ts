@@ -1,6 +1,5 @@
-import { sql, type Kysely } from 'kysely';
 import { children, counter, gauge, histogram } from '@agenthost/shared';
-import type { ProvisionerDB } from './db/schema.ts';
+import type { InstanceReads } from './domain/instance-reads.ts';
 
 // The provisioner's metrics. No instance, user or wallet ids as labels: states, reasons and operations only.
 
@@ -49,11 +48,11 @@ const dockerErrorChild = children((op, kind) => dockerErrors.labels(op!, kind!))
 export const observeDockerError = (operation: string, kind: 'unavailable' | 'answered'): void => dockerErrorChild(operation, kind).inc();
 
 /** Instances by state, read from the provisioner's table when scraped (all replicas agree on it). */
-export function instancesByState(db: Kysely<ProvisionerDB>): void {
+export function instancesByState(instances: Pick<InstanceReads, 'countByStatus'>): void {
   gauge('agenthost_instances', 'Instances by state', ['state'], async function () {
-    const rows = await sql<{ status: string; n: number }>`select status, count(*)::int as n from instances group by status`.execute(db);
+    const rows = await instances.countByStatus();
     this.reset();
-    for (const r of rows.rows) this.labels(r.status).set(r.n);
+    for (const r of rows) this.labels(r.status).set(r.n);
   });
 }
 

@@ -242,13 +242,7 @@ export class Backups {
   }
 
   private async owned(userId: string, instanceId: string): Promise<InstanceRow> {
-    const row = await this.d.db
-      .selectFrom('instances')
-      .selectAll()
-      .where('id', '=', instanceId)
-      .where('user_id', '=', userId)
-      .where('deleting_at', 'is', null)
-      .executeTakeFirst();
+    const row = await this.d.repo.owned(userId, instanceId);
     if (!row) throw new AppError('INSTANCE_NOT_FOUND');
     return row;
   }

@@ -1,7 +1,6 @@
-import type { Kysely } from 'kysely';
 import type { contracts, Logger, TierTable } from '@agenthost/shared';
-import type { ProvisionerDB } from '../db/schema.ts';
 import { describe } from '../docker/call.ts';
+import type { InstanceReads } from '../domain/instance-reads.ts';
 import type { OpLocks } from '../domain/locks.ts';
 import type { Backups } from './backups.ts';
 
@@ -11,7 +10,15 @@ import type { Backups } from './backups.ts';
  * replicas never take the same backup twice; a pass that finds an instance busy leaves it to the next one.
  */
 export class BackupScheduler {
-  private readonly d: { db: Kysely<ProvisionerDB>; backups: Backups; locks: OpLocks; tiers: TierTable; log: Logger; scope: string; intervalSeconds: number };
+  private readonly d: {
+    repo: Pick<InstanceReads, 'dueForBackup'>;
+    backups: Backups;
+    locks: OpLocks;
+    tiers: TierTable;
+    log: Logger;
+    scope: string;
+    intervalSeconds: number;
+  };
   private timer: NodeJS.Timeout | undefined;
 
   constructor(deps: BackupScheduler['d']) {
@@ -31,28 +38,12 @@ export class BackupScheduler {
 
   /** One pass; returns how many backups it took (undefined: another replica is doing one). */
   async pass(): Promise<number | undefined> {
-    const { db, locks, log, scope } = this.d;
+    const { repo, locks, log, scope } = this.d;
     try {
       return await locks.tryWith(`backup-schedule:${scope}`, async () => {
         await this.d.backups.sweep();
         const due = new Date(Date.now() - this.d.intervalSeconds * 1000);
-        const rows = await db
-          .selectFrom('instances as i')
-          .select(['i.id', 'i.user_id', 'i.tier'])
-          .where('i.deleting_at', 'is', null)
-          .where('i.status', 'in', ['running', 'stopped', 'sleeping'])
-          .where(({ not, exists, selectFrom }) =>
-            not(
-              exists(
-                selectFrom('backups as b')
-                  .select('b.id')
-                  .whereRef('b.instance_id', '=', 'i.id')
-                  .where('b.kind', '=', 'scheduled')
-                  .where('b.created_at', '>', due),
-              ),
-            ),
-          )
-          .execute();
+        const rows = await repo.dueForBackup(due);
         let taken = 0;
         for (const row of rows) {
           const tier = row.tier as contracts.TierName;

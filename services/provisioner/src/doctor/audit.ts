@@ -1,9 +1,9 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
-import type { Kysely } from 'kysely';
 import type { ProvisionerConfig } from '../config.ts';
-import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import type { InstanceRow } from '../db/schema.ts';
+import type { InstanceReads } from '../domain/instance-reads.ts';
 import { firewallTag, hostDnsServers, hostSubnets, missingFirewallRules } from '../docker/firewall.ts';
 import { containerName, LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
 import { auditContainer, busy, healthy, imageLookup, type DoctorReport, type Finding, type Intent } from './checks.ts';
@@ -14,8 +14,8 @@ import { auditSwarm } from './swarm-audit.ts';
  * network and host firewall it keeps (the docker driver's; swarm-audit.ts the swarm's). Reads only; the fixes are
  * printed, never applied.
  */
-export async function audit(d: { config: ProvisionerConfig; db: Kysely<ProvisionerDB>; docker: Docker }): Promise<DoctorReport> {
-  const { config, db, docker } = d;
+export async function audit(d: { config: ProvisionerConfig; instances: Pick<InstanceReads, 'all'>; docker: Docker }): Promise<DoctorReport> {
+  const { config, instances, docker } = d;
   if (config.PROVISIONER_DRIVER === 'swarm') return auditSwarm(d);
   const scope = config.INSTANCE_SCOPE || config.INSTANCE_NETWORK;
   const drift: Finding[] = [];
@@ -31,7 +31,7 @@ export async function audit(d: { config: ProvisionerConfig; db: Kysely<Provision
   // Size-limited volume files (VOLUME_QUOTA=enforce) of this scope, where main.ts places them.
   const volumeDir = join(config.VOLUME_DIR || join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', 'volumes'), scope);
   const volumeFiles = await readdir(volumeDir).catch(() => [] as string[]);
-  const rows = await db.selectFrom('instances').selectAll().execute();
+  const rows = await instances.all();
   const byId = new Map(rows.map((r) => [r.id, r]));
 
   for (const c of containers) {

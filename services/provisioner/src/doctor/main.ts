@@ -4,6 +4,7 @@ import { provisionerConfig } from '../config.ts';
 import type { ProvisionerDB } from '../db/schema.ts';
 import { migrations } from '../db/migrations/index.ts';
 import { DockerEngine } from '../docker/engine.ts';
+import { InstanceReads } from '../domain/instance-reads.ts';
 import { audit } from './audit.ts';
 import type { DoctorReport } from './checks.ts';
 
@@ -19,7 +20,7 @@ const engine = new DockerEngine({ host: config.DOCKER_HOST, timeoutMs: config.DO
 try {
   const db = await connect<ProvisionerDB>({ url: config.DATABASE_URL, schema: 'provisioner', migrations, poolSize: 2, readOnly: true });
   try {
-    const report = await audit({ config, db, docker: engine.docker });
+    const report = await audit({ config, instances: new InstanceReads(db), docker: engine.docker });
     process.stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : text(report));
     process.exitCode = report.ok ? 0 : 1;
   } finally {

@@ -1,8 +1,8 @@
 import type Docker from 'dockerode';
-import type { Kysely } from 'kysely';
 import { pinnedNode } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
-import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import type { InstanceRow } from '../db/schema.ts';
+import type { InstanceReads } from '../domain/instance-reads.ts';
 import { AGENT_PORT, AGENT_USER, LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
 import { instanceNetworkName, readyLabel, readyValue } from '../swarm/instance-network.ts';
 import { nodeAddr } from '../swarm/placement.ts';
@@ -29,13 +29,13 @@ const restart = (id: string) => `recreate it from the intended spec: its owner r
  * its task and agent, the services without an instance, and every node its instances run on prepared (the instance
  * bridge and, with FIREWALL=enforce, its host firewall: the node's label says so once the job that installs it ran).
  */
-export async function auditSwarm(d: { config: ProvisionerConfig; db: Kysely<ProvisionerDB>; docker: Docker }): Promise<DoctorReport> {
-  const { config, db, docker } = d;
+export async function auditSwarm(d: { config: ProvisionerConfig; instances: Pick<InstanceReads, 'all'>; docker: Docker }): Promise<DoctorReport> {
+  const { config, instances, docker } = d;
   const scope = config.INSTANCE_SCOPE || config.INSTANCE_NETWORK;
   const drift: Finding[] = [];
   const notes: Finding[] = [];
   const services = (await docker.listServices({ filters: { label: [`${LABEL_SCOPE}=${scope}`] } })) as Array<{ ID: string; Spec?: ServiceSpec }>;
-  const rows = await db.selectFrom('instances').selectAll().execute();
+  const rows = await instances.all();
   const byId = new Map(rows.map((r) => [r.id, r]));
   const nodes = await docker.listNodes();
   const network = instanceNetworkName(scope);

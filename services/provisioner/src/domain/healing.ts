@@ -1,12 +1,12 @@
 import { observeRestart } from '../metrics.ts';
 import { constants } from 'node:os';
-import { sql, type Kysely } from 'kysely';
 import type { contracts, Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
-import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import type { InstanceRow } from '../db/schema.ts';
 import { describe } from '../docker/call.ts';
 import type { ContainerEvents } from '../docker/events.ts';
 import { LABEL_INSTANCE } from '../docker/spec.ts';
+import type { InstanceRepo } from './instance-repo.ts';
 import type { OpLocks } from './locks.ts';
 import type { Readiness } from './readiness.ts';
 import type { Credentials, InstanceRuntime, RuntimeState } from './runtime.ts';
@@ -17,7 +17,7 @@ type Policy = Pick<
 >;
 
 export interface HealingDeps {
-  db: Kysely<ProvisionerDB>;
+  repo: InstanceRepo;
   runtime: InstanceRuntime;
   locks: OpLocks;
   readiness: Readiness;
@@ -100,23 +100,16 @@ export class SelfHealing {
    * may be held as long as the agent takes to exit): its death is that operation's, nothing to wait for or handle.
    */
   private async ownStop(instanceId: string): Promise<boolean> {
-    const row = await this.d.db.selectFrom('instances').select(['step', 'deleting_at']).where('id', '=', instanceId).executeTakeFirst();
+    const row = await this.d.repo.stepOf(instanceId);
     return !row || row.deleting_at !== null || row.step === 'stopping' || row.step === 'sleeping' || row.step === 'deleting';
   }
 
   private async stoppedOutside(instanceId: string, containerId: string): Promise<boolean> {
-    const { db, locks } = this.d;
+    const { repo, locks } = this.d;
     const done = await locks.with(instanceId, async () => {
-      const row = await db.selectFrom('instances').selectAll().where('id', '=', instanceId).executeTakeFirst();
+      const row = await repo.byId(instanceId);
       if (!row || !SelfHealing.heals(row) || (row.container_id && containerId !== row.container_id)) return false;
-      const now = new Date();
-      const r = await db
-        .updateTable('instances')
-        .set({ status: 'failed', step: 'done', crash_streak: 0, failure_reason: STOPPED_OUTSIDE, last_activity: now, updated_at: now })
-        .where('id', '=', instanceId)
-        .where('generation', '=', row.generation)
-        .executeTakeFirst();
-      return Number(r.numUpdatedRows) > 0;
+      return repo.markStoppedOutside(instanceId, row.generation, STOPPED_OUTSIDE);
     });
     if (done) this.d.log.warn({ instance_id: instanceId }, 'agent stopped from outside agenthost: not restarted');
     return done;
@@ -169,10 +162,10 @@ export class SelfHealing {
 
   /** The agent of an instance died: record it and schedule its restart. True when it was a crash to heal. */
   async crashed(instanceId: string, containerId?: string): Promise<boolean> {
-    const { db, locks, runtime, policy } = this.d;
+    const { repo, locks, runtime, policy } = this.d;
     // Waits for a short operation (our own restart) to finish: its start may be what just crashed.
     const r = await locks.with(instanceId, async () => {
-      const row = await db.selectFrom('instances').selectAll().where('id', '=', instanceId).executeTakeFirst();
+      const row = await repo.byId(instanceId);
       if (!row || !SelfHealing.heals(row)) return undefined;
       // A late event of a container that a restart has since replaced.
       if (containerId && row.container_id && containerId !== row.container_id) return undefined;
@@ -186,25 +179,17 @@ export class SelfHealing {
       const reason = exitReason(s, row.memory_mb);
       const failing = streak >= policy.RESTART_FAILED_AFTER;
       const failure = failing ? `The agent keeps crashing: ${streak} times in a row, last ${reason}; it is restarted again at ${next.toISOString()}` : null;
-      const updated = await db
-        .updateTable('instances')
-        .set({
-          status: failing ? 'failed' : 'provisioning',
-          step: 'backoff',
-          generation: sql`generation + 1`,
-          crash_streak: streak,
-          last_exit_reason: reason,
-          last_exit_kind: exitKind(s),
-          ...(s.oomKilled ? { oom_kills: sql`oom_kills + 1` } : {}),
-          last_exit_at: exitedAt,
-          next_restart_at: next,
-          failure_reason: failure,
-          updated_at: now,
-        })
-        .where('id', '=', instanceId)
-        .where('generation', '=', row.generation)
-        .returningAll()
-        .executeTakeFirst();
+      const updated = await repo.markCrashed(instanceId, row.generation, {
+        failing,
+        streak,
+        reason,
+        kind: exitKind(s),
+        oomKilled: s.oomKilled === true,
+        exitedAt,
+        next,
+        failure,
+        now,
+      });
       return updated && { row: updated, reason };
     });
     if (!r) return false;
@@ -235,30 +220,16 @@ export class SelfHealing {
 
   /** Start the crashed agent again (same container, volume and token; fresh credentials) and watch it get ready. */
   private async restart(id: string): Promise<void> {
-    const { db, locks, runtime, readiness, policy } = this.d;
+    const { repo, locks, runtime, readiness, policy } = this.d;
     await locks.tryWith(id, async () => {
-      const row = await db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
+      const row = await repo.byId(id);
       if (row?.step !== 'backoff' || row.deleting_at) return;
       if (row.next_restart_at && new Date(row.next_restart_at).getTime() > Date.now()) return this.schedule(id, new Date(row.next_restart_at));
       const creds = await this.d.issueCredentials(row.user_id, row.id);
       await readiness.staggered(async () => {
         const now = new Date();
         const deadline = new Date(now.getTime() + policy.READY_TIMEOUT_SECONDS * 1000);
-        const started = await db
-          .updateTable('instances')
-          .set({
-            step: 'done',
-            restarts: sql`restarts + 1`,
-            generation: sql`generation + 1`,
-            next_restart_at: null,
-            started_at: now,
-            ready_deadline: deadline,
-            updated_at: now,
-          })
-          .where('id', '=', id)
-          .where('generation', '=', row.generation)
-          .returningAll()
-          .executeTakeFirst();
+        const started = await repo.markRestarted(id, row.generation, now, deadline);
         if (!started) return;
         await runtime.start(id, creds);
         observeRestart();

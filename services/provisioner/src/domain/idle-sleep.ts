@@ -1,13 +1,12 @@
-import { sql, type Kysely } from 'kysely';
 import type { contracts, Logger } from '@agenthost/shared';
-import type { ProvisionerDB } from '../db/schema.ts';
 import { describe } from '../docker/call.ts';
+import type { InstanceRepo } from './instance-repo.ts';
 import type { OpLocks } from './locks.ts';
 import { singleFlight } from './single-flight.ts';
 import type { Depth, Sleeper } from './sleep.ts';
 
 export interface IdleSleepDeps {
-  db: Kysely<ProvisionerDB>;
+  repo: InstanceRepo;
   locks: OpLocks;
   sleeper: Pick<Sleeper, 'sleepLocked' | 'freezes'>;
   /** Docker answers (no instance is put to sleep while it does not). */
@@ -38,13 +37,7 @@ export class IdleSleep {
   /** Traffic seen by an edge now: the instances' idle time starts again. Returns how many rows it touched. */
   async record(ids: string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    const r = await this.d.db
-      .updateTable('instances')
-      .set({ traffic_at: sql`now()` })
-      .where('id', 'in', ids)
-      .where('deleting_at', 'is', null)
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows);
+    return this.d.repo.recordTraffic(ids);
   }
 
   start(): void {
@@ -87,10 +80,10 @@ export class IdleSleep {
       for (const depth of ['deep', 'light'] as const) {
         const seconds = times[depth];
         if (!seconds) continue;
-        for (const { id } of await this.idle(tier, seconds, depth)) {
+        for (const { id } of await this.d.repo.idle(tier, seconds, depth)) {
           const t0 = performance.now();
           const done = await this.d.locks.tryWith(id, async () => {
-            const [row] = await this.idle(tier, seconds, depth, id);
+            const [row] = await this.d.repo.idle(tier, seconds, depth, id);
             if (!row) return false;
             await this.d.sleeper.sleepLocked(row, depth);
             return true;
@@ -104,29 +97,5 @@ export class IdleSleep {
       }
     }
     return slept;
-  }
-
-  /**
-   * Instances of the tier with no traffic and no start within `seconds` (one of them when `id` is given) that may
-   * sleep at this depth: running ones, and for a deep sleep lightly sleeping ones too.
-   */
-  private idle(tier: string, seconds: number, depth: Depth, id?: string) {
-    const since = sql<Date>`now() - make_interval(secs => ${seconds})`;
-    let q = this.d.db
-      .selectFrom('instances')
-      .selectAll()
-      .where('tier', '=', tier)
-      .where((eb) =>
-        depth === 'light'
-          ? eb('status', '=', 'running')
-          : eb.or([eb('status', '=', 'running'), eb.and([eb('status', '=', 'sleeping'), eb('sleep_depth', 'in', ['frozen', 'swapped'])])]),
-      )
-      .where('step', '=', 'done')
-      .where('deleting_at', 'is', null)
-      .where((eb) => eb.or([eb('upgrade_state', 'is', null), eb('upgrade_state', '!=', 'upgrading')]))
-      .where((eb) => eb.or([eb('started_at', 'is', null), eb('started_at', '<', since)]))
-      .where((eb) => eb.or([eb('traffic_at', 'is', null), eb('traffic_at', '<', since)]));
-    if (id) q = q.where('id', '=', id);
-    return q.limit(id ? 1 : 500).execute();
   }
 }

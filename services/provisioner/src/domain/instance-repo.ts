@@ -1,41 +1,10 @@
 import { sql, type Kysely } from 'kysely';
-import type { InstanceRow, ProvisionerDB, Step, UpgradeState } from '../db/schema.ts';
+import type { InstanceRow, ProvisionerDB, Step } from '../db/schema.ts';
+import { WatcherTransitions } from './instance-watchers.ts';
 import { PORT_LOCK_CLASS, USER_LOCK_CLASS } from './locks.ts';
+import { endUpgrade, startUpgrade, type UpgradeTarget } from './upgrade-columns.ts';
 
-/** The image an upgrade moves an instance to. */
-export interface UpgradeTarget {
-  version: string;
-  image: string;
-  digest: string;
-}
-
-/** An upgrade begins: the image it moves away from is kept to roll back to. */
-const startUpgrade = (t: UpgradeTarget) => ({
-  upgrade_from_version: sql<string>`version`,
-  upgrade_from_image: sql<string>`image`,
-  upgrade_from_digest: sql<string | null>`image_digest`,
-  upgrade_to_version: t.version,
-  version: t.version,
-  image: t.image,
-  image_digest: t.digest,
-  upgrade_state: 'upgrading' as const,
-  upgrade_reason: null,
-});
-
-/**
- * An operation that overtakes an upgrade whose agent is not ready yet rolls it back: the row names the kept image
- * again (the recreate that follows runs it). Anything else is left as it is.
- */
-const endUpgrade = (reason: string) => {
-  const upgrading = sql`upgrade_state = 'upgrading'`;
-  return {
-    version: sql<string>`case when ${upgrading} then upgrade_from_version else version end`,
-    image: sql<string>`case when ${upgrading} then upgrade_from_image else image end`,
-    image_digest: sql<string | null>`case when ${upgrading} then upgrade_from_digest else image_digest end`,
-    upgrade_reason: sql<string | null>`case when ${upgrading} then ${reason}::text else upgrade_reason end`,
-    upgrade_state: sql<UpgradeState | null>`case when ${upgrading} then 'rolled_back' else upgrade_state end`,
-  };
-};
+export type { UpgradeTarget } from './upgrade-columns.ts';
 
 /** What lease_instance needs besides the id: the owner, the tier's limits and the port range. */
 export interface LeaseInput {
@@ -57,59 +26,17 @@ export interface LeaseInput {
 }
 
 /**
- * The instances table, one named query per read and one named function per transition. Every transition that a
+ * The instances table: its reads (instance-reads.ts), the transitions of the watchers (instance-watchers.ts: readiness,
+ * self-healing, reconciler, samplers) and here those of the operations, one named function each. Every transition that a
  * later operation may have overtaken is guarded by the row's generation (an operation that changes the workload
  * bumps it), so a late writer can never undo its successor's state.
  */
-export class InstanceRepo {
-  private readonly db: Kysely<ProvisionerDB>;
+export class InstanceRepo extends WatcherTransitions {
   private readonly readyTimeoutSeconds: number;
 
   constructor(db: Kysely<ProvisionerDB>, readyTimeoutSeconds: number) {
-    this.db = db;
+    super(db);
     this.readyTimeoutSeconds = readyTimeoutSeconds;
-  }
-
-  /** The caller's instance (deleting ones only when asked: an interrupted delete can be retried). */
-  owned(userId: string, instanceId: string, includeDeleting = false): Promise<InstanceRow | undefined> {
-    let q = this.db.selectFrom('instances').selectAll().where('id', '=', instanceId).where('user_id', '=', userId);
-    if (!includeDeleting) q = q.where('deleting_at', 'is', null);
-    return q.executeTakeFirst();
-  }
-
-  byId(id: string): Promise<InstanceRow | undefined> {
-    return this.db.selectFrom('instances').selectAll().where('id', '=', id).executeTakeFirst();
-  }
-
-  listOwned(userId: string): Promise<InstanceRow[]> {
-    return this.db.selectFrom('instances').selectAll().where('user_id', '=', userId).where('deleting_at', 'is', null).orderBy('created_at').execute();
-  }
-
-  /** The ids of a wallet's running or provisioning instances. */
-  async liveOfWallet(wallet: string): Promise<string[]> {
-    const rows = await this.db
-      .selectFrom('instances')
-      .select('id')
-      .where('wallet_address', '=', wallet)
-      .where('status', 'in', ['running', 'provisioning', 'sleeping'])
-      .where('deleting_at', 'is', null)
-      .execute();
-    return rows.map((r) => r.id);
-  }
-
-  /** Instances counted against the tier, and the bytes of their volumes and of the owner's backups. */
-  async usage(userId: string): Promise<{ instances: number; bytes: number }> {
-    const r = await this.db
-      .selectFrom('instances')
-      .select((eb) => [
-        eb.fn.countAll<number>().as('n'),
-        eb.fn.coalesce(eb.fn.sum<number>('storage_bytes'), sql<number>`0`).as('bytes'),
-        sql<string>`(select coalesce(sum(size_bytes), 0) from backups b where b.user_id = ${userId}::uuid)`.as('backup_bytes'),
-      ])
-      .where('user_id', '=', userId)
-      .where('deleting_at', 'is', null)
-      .executeTakeFirstOrThrow();
-    return { instances: Number(r.n), bytes: Number(r.bytes) + Number(r.backup_bytes) };
   }
 
   /**
@@ -262,5 +189,21 @@ export class InstanceRepo {
   /** The last step of a delete: releases the port. */
   async remove(id: string): Promise<void> {
     await this.db.deleteFrom('instances').where('id', '=', id).execute();
+  }
+
+  // ------------------------------------------------------------------ a move off a draining swarm node
+
+  /** A move that restarts the instance begins: provisioning in a new generation, so the old one's watchers stand down. */
+  async markMoving(id: string): Promise<void> {
+    await this.db
+      .updateTable('instances')
+      .set({ status: 'provisioning', step: 'recreating', failure_reason: null, generation: sql`generation + 1`, updated_at: new Date() })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /** The volume is on the new node: the row follows. */
+  markMoved(id: string, nodeHost: string): Promise<InstanceRow> {
+    return this.db.updateTable('instances').set({ node_host: nodeHost, updated_at: new Date() }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
   }
 }

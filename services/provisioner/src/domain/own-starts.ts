@@ -1,7 +1,6 @@
-import type { Kysely } from 'kysely';
-import type { ProvisionerDB } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
 import { containerName } from '../docker/spec.ts';
+import type { InstanceReads } from './instance-reads.ts';
 import type { OpLocks } from './locks.ts';
 
 /** A container start this close to the start its row records was that start (the row is written around it). */
@@ -12,13 +11,13 @@ const OWN_START_WINDOW_MS = 30_000;
  * the engine's event stream): a replica starting it holds the instance's lock, and once the lock is free the row
  * records when it was started. Only a start nobody made (an operator's `docker start`) is foreign.
  */
-export function startedByAReplica(d: { db: Kysely<ProvisionerDB>; locks: OpLocks; engine: DockerEngine }): (id: string) => Promise<boolean> {
+export function startedByAReplica(d: { repo: Pick<InstanceReads, 'startedAt'>; locks: OpLocks; engine: DockerEngine }): (id: string) => Promise<boolean> {
   return async (id) => {
     const judged = await d.locks.tryWith(id, async () => {
-      const row = await d.db.selectFrom('instances').select('started_at').where('id', '=', id).executeTakeFirst();
-      if (!row?.started_at) return false;
+      const startedAt = await d.repo.startedAt(id);
+      if (!startedAt) return false;
       const info = await d.engine.run('container inspect', (abortSignal) => d.engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
-      return Math.abs(Date.parse(info.State.StartedAt) - new Date(row.started_at).getTime()) < OWN_START_WINDOW_MS;
+      return Math.abs(Date.parse(info.State.StartedAt) - new Date(startedAt).getTime()) < OWN_START_WINDOW_MS;
     });
     // The lock is held: an operation of some replica is starting it right now.
     return judged ?? true;

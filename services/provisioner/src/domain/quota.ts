@@ -1,8 +1,8 @@
-import type { Kysely } from 'kysely';
 import { UNLIMITED, type Logger, type TierTable } from '@agenthost/shared';
-import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import type { InstanceRow } from '../db/schema.ts';
 import { describe } from '../docker/call.ts';
 import { mountPoints, type QuotaVolumes } from '../docker/volumes.ts';
+import type { InstanceRepo } from './instance-repo.ts';
 import type { InstanceLifecycle } from './lifecycle.ts';
 import type { OpLocks } from './locks.ts';
 
@@ -13,7 +13,7 @@ const QUOTA_REASON = 'storage_quota_exceeded';
 type TierName = keyof TierTable;
 
 export interface QuotaDeps {
-  db: Kysely<ProvisionerDB>;
+  repo: InstanceRepo;
   volumes: QuotaVolumes;
   /** Docker answers (no stop is attempted while it does not; sizes are still recorded). */
   dockerUp: () => boolean;
@@ -66,8 +66,8 @@ export class QuotaGuard {
   }
 
   private async pass(): Promise<void> {
-    const { db, volumes, tiers } = this.d;
-    const rows = await db.selectFrom('instances').selectAll().where('deleting_at', 'is', null).execute();
+    const { repo, volumes, tiers } = this.d;
+    const rows = await repo.allNotDeleting();
     const mounts = await mountPoints();
     const full = new Map<string, number>();
     const byUser = new Map<string, { bytes: number; limitMb: number; tier: string; rows: InstanceRow[] }>();
@@ -83,7 +83,7 @@ export class QuotaGuard {
           // the user is at the tier's storage and gets no new instance until files or instances go.
           if (limitMb !== UNLIMITED) bytes = Math.max(bytes, limitMb * MiB);
         }
-        if (bytes !== Number(row.storage_bytes)) await db.updateTable('instances').set({ storage_bytes: bytes }).where('id', '=', row.id).execute();
+        if (bytes !== Number(row.storage_bytes)) await repo.setStorageBytes(row.id, bytes);
       }
       const entry = byUser.get(row.user_id) ?? { bytes: 0, limitMb, tier: row.tier, rows: [] };
       entry.bytes += bytes;
@@ -109,11 +109,11 @@ export class QuotaGuard {
 
   /** Stop one live instance for storage, under its operation lock (skipped when an operation holds it). */
   private async enforce(row: InstanceRow, reason: string): Promise<void> {
-    const { db, locks, lifecycle, log, graceSeconds } = this.d;
+    const { repo, locks, lifecycle, log, graceSeconds } = this.d;
     if (!(row.status === 'running' || row.status === 'provisioning') || row.step !== 'done' || !this.d.dockerUp()) return;
     if (row.started_at && Date.now() - new Date(row.started_at).getTime() < graceSeconds * 1000) return;
     await locks.tryWith(row.id, async () => {
-      const fresh = await db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
+      const fresh = await repo.byId(row.id);
       if (!fresh || fresh.deleting_at || fresh.generation !== row.generation || fresh.step !== 'done') return;
       await lifecycle.stopLocked(fresh, reason);
       log.warn({ event: 'storage_quota_exceeded', instance_id: row.id, user_id: row.user_id, reason }, 'instance stopped: storage quota exceeded');

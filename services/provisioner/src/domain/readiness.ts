@@ -1,8 +1,6 @@
 import { observeReady } from '../metrics.ts';
 import http from 'node:http';
-import { sql, type Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
-import type { ProvisionerDB, UpgradeState } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
 import type { InstanceRepo } from './instance-repo.ts';
 import type { OpLocks } from './locks.ts';
@@ -23,7 +21,6 @@ export interface Watch {
 }
 
 export interface ReadinessDeps {
-  db: Kysely<ProvisionerDB>;
   repo: InstanceRepo;
   engine: DockerEngine;
   runtime: InstanceRuntime;
@@ -117,7 +114,7 @@ export class Readiness {
   }
 
   private async loop(w: Watch): Promise<void> {
-    const { db, engine } = this.deps;
+    const { repo, engine } = this.deps;
     const url = `http://${w.host.includes(':') ? `[${w.host}]` : w.host}:${w.port}/readyz`;
     // The container itself is looked at every 2 s (not at every probe), first 2 s after the start: during a
     // burst of creates the engine is busy starting containers and should not also answer a stream of inspects.
@@ -142,7 +139,7 @@ export class Readiness {
       }
       if (Date.now() - lastCheck >= 2000) {
         lastCheck = Date.now();
-        const row = await db.selectFrom('instances').select(['status', 'generation', 'deleting_at']).where('id', '=', w.id).executeTakeFirst();
+        const row = await repo.watchState(w.id);
         if (!row || row.generation !== w.generation || row.status !== (w.from ?? 'provisioning') || row.deleting_at) return;
         if (engine.available) {
           const s = await this.deps.runtime.inspect(w.id).catch(() => undefined); // engine trouble: keep waiting; the deadline still applies
@@ -172,9 +169,9 @@ export class Readiness {
   private async clamp(id: string): Promise<void> {
     const { runtime } = this.deps;
     if (!runtime.clampCpus) return;
-    const row = await this.deps.db.selectFrom('instances').select('cpus').where('id', '=', id).executeTakeFirst();
-    if (!row) return;
-    await runtime.clampCpus(id, row.cpus).catch((err) => this.deps.log.warn({ instance_id: id, err: String(err) }, 'could not set the agent to its CPU share'));
+    const cpus = await this.deps.repo.cpus(id);
+    if (cpus === undefined) return;
+    await runtime.clampCpus(id, cpus).catch((err) => this.deps.log.warn({ instance_id: id, err: String(err) }, 'could not set the agent to its CPU share'));
   }
 
   /**
@@ -206,26 +203,8 @@ export class Readiness {
   }
 
   /** The watch ends in `status`, if the row is still the watched generation in the status it was watched from. */
-  private async settle(w: Watch, status: 'running' | 'failed', reason: string | null, now: Date): Promise<boolean> {
-    const r = await this.deps.db
-      .updateTable('instances')
-      // Ready on the image of an upgrade: the upgrade is done (the kept image is no longer needed to roll back to).
-      .set({
-        status,
-        failure_reason: reason,
-        last_activity: now,
-        updated_at: now,
-        ...(status === 'running'
-          ? { upgrade_state: sql<UpgradeState | null>`case when upgrade_state = 'upgrading' then 'upgraded' else upgrade_state end` }
-          : {}),
-      })
-      .where('id', '=', w.id)
-      .where('generation', '=', w.generation)
-      .where('status', '=', w.from ?? 'provisioning')
-      .where('deleting_at', 'is', null)
-      .returning('user_id')
-      .executeTakeFirst();
-    return r !== undefined;
+  private settle(w: Watch, status: 'running' | 'failed', reason: string | null, now: Date): Promise<boolean> {
+    return this.deps.repo.settleWatch({ id: w.id, generation: w.generation, from: w.from ?? 'provisioning' }, status, reason, now);
   }
 }
 

@@ -1,6 +1,5 @@
-import { sql, type Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
-import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import type { InstanceRow } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
 import { describe } from '../docker/call.ts';
 import type { QuotaVolumes } from '../docker/volumes.ts';
@@ -43,7 +42,6 @@ export interface ReconcileReport {
  */
 export class Reconciler {
   private readonly d: {
-    db: Kysely<ProvisionerDB>;
     engine: DockerEngine;
     runtime: InstanceRuntime;
     locks: OpLocks;
@@ -87,17 +85,17 @@ export class Reconciler {
   );
 
   async pass(): Promise<ReconcileReport> {
-    const { engine, runtime, db, locks, log } = this.d;
+    const { engine, runtime, repo, locks, log } = this.d;
     const report = emptyReport();
     engine.assertUp();
     await this.d.network?.ensure();
 
     const objects = await runtime.managed();
     const volumeFiles = await this.d.volumes.ids();
-    const rows = await db.selectFrom('instances').selectAll().execute();
+    const rows = await repo.all();
     const byId = new Map(rows.map((r) => [r.id, r]));
 
-    const rowGone = async (id: string) => !(await db.selectFrom('instances').select('id').where('id', '=', id).executeTakeFirst());
+    const rowGone = async (id: string) => !(await repo.exists(id));
     // Containers before volumes (the runtime lists them in that order): a volume goes only once its container has.
     for (const obj of objects) {
       if (byId.has(obj.instanceId)) continue;
@@ -147,7 +145,7 @@ export class Reconciler {
 
   /** One row of a pass: finish or undo an interrupted operation, resume a watcher, or fail a dead instance. */
   private async reconcileRow(row: InstanceRow, report: ReconcileReport): Promise<void> {
-    const { runtime, db, repo, lifecycle, sleeper, upgrades, readiness, log } = this.d;
+    const { runtime, repo, lifecycle, sleeper, upgrades, readiness, log } = this.d;
     if (row.deleting_at || row.step === 'deleting') {
       if (
         await this.repair(
@@ -202,11 +200,7 @@ export class Reconciler {
           if ((await runtime.inspect(r.id)).state === 'running') {
             const now = new Date();
             const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
-            await db
-              .updateTable('instances')
-              .set({ step: 'done', started_at: now, ready_deadline: deadline, updated_at: now })
-              .where('id', '=', r.id)
-              .execute();
+            await repo.markRecreated(r.id, now, deadline);
             readiness.watch({ id: r.id, generation: r.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
             report.watchersResumed++;
           } else {
@@ -247,13 +241,8 @@ export class Reconciler {
           }
           const now = new Date();
           const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
-          const back = await db
-            .updateTable('instances')
-            .set({ status: 'provisioning', failure_reason: null, generation: sql`generation + 1`, started_at: now, ready_deadline: deadline, updated_at: now })
-            .where('id', '=', r.id)
-            .returning(['generation'])
-            .executeTakeFirstOrThrow();
-          readiness.watch({ id: r.id, generation: back.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
+          const generation = await repo.markNodeBack(r.id, now, deadline);
+          readiness.watch({ id: r.id, generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
           report.watchersResumed++;
           log.info({ instance_id: r.id }, 'its node is back: instance starting again');
         },
@@ -271,7 +260,7 @@ export class Reconciler {
   /** Under the instance's lock (skipped when someone holds it), re-read the row and repair it if still needed. */
   private async repair(row: InstanceRow, stillNeeded: (r: InstanceRow) => boolean, fix: (r: InstanceRow) => Promise<void>): Promise<boolean> {
     const r = await this.d.locks.tryWith(row.id, async () => {
-      const fresh = await this.d.db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
+      const fresh = await this.d.repo.byId(row.id);
       if (!fresh || !stillNeeded(fresh)) return false;
       await fix(fresh);
       return true;

@@ -1,6 +1,6 @@
-import type { Kysely } from 'kysely';
 import type { contracts } from '@agenthost/shared';
-import type { ProvisionerDB, Step } from '../db/schema.ts';
+import type { Step } from '../db/schema.ts';
+import type { InstanceReads } from './instance-reads.ts';
 import type { InstanceRuntime } from './runtime.ts';
 
 type Route = contracts.provisioner.Route;
@@ -24,12 +24,10 @@ const STOPPING_TO: Partial<Record<Step, Route['status']>> = { sleeping: 'sleepin
  * agent may no longer answer, and the edge asks again when it could not reach one (a sleeping route is held and woken).
  */
 export async function listRoutes(
-  deps: { db: Kysely<ProvisionerDB>; runtime: Pick<InstanceRuntime, 'probeHost'> },
+  deps: { repo: Pick<InstanceReads, 'routes'>; runtime: Pick<InstanceRuntime, 'probeHost'> },
   input: { instance_id?: string | undefined },
 ): Promise<{ routes: Route[] }> {
-  let q = deps.db.selectFrom('instances').select(['id', 'status', 'step', 'port', 'node_host', 'access_token_hash']).where('deleting_at', 'is', null);
-  if (input.instance_id) q = q.where('id', '=', input.instance_id);
-  const rows = await q.orderBy('id').execute();
+  const rows = await deps.repo.routes(input.instance_id);
   return {
     routes: rows.map((r) => {
       const host = deps.runtime.probeHost(r);

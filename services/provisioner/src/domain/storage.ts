@@ -1,12 +1,11 @@
 import { execFile } from 'node:child_process';
 import { access, constants } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import type { Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
-import type { ProvisionerDB } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
 import { o } from '../docker/call.ts';
 import { LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
+import type { InstanceRepo } from './instance-repo.ts';
 
 const exec = promisify(execFile);
 
@@ -19,7 +18,7 @@ const exec = promisify(execFile);
 export class StorageSampler {
   /** capped: volumes measured by the quota guard instead (size-limited ones), skipped here. */
   private readonly deps: {
-    db: Kysely<ProvisionerDB>;
+    repo: InstanceRepo;
     engine: DockerEngine;
     scope: string;
     log: Logger;
@@ -45,7 +44,7 @@ export class StorageSampler {
   }
 
   async sampleAll(): Promise<void> {
-    const { engine, db, scope, log } = this.deps;
+    const { engine, repo, scope, log } = this.deps;
     if (this.running || !engine.available) return;
     this.running = true;
     try {
@@ -76,7 +75,7 @@ export class StorageSampler {
         }
       }
       for (const [id, bytes] of sizes) {
-        await db.updateTable('instances').set({ storage_bytes: bytes }).where('id', '=', id).execute();
+        await repo.setStorageBytes(id, bytes);
       }
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'volume size sampling failed');

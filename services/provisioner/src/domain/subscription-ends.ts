@@ -1,12 +1,11 @@
-import type { Kysely } from 'kysely';
 import type { NatsConnection } from 'nats';
 import { consumeEvents, contracts, type Logger, request, type Subscription } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
-import type { ProvisionerDB } from '../db/schema.ts';
+import type { InstanceReads } from './instance-reads.ts';
 
 interface Deps {
   nc: NatsConnection;
-  db: Kysely<ProvisionerDB>;
+  repo: Pick<InstanceReads, 'ownerOfWallet'>;
   config: ProvisionerConfig;
   log: Logger;
   /** Stops every instance of the wallet; resolves to how many were running. */
@@ -38,15 +37,10 @@ export function stopEndedSubscriptions(d: Deps): Promise<Subscription> {
 
 /** True when billing-chain says the wallet has no active, unexpired subscription (a throw redelivers the event). */
 async function subscriptionEnded(d: Deps, wallet: string): Promise<boolean> {
-  const owner = await d.db.selectFrom('instances').select('user_id').where('wallet_address', '=', wallet).executeTakeFirst();
+  const owner = await d.repo.ownerOfWallet(wallet);
   if (!owner) return false; // nothing of this wallet's to stop
   try {
-    const s = await request(
-      d.nc,
-      contracts.billing.status,
-      { user_id: owner.user_id, wallet_address: wallet },
-      { timeoutMs: d.config.NATS_REQUEST_TIMEOUT_MS },
-    );
+    const s = await request(d.nc, contracts.billing.status, { user_id: owner, wallet_address: wallet }, { timeoutMs: d.config.NATS_REQUEST_TIMEOUT_MS });
     return !s.is_active || Date.parse(s.expires_at) <= Date.now();
   } catch (err) {
     if ((err as { code?: string }).code === 'SUBSCRIPTION_NOT_FOUND') return true;

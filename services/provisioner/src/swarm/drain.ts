@@ -1,7 +1,6 @@
-import { sql, type Kysely } from 'kysely';
 import type { Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
-import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import type { InstanceRow } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
 import { describe, o } from '../docker/call.ts';
 import type { InstanceRepo } from '../domain/instance-repo.ts';
@@ -30,7 +29,6 @@ const placementFailure = (r: InstanceRow) =>
  */
 export class Drainer {
   private readonly d: {
-    db: Kysely<ProvisionerDB>;
     engine: DockerEngine;
     runtime: SwarmInstances;
     locks: OpLocks;
@@ -56,24 +54,18 @@ export class Drainer {
   );
 
   private async pass(): Promise<number> {
-    const { db, engine, locks, config, scope, log } = this.d;
+    const { repo, engine, locks, config, scope, log } = this.d;
     const swept = await sweepJobs(engine, scope, (config.SWARM_MOVE_TIMEOUT_SECONDS + 120) * 1000);
     if (swept) log.warn({ swept }, 'removed copy or removal jobs left by a provisioner that died mid-job');
     const nodes = await engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })));
     let moved = 0;
     for (const node of nodes.filter((n) => isDraining(n) && n.Status?.State === 'ready' && n.Spec?.Availability !== 'drain')) {
-      const rows = await db
-        .selectFrom('instances')
-        .selectAll()
-        .where('node_host', '=', nodeAddr(node))
-        .where('deleting_at', 'is', null)
-        .where('step', '=', 'done')
-        .execute();
+      const rows = await repo.settledOnNode(nodeAddr(node));
       for (const row of rows) {
         // One instance that cannot move now does not hold up the others.
         const done = await locks
           .tryWith(row.id, async () => {
-            const fresh = await db.selectFrom('instances').selectAll().where('id', '=', row.id).executeTakeFirst();
+            const fresh = await repo.byId(row.id);
             if (!fresh || fresh.node_host !== row.node_host || fresh.deleting_at || fresh.step !== 'done') return false;
             return this.move(fresh, node.ID!);
           })
@@ -88,7 +80,7 @@ export class Drainer {
   }
 
   private async move(row: InstanceRow, from: string): Promise<boolean> {
-    const { db, engine, runtime, config, log } = this.d;
+    const { repo, engine, runtime, config, log } = this.d;
     // pickNode never picks a draining node, so the target is never the node it leaves.
     const target = await this.d.serialize(() => pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION));
     const restart = row.status === 'running' || row.status === 'provisioning' || placementFailure(row);
@@ -96,11 +88,7 @@ export class Drainer {
     if (restart) {
       // Provisioning (step recreating) while it moves: readiness watchers of the old generation stand down, and
       // the reconciler leaves it (it repairs a recreating row only when its lock is free: after a crash).
-      await db
-        .updateTable('instances')
-        .set({ status: 'provisioning', step: 'recreating', failure_reason: null, generation: sql`generation + 1`, updated_at: new Date() })
-        .where('id', '=', row.id)
-        .execute();
+      await repo.markMoving(row.id);
     }
     // Read before the stop, as the service that holds it is changed from here on.
     const token = await runtime.token(row.id);
@@ -131,13 +119,8 @@ export class Drainer {
 
   /** The copy is on the new node: the row follows, the instance starts there (or stays stopped), the old volume goes. */
   private async land(row: InstanceRow, from: string, target: { id: string; addr: string }, restart: boolean, token: string | undefined): Promise<boolean> {
-    const { db, engine, runtime, lifecycle, config, scope, log } = this.d;
-    const moved = await db
-      .updateTable('instances')
-      .set({ node_host: target.addr, updated_at: new Date() })
-      .where('id', '=', row.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const { repo, engine, runtime, lifecycle, config, scope, log } = this.d;
+    const moved = await repo.markMoved(row.id, target.addr);
     // Started once the row has moved (a database fault before that leaves the instance where it was, with its data)
     // and before the instance leaves the node (see startVolumeRemoval); its script waits for the volume to be free.
     // An engine fault here must not stop the move: the removal is then started after it, as a last try.

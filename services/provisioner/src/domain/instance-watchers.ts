@@ -1,0 +1,126 @@
+import { sql } from 'kysely';
+import type { InstanceRow } from '../db/schema.ts';
+import { InstanceReads } from './instance-reads.ts';
+import { upgradeDone } from './upgrade-columns.ts';
+
+/**
+ * The transitions of the instances table that the watchers make, one named function each: the readiness watcher
+ * (settleWatch), the self-healing (crashes and restarts), the reconciler (an interrupted recreate, a node back) and
+ * the samplers. Like every transition, those a later operation may overtake are guarded by the row's generation.
+ * The operations' own transitions are instance-repo.ts, which extends this.
+ */
+export class WatcherTransitions extends InstanceReads {
+  /** The watch of this generation ends in `status`, if the row is still in the status it was watched from. */
+  async settleWatch(
+    w: { id: string; generation: number; from: 'provisioning' | 'failed' },
+    status: 'running' | 'failed',
+    reason: string | null,
+    now: Date,
+  ): Promise<boolean> {
+    const r = await this.db
+      .updateTable('instances')
+      .set({ status, failure_reason: reason, last_activity: now, updated_at: now, ...(status === 'running' ? upgradeDone() : {}) })
+      .where('id', '=', w.id)
+      .where('generation', '=', w.generation)
+      .where('status', '=', w.from)
+      .where('deleting_at', 'is', null)
+      .returning('user_id')
+      .executeTakeFirst();
+    return r !== undefined;
+  }
+
+  /** An agent stopped from outside (docker stop): failed with the reason, unless a later operation overtook it. */
+  async markStoppedOutside(id: string, generation: number, reason: string): Promise<boolean> {
+    const now = new Date();
+    const r = await this.db
+      .updateTable('instances')
+      .set({ status: 'failed', step: 'done', crash_streak: 0, failure_reason: reason, last_activity: now, updated_at: now })
+      .where('id', '=', id)
+      .where('generation', '=', generation)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  /** The agent crashed: its restart is pending (step backoff), failed from the RESTART_FAILED_AFTER-th crash in a row. */
+  markCrashed(
+    id: string,
+    generation: number,
+    c: {
+      failing: boolean;
+      streak: number;
+      reason: string;
+      kind: InstanceRow['last_exit_kind'];
+      oomKilled: boolean;
+      exitedAt: Date;
+      next: Date;
+      failure: string | null;
+      now: Date;
+    },
+  ): Promise<InstanceRow | undefined> {
+    return this.db
+      .updateTable('instances')
+      .set({
+        status: c.failing ? 'failed' : 'provisioning',
+        step: 'backoff',
+        generation: sql`generation + 1`,
+        crash_streak: c.streak,
+        last_exit_reason: c.reason,
+        last_exit_kind: c.kind,
+        ...(c.oomKilled ? { oom_kills: sql`oom_kills + 1` } : {}),
+        last_exit_at: c.exitedAt,
+        next_restart_at: c.next,
+        failure_reason: c.failure,
+        updated_at: c.now,
+      })
+      .where('id', '=', id)
+      .where('generation', '=', generation)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /** A crashed agent is started again: a new generation with its readiness deadline. */
+  markRestarted(id: string, generation: number, now: Date, deadline: Date): Promise<InstanceRow | undefined> {
+    return this.db
+      .updateTable('instances')
+      .set({
+        step: 'done',
+        restarts: sql`restarts + 1`,
+        generation: sql`generation + 1`,
+        next_restart_at: null,
+        started_at: now,
+        ready_deadline: deadline,
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .where('generation', '=', generation)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /** An interrupted recreate whose workload runs: done, and watched again from now (the reconciler). */
+  async markRecreated(id: string, now: Date, deadline: Date): Promise<void> {
+    await this.db.updateTable('instances').set({ step: 'done', started_at: now, ready_deadline: deadline, updated_at: now }).where('id', '=', id).execute();
+  }
+
+  /** Its node is back and its workload runs again: provisioning in a new generation, until ready. Returns the generation. */
+  async markNodeBack(id: string, now: Date, deadline: Date): Promise<number> {
+    const back = await this.db
+      .updateTable('instances')
+      .set({ status: 'provisioning', failure_reason: null, generation: sql`generation + 1`, started_at: now, ready_deadline: deadline, updated_at: now })
+      .where('id', '=', id)
+      .returning(['generation'])
+      .executeTakeFirstOrThrow();
+    return back.generation;
+  }
+
+  /** The volume's size as last measured (storage sampler, quota guard). */
+  async setStorageBytes(id: string, bytes: number): Promise<void> {
+    await this.db.updateTable('instances').set({ storage_bytes: bytes }).where('id', '=', id).execute();
+  }
+
+  /** Traffic seen by an edge now: the instances' idle time starts again. Returns how many rows it touched. */
+  async recordTraffic(ids: string[]): Promise<number> {
+    const r = await this.db.updateTable('instances').set({ traffic_at: sql`now()` }).where('id', 'in', ids).where('deleting_at', 'is', null).executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+}
