@@ -44,18 +44,18 @@ const LOCK_WAIT_MS = 10_000;
  * recreates the container with a new access token (shown once); a clone is a new instance restored the same way.
  */
 export class Backups {
-  private readonly d: BackupsDeps;
+  private readonly deps: BackupsDeps;
 
   constructor(deps: BackupsDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   // ------------------------------------------------------------------ take
 
   async create(input: In<'backup'>, kind: 'manual' | 'scheduled' = 'manual'): Promise<View> {
-    const { db, locks, log } = this.d;
+    const { db, locks, log } = this.deps;
     const export_ = this.exporter();
-    const limits = this.d.tiers[input.tier];
+    const limits = this.deps.tiers[input.tier];
     if (limits.backups_kept === 0) throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${input.tier} tier keeps no backups`);
     await this.owned(input.user_id, input.instance_id);
     await this.assertStorage(input.user_id, input.tier, limits.storage_mb);
@@ -65,7 +65,7 @@ export class Backups {
         const row = await this.owned(input.user_id, input.instance_id);
         const ids = { user_id: row.user_id, instance_id: row.id, backup_id: `bk-${randomBytes(10).toString('hex')}` };
         // Sealed while the agent is paused; kept (uploaded, for a bucket) after it runs again.
-        const staged = await this.d.store.stage(ids.backup_id);
+        const staged = await this.deps.store.stage(ids.backup_id);
         let size = 0;
         try {
           await export_(row.id, async (tar) => {
@@ -105,13 +105,13 @@ export class Backups {
           return { saved, dropped: old.map((o) => o.id) };
         });
         for (const id of dropped)
-          await this.d.store.remove(id).catch((err) => log.warn({ backup_id: id, err: describe(err) }, 'old archive not removed; the sweep retries'));
+          await this.deps.store.remove(id).catch((err) => log.warn({ backup_id: id, err: describe(err) }, 'old archive not removed; the sweep retries'));
         log.info({ instance_id: row.id, backup_id: ids.backup_id, kind, size_bytes: size, dropped: dropped.length }, 'backup taken');
         return view(saved);
       },
       LOCK_WAIT_MS,
     );
-    await this.d
+    await this.deps
       .published({ ...taken, user_id: input.user_id })
       .catch((err) => log.warn({ backup_id: taken.backup_id, err: describe(err) }, 'backup event not published'));
     return taken;
@@ -120,7 +120,7 @@ export class Backups {
   // ------------------------------------------------------------------ read
 
   async list(input: In<'backups'>): Promise<{ instance_id: string; backups: View[] }> {
-    const rows = await this.d.db
+    const rows = await this.deps.db
       .selectFrom('backups')
       .selectAll()
       .where('user_id', '=', input.user_id)
@@ -140,7 +140,7 @@ export class Backups {
     const target = await this.owned(input.user_id, input.instance_id);
     if (backup.framework !== target.framework)
       throw new AppError('INSTANCE_STATE_CONFLICT', `The backup is of a ${backup.framework} instance, this one runs ${target.framework}`);
-    const token = await this.d.locks.with(
+    const token = await this.deps.locks.with(
       input.instance_id,
       async () => this.restoreLocked(await this.owned(input.user_id, input.instance_id), backup, input.tier),
       LOCK_WAIT_MS,
@@ -155,10 +155,10 @@ export class Backups {
     const backup = await this.backup(input.user_id, backup_id);
     if (backup.instance_id !== source) throw new AppError('BACKUP_NOT_FOUND');
     // Checked before anything is made: a bad archive leaves no instance behind.
-    await this.d.store.withFile(backup.id, (file) => verifyArchive(file, this.key(idsOf(backup))));
-    const made = await this.d.creator.create({ ...create, framework: backup.framework, version: backup.version });
+    await this.deps.store.withFile(backup.id, (file) => verifyArchive(file, this.key(idsOf(backup))));
+    const made = await this.deps.creator.create({ ...create, framework: backup.framework, version: backup.version });
     try {
-      const token = await this.d.locks.with(
+      const token = await this.deps.locks.with(
         made.instance_id,
         async () => this.restoreLocked(await this.owned(input.user_id, made.instance_id), backup, input.tier, true),
         LOCK_WAIT_MS,
@@ -166,9 +166,9 @@ export class Backups {
       return { ...made, status: 'provisioning' as const, access_token: token, backup_id: backup.id, cloned_from: source };
     } catch (err) {
       // No half clone counts against the tier: the new instance goes again.
-      await this.d.lifecycle
+      await this.deps.lifecycle
         .remove({ user_id: input.user_id, instance_id: made.instance_id })
-        .catch((e) => this.d.log.error({ instance_id: made.instance_id, err: describe(e) }, 'could not remove a failed clone'));
+        .catch((e) => this.deps.log.error({ instance_id: made.instance_id, err: describe(e) }, 'could not remove a failed clone'));
       throw err;
     }
   }
@@ -180,11 +180,11 @@ export class Backups {
    * token, returned here once.
    */
   private async restoreLocked(row: InstanceRow, backup: BackupRow, tier: TierName | undefined, verified = false): Promise<string> {
-    const { runtime, repo, lifecycle, log } = this.d;
+    const { runtime, repo, lifecycle, log } = this.deps;
     const key = this.key(idsOf(backup));
     let replacing = false;
     try {
-      await this.d.store.withFile(backup.id, async (file) => {
+      await this.deps.store.withFile(backup.id, async (file) => {
         if (!verified) await verifyArchive(file, key);
         // Checked: from here the instance's data is replaced.
         replacing = true;
@@ -216,40 +216,40 @@ export class Backups {
   }
 
   private async drop(id: string): Promise<void> {
-    await this.d.db.deleteFrom('backups').where('id', '=', id).execute();
-    await this.d.store.remove(id);
+    await this.deps.db.deleteFrom('backups').where('id', '=', id).execute();
+    await this.deps.store.remove(id);
   }
 
   /** Archives without a row (a crash between the archive and its row, or after a row's delete) go. */
   async sweep(): Promise<void> {
-    const ids = await this.d.store.ids();
+    const ids = await this.deps.store.ids();
     if (!ids.length) return;
-    const known = new Set((await this.d.db.selectFrom('backups').select('id').where('id', 'in', ids).execute()).map((r) => r.id));
-    for (const id of ids) if (!known.has(id)) await this.d.store.remove(id);
+    const known = new Set((await this.deps.db.selectFrom('backups').select('id').where('id', 'in', ids).execute()).map((r) => r.id));
+    for (const id of ids) if (!known.has(id)) await this.deps.store.remove(id);
   }
 
   // ------------------------------------------------------------------ helpers
 
   /** The runtime's export, or 501 where backups cannot be made (no key configured). */
   private exporter() {
-    const { runtime, masterKey } = this.d;
+    const { runtime, masterKey } = this.deps;
     if (!masterKey || !runtime.exportData || !runtime.importData) throw new AppError('BACKUPS_UNSUPPORTED');
     return runtime.exportData.bind(runtime);
   }
 
   private key(ids: ArchiveIds): Buffer {
-    return archiveKey(this.d.masterKey!, ids);
+    return archiveKey(this.deps.masterKey!, ids);
   }
 
   private async owned(userId: string, instanceId: string): Promise<InstanceRow> {
-    const row = await this.d.repo.owned(userId, instanceId);
+    const row = await this.deps.repo.owned(userId, instanceId);
     if (!row) throw new AppError('INSTANCE_NOT_FOUND');
     return row;
   }
 
   /** The caller's backup: another user's is not found, exactly as their instances are. */
   private async backup(userId: string, id: string): Promise<BackupRow> {
-    const row = await this.d.db.selectFrom('backups').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+    const row = await this.deps.db.selectFrom('backups').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
     if (!row) throw new AppError('BACKUP_NOT_FOUND');
     return row;
   }
@@ -257,7 +257,7 @@ export class Backups {
   /** Volumes and backups already at the tier's storage: no new backup (the oldest are dropped only after a new one is whole). */
   private async assertStorage(userId: string, tier: string, limitMb: number): Promise<void> {
     if (limitMb === UNLIMITED) return;
-    const { storage_used_mb } = await this.d.view.usage({ user_id: userId });
+    const { storage_used_mb } = await this.deps.view.usage({ user_id: userId });
     if (storage_used_mb >= limitMb)
       throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${tier} tier allows ${limitMb} MB of storage and your instances and backups use ${storage_used_mb} MB`);
   }

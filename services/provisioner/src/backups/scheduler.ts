@@ -10,7 +10,7 @@ import type { Backups } from './backups.ts';
  * replicas never take the same backup twice; a pass that finds an instance busy leaves it to the next one.
  */
 export class BackupScheduler {
-  private readonly d: {
+  private readonly deps: {
     repo: Pick<InstanceReads, 'dueForBackup'>;
     backups: Backups;
     locks: OpLocks;
@@ -21,13 +21,13 @@ export class BackupScheduler {
   };
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(deps: BackupScheduler['d']) {
-    this.d = deps;
+  constructor(deps: BackupScheduler['deps']) {
+    this.deps = deps;
   }
 
   /** Passes run a few times per interval (at most every 5 minutes), so a backup is late by a fraction of it at most. */
   start(): void {
-    const every = Math.min(300, Math.max(1, Math.floor(this.d.intervalSeconds / 4)));
+    const every = Math.min(300, Math.max(1, Math.floor(this.deps.intervalSeconds / 4)));
     this.timer = setInterval(() => void this.pass(), every * 1000);
     this.timer.unref();
   }
@@ -38,18 +38,18 @@ export class BackupScheduler {
 
   /** One pass; returns how many backups it took (undefined: another replica is doing one). */
   async pass(): Promise<number | undefined> {
-    const { repo, locks, log, scope } = this.d;
+    const { repo, locks, log, scope } = this.deps;
     try {
       return await locks.tryWith(`backup-schedule:${scope}`, async () => {
-        await this.d.backups.sweep();
-        const due = new Date(Date.now() - this.d.intervalSeconds * 1000);
+        await this.deps.backups.sweep();
+        const due = new Date(Date.now() - this.deps.intervalSeconds * 1000);
         const rows = await repo.dueForBackup(due);
         let taken = 0;
         for (const row of rows) {
           const tier = row.tier as contracts.TierName;
-          if (!(this.d.tiers[tier]?.backups_kept > 0)) continue;
+          if (!(this.deps.tiers[tier]?.backups_kept > 0)) continue;
           try {
-            await this.d.backups.create({ user_id: row.user_id, instance_id: row.id, tier }, 'scheduled');
+            await this.deps.backups.create({ user_id: row.user_id, instance_id: row.id, tier }, 'scheduled');
             taken++;
           } catch (err) {
             log.warn({ instance_id: row.id, err: describe(err) }, 'scheduled backup skipped; the next pass tries again');

@@ -20,13 +20,13 @@ type Listener = (e: ContainerEvent) => void;
  * every container on its schedule.
  */
 export class ContainerEvents {
-  private readonly d: { engine: DockerEngine; log: Logger; scope: string };
+  private readonly deps: { engine: DockerEngine; log: Logger; scope: string };
   private readonly listeners: { action: ContainerEvent['action']; fn: Listener }[] = [];
   private stream: NodeJS.ReadableStream | undefined;
   private stopped = false;
 
-  constructor(deps: ContainerEvents['d']) {
-    this.d = deps;
+  constructor(deps: ContainerEvents['deps']) {
+    this.deps = deps;
   }
 
   on(action: ContainerEvent['action'], fn: Listener): void {
@@ -36,7 +36,7 @@ export class ContainerEvents {
   /** Follow the stream until stop(), reconnecting after an engine restart. */
   watch(): void {
     void this.follow();
-    this.d.engine.onRecovery(() => void this.follow());
+    this.deps.engine.onRecovery(() => void this.follow());
   }
 
   stop(): void {
@@ -46,7 +46,7 @@ export class ContainerEvents {
 
   private async follow(): Promise<void> {
     if (this.stopped || this.stream) return;
-    const { engine, log, scope } = this.d;
+    const { engine, log, scope } = this.deps;
     try {
       const filters = { type: ['container' as const], event: ['start', 'die', 'kill', 'oom'], label: [`${LABEL_SCOPE}=${scope}`] };
       const stream = (await engine.docker.getEvents({ filters })) as NodeJS.ReadableStream;

@@ -22,7 +22,7 @@ const OWN_START_MS = 30_000;
  * on the engine's event stream and gets fresh credentials from keyvault.
  */
 export class CredentialHandoff {
-  private readonly d: {
+  private readonly deps: {
     engine: DockerEngine;
     log: Logger;
     issue(userId: string, instanceId: string): Promise<HandoffCredentials>;
@@ -35,8 +35,8 @@ export class CredentialHandoff {
   };
   private readonly ownStarts = new Map<string, number>();
 
-  constructor(deps: CredentialHandoff['d']) {
-    this.d = deps;
+  constructor(deps: CredentialHandoff['deps']) {
+    this.deps = deps;
   }
 
   /** A start the provisioner is about to make: its event is not answered from the event stream. */
@@ -46,7 +46,7 @@ export class CredentialHandoff {
 
   /** Write the credentials to the running container's stdin. */
   async give(instanceId: string, creds: HandoffCredentials): Promise<void> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const line = `${JSON.stringify({ instance_secret: creds.instance_secret, instance_key: creds.instance_key })}\n`;
     const stream = (await engine.run('container attach', (abortSignal) =>
       engine.docker.getContainer(containerName(instanceId)).attach(o({ stream: true, stdin: true, stdout: false, stderr: false, hijack: true, abortSignal })),
@@ -77,11 +77,11 @@ export class CredentialHandoff {
       return;
     }
     try {
-      if (await this.d.startedByAReplica(instanceId)) return;
-      await this.give(instanceId, await this.d.issue(userId, instanceId));
-      this.d.log.info({ instance_id: instanceId }, 'restarted by the engine: fresh credentials handed over');
+      if (await this.deps.startedByAReplica(instanceId)) return;
+      await this.give(instanceId, await this.deps.issue(userId, instanceId));
+      this.deps.log.info({ instance_id: instanceId }, 'restarted by the engine: fresh credentials handed over');
     } catch (err) {
-      this.d.log.error({ instance_id: instanceId, err: (err as Error).message }, 'could not hand credentials to a container the engine restarted');
+      this.deps.log.error({ instance_id: instanceId, err: (err as Error).message }, 'could not hand credentials to a container the engine restarted');
     }
   }
 }

@@ -21,7 +21,7 @@ const bootCpus = (tierCpus: number, burst: number): number => Math.max(tierCpus,
 /** The `docker` driver: an instance is a container and a volume on one engine, by name (every call bounded by the engine). */
 export class DockerInstances implements InstanceRuntime {
   readonly kind = 'docker' as const;
-  private readonly d: {
+  private readonly deps: {
     engine: DockerEngine;
     config: ProvisionerConfig;
     scope: string;
@@ -31,13 +31,13 @@ export class DockerInstances implements InstanceRuntime {
     tiers: TierTable;
   };
 
-  constructor(deps: DockerInstances['d']) {
-    this.d = deps;
+  constructor(deps: DockerInstances['deps']) {
+    this.deps = deps;
   }
 
   /** The hardened container (and its volume, in the same call) of an instance; its credentials come at start, on stdin. */
   async create(row: InstanceRow, token: string): Promise<{ runtimeId: string }> {
-    const { config, engine, scope } = this.d;
+    const { config, engine, scope } = this.deps;
     // The size-limited volume first (with VOLUME_QUOTA=off Docker makes a plain one with the container).
     await this.ensureVolume(row);
     const spec = containerSpec({
@@ -60,7 +60,7 @@ export class DockerInstances implements InstanceRuntime {
         // Its public address: the agent allows its browser UI from there (OpenClaw's allowed origins).
         AGENTHOST_PUBLIC_URL: instanceUrl(config.INSTANCE_URL_TEMPLATE, row),
         AGENTHOST_CREDENTIALS: 'stdin',
-        AGENTHOST_KEYS_URL: this.d.keysUrl(),
+        AGENTHOST_KEYS_URL: this.deps.keysUrl(),
         ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}),
         [TOKEN_ENV]: token,
       },
@@ -73,22 +73,22 @@ export class DockerInstances implements InstanceRuntime {
 
   /** The size-limited volume of the instance (with VOLUME_QUOTA=off, Docker makes a plain one with the first container). */
   private ensureVolume(row: InstanceRow): Promise<void> {
-    const storageMb = this.d.tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
-    return this.d.volumes.ensure({ instanceId: row.id, userId: row.user_id }, storageMb === UNLIMITED ? this.d.config.VOLUME_UNLIMITED_MB : storageMb);
+    const storageMb = this.deps.tiers[row.tier as TierName]?.storage_mb ?? UNLIMITED;
+    return this.deps.volumes.ensure({ instanceId: row.id, userId: row.user_id }, storageMb === UNLIMITED ? this.deps.config.VOLUME_UNLIMITED_MB : storageMb);
   }
 
   exportData(id: string, sink: (tar: NodeJS.ReadableStream) => Promise<void>): Promise<void> {
-    return exportVolume(this.d.engine, id, sink);
+    return exportVolume(this.deps.engine, id, sink);
   }
 
   async importData(row: InstanceRow, tar: NodeJS.ReadableStream): Promise<void> {
     await this.ensureVolume(row);
-    await importVolume(this.d.engine, { instanceId: row.id, userId: row.user_id, scope: this.d.scope, image: row.image }, tar);
+    await importVolume(this.deps.engine, { instanceId: row.id, userId: row.user_id, scope: this.deps.scope, image: row.image }, tar);
   }
 
   /** Start the container and hand it its credentials on stdin (a container already running gets none). */
   async start(id: string, creds: Credentials): Promise<void> {
-    const { engine, handoff } = this.d;
+    const { engine, handoff } = this.deps;
     handoff.expectStart(id);
     try {
       await engine.run('container start', (abortSignal) => engine.docker.getContainer(containerName(id)).start(o({ abortSignal })));
@@ -101,7 +101,7 @@ export class DockerInstances implements InstanceRuntime {
 
   /** The gateway token the running container was given, if the container is still there. */
   async token(id: string): Promise<string | undefined> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const info = await ignoreGone(engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(id)).inspect({ abortSignal })));
     const entry = info?.Config?.Env?.find((e) => e.startsWith(`${TOKEN_ENV}=`));
     return entry ? entry.slice(TOKEN_ENV.length + 1) : undefined;
@@ -109,7 +109,7 @@ export class DockerInstances implements InstanceRuntime {
 
   /** Stop the agent (SIGTERM, then SIGKILL after STOP_TIMEOUT_SECONDS); a missing or stopped container is fine. */
   async stop(id: string): Promise<void> {
-    const { engine, config } = this.d;
+    const { engine, config } = this.deps;
     await ignoreGone(
       engine.run(
         'container stop',
@@ -120,39 +120,39 @@ export class DockerInstances implements InstanceRuntime {
   }
 
   async freeze(id: string, opts: { memoryMb: number; residentMb?: number }): Promise<'frozen' | 'swapped'> {
-    return (await freezeContainer(this.d.engine, id, opts)) ? 'swapped' : 'frozen';
+    return (await freezeContainer(this.deps.engine, id, opts)) ? 'swapped' : 'frozen';
   }
 
   thaw(id: string, memoryMb: number): Promise<void> {
-    return thawContainer(this.d.engine, id, memoryMb);
+    return thawContainer(this.deps.engine, id, memoryMb);
   }
 
   async clampCpus(id: string, cpus: number): Promise<void> {
-    if (bootCpus(cpus, this.d.config.BOOT_CPUS) === cpus) return;
-    const { engine } = this.d;
+    if (bootCpus(cpus, this.deps.config.BOOT_CPUS) === cpus) return;
+    const { engine } = this.deps;
     await engine.run('container update', (abortSignal) =>
       engine.docker.getContainer(containerName(id)).update(o({ NanoCpus: Math.round(cpus * 1e9), abortSignal })),
     );
   }
 
   awaited(id: string): Promise<boolean> {
-    return awaited(this.d.engine, id, AGENT_PORT);
+    return awaited(this.deps.engine, id, AGENT_PORT);
   }
 
   async remove(id: string): Promise<void> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     await ignoreGone(
       engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))),
     );
   }
 
   async removeVolume(id: string): Promise<void> {
-    await removeRestoreHelper(this.d.engine, id);
-    await this.d.volumes.remove(id);
+    await removeRestoreHelper(this.deps.engine, id);
+    await this.deps.volumes.remove(id);
   }
 
   async inspect(id: string): Promise<RuntimeState> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     try {
       const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
       const s = info.State;
@@ -170,7 +170,7 @@ export class DockerInstances implements InstanceRuntime {
   }
 
   async logs(id: string, tail: number): Promise<string> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const raw = await ignoreGone(
       engine.run('container logs', (abortSignal) =>
         engine.docker.getContainer(containerName(id)).logs(o({ stdout: true, stderr: true, follow: false, tail, abortSignal })),
@@ -180,7 +180,7 @@ export class DockerInstances implements InstanceRuntime {
   }
 
   async followLogs(id: string, from: { since?: string; tail?: number }): Promise<NodeJS.ReadableStream | undefined> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const opts = { stdout: true, stderr: true, follow: true, timestamps: true, ...(from.since ? { since: from.since } : { tail: from.tail ?? 200 }) };
     return ignoreGone(
       engine.run('container logs follow', (abortSignal) => engine.docker.getContainer(containerName(id)).logs(o({ ...opts, abortSignal }))),
@@ -188,7 +188,7 @@ export class DockerInstances implements InstanceRuntime {
   }
 
   async managed(): Promise<ManagedObject[]> {
-    const { engine, scope } = this.d;
+    const { engine, scope } = this.deps;
     const filters = { label: [`${LABEL_SCOPE}=${scope}`] };
     const containers = await engine.run('container list', (abortSignal) => engine.docker.listContainers(o({ all: true, filters, abortSignal })));
     const volumes = (await engine.run('volume list', (abortSignal) => engine.docker.listVolumes(o({ filters, abortSignal })))).Volumes ?? [];
@@ -216,12 +216,12 @@ export class DockerInstances implements InstanceRuntime {
             void (await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(v.Name).remove(o({ force: true, abortSignal }))))),
         });
     }
-    for (const instanceId of await this.d.volumes.ids()) out.push({ instanceId, kind: 'volume file', remove: () => this.d.volumes.remove(instanceId) });
+    for (const instanceId of await this.deps.volumes.ids()) out.push({ instanceId, kind: 'volume file', remove: () => this.deps.volumes.remove(instanceId) });
     return out;
   }
 
   probeHost(): string {
-    const host = this.d.config.PUBLISH_HOST;
+    const host = this.deps.config.PUBLISH_HOST;
     return host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   }
 }

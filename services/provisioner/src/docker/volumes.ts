@@ -40,16 +40,16 @@ export interface VolumeUsage {
  */
 export class QuotaVolumes {
   /** enabled: VOLUME_QUOTA=enforce; when off, new instances get plain Docker volumes (made with the container). */
-  private readonly d: { engine: DockerEngine; log: Logger; scope: string; dir: string; enabled: boolean };
+  private readonly deps: { engine: DockerEngine; log: Logger; scope: string; dir: string; enabled: boolean };
 
-  constructor(deps: QuotaVolumes['d']) {
-    this.d = deps;
+  constructor(deps: QuotaVolumes['deps']) {
+    this.deps = deps;
   }
 
   /** Refuse to start when loop devices or the tools are missing (deploy/install.sh installs util-linux, mount, e2fsprogs). */
   async check(): Promise<void> {
-    if (!this.d.enabled) {
-      this.d.log.warn('VOLUME_QUOTA=off: instance volumes have no size limit while instances run (storage is checked at create only)');
+    if (!this.deps.enabled) {
+      this.deps.log.warn('VOLUME_QUOTA=off: instance volumes have no size limit while instances run (storage is checked at create only)');
       return;
     }
     try {
@@ -62,11 +62,11 @@ export class QuotaVolumes {
           'Install util-linux, mount and e2fsprogs, or set VOLUME_QUOTA=off (no size limit on volumes while instances run).',
       );
     }
-    await mkdir(join(this.d.dir, 'mnt'), { recursive: true, mode: 0o700 });
+    await mkdir(join(this.deps.dir, 'mnt'), { recursive: true, mode: 0o700 });
   }
 
-  file = (id: string): string => join(this.d.dir, `${id}.ext4`);
-  mountpoint = (id: string): string => join(this.d.dir, 'mnt', id);
+  file = (id: string): string => join(this.deps.dir, `${id}.ext4`);
+  mountpoint = (id: string): string => join(this.deps.dir, 'mnt', id);
   dataDir = (id: string): string => join(this.mountpoint(id), 'data');
 
   /**
@@ -74,12 +74,12 @@ export class QuotaVolumes {
    * An instance whose plain volume predates quotas keeps it (its size is sampled with du, checked at create only).
    */
   async ensure(i: { instanceId: string; userId: string }, sizeMb: number): Promise<void> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const inspect = () =>
       ignoreGone(engine.run('volume inspect', (abortSignal) => engine.docker.getVolume(volumeName(i.instanceId)).inspect(o({ abortSignal }))));
     const file = this.file(i.instanceId);
     if (!(await exists(file))) {
-      if (!this.d.enabled || (await inspect())) return;
+      if (!this.deps.enabled || (await inspect())) return;
       const partial = `${file}.new`;
       await rm(partial, { force: true });
       await run('truncate', ['-s', `${sizeMb}M`, partial]);
@@ -100,7 +100,7 @@ export class QuotaVolumes {
           Name: volumeName(i.instanceId),
           Driver: 'local',
           DriverOpts: { type: 'none', o: 'bind', device: data },
-          Labels: labels({ instanceId: i.instanceId, userId: i.userId, scope: this.d.scope }),
+          Labels: labels({ instanceId: i.instanceId, userId: i.userId, scope: this.deps.scope }),
           abortSignal,
         }),
       ),
@@ -133,10 +133,10 @@ export class QuotaVolumes {
       const [device] = (await isMounted(mnt)) ? await loopDevices(file) : [];
       const online = device ? await this.growOnline(id, device) : false;
       if (!online) await growOffline(file, mnt);
-      this.d.log.info({ instance_id: id, size_mb: sizeMb, online }, 'instance volume grown');
+      this.deps.log.info({ instance_id: id, size_mb: sizeMb, online }, 'instance volume grown');
     } catch (err) {
       await run('truncate', ['-s', String(before), file]).catch(() => {}); // the filesystem never reached past it
-      this.d.log.warn({ instance_id: id, err: (err as Error).message.split('\n')[0] }, 'could not grow the instance volume; it keeps its size');
+      this.deps.log.warn({ instance_id: id, err: (err as Error).message.split('\n')[0] }, 'could not grow the instance volume; it keeps its size');
     }
   }
 
@@ -146,14 +146,14 @@ export class QuotaVolumes {
       await run('resize2fs', [device]);
       return true;
     } catch (err) {
-      this.d.log.info({ instance_id: id, err: (err as Error).message.split('\n')[0] }, 'online volume growth refused; growing it offline');
+      this.deps.log.info({ instance_id: id, err: (err as Error).message.split('\n')[0] }, 'online volume growth refused; growing it offline');
       return false;
     }
   }
 
   /** Everything of the volume goes: Docker volume, mount, loop device, file. Idempotent. */
   async remove(id: string): Promise<void> {
-    const { engine, log } = this.d;
+    const { engine, log } = this.deps;
     await ignoreGone(engine.run('volume remove', (abortSignal) => engine.docker.getVolume(volumeName(id)).remove(o({ force: true, abortSignal }))));
     const mnt = this.mountpoint(id);
     if (await isMounted(mnt)) {
@@ -174,9 +174,9 @@ export class QuotaVolumes {
 
   /** Instance ids that have a volume file here (for re-mounting at start and for orphans). */
   async ids(): Promise<string[]> {
-    const names = await readdir(this.d.dir).catch(() => [] as string[]);
+    const names = await readdir(this.deps.dir).catch(() => [] as string[]);
     const fromFiles = names.filter((n) => n.endsWith('.ext4') || n.endsWith('.ext4.new')).map((n) => n.replace(/\.ext4(\.new)?$/, ''));
-    const fromMounts = await readdir(join(this.d.dir, 'mnt')).catch(() => [] as string[]);
+    const fromMounts = await readdir(join(this.deps.dir, 'mnt')).catch(() => [] as string[]);
     return [...new Set([...fromFiles, ...fromMounts])];
   }
 

@@ -27,24 +27,24 @@ export type CreateDeps = Pick<
  * lease undoes everything (lifecycle.undo), or leaves it to the reconciler when Docker cannot be reached.
  */
 export class InstanceCreator {
-  private readonly d: CreateDeps;
+  private readonly deps: CreateDeps;
 
   constructor(deps: CreateDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   async create(input: contracts.In<typeof contracts.provisioner.create>): Promise<View & { access_token: string }> {
-    const { config, log, repo } = this.d;
+    const { config, log, repo } = this.deps;
     // Own properties only: "constructor" or "__proto__" must be an unknown framework, not Object's.
     const imageRepo = Object.hasOwn(config.FRAMEWORK_IMAGES, input.framework) ? config.FRAMEWORK_IMAGES[input.framework] : undefined;
     if (!imageRepo) throw validationError('framework', `must be one of: ${Object.keys(config.FRAMEWORK_IMAGES).join(', ')}`);
     const version = input.version ?? config.DEFAULT_VERSION;
     if (input.subscription_cancelled) throw new AppError('SUBSCRIPTION_CANCELLED');
-    const limits = this.d.tiers[input.tier];
+    const limits = this.deps.tiers[input.tier];
     const image = `${imageRepo}:${version}`;
     // Pinned: the instance runs the image the version names now, whatever the tag names later (docs/decisions/0026-pinned-images-and-upgrades.md).
-    const digest = await this.d.images.resolve(image);
-    this.d.keysUrl(); // the instance network must be ready (503 otherwise)
+    const digest = await this.deps.images.resolve(image);
+    this.deps.keysUrl(); // the instance network must be ready (503 otherwise)
 
     const id = newInstanceId();
     const name = input.name ?? `${input.framework}-${id.slice(-6)}`;
@@ -53,7 +53,7 @@ export class InstanceCreator {
     // The storage check (a read) runs while the operation lock is taken.
     const storageP = this.assertStorage(input.user_id, input.tier, limits.storage_mb);
     storageP.catch(() => {}); // awaited (and handled) below
-    const release = await this.d.locks.hold(id);
+    const release = await this.deps.locks.hold(id);
     try {
       await storageP;
     } catch (err) {
@@ -93,7 +93,7 @@ export class InstanceCreator {
       // Credentials only for a leased instance: a refused create asks keyvault for nothing, so there is nothing
       // to forget, and every credential has a row until keyvault has purged it (the undo, retried by the
       // reconciler: docs/decisions/0053-a-refused-create-purges-its-keys.md). Issued while the workload is created.
-      const credsP = this.d.issueCredentials(input.user_id, id);
+      const credsP = this.deps.issueCredentials(input.user_id, id);
       credsP.catch(() => {}); // awaited (and handled) in launch and below
       try {
         row.image_digest = digest;
@@ -107,7 +107,7 @@ export class InstanceCreator {
         } else {
           // Settled first, so the purge cannot overtake the issue it undoes.
           const credentialsIssued = await credsP.then(() => true, mayHaveIssued);
-          await this.d.lifecycle
+          await this.deps.lifecycle
             .undo(row, { credentialsIssued })
             .catch((e) => log.error({ instance_id: id, err: describe(e) }, 'rollback incomplete; the reconciler will finish it'));
         }
@@ -126,19 +126,19 @@ export class InstanceCreator {
     credsP: Promise<Credentials>,
     t: ReturnType<typeof timer>,
   ): Promise<View & { access_token: string }> {
-    const { config, repo, runtime } = this.d;
+    const { config, repo, runtime } = this.deps;
     const id = row.id;
-    await this.d.pause('leased');
+    await this.deps.pause('leased');
     // The volume and the container (or swarm service); any create step is undone by name after a crash.
     const workload = await runtime.create(row, token);
     if (workload.host) row.node_host = workload.host;
     t.lap('container');
     const creds = await credsP; // asked for before the container was made, needed only to start it
     t.lap('credentials');
-    await this.d.pause('container');
+    await this.deps.pause('container');
     // Recording the container and starting it overlap: the reconciler undoes 'leased' and 'container'
     // alike (by name), so the step only has to be written before the create answers.
-    const { startedAt, deadline } = await this.d.readiness.staggered(async () => {
+    const { startedAt, deadline } = await this.deps.readiness.staggered(async () => {
       await settled(
         runtime.start(id, creds),
         repo.setStep(id, 'container', { container_id: workload.runtimeId, node_host: workload.host ?? null, image_digest: row.image_digest }),
@@ -148,21 +148,21 @@ export class InstanceCreator {
       // undo (which bumps it) silences it.
       const startedAt = new Date();
       const deadline = new Date(startedAt.getTime() + config.READY_TIMEOUT_SECONDS * 1000);
-      this.d.readiness.watch({ id, generation: row.generation, port: row.port, host: runtime.probeHost(row), deadline, startedAt });
+      this.deps.readiness.watch({ id, generation: row.generation, port: row.port, host: runtime.probeHost(row), deadline, startedAt });
       return { startedAt, deadline };
     });
     // The row says it started before its user is told it exists: a row without started_at was never announced,
     // so undoing it publishes no events.instance.deleted (lifecycle.ts, finishDelete).
     const created = await repo.markStarted(id, row.generation, startedAt, deadline);
     row.started_at = created.started_at;
-    await this.d.events.created({ instance_id: id, user_id: userId, created_at: row.created_at.toISOString() });
+    await this.deps.events.created({ instance_id: id, user_id: userId, created_at: row.created_at.toISOString() });
     t.lap('record');
-    this.d.log.info({ instance_id: id, user_id: userId, port: row.port, image: row.image, ms: t.laps }, 'instance created');
-    await this.d.pause('started');
+    this.deps.log.info({ instance_id: id, user_id: userId, port: row.port, image: row.image, ms: t.laps }, 'instance created');
+    await this.deps.pause('started');
     return {
       ...instanceView(created, config.INSTANCE_URL_TEMPLATE),
       status: 'provisioning', // as created; the watcher may already have seen it ready
-      estimated_ready: new Date(Date.now() + this.d.readiness.estimateSeconds() * 1000).toISOString(),
+      estimated_ready: new Date(Date.now() + this.deps.readiness.estimateSeconds() * 1000).toISOString(),
       access_token: token,
     };
   }
@@ -173,7 +173,7 @@ export class InstanceCreator {
    */
   private async assertStorage(userId: string, tier: string, limitMb: number): Promise<void> {
     if (limitMb === UNLIMITED) return;
-    const { storage_used_mb } = await this.d.view.usage({ user_id: userId });
+    const { storage_used_mb } = await this.deps.view.usage({ user_id: userId });
     if (storage_used_mb >= limitMb) {
       throw new AppError('STORAGE_LIMIT_EXCEEDED', `The ${tier} tier allows ${limitMb} MB of storage and your instances use ${storage_used_mb} MB`);
     }

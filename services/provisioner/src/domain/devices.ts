@@ -19,10 +19,10 @@ const CLI_TIMEOUT_MS = 60_000; // under the gateway's 70 s for these calls (rout
  * only after its contract checked it. The swarm driver cannot run a command on another node: 501.
  */
 export class DevicePairing {
-  private readonly d: { repo: InstanceRepo; engine: DockerEngine; runtime: Pick<InstanceRuntime, 'kind'>; log: Logger };
+  private readonly deps: { repo: InstanceRepo; engine: DockerEngine; runtime: Pick<InstanceRuntime, 'kind'>; log: Logger };
 
-  constructor(deps: DevicePairing['d']) {
-    this.d = deps;
+  constructor(deps: DevicePairing['deps']) {
+    this.deps = deps;
   }
 
   async list(input: contracts.In<typeof D.list>): Promise<contracts.Out<typeof D.list>> {
@@ -45,7 +45,7 @@ export class DevicePairing {
       if (/unknown requestId|no pending device request/i.test(`${r.stdout}\n${r.stderr}`)) throw new AppError('DEVICE_REQUEST_NOT_FOUND');
       throw this.failed(input.instance_id, input.decision, r);
     }
-    this.d.log.info(
+    this.deps.log.info(
       { instance_id: input.instance_id, user_id: input.user_id, request_id: input.request_id, decision: input.decision },
       'device pairing decided',
     );
@@ -53,15 +53,15 @@ export class DevicePairing {
   }
 
   private async running(input: { user_id: string; instance_id: string }): Promise<void> {
-    if (this.d.runtime.kind !== 'docker') throw new AppError('DEVICES_UNSUPPORTED');
-    const row = await this.d.repo.owned(input.user_id, input.instance_id);
+    if (this.deps.runtime.kind !== 'docker') throw new AppError('DEVICES_UNSUPPORTED');
+    const row = await this.deps.repo.owned(input.user_id, input.instance_id);
     if (!row) throw new AppError('INSTANCE_NOT_FOUND');
     if (row.status !== 'running') throw new AppError('INSTANCE_STATE_CONFLICT', `Device pairing needs a running instance (it is ${row.status})`);
-    this.d.engine.assertUp();
+    this.deps.engine.assertUp();
   }
 
   private async cli(instanceId: string, args: string[]): Promise<ExecResult> {
-    const r = await execInInstance(this.d.engine, instanceId, [OPENCLAW, ...args], CLI_TIMEOUT_MS);
+    const r = await execInInstance(this.deps.engine, instanceId, [OPENCLAW, ...args], CLI_TIMEOUT_MS);
     // 126/127: the image has no OpenClaw CLI (another framework, or the stand-in agent).
     if (r.exitCode === 126 || r.exitCode === 127) throw new AppError('DEVICES_UNSUPPORTED', "This instance's framework has no device pairing");
     return r;
@@ -69,7 +69,7 @@ export class DevicePairing {
 
   private failed(instanceId: string, what: string, r: ExecResult): AppError {
     // Its output stays in the log (it names devices, never a token); the caller gets a retryable 503.
-    this.d.log.warn({ instance_id: instanceId, what, exit_code: r.exitCode, output: `${r.stderr}\n${r.stdout}`.slice(-2000) }, 'openclaw devices failed');
+    this.deps.log.warn({ instance_id: instanceId, what, exit_code: r.exitCode, output: `${r.stderr}\n${r.stdout}`.slice(-2000) }, 'openclaw devices failed');
     return new AppError('SERVICE_UNAVAILABLE', 'The instance did not answer its device list; retry shortly', { retryable: true, retryAfter: 2 });
   }
 }

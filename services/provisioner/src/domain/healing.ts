@@ -66,14 +66,14 @@ export function exitReason(s: Pick<RuntimeState, 'exitCode' | 'oomKilled'>, memo
  * Docker's own restart policy would not have undone either.
  */
 export class SelfHealing {
-  private readonly d: HealingDeps;
+  private readonly deps: HealingDeps;
   private readonly timers = new Map<string, NodeJS.Timeout>();
   /** Containers sent SIGTERM through the engine, and when. */
   private readonly terminated = new Map<string, number>();
   private stopped = false;
 
   constructor(deps: HealingDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   listen(events: ContainerEvents): void {
@@ -91,7 +91,7 @@ export class SelfHealing {
       const handled = this.ownStop(id).then((own) =>
         own ? false : termAt !== undefined && Date.now() - termAt < STOP_MEMORY_MS ? this.stoppedOutside(id, e.id) : this.crashed(id, e.id),
       );
-      void handled.catch((err) => this.d.log.warn({ instance_id: id, err: describe(err) }, 'could not handle a crash; the reconciler will'));
+      void handled.catch((err) => this.deps.log.warn({ instance_id: id, err: describe(err) }, 'could not handle a crash; the reconciler will'));
     });
   }
 
@@ -100,18 +100,18 @@ export class SelfHealing {
    * may be held as long as the agent takes to exit): its death is that operation's, nothing to wait for or handle.
    */
   private async ownStop(instanceId: string): Promise<boolean> {
-    const row = await this.d.repo.stepOf(instanceId);
+    const row = await this.deps.repo.stepOf(instanceId);
     return !row || row.deleting_at !== null || row.step === 'stopping' || row.step === 'sleeping' || row.step === 'deleting';
   }
 
   private async stoppedOutside(instanceId: string, containerId: string): Promise<boolean> {
-    const { repo, locks } = this.d;
+    const { repo, locks } = this.deps;
     const done = await locks.with(instanceId, async () => {
       const row = await repo.byId(instanceId);
       if (!row || !SelfHealing.heals(row) || (row.container_id && containerId !== row.container_id)) return false;
       return repo.markStoppedOutside(instanceId, row.generation, STOPPED_OUTSIDE);
     });
-    if (done) this.d.log.warn({ instance_id: instanceId }, 'agent stopped from outside agenthost: not restarted');
+    if (done) this.deps.log.warn({ instance_id: instanceId }, 'agent stopped from outside agenthost: not restarted');
     return done;
   }
 
@@ -140,18 +140,18 @@ export class SelfHealing {
       return false;
     }
     if (!SelfHealing.heals(row)) return false;
-    const s = await this.d.runtime.inspect(row.id);
+    const s = await this.deps.runtime.inspect(row.id);
     if (s.state === 'exited') return this.crashed(row.id);
-    if (row.status === 'failed' && s.state === 'running' && !this.d.readiness.isWatching(row.id, row.generation)) {
+    if (row.status === 'failed' && s.state === 'running' && !this.deps.readiness.isWatching(row.id, row.generation)) {
       // Restarted while it kept crashing, and its watcher died with its provisioner: watched again, so it turns
       // running once ready (a provisioning one is resumed by the reconciler like any other).
       const now = new Date();
-      this.d.readiness.watch({
+      this.deps.readiness.watch({
         id: row.id,
         generation: row.generation,
         port: row.port,
-        host: this.d.runtime.probeHost(row),
-        deadline: row.ready_deadline ? new Date(row.ready_deadline) : new Date(now.getTime() + this.d.policy.READY_TIMEOUT_SECONDS * 1000),
+        host: this.deps.runtime.probeHost(row),
+        deadline: row.ready_deadline ? new Date(row.ready_deadline) : new Date(now.getTime() + this.deps.policy.READY_TIMEOUT_SECONDS * 1000),
         startedAt: row.started_at ? new Date(row.started_at) : now,
         from: 'failed',
         healed: true,
@@ -162,7 +162,7 @@ export class SelfHealing {
 
   /** The agent of an instance died: record it and schedule its restart. True when it was a crash to heal. */
   async crashed(instanceId: string, containerId?: string): Promise<boolean> {
-    const { repo, locks, runtime, policy } = this.d;
+    const { repo, locks, runtime, policy } = this.deps;
     // Waits for a short operation (our own restart) to finish: its start may be what just crashed.
     const r = await locks.with(instanceId, async () => {
       const row = await repo.byId(instanceId);
@@ -194,7 +194,7 @@ export class SelfHealing {
     });
     if (!r) return false;
     const { row, reason } = r;
-    this.d.log.warn(
+    this.deps.log.warn(
       { instance_id: row.id, exit_reason: reason, crash_streak: row.crash_streak, next_restart_at: row.next_restart_at },
       'agent crashed; restart scheduled',
     );
@@ -209,7 +209,7 @@ export class SelfHealing {
       () => {
         this.timers.delete(id);
         void this.restart(id).catch((err) =>
-          this.d.log.warn({ instance_id: id, err: describe(err) }, 'restart after a crash failed; the reconciler retries it'),
+          this.deps.log.warn({ instance_id: id, err: describe(err) }, 'restart after a crash failed; the reconciler retries it'),
         );
       },
       Math.max(0, at.getTime() - Date.now()),
@@ -220,12 +220,12 @@ export class SelfHealing {
 
   /** Start the crashed agent again (same container, volume and token; fresh credentials) and watch it get ready. */
   private async restart(id: string): Promise<void> {
-    const { repo, locks, runtime, readiness, policy } = this.d;
+    const { repo, locks, runtime, readiness, policy } = this.deps;
     await locks.tryWith(id, async () => {
       const row = await repo.byId(id);
       if (row?.step !== 'backoff' || row.deleting_at) return;
       if (row.next_restart_at && new Date(row.next_restart_at).getTime() > Date.now()) return this.schedule(id, new Date(row.next_restart_at));
-      const creds = await this.d.issueCredentials(row.user_id, row.id);
+      const creds = await this.deps.issueCredentials(row.user_id, row.id);
       await readiness.staggered(async () => {
         const now = new Date();
         const deadline = new Date(now.getTime() + policy.READY_TIMEOUT_SECONDS * 1000);
@@ -233,7 +233,7 @@ export class SelfHealing {
         if (!started) return;
         await runtime.start(id, creds);
         observeRestart();
-        this.d.log.info({ instance_id: id, restarts: started.restarts }, 'crashed agent started again');
+        this.deps.log.info({ instance_id: id, restarts: started.restarts }, 'crashed agent started again');
         readiness.watch({
           id,
           generation: started.generation,

@@ -27,22 +27,22 @@ export interface IdleSleepDeps {
  * instance sleeps its idle time after it started; its next request through the edge wakes it.
  */
 export class IdleSleep {
-  private readonly d: IdleSleepDeps;
+  private readonly deps: IdleSleepDeps;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(deps: IdleSleepDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   /** Traffic seen by an edge now: the instances' idle time starts again. Returns how many rows it touched. */
   async record(ids: string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    return this.d.repo.recordTraffic(ids);
+    return this.deps.repo.recordTraffic(ids);
   }
 
   start(): void {
-    if (![...Object.values(this.d.idleSeconds), ...Object.values(this.d.deepIdleSeconds)].some((s) => (s ?? 0) > 0)) return;
-    this.timer = setInterval(() => void this.trigger(), Math.max(1, this.d.intervalSeconds) * 1000);
+    if (![...Object.values(this.deps.idleSeconds), ...Object.values(this.deps.deepIdleSeconds)].some((s) => (s ?? 0) > 0)) return;
+    this.timer = setInterval(() => void this.trigger(), Math.max(1, this.deps.intervalSeconds) * 1000);
     this.timer.unref();
   }
 
@@ -53,7 +53,7 @@ export class IdleSleep {
   readonly trigger = singleFlight(
     () => this.pass(),
     (err) => {
-      this.d.log.warn({ err: describe(err) }, 'idle sleep pass failed; will retry');
+      this.deps.log.warn({ err: describe(err) }, 'idle sleep pass failed; will retry');
       return 0;
     },
   );
@@ -63,35 +63,35 @@ export class IdleSleep {
    * container; a light time no shorter than the deep one is the deep one.
    */
   times(tier: contracts.TierName): Record<Depth, number> {
-    const light = this.d.idleSeconds[tier] ?? 0;
-    const deep = this.d.deepIdleSeconds[tier] ?? 0;
-    if (!this.d.sleeper.freezes) return { light: 0, deep: light && deep ? Math.min(light, deep) : light || deep };
+    const light = this.deps.idleSeconds[tier] ?? 0;
+    const deep = this.deps.deepIdleSeconds[tier] ?? 0;
+    if (!this.deps.sleeper.freezes) return { light: 0, deep: light && deep ? Math.min(light, deep) : light || deep };
     if (light && deep && light >= deep) return { light: 0, deep };
     return { light, deep };
   }
 
   /** Puts every idle instance to sleep, deep ones first (an instance past both times goes straight to deep); returns how many. */
   private async pass(): Promise<number> {
-    if (!this.d.dockerUp()) return 0;
+    if (!this.deps.dockerUp()) return 0;
     let slept = 0;
-    const tiers = new Set([...Object.keys(this.d.idleSeconds), ...Object.keys(this.d.deepIdleSeconds)] as contracts.TierName[]);
+    const tiers = new Set([...Object.keys(this.deps.idleSeconds), ...Object.keys(this.deps.deepIdleSeconds)] as contracts.TierName[]);
     for (const tier of tiers) {
       const times = this.times(tier);
       for (const depth of ['deep', 'light'] as const) {
         const seconds = times[depth];
         if (!seconds) continue;
-        for (const { id } of await this.d.repo.idle(tier, seconds, depth)) {
+        for (const { id } of await this.deps.repo.idle(tier, seconds, depth)) {
           const t0 = performance.now();
-          const done = await this.d.locks.tryWith(id, async () => {
-            const [row] = await this.d.repo.idle(tier, seconds, depth, id);
+          const done = await this.deps.locks.tryWith(id, async () => {
+            const [row] = await this.deps.repo.idle(tier, seconds, depth, id);
             if (!row) return false;
-            await this.d.sleeper.sleepLocked(row, depth);
+            await this.deps.sleeper.sleepLocked(row, depth);
             return true;
           });
           if (done) {
             slept++;
             const took_ms = Math.round(performance.now() - t0);
-            this.d.log.info({ instance_id: id, tier, idle_seconds: seconds, depth, took_ms }, 'idle instance put to sleep');
+            this.deps.log.info({ instance_id: id, tier, idle_seconds: seconds, depth, took_ms }, 'idle instance put to sleep');
           }
         }
       }

@@ -69,10 +69,10 @@ function deadReason(row: InstanceRow, s: RuntimeState, runtimeKind: InstanceRunt
 
 /** The read side of the instance API: status, list, logs and usage. Nothing here writes. */
 export class LiveView {
-  private readonly d: LiveViewDeps;
+  private readonly deps: LiveViewDeps;
 
   constructor(deps: LiveViewDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   async get(input: { user_id: string; instance_id: string }): Promise<View> {
@@ -83,10 +83,10 @@ export class LiveView {
 
   /** update_available (and the version to move to): omitted when Docker cannot be asked. */
   private async update(row: InstanceRow): Promise<Pick<View, 'update_available' | 'update_version'>> {
-    const repo = Object.hasOwn(this.d.frameworkImages, row.framework) ? this.d.frameworkImages[row.framework] : undefined;
-    if (!repo || !this.d.engine.available) return {};
+    const repo = Object.hasOwn(this.deps.frameworkImages, row.framework) ? this.deps.frameworkImages[row.framework] : undefined;
+    if (!repo || !this.deps.engine.available) return {};
     try {
-      const to = await this.d.images.updateFor(repo, row.version, row.image_digest);
+      const to = await this.deps.images.updateFor(repo, row.version, row.image_digest);
       return { update_available: to !== undefined, ...(to ? { update_version: to } : {}) };
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
@@ -95,13 +95,13 @@ export class LiveView {
   }
 
   async list(input: { user_id: string }): Promise<{ instances: View[] }> {
-    const rows = await this.d.repo.listOwned(input.user_id);
-    return { instances: rows.map((r) => instanceView(r, this.d.urlTemplate)) };
+    const rows = await this.deps.repo.listOwned(input.user_id);
+    return { instances: rows.map((r) => instanceView(r, this.deps.urlTemplate)) };
   }
 
   async logs(input: { user_id: string; instance_id: string; tail: number }): Promise<{ instance_id: string; lines: string[] }> {
     await this.owned(input.user_id, input.instance_id);
-    const text = await this.d.runtime.logs(input.instance_id, input.tail);
+    const text = await this.deps.runtime.logs(input.instance_id, input.tail);
     return { instance_id: input.instance_id, lines: lastLines(text, input.tail) };
   }
 
@@ -113,16 +113,16 @@ export class LiveView {
         ? { since: input.since.toFixed(9) }
         : { tail: input.tail };
     await this.owned(input.user_id, input.instance_id);
-    const stream = await this.d.runtime.followLogs(input.instance_id, from);
+    const stream = await this.deps.runtime.followLogs(input.instance_id, from);
     if (!stream) return { instance_id: input.instance_id, lines: [], running: false };
     const page = await readPage(stream, new LineReader(input.after), input.limit, input.wait_ms);
     return { instance_id: input.instance_id, lines: page.lines, running: !page.ended };
   }
 
   async usage(input: { user_id: string }): Promise<z.input<typeof contracts.provisioner.usage.output>> {
-    const [u, rows] = await Promise.all([this.d.repo.usage(input.user_id), this.d.repo.listOwned(input.user_id)]);
+    const [u, rows] = await Promise.all([this.deps.repo.usage(input.user_id), this.deps.repo.listOwned(input.user_id)]);
     // Live figures of the running agents from the stats sampler (background-sampled once asked for, like the status).
-    const live = await Promise.all(rows.filter((r) => r.status === 'running').map((r) => this.d.stats.current(r.id).catch(() => undefined)));
+    const live = await Promise.all(rows.filter((r) => r.status === 'running').map((r) => this.deps.stats.current(r.id).catch(() => undefined)));
     const round2 = (n: number) => Math.round(n * 100) / 100;
     return {
       instances_active: u.instances,
@@ -135,7 +135,7 @@ export class LiveView {
   }
 
   private async owned(userId: string, instanceId: string): Promise<InstanceRow> {
-    const row = await this.d.repo.owned(userId, instanceId);
+    const row = await this.deps.repo.owned(userId, instanceId);
     if (!row) throw new AppError('INSTANCE_NOT_FOUND');
     return row;
   }
@@ -146,22 +146,22 @@ export class LiveView {
    * record it. When Docker cannot be reached, the stored view is returned without live figures.
    */
   private async live(row: InstanceRow): Promise<View> {
-    const v = instanceView(row, this.d.urlTemplate);
-    const { engine, runtime } = this.d;
+    const v = instanceView(row, this.deps.urlTemplate);
+    const { engine, runtime } = this.deps;
     if (!(row.status === 'running' || row.status === 'provisioning') || !engine.available) return v;
     try {
       const s = await runtime.inspect(row.id);
       if (s.state === 'running') {
         if (s.startedAt !== undefined && Number.isFinite(s.startedAt)) v.uptime_seconds = Math.max(0, Math.floor((Date.now() - s.startedAt) / 1000));
         if (row.status === 'running') {
-          const live = await this.d.stats.current(row.id);
+          const live = await this.deps.stats.current(row.id);
           if (live) Object.assign(v, live);
         }
         return v;
       }
       const reason = deadReason(row, s, runtime.kind);
       if (reason) {
-        this.d.recheck(row.id);
+        this.deps.recheck(row.id);
         return { ...v, status: 'failed', uptime_seconds: 0, failure_reason: reason };
       }
     } catch (err) {

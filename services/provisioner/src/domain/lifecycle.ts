@@ -58,10 +58,10 @@ export interface RecreateOptions {
  * swarm drainer use them too.
  */
 export class InstanceLifecycle {
-  private readonly d: LifecycleDeps;
+  private readonly deps: LifecycleDeps;
 
   constructor(deps: LifecycleDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   /** Recreate the container (fresh credentials, same volume and port) so the agent reloads its keys. */
@@ -75,8 +75,8 @@ export class InstanceLifecycle {
 
   async stop(input: Owned) {
     await this.owned(input);
-    this.d.engine.assertUp();
-    return this.d.locks.with(input.instance_id, async () => {
+    this.deps.engine.assertUp();
+    return this.deps.locks.with(input.instance_id, async () => {
       const row = await this.owned(input);
       if (row.status === 'stopped') throw conflict('stop', row.status);
       assertNotUpgrading(row);
@@ -92,10 +92,10 @@ export class InstanceLifecycle {
    */
   async suspendWallet(wallet: string): Promise<number> {
     let stopped = 0;
-    for (const id of await this.d.repo.liveOfWallet(wallet)) {
-      this.d.engine.assertUp();
-      await this.d.locks.with(id, async () => {
-        const row = await this.d.repo.byId(id);
+    for (const id of await this.deps.repo.liveOfWallet(wallet)) {
+      this.deps.engine.assertUp();
+      await this.deps.locks.with(id, async () => {
+        const row = await this.deps.repo.byId(id);
         if (!row || row.deleting_at || !(row.status === 'running' || row.status === 'provisioning' || row.status === 'sleeping')) return;
         await this.stopLocked(row);
         stopped++;
@@ -106,22 +106,22 @@ export class InstanceLifecycle {
 
   /** Under the lock: step stopping → docker stop → stopped (or failed with a reason: the quota guard). */
   async stopLocked(row: InstanceRow, failureReason?: string): Promise<void> {
-    await this.d.repo.markStopping(row.id);
-    await this.d.pause('stopping');
-    await this.d.runtime.stop(row.id);
-    await this.d.repo.markStopped(row.id, failureReason);
-    this.d.stats.forget(row.id);
+    await this.deps.repo.markStopping(row.id);
+    await this.deps.pause('stopping');
+    await this.deps.runtime.stop(row.id);
+    await this.deps.repo.markStopped(row.id, failureReason);
+    this.deps.stats.forget(row.id);
   }
 
   async remove(input: Owned): Promise<{ success: boolean; instance_id: string; deleted_at: string }> {
     // A delete that was interrupted (Docker down mid-way) can be retried: deleting rows are found here.
     await this.owned(input, true);
-    this.d.engine.assertUp();
-    return this.d.locks.with(input.instance_id, async () => {
+    this.deps.engine.assertUp();
+    return this.deps.locks.with(input.instance_id, async () => {
       const row = await this.owned(input, true);
       // The keys go first, so none of a deleted instance can be listed or fetched once the delete has
       // answered. If keyvault cannot be reached, the delete fails (503) and nothing else has changed.
-      await this.d.purgeKeys(row.user_id, row.id);
+      await this.deps.purgeKeys(row.user_id, row.id);
       const deletedAt = await this.finishDelete(row, { keysPurged: true });
       return { success: true, instance_id: row.id, deleted_at: deletedAt.toISOString() };
     });
@@ -129,12 +129,12 @@ export class InstanceLifecycle {
 
   private async recreateOwned(input: Owned & { tier?: TierName | undefined }, from: string[], verb: string) {
     await this.owned(input);
-    this.d.engine.assertUp();
-    return this.d.locks.with(input.instance_id, async () => {
+    this.deps.engine.assertUp();
+    return this.deps.locks.with(input.instance_id, async () => {
       const row = await this.owned(input);
       if (!from.includes(row.status)) throw conflict(verb, row.status);
       assertNotUpgrading(row);
-      await this.d.images.assertPresent(row.image_digest ?? row.image);
+      await this.deps.images.assertPresent(row.image_digest ?? row.image);
       const minted = await this.recreateLocked(row, input.tier);
       return { success: true, instance_id: row.id, status: 'provisioning' as const, ...(minted ? { access_token: minted } : {}) };
     });
@@ -147,12 +147,12 @@ export class InstanceLifecycle {
    * it), a new one is minted and returned.
    */
   async recreateLocked(row: InstanceRow, tier?: TierName, opts: RecreateOptions = {}): Promise<string | undefined> {
-    const { repo, runtime, log } = this.d;
-    const creds = await this.d.issueCredentials(row.user_id, row.id);
+    const { repo, runtime, log } = this.deps;
+    const creds = await this.deps.issueCredentials(row.user_id, row.id);
     let token = await runtime.token(row.id);
     const minted = token ? undefined : newToken();
     token ??= minted!;
-    const limits = tier ? this.d.tiers[tier] : undefined;
+    const limits = tier ? this.deps.tiers[tier] : undefined;
     const updated = await repo.markRecreating(row.id, {
       ...(minted ? { tokenHash: hashToken(minted) } : {}),
       ...(limits && tier ? { tier: { tier, memory_mb: limits.memory_mb, cpus: limits.cpus, pids: limits.pids } } : {}),
@@ -160,14 +160,14 @@ export class InstanceLifecycle {
       ...(opts.rollbackReason ? { rollbackReason: opts.rollbackReason } : {}),
       ...(opts.wakeWarning ? { wakeWarning: opts.wakeWarning } : {}),
     });
-    this.d.stats.forget(row.id);
+    this.deps.stats.forget(row.id);
     try {
-      await this.d.pause('recreating');
+      await this.deps.pause('recreating');
       await runtime.remove(row.id);
       const created = await runtime.create(updated, token);
       await repo.setStep(row.id, 'recreating', { container_id: created.runtimeId, node_host: created.host ?? updated.node_host });
-      await this.d.pause('recreated');
-      await this.d.readiness.staggered(async () => {
+      await this.deps.pause('recreated');
+      await this.deps.readiness.staggered(async () => {
         await runtime.start(row.id, creds);
         const now = new Date();
         const started = await repo.markStarted(
@@ -176,7 +176,7 @@ export class InstanceLifecycle {
           now,
           opts.readySeconds ? new Date(now.getTime() + opts.readySeconds * 1000) : undefined,
         );
-        this.d.readiness.watch({
+        this.deps.readiness.watch({
           id: row.id,
           generation: started.generation,
           port: row.port,
@@ -221,25 +221,25 @@ export class InstanceLifecycle {
    *    reconciler to finish at its next pass: no credential outlives its row.
    */
   async finishDelete(row: InstanceRow, opts: { keysPurged?: boolean } = {}): Promise<Date> {
-    const deletedAt = await this.d.repo.markDeleting(row.id);
-    this.d.stats.forget(row.id);
-    await this.d.pause('deleting');
-    await this.d.runtime.remove(row.id);
-    await this.d.pause('container_removed');
-    await this.d.runtime.removeVolume(row.id, row.node_host);
-    await this.d.pause('volume_removed');
+    const deletedAt = await this.deps.repo.markDeleting(row.id);
+    this.deps.stats.forget(row.id);
+    await this.deps.pause('deleting');
+    await this.deps.runtime.remove(row.id);
+    await this.deps.pause('container_removed');
+    await this.deps.runtime.removeVolume(row.id, row.node_host);
+    await this.deps.pause('volume_removed');
     if (announced(row)) {
-      await this.d.events.deleted({ instance_id: row.id, user_id: row.user_id, deleted_at: deletedAt.toISOString() });
+      await this.deps.events.deleted({ instance_id: row.id, user_id: row.user_id, deleted_at: deletedAt.toISOString() });
     } else if (!opts.keysPurged) {
-      await this.d.purgeKeys(row.user_id, row.id);
+      await this.deps.purgeKeys(row.user_id, row.id);
     }
-    await this.d.repo.remove(row.id);
-    this.d.log.info({ instance_id: row.id, port: row.port }, 'instance deleted');
+    await this.deps.repo.remove(row.id);
+    this.deps.log.info({ instance_id: row.id, port: row.port }, 'instance deleted');
     return deletedAt;
   }
 
   private async owned(input: Owned, includeDeleting = false): Promise<InstanceRow> {
-    const row = await this.d.repo.owned(input.user_id, input.instance_id, includeDeleting);
+    const row = await this.deps.repo.owned(input.user_id, input.instance_id, includeDeleting);
     if (!row) throw new AppError('INSTANCE_NOT_FOUND');
     return row;
   }

@@ -11,12 +11,12 @@ const OWN_START_WINDOW_MS = 30_000;
  * the engine's event stream): a replica starting it holds the instance's lock, and once the lock is free the row
  * records when it was started. Only a start nobody made (an operator's `docker start`) is foreign.
  */
-export function startedByAReplica(d: { repo: Pick<InstanceReads, 'startedAt'>; locks: OpLocks; engine: DockerEngine }): (id: string) => Promise<boolean> {
+export function startedByAReplica(deps: { repo: Pick<InstanceReads, 'startedAt'>; locks: OpLocks; engine: DockerEngine }): (id: string) => Promise<boolean> {
   return async (id) => {
-    const judged = await d.locks.tryWith(id, async () => {
-      const startedAt = await d.repo.startedAt(id);
+    const judged = await deps.locks.tryWith(id, async () => {
+      const startedAt = await deps.repo.startedAt(id);
       if (!startedAt) return false;
-      const info = await d.engine.run('container inspect', (abortSignal) => d.engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
+      const info = await deps.engine.run('container inspect', (abortSignal) => deps.engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
       return Math.abs(Date.parse(info.State.StartedAt) - new Date(startedAt).getTime()) < OWN_START_WINDOW_MS;
     });
     // The lock is held: an operation of some replica is starting it right now.

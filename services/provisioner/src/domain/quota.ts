@@ -36,16 +36,16 @@ export interface QuotaDeps {
  *  - of a user whose volumes together hold the tier's storage_mb or more (several instances).
  */
 export class QuotaGuard {
-  private readonly d: QuotaDeps;
+  private readonly deps: QuotaDeps;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
 
   constructor(deps: QuotaDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.checkAll(), Math.max(1, this.d.intervalSeconds) * 1000);
+    this.timer = setInterval(() => void this.checkAll(), Math.max(1, this.deps.intervalSeconds) * 1000);
     this.timer.unref();
   }
 
@@ -59,14 +59,14 @@ export class QuotaGuard {
     try {
       await this.pass();
     } catch (err) {
-      this.d.log.warn({ err: describe(err) }, 'storage quota check failed; will retry');
+      this.deps.log.warn({ err: describe(err) }, 'storage quota check failed; will retry');
     } finally {
       this.running = false;
     }
   }
 
   private async pass(): Promise<void> {
-    const { repo, volumes, tiers } = this.d;
+    const { repo, volumes, tiers } = this.deps;
     const rows = await repo.allNotDeleting();
     const mounts = await mountPoints();
     const full = new Map<string, number>();
@@ -109,8 +109,8 @@ export class QuotaGuard {
 
   /** Stop one live instance for storage, under its operation lock (skipped when an operation holds it). */
   private async enforce(row: InstanceRow, reason: string): Promise<void> {
-    const { repo, locks, lifecycle, log, graceSeconds } = this.d;
-    if (!(row.status === 'running' || row.status === 'provisioning') || row.step !== 'done' || !this.d.dockerUp()) return;
+    const { repo, locks, lifecycle, log, graceSeconds } = this.deps;
+    if (!(row.status === 'running' || row.status === 'provisioning') || row.step !== 'done' || !this.deps.dockerUp()) return;
     if (row.started_at && Date.now() - new Date(row.started_at).getTime() < graceSeconds * 1000) return;
     await locks.tryWith(row.id, async () => {
       const fresh = await repo.byId(row.id);

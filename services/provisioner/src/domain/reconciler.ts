@@ -41,7 +41,7 @@ export interface ReconcileReport {
  * object seen without a row cannot belong to a create that is just starting.
  */
 export class Reconciler {
-  private readonly d: {
+  private readonly deps: {
     engine: DockerEngine;
     runtime: InstanceRuntime;
     locks: OpLocks;
@@ -62,12 +62,12 @@ export class Reconciler {
   };
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(deps: Reconciler['d']) {
-    this.d = deps;
+  constructor(deps: Reconciler['deps']) {
+    this.deps = deps;
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.trigger(), this.d.intervalSeconds * 1000);
+    this.timer = setInterval(() => void this.trigger(), this.deps.intervalSeconds * 1000);
     this.timer.unref();
   }
 
@@ -79,19 +79,19 @@ export class Reconciler {
   readonly trigger = singleFlight(
     () => this.pass(),
     (err): ReconcileReport | undefined => {
-      this.d.log.warn({ err: describe(err) }, 'reconcile pass failed; will retry');
+      this.deps.log.warn({ err: describe(err) }, 'reconcile pass failed; will retry');
       return undefined;
     },
   );
 
   async pass(): Promise<ReconcileReport> {
-    const { engine, runtime, repo, locks, log } = this.d;
+    const { engine, runtime, repo, locks, log } = this.deps;
     const report = emptyReport();
     engine.assertUp();
-    await this.d.network?.ensure();
+    await this.deps.network?.ensure();
 
     const objects = await runtime.managed();
-    const volumeFiles = await this.d.volumes.ids();
+    const volumeFiles = await this.deps.volumes.ids();
     const rows = await repo.all();
     const byId = new Map(rows.map((r) => [r.id, r]));
 
@@ -113,7 +113,7 @@ export class Reconciler {
     for (const row of rows) {
       if (row.deleting_at || !volumeFiles.includes(row.id)) continue;
       await locks
-        .tryWith(row.id, () => this.d.volumes.mount(row.id))
+        .tryWith(row.id, () => this.deps.volumes.mount(row.id))
         .catch((err) => log.error({ instance_id: row.id, err: describe(err) }, 'could not mount the instance volume'));
     }
 
@@ -135,17 +135,17 @@ export class Reconciler {
    */
   async recheck(id: string): Promise<void> {
     try {
-      this.d.engine.assertUp();
-      const row = await this.d.repo.byId(id);
+      this.deps.engine.assertUp();
+      const row = await this.deps.repo.byId(id);
       if (row) await this.reconcileRow(row, emptyReport());
     } catch (err) {
-      this.d.log.warn({ instance_id: id, err: describe(err) }, 'could not reconcile instance; the next pass will');
+      this.deps.log.warn({ instance_id: id, err: describe(err) }, 'could not reconcile instance; the next pass will');
     }
   }
 
   /** One row of a pass: finish or undo an interrupted operation, resume a watcher, or fail a dead instance. */
   private async reconcileRow(row: InstanceRow, report: ReconcileReport): Promise<void> {
-    const { runtime, repo, lifecycle, sleeper, upgrades, readiness, log } = this.d;
+    const { runtime, repo, lifecycle, sleeper, upgrades, readiness, log } = this.deps;
     if (row.deleting_at || row.step === 'deleting') {
       if (
         await this.repair(
@@ -168,7 +168,7 @@ export class Reconciler {
         report.rolledBack++;
         log.warn({ instance_id: row.id, step: row.step }, 'rolled back an interrupted create');
       }
-    } else if (this.d.healing && (row.step === 'backoff' || SelfHealing.heals(row)) && (await this.d.healing.reconcile(row))) {
+    } else if (this.deps.healing && (row.step === 'backoff' || SelfHealing.heals(row)) && (await this.deps.healing.reconcile(row))) {
       report.crashes++;
     } else if (row.step === 'stopping') {
       await this.repair(
@@ -199,7 +199,7 @@ export class Reconciler {
           }
           if ((await runtime.inspect(r.id)).state === 'running') {
             const now = new Date();
-            const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
+            const deadline = new Date(now.getTime() + this.deps.readyTimeoutSeconds * 1000);
             await repo.markRecreated(r.id, now, deadline);
             readiness.watch({ id: r.id, generation: r.generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
             report.watchersResumed++;
@@ -240,7 +240,7 @@ export class Reconciler {
             return;
           }
           const now = new Date();
-          const deadline = new Date(now.getTime() + this.d.readyTimeoutSeconds * 1000);
+          const deadline = new Date(now.getTime() + this.deps.readyTimeoutSeconds * 1000);
           const generation = await repo.markNodeBack(r.id, now, deadline);
           readiness.watch({ id: r.id, generation, port: r.port, host: runtime.probeHost(r), deadline, startedAt: now });
           report.watchersResumed++;
@@ -259,8 +259,8 @@ export class Reconciler {
 
   /** Under the instance's lock (skipped when someone holds it), re-read the row and repair it if still needed. */
   private async repair(row: InstanceRow, stillNeeded: (r: InstanceRow) => boolean, fix: (r: InstanceRow) => Promise<void>): Promise<boolean> {
-    const r = await this.d.locks.tryWith(row.id, async () => {
-      const fresh = await this.d.repo.byId(row.id);
+    const r = await this.deps.locks.tryWith(row.id, async () => {
+      const fresh = await this.deps.repo.byId(row.id);
       if (!fresh || !stillNeeded(fresh)) return false;
       await fix(fresh);
       return true;
@@ -270,7 +270,7 @@ export class Reconciler {
 
   /** Why the instance's workload is not running now, or undefined when it is (or is being restarted by the runtime). */
   private async deadReason(id: string): Promise<string | undefined> {
-    const s = await this.d.runtime.inspect(id);
+    const s = await this.deps.runtime.inspect(id);
     if (s.state === 'running' || s.state === 'starting') return undefined;
     if (s.state === 'node_down') return NODE_DOWN;
     if (s.state === 'missing') return 'The instance container is missing; restart the instance';

@@ -34,31 +34,31 @@ const frozen = (r: InstanceRow) => r.status === 'sleeping' && (r.sleep_depth ===
  * container; its wake boots the agent, as a start does. A runtime without freezing (swarm) only sleeps deeply.
  */
 export class Sleeper {
-  private readonly d: SleepDeps;
+  private readonly deps: SleepDeps;
 
   constructor(deps: SleepDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   /** Whether light sleep is possible with this runtime. */
   get freezes(): boolean {
-    return Boolean(this.d.runtime.freeze && this.d.runtime.thaw);
+    return Boolean(this.deps.runtime.freeze && this.deps.runtime.thaw);
   }
 
   /** Under the lock, an idle instance (running, or lightly asleep for a deep sleep): step sleeping → frozen or stopped. */
   async sleepLocked(row: InstanceRow, depth: Depth): Promise<void> {
-    const { repo, runtime } = this.d;
+    const { repo, runtime } = this.deps;
     await repo.markStopping(row.id, 'sleeping');
-    await this.d.pause('sleeping');
+    await this.deps.pause('sleeping');
     if (depth === 'light' && runtime.freeze && row.status === 'running') {
       // The edges hear first (its status event) that it sleeps, and hold its owner's requests for a wake and answer
       // anyone else's themselves; only then is it frozen, so no request is sent on into a frozen agent.
-      const intended = this.d.residentMb ? 'swapped' : 'frozen';
+      const intended = this.deps.residentMb ? 'swapped' : 'frozen';
       await repo.markFrozen(row.id, intended);
       await new Promise((r) => setTimeout(r, EDGE_HEARS_MS));
       let reached: 'frozen' | 'swapped';
       try {
-        reached = await runtime.freeze(row.id, { memoryMb: row.memory_mb, ...(this.d.residentMb ? { residentMb: this.d.residentMb } : {}) });
+        reached = await runtime.freeze(row.id, { memoryMb: row.memory_mb, ...(this.deps.residentMb ? { residentMb: this.deps.residentMb } : {}) });
       } catch (err) {
         // It stays awake (the next pass tries again); if Docker cannot even resume it, the reconciler sees it awake or ended.
         await this.resume(row, true);
@@ -70,10 +70,10 @@ export class Sleeper {
       if (await this.wakeAwaited(row)) return;
     } else {
       await runtime.stop(row.id);
-      await this.d.pause('slept');
+      await this.deps.pause('slept');
       await repo.markStopped(row.id, undefined, true);
     }
-    this.d.stats.forget(row.id);
+    this.deps.stats.forget(row.id);
   }
 
   /**
@@ -85,29 +85,29 @@ export class Sleeper {
   async wake(id: string): Promise<{ instance_id: string; status: InstanceRow['status'] }> {
     // Going to sleep (being frozen or stopped) counts as asleep: the wake waits for the sleep's lock.
     const asleep = (r: InstanceRow) => r.status === 'sleeping' || r.step === 'sleeping';
-    const seen = await this.d.repo.byId(id);
+    const seen = await this.deps.repo.byId(id);
     if (!seen || seen.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
     if (!asleep(seen)) return { instance_id: id, status: seen.status };
-    this.d.engine.assertUp();
-    return this.d.locks.with(
+    this.deps.engine.assertUp();
+    return this.deps.locks.with(
       id,
       async () => {
-        const row = await this.d.repo.byId(id);
+        const row = await this.deps.repo.byId(id);
         if (!row || row.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
         if (!asleep(row)) return { instance_id: id, status: row.status };
         let wakeWarning: string | undefined;
         if (frozen(row)) {
           const why = await this.thawLocked(row);
           if (!why) {
-            this.d.log.info({ instance_id: id, depth: row.sleep_depth }, 'instance resumed by a request');
+            this.deps.log.info({ instance_id: id, depth: row.sleep_depth }, 'instance resumed by a request');
             return { instance_id: id, status: 'running' as const };
           }
           wakeWarning = `The sleeping agent could not be resumed (${why}); it boots instead`;
-          this.d.log.warn({ instance_id: id, depth: row.sleep_depth, reason: why }, 'frozen instance could not be resumed; booting it');
+          this.deps.log.warn({ instance_id: id, depth: row.sleep_depth, reason: why }, 'frozen instance could not be resumed; booting it');
         }
-        await this.d.images.assertPresent(row.image_digest ?? row.image);
-        await this.d.lifecycle.recreateLocked(row, undefined, wakeWarning ? { wakeWarning } : {});
-        this.d.log.info({ instance_id: id }, 'instance woken by a request');
+        await this.deps.images.assertPresent(row.image_digest ?? row.image);
+        await this.deps.lifecycle.recreateLocked(row, undefined, wakeWarning ? { wakeWarning } : {});
+        this.deps.log.info({ instance_id: id }, 'instance woken by a request');
         return { instance_id: id, status: 'provisioning' as const };
       },
       WAKE_LOCK_WAIT_MS,
@@ -121,48 +121,48 @@ export class Sleeper {
    */
   async reconcileFrozen(row: InstanceRow): Promise<'awake' | 'deep' | undefined> {
     if (!frozen(row)) return undefined;
-    const s = await this.d.runtime.inspect(row.id);
+    const s = await this.deps.runtime.inspect(row.id);
     if (s.state === 'node_down') return undefined;
-    if (s.state === 'running' && s.paused && !(await this.d.runtime.awaited?.(row.id))) return undefined;
-    return this.d.locks.tryWith(row.id, async (): Promise<'awake' | 'deep' | undefined> => {
-      const fresh = await this.d.repo.byId(row.id);
+    if (s.state === 'running' && s.paused && !(await this.deps.runtime.awaited?.(row.id))) return undefined;
+    return this.deps.locks.tryWith(row.id, async (): Promise<'awake' | 'deep' | undefined> => {
+      const fresh = await this.deps.repo.byId(row.id);
       if (!fresh || fresh.deleting_at || !frozen(fresh)) return undefined;
-      const now = await this.d.runtime.inspect(row.id);
+      const now = await this.deps.runtime.inspect(row.id);
       if (now.state === 'running' && now.paused) return (await this.wakeAwaited(fresh)) ? 'awake' : undefined;
       if (now.state === 'running') {
         await this.resume(fresh, true);
         return 'awake';
       }
-      await this.d.repo.markStopped(row.id, undefined, true);
+      await this.deps.repo.markStopped(row.id, undefined, true);
       return 'deep';
     });
   }
 
   /** Under the lock: its tier's limits back, its processes resumed, the row running (`traffic`: its idle time starts now). */
   private async resume(row: InstanceRow, traffic: boolean): Promise<void> {
-    await this.d.runtime.thaw!(row.id, row.memory_mb);
-    await this.d.repo.markThawed(row.id, traffic);
+    await this.deps.runtime.thaw!(row.id, row.memory_mb);
+    await this.deps.repo.markThawed(row.id, traffic);
   }
 
   /** Under the lock: resume a frozen agent that someone waits on (a request that reached it anyway); true if so. */
   private async wakeAwaited(row: InstanceRow): Promise<boolean> {
-    if (!(await this.d.runtime.awaited?.(row.id))) return false;
+    if (!(await this.deps.runtime.awaited?.(row.id))) return false;
     await this.resume(row, false);
-    this.d.log.info({ instance_id: row.id }, 'a request reached the instance as it fell asleep: resumed');
+    this.deps.log.info({ instance_id: row.id }, 'a request reached the instance as it fell asleep: resumed');
     return true;
   }
 
   /** Under the lock: resume a frozen agent. Resolves to why it could not be (undefined: it runs again). */
   private async thawLocked(row: InstanceRow): Promise<string | undefined> {
     try {
-      await this.d.runtime.thaw!(row.id, row.memory_mb);
-      const s = await this.d.runtime.inspect(row.id);
+      await this.deps.runtime.thaw!(row.id, row.memory_mb);
+      const s = await this.deps.runtime.inspect(row.id);
       if (s.state !== 'running' || s.paused) return `its container is ${s.state === 'running' ? 'still paused' : s.state}`;
     } catch (err) {
       if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
       return describe(err);
     }
-    await this.d.repo.markThawed(row.id);
+    await this.deps.repo.markThawed(row.id);
     return undefined;
   }
 }

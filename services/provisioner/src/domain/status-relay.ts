@@ -18,19 +18,19 @@ const POLL_MS = 2_000;
  * a few milliseconds after the change commits.
  */
 export class StatusRelay {
-  private readonly d: { db: Kysely<ProvisionerDB>; databaseUrl: string; schema: string; publish: (e: StatusEvent) => Promise<void>; log: Logger };
+  private readonly deps: { db: Kysely<ProvisionerDB>; databaseUrl: string; schema: string; publish: (e: StatusEvent) => Promise<void>; log: Logger };
   private listener: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
-  constructor(deps: StatusRelay['d']) {
-    this.d = deps;
+  constructor(deps: StatusRelay['deps']) {
+    this.deps = deps;
   }
 
   readonly trigger = singleFlight(
     () => this.drain(),
     (err) => {
-      this.d.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'status events not published yet; will retry');
+      this.deps.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'status events not published yet; will retry');
       return 0;
     },
   );
@@ -59,11 +59,11 @@ export class StatusRelay {
   }
 
   private batch(): Promise<number> {
-    return this.d.db.transaction().execute(async (trx) => {
+    return this.deps.db.transaction().execute(async (trx) => {
       const lock = await sql<{ ok: boolean }>`select pg_try_advisory_xact_lock(hashtext(current_schema() || ':status-relay')) as ok`.execute(trx);
       if (!lock.rows[0]?.ok) return 0; // another replica is relaying; it will see these too
       const rows = await trx.selectFrom('status_events').selectAll().orderBy('seq').limit(BATCH).execute();
-      for (const row of rows) await this.d.publish(row);
+      for (const row of rows) await this.deps.publish(row);
       if (rows.length) await trx.deleteFrom('status_events').where('seq', '<=', rows.at(-1)!.seq).execute();
       return rows.length;
     });
@@ -72,7 +72,7 @@ export class StatusRelay {
   /** A connection of its own that LISTENs; made again after a loss (the poll covers the gap). */
   private async listen(): Promise<void> {
     while (!this.stopped) {
-      const client = new pg.Client({ connectionString: this.d.databaseUrl, connectionTimeoutMillis: 5000 });
+      const client = new pg.Client({ connectionString: this.deps.databaseUrl, connectionTimeoutMillis: 5000 });
       const lost = new Promise<void>((resolve) => {
         client.on('error', () => resolve());
         client.on('end', () => resolve());

@@ -36,38 +36,38 @@ export const INTERRUPTED = 'The provisioner stopped during the upgrade';
  * the same way. Every change of upgrade_state is an events.instance.status event through the status outbox.
  */
 export class InstanceUpgrades {
-  private readonly d: UpgradeDeps;
+  private readonly deps: UpgradeDeps;
 
   constructor(deps: UpgradeDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   async upgrade(input: contracts.In<Upgrade>): Promise<contracts.Out<Upgrade>> {
     // Swarm services are not moved between images yet (their images resolve per node): a clear 501, like backups.
-    if (this.d.runtime.kind !== 'docker') throw new AppError('UPGRADES_UNSUPPORTED');
+    if (this.deps.runtime.kind !== 'docker') throw new AppError('UPGRADES_UNSUPPORTED');
     await this.owned(input);
-    this.d.engine.assertUp();
-    return this.d.locks.with(input.instance_id, async () => {
+    this.deps.engine.assertUp();
+    return this.deps.locks.with(input.instance_id, async () => {
       const row = await this.owned(input);
       if (row.status !== 'running' && row.status !== 'failed') {
         throw new AppError('INSTANCE_STATE_CONFLICT', `Cannot upgrade an instance that is ${row.status}${row.status === 'stopped' ? '; start it first' : ''}`);
       }
       assertNotUpgrading(row);
-      const { FRAMEWORK_IMAGES } = this.d.config;
+      const { FRAMEWORK_IMAGES } = this.deps.config;
       const repo = Object.hasOwn(FRAMEWORK_IMAGES, row.framework) ? FRAMEWORK_IMAGES[row.framework] : undefined;
       if (!repo) throw validationError('version', `the framework ${row.framework} is no longer offered`);
       const image = `${repo}:${input.version}`;
-      this.d.images.forget(image); // the tag may have been rebuilt a moment ago
-      const digest = await this.d.images.resolve(image);
+      this.deps.images.forget(image); // the tag may have been rebuilt a moment ago
+      const digest = await this.deps.images.resolve(image);
       if (digest === row.image_digest && input.version === row.version) {
         throw new AppError('INSTANCE_STATE_CONFLICT', `The instance already runs version ${row.version} (${digest.slice(0, 19)})`);
       }
-      this.d.log.info({ instance_id: row.id, from: row.image_digest ?? row.image, to: digest, version: input.version }, 'upgrade started');
-      await this.d.lifecycle.recreateLocked(row, input.tier, {
+      this.deps.log.info({ instance_id: row.id, from: row.image_digest ?? row.image, to: digest, version: input.version }, 'upgrade started');
+      await this.deps.lifecycle.recreateLocked(row, input.tier, {
         upgrade: { version: input.version, image, digest },
         ...(input.ready_timeout_seconds ? { readySeconds: input.ready_timeout_seconds } : {}),
       });
-      const now = (await this.d.repo.byId(row.id))!;
+      const now = (await this.deps.repo.byId(row.id))!;
       return {
         success: true,
         instance_id: row.id,
@@ -84,12 +84,12 @@ export class InstanceUpgrades {
    * still in progress, it is rolled back (true); anything else is the watcher's to fail (false).
    */
   async notReady(id: string, generation: number, reason: string): Promise<boolean> {
-    const row = await this.d.repo.byId(id);
+    const row = await this.deps.repo.byId(id);
     if (row?.upgrade_state !== 'upgrading' || row.generation !== generation) return false;
-    await this.d.locks.with(
+    await this.deps.locks.with(
       id,
       async () => {
-        const fresh = await this.d.repo.byId(id);
+        const fresh = await this.deps.repo.byId(id);
         // Overtaken (a stop, delete or restart under the lock ended the upgrade already): nothing left to do.
         if (!fresh || fresh.deleting_at || fresh.upgrade_state !== 'upgrading' || fresh.generation !== generation) return;
         await this.rollbackLocked(fresh, reason);
@@ -101,12 +101,12 @@ export class InstanceUpgrades {
 
   /** Under the lock: recreate the instance on the image it ran before the upgrade. */
   async rollbackLocked(row: InstanceRow, reason: string): Promise<void> {
-    this.d.log.warn({ instance_id: row.id, version: row.version, back_to: row.upgrade_from_version, reason }, 'upgrade failed; rolling back');
-    await this.d.lifecycle.recreateLocked(row, undefined, { rollbackReason: reason });
+    this.deps.log.warn({ instance_id: row.id, version: row.version, back_to: row.upgrade_from_version, reason }, 'upgrade failed; rolling back');
+    await this.deps.lifecycle.recreateLocked(row, undefined, { rollbackReason: reason });
   }
 
   private async owned(input: { user_id: string; instance_id: string }): Promise<InstanceRow> {
-    const row = await this.d.repo.owned(input.user_id, input.instance_id);
+    const row = await this.deps.repo.owned(input.user_id, input.instance_id);
     if (!row) throw new AppError('INSTANCE_NOT_FOUND');
     return row;
   }

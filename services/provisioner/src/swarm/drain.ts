@@ -28,7 +28,7 @@ const placementFailure = (r: InstanceRow) =>
  * volume untouched and is tried again at the next pass.
  */
 export class Drainer {
-  private readonly d: {
+  private readonly deps: {
     engine: DockerEngine;
     runtime: SwarmInstances;
     locks: OpLocks;
@@ -40,21 +40,21 @@ export class Drainer {
     serialize<T>(fn: () => Promise<T>): Promise<T>;
   };
 
-  constructor(deps: Drainer['d']) {
-    this.d = deps;
+  constructor(deps: Drainer['deps']) {
+    this.deps = deps;
   }
 
   /** Run a pass now (or right after the current one); resolves with the number of instances moved. */
   readonly trigger = singleFlight(
     () => this.pass(),
     (err) => {
-      this.d.log.warn({ err: describe(err) }, 'drain pass failed; will retry');
+      this.deps.log.warn({ err: describe(err) }, 'drain pass failed; will retry');
       return 0;
     },
   );
 
   private async pass(): Promise<number> {
-    const { repo, engine, locks, config, scope, log } = this.d;
+    const { repo, engine, locks, config, scope, log } = this.deps;
     const swept = await sweepJobs(engine, scope, (config.SWARM_MOVE_TIMEOUT_SECONDS + 120) * 1000);
     if (swept) log.warn({ swept }, 'removed copy or removal jobs left by a provisioner that died mid-job');
     const nodes = await engine.run('node list', (abortSignal) => engine.docker.listNodes(o({ abortSignal })));
@@ -70,7 +70,7 @@ export class Drainer {
             return this.move(fresh, node.ID!);
           })
           .catch((err) => {
-            this.d.log.warn({ instance_id: row.id, err: describe(err) }, 'could not move an instance off a draining node; will retry');
+            this.deps.log.warn({ instance_id: row.id, err: describe(err) }, 'could not move an instance off a draining node; will retry');
             return false;
           });
         if (done) moved++;
@@ -80,9 +80,9 @@ export class Drainer {
   }
 
   private async move(row: InstanceRow, from: string): Promise<boolean> {
-    const { repo, engine, runtime, config, log } = this.d;
+    const { repo, engine, runtime, config, log } = this.deps;
     // pickNode never picks a draining node, so the target is never the node it leaves.
-    const target = await this.d.serialize(() => pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION));
+    const target = await this.deps.serialize(() => pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION));
     const restart = row.status === 'running' || row.status === 'provisioning' || placementFailure(row);
     log.info({ instance_id: row.id, from, to: target.id, restart }, 'moving an instance off a draining node');
     if (restart) {
@@ -98,12 +98,12 @@ export class Drainer {
     } catch (err) {
       // An engine fault mid-move is a failed copy too: the instance is marked so that the next pass (which
       // cures MOVE_FAILED) starts it on its new node instead of leaving it stopped and provisioning.
-      if (restart) await this.d.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED).catch(() => {});
+      if (restart) await this.deps.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED).catch(() => {});
       throw err;
     }
     if (!copied) {
       log.error({ instance_id: row.id, from, to: target.id }, 'the volume copy failed; the instance stays on its draining node and is tried again');
-      if (restart) await this.d.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED);
+      if (restart) await this.deps.repo.markFailed(row.id, row.generation + 1, MOVE_FAILED);
       return false;
     }
     return this.land(row, from, target, restart, token);
@@ -111,7 +111,7 @@ export class Drainer {
 
   /** Stops the instance and copies its volume to the target node; false when the copy itself failed. */
   private async copy(row: InstanceRow, from: string, to: string): Promise<boolean> {
-    const { engine, runtime, config, scope } = this.d;
+    const { engine, runtime, config, scope } = this.deps;
     await runtime.stop(row.id);
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
     return copyVolume(engine, { instanceId: row.id, userId: row.user_id, scope, image, from, to, timeoutMs: config.SWARM_MOVE_TIMEOUT_SECONDS * 1000 });
@@ -119,7 +119,7 @@ export class Drainer {
 
   /** The copy is on the new node: the row follows, the instance starts there (or stays stopped), the old volume goes. */
   private async land(row: InstanceRow, from: string, target: { id: string; addr: string }, restart: boolean, token: string | undefined): Promise<boolean> {
-    const { repo, engine, runtime, lifecycle, config, scope, log } = this.d;
+    const { repo, engine, runtime, lifecycle, config, scope, log } = this.deps;
     const moved = await repo.markMoved(row.id, target.addr);
     // Started once the row has moved (a database fault before that leaves the instance where it was, with its data)
     // and before the instance leaves the node (see startVolumeRemoval); its script waits for the volume to be free.

@@ -54,7 +54,7 @@ export class SwarmInstanceNetwork {
   private swarmNetwork: Promise<void> | undefined;
   private readonly nodes = new Map<string, Promise<void>>();
   private bridge: string | undefined;
-  private readonly d: {
+  private readonly deps: {
     engine: DockerEngine;
     scope: string;
     jobImage: string;
@@ -65,8 +65,8 @@ export class SwarmInstanceNetwork {
     firewall?: { gatewayPort: number; instancePorts: [number, number] };
   };
 
-  constructor(deps: SwarmInstanceNetwork['d']) {
-    this.d = deps;
+  constructor(deps: SwarmInstanceNetwork['deps']) {
+    this.deps = deps;
     this.name = instanceNetworkName(deps.scope);
   }
 
@@ -96,7 +96,7 @@ export class SwarmInstanceNetwork {
   }
 
   private async createSwarmNetwork(): Promise<void> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     await this.makeSwarmNetwork();
     const info = await inspectNetwork(engine, this.name);
     if (!info) throw new Error(`the swarm network ${this.name} was not found after it was made`);
@@ -104,7 +104,7 @@ export class SwarmInstanceNetwork {
   }
 
   private async makeSwarmNetwork(): Promise<void> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     try {
       await engine.run('network create', (abortSignal) =>
         engine.docker.createNetwork(
@@ -125,7 +125,7 @@ export class SwarmInstanceNetwork {
   }
 
   private async ensureOnNode(node: string, again: boolean): Promise<void> {
-    const { engine, scope, jobImage, firewall } = this.d;
+    const { engine, scope, jobImage, firewall } = this.deps;
     const label = readyLabel(this.name);
     const info = await engine.run('node inspect', (abortSignal) => engine.docker.getNode(node).inspect(o({ abortSignal })));
     const labels = info.Spec?.Labels as Record<string, string> | undefined;

@@ -29,7 +29,7 @@ export class SwarmInstances implements InstanceRuntime {
   readonly kind = 'swarm' as const;
   /** When each ready node was last seen coming back (0: ready when first seen), from watchNodes. */
   private readonly readySince = new Map<string, number>();
-  private readonly d: {
+  private readonly deps: {
     engine: DockerEngine;
     config: ProvisionerConfig;
     scope: string;
@@ -44,8 +44,8 @@ export class SwarmInstances implements InstanceRuntime {
 
   private readonly network: SwarmInstanceNetwork;
 
-  constructor(deps: SwarmInstances['d']) {
-    this.d = deps;
+  constructor(deps: SwarmInstances['deps']) {
+    this.deps = deps;
     this.network = new SwarmInstanceNetwork({
       engine: deps.engine,
       scope: deps.scope,
@@ -55,11 +55,11 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   private service(id: string) {
-    return this.d.engine.docker.getService(serviceName(id));
+    return this.deps.engine.docker.getService(serviceName(id));
   }
 
   private async spec(id: string): Promise<{ version: number; spec: Spec } | undefined> {
-    const info = await ignoreGone(this.d.engine.run('service inspect', (abortSignal) => this.service(id).inspect(o({ abortSignal }))));
+    const info = await ignoreGone(this.deps.engine.run('service inspect', (abortSignal) => this.service(id).inspect(o({ abortSignal }))));
     return info ? { version: info.Version.Index, spec: info.Spec as Spec } : undefined;
   }
 
@@ -67,13 +67,13 @@ export class SwarmInstances implements InstanceRuntime {
   private updateService(id: string, change: (s: Spec) => boolean | void): Promise<boolean> {
     return writeAtVersion(
       () => this.spec(id),
-      (version, spec) => this.d.engine.run('service update', () => this.service(id).update({ version, ...spec })),
+      (version, spec) => this.deps.engine.run('service update', () => this.service(id).update({ version, ...spec })),
       (spec) => (change(spec) === false ? undefined : spec),
     );
   }
 
   async create(row: InstanceRow, token: string): Promise<{ runtimeId: string; host: string }> {
-    const { engine, config } = this.d;
+    const { engine, config } = this.deps;
     const existing = await ignoreGone(engine.run('service inspect', (abortSignal) => this.service(row.id).inspect(o({ abortSignal }))));
     if (existing) return { runtimeId: existing.ID, host: row.node_host ?? '' };
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
@@ -82,11 +82,11 @@ export class SwarmInstances implements InstanceRuntime {
     // see the reservations of the ones before.
     const pinned = row.node_host ? await nodeByAddr(engine, row.node_host) : undefined;
     if (pinned && row.node_host) return this.createOn(row, token, image, { id: pinned, addr: row.node_host });
-    return this.d.serialize(async () => this.createOn(row, token, image, await pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION)));
+    return this.deps.serialize(async () => this.createOn(row, token, image, await pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION)));
   }
 
   private async createOn(row: InstanceRow, token: string, image: string, node: { id: string; addr: string }): Promise<{ runtimeId: string; host: string }> {
-    const { engine, config, scope } = this.d;
+    const { engine, config, scope } = this.deps;
     await this.network.ensure(node.id);
     const spec = instanceServiceSpec({
       instanceId: row.id,
@@ -103,11 +103,11 @@ export class SwarmInstances implements InstanceRuntime {
       tmpfsMb: config.TMPFS_SIZE_MB,
       restartDelaySeconds: Math.max(1, Math.round(config.RESTART_BACKOFF_INITIAL_MS / 1000)),
       stopTimeoutSeconds: config.STOP_TIMEOUT_SECONDS,
-      extraSecurity: this.d.extraSecurity,
+      extraSecurity: this.deps.extraSecurity,
       env: {
         ...config.INSTANCE_EXTRA_ENV_JSON,
         AGENTHOST_INSTANCE_ID: row.id,
-        AGENTHOST_KEYS_URL: this.d.keysUrl(node.addr),
+        AGENTHOST_KEYS_URL: this.deps.keysUrl(node.addr),
         ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}),
         [TOKEN_ENV]: token,
       },
@@ -117,13 +117,13 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   async start(id: string, creds: Credentials): Promise<void> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const secretName = `${credentialsSecretPrefix(id)}${randomBytes(6).toString('hex')}`;
     const secret = (await engine.run('secret create', () =>
       engine.docker.createSecret({
         Name: secretName,
         Data: Buffer.from(`${JSON.stringify(creds)}\n`).toString('base64'),
-        Labels: { [LABEL_INSTANCE]: id, [LABEL_SCOPE]: this.d.scope },
+        Labels: { [LABEL_INSTANCE]: id, [LABEL_SCOPE]: this.deps.scope },
       }),
     )) as { id?: string; ID?: string };
     const found = await this.updateService(id, (s) => {
@@ -139,7 +139,7 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   private async dropSecrets(id: string, keep?: string): Promise<void> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const secrets = await engine
       .run('secret list', (abortSignal) => engine.docker.listSecrets(o({ filters: { label: [`${LABEL_INSTANCE}=${id}`] }, abortSignal })))
       .catch(() => []);
@@ -159,12 +159,12 @@ export class SwarmInstances implements InstanceRuntime {
       s.Mode = { Replicated: { Replicas: 0 } };
     });
     if (!found) return;
-    await this.waitNoTasks(serviceName(id), (this.d.config.STOP_TIMEOUT_SECONDS + 15) * 1000);
+    await this.waitNoTasks(serviceName(id), (this.deps.config.STOP_TIMEOUT_SECONDS + 15) * 1000);
   }
 
   /** The tasks of a service (by name, or by id: a removed service's tasks are found by its id only) still running or starting. */
   private async runningTasks(service: string) {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [service] }, abortSignal })));
     return tasks.filter((t) => t.Status?.State === 'running' || STARTING.has(t.Status?.State ?? ''));
   }
@@ -179,7 +179,7 @@ export class SwarmInstances implements InstanceRuntime {
    * by the service's id (once removed, its name finds no tasks), then by the port (port-release.ts).
    */
   async remove(id: string): Promise<void> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const svc = await ignoreGone(engine.run('service inspect', (abortSignal) => this.service(id).inspect(o({ abortSignal }))));
     if (!svc) return;
     const nodes = (await this.runningTasks(svc.ID).catch(() => [])).map((t) => t.NodeID ?? '');
@@ -192,7 +192,7 @@ export class SwarmInstances implements InstanceRuntime {
 
   /** The volume on its node (a janitor job), then the overlay of its moves (if it moved) and the credential secrets. */
   async removeVolume(id: string, host?: string | null): Promise<void> {
-    const { engine, config, scope, log } = this.d;
+    const { engine, config, scope, log } = this.deps;
     const node = host ? await nodeByAddr(engine, host) : undefined;
     if (node && config.SWARM_JANITOR_IMAGE) {
       const ok = await removeVolumeOnNode(engine, { node, volume: volumeName(id), image: config.SWARM_JANITOR_IMAGE, scope, timeoutMs: 90_000 });
@@ -211,7 +211,7 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   async inspect(id: string): Promise<RuntimeState> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const current = await this.spec(id);
     if (!current) return { state: 'missing' };
     if (current.spec.Labels?.[LABEL_COPYING]) return { state: 'starting' };
@@ -244,15 +244,15 @@ export class SwarmInstances implements InstanceRuntime {
   importData = (row: InstanceRow, tar: NodeJS.ReadableStream): Promise<void> => importInstance(this.copyOps, row, tar);
 
   private readonly copyOps: CopyOps = {
-    engine: () => this.d.engine,
-    scope: () => this.d.scope,
+    engine: () => this.deps.engine,
+    scope: () => this.deps.scope,
     spec: async (id) => (await this.spec(id))?.spec,
     update: (id, change) => this.updateService(id, change),
-    waitStopped: (id) => this.waitNoTasks(serviceName(id), (this.d.config.STOP_TIMEOUT_SECONDS + 15) * 1000),
+    waitStopped: (id) => this.waitNoTasks(serviceName(id), (this.deps.config.STOP_TIMEOUT_SECONDS + 15) * 1000),
   };
 
   async logs(id: string, tail: number): Promise<string> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const raw = await ignoreGone(
       engine.run('service logs', (abortSignal) => this.service(id).logs(o({ stdout: true, stderr: true, follow: false, tail, abortSignal }))),
     );
@@ -260,7 +260,7 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   async followLogs(id: string, from: { since?: string; tail?: number }): Promise<NodeJS.ReadableStream | undefined> {
-    const { engine } = this.d;
+    const { engine } = this.deps;
     const opts = { stdout: true, stderr: true, follow: true, timestamps: true, ...(from.since ? { since: from.since } : { tail: from.tail ?? 200 }) };
     return ignoreGone(engine.run('service logs follow', (abortSignal) => this.service(id).logs(o({ ...opts, abortSignal })))) as Promise<
       NodeJS.ReadableStream | undefined
@@ -268,7 +268,7 @@ export class SwarmInstances implements InstanceRuntime {
   }
 
   async managed(): Promise<ManagedObject[]> {
-    return managedObjects(this.d.engine, this.d.scope, (id) => this.remove(id));
+    return managedObjects(this.deps.engine, this.deps.scope, (id) => this.remove(id));
   }
 
   /**
@@ -279,16 +279,16 @@ export class SwarmInstances implements InstanceRuntime {
   watchNodes(changed: () => void, everyMs = 2000): () => void {
     // A node that comes back (its engine restarted, or the machine rebooted and lost its firewall rules) is prepared again.
     const returned = (node: string) =>
-      void this.network.prepare(node).catch((err: unknown) => this.d.log.warn({ err, node }, 'could not prepare a returning node again'));
+      void this.network.prepare(node).catch((err: unknown) => this.deps.log.warn({ err, node }, 'could not prepare a returning node again'));
     // Every node's published ports let the swarm's nodes through: when the set of nodes changes (and at start), each
     // ready node whose rules name another set is prepared again (ensure: a node already right costs one inspect).
     const regrouped = (nodes: string[]) =>
-      nodes.forEach((node) => void this.network.ensure(node).catch((err: unknown) => this.d.log.warn({ err, node }, 'could not prepare a node again')));
-    return watchNodes(this.d.engine, this.readySince, changed, everyMs, returned, regrouped);
+      nodes.forEach((node) => void this.network.ensure(node).catch((err: unknown) => this.deps.log.warn({ err, node }, 'could not prepare a node again')));
+    return watchNodes(this.deps.engine, this.readySince, changed, everyMs, returned, regrouped);
   }
 
   async nodeSettled(row: Pick<InstanceRow, 'node_host'>): Promise<boolean> {
-    const node = row.node_host ? await nodeByAddr(this.d.engine, row.node_host) : undefined;
+    const node = row.node_host ? await nodeByAddr(this.deps.engine, row.node_host) : undefined;
     const since = node ? this.readySince.get(node) : undefined;
     return since !== undefined && Date.now() - since >= NODE_SETTLE_MS;
   }
