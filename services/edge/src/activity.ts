@@ -14,7 +14,7 @@ export class Activity {
   private seen = new Set<string>();
   /** "<instance id> <client address:port>" of the owners' requests whose connection may still be open. */
   private held = new Set<string>();
-  private readonly d: {
+  private readonly deps: {
     /** The port the edge's clients connect to (EDGE_HTTPS_PORT). */
     port: number;
     report: (ids: string[]) => Promise<void>;
@@ -23,8 +23,8 @@ export class Activity {
     tables?: string[];
   };
 
-  constructor(deps: Activity['d']) {
-    this.d = deps;
+  constructor(deps: Activity['deps']) {
+    this.deps = deps;
   }
 
   /** An owner's request to the instance, from `client` (address:port, as the edge sees the connection). */
@@ -38,16 +38,16 @@ export class Activity {
     const ids = this.seen;
     this.seen = new Set();
     try {
-      const open = await establishedRemotes(this.d.tables, this.d.port);
+      const open = await establishedRemotes(this.deps.tables, this.deps.port);
       for (const entry of this.held) {
         const [id, client] = entry.split(' ') as [string, string];
         if (open.has(client)) ids.add(id);
         else this.held.delete(entry);
       }
-      if (ids.size > 0) await this.d.report([...ids]);
+      if (ids.size > 0) await this.deps.report([...ids]);
     } catch (err) {
       for (const id of ids) this.seen.add(id);
-      this.d.log.warn({ err: (err as Error).message, instances: ids.size }, 'instance activity not reported; kept for the next report');
+      this.deps.log.warn({ err: (err as Error).message, instances: ids.size }, 'instance activity not reported; kept for the next report');
     }
   }
 }

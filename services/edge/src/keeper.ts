@@ -22,7 +22,7 @@ const WAKE_REREAD_MS = 2000;
  * every configuration change cancels the requests in flight and closes every WebSocket).
  */
 export class RouteKeeper {
-  private readonly d: KeeperDeps;
+  private readonly deps: KeeperDeps;
   private table = new Map<string, Route>();
   private loaded = false;
   /** Bumped by every full pass, so a per-instance refresh that raced one does not bring back what it dropped. */
@@ -31,7 +31,7 @@ export class RouteKeeper {
   private readonly waking = new Map<string, Promise<Route | null | undefined>>();
 
   constructor(deps: KeeperDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   /** True once the table was read whole at least once (before that, instance hosts are answered 503). */
@@ -69,13 +69,13 @@ export class RouteKeeper {
     };
     try {
       // A frozen agent is running again when this answers: its route is read at once rather than at the event.
-      if ((await this.d.wake(instanceId)) === 'running') await this.refresh(instanceId);
+      if ((await this.deps.wake(instanceId)) === 'running') await this.refresh(instanceId);
     } catch (err) {
       // The provisioner cannot start it now (Docker or the provisioner down): the held requests are answered at once.
-      this.d.log.warn({ instance_id: instanceId, err: (err as Error).message }, 'could not wake a sleeping instance');
+      this.deps.log.warn({ instance_id: instanceId, err: (err as Error).message }, 'could not wake a sleeping instance');
       throw err;
     }
-    this.d.log.info({ instance_id: instanceId }, 'waking a sleeping instance for a request');
+    this.deps.log.info({ instance_id: instanceId }, 'waking a sleeping instance for a request');
     let reread = Date.now() + WAKE_REREAD_MS;
     while (Date.now() < deadline) {
       const r = settled();
@@ -93,15 +93,15 @@ export class RouteKeeper {
   /** Read the whole table; resolves false (and keeps the old table) when the provisioner did not answer. */
   async resync(): Promise<boolean> {
     try {
-      const routes = await this.d.routes();
+      const routes = await this.deps.routes();
       this.epoch++;
       const before = this.table.size;
       this.table = new Map(routes.map((r) => [r.instance_id, r]));
-      if (!this.loaded || before !== this.table.size) this.d.log.info({ routes: this.table.size, before }, 'edge route table read');
+      if (!this.loaded || before !== this.table.size) this.deps.log.info({ routes: this.table.size, before }, 'edge route table read');
       this.loaded = true;
       return true;
     } catch (err) {
-      this.d.log.warn({ err: (err as Error).message }, 'edge route table not read; retrying');
+      this.deps.log.warn({ err: (err as Error).message }, 'edge route table not read; retrying');
       return false;
     }
   }
@@ -110,13 +110,13 @@ export class RouteKeeper {
   async refresh(instanceId: string): Promise<void> {
     const epoch = this.epoch;
     try {
-      const [route] = await this.d.routes(instanceId);
+      const [route] = await this.deps.routes(instanceId);
       if (epoch !== this.epoch) return; // a full pass ran meanwhile and is at least as new
       if (route) this.table.set(instanceId, route);
       else this.table.delete(instanceId);
-      this.d.log.info({ instance_id: instanceId, status: route?.status ?? 'removed' }, 'edge route');
+      this.deps.log.info({ instance_id: instanceId, status: route?.status ?? 'removed' }, 'edge route');
     } catch (err) {
-      this.d.log.warn({ instance_id: instanceId, err: (err as Error).message }, 'edge route not read; the next full pass catches up');
+      this.deps.log.warn({ instance_id: instanceId, err: (err as Error).message }, 'edge route not read; the next full pass catches up');
     }
   }
 }

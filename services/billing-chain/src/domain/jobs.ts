@@ -35,7 +35,7 @@ const KEEPER_TOP_UP = 1_000_000_000;
  * schema): pick-up of the program's transactions made without register, then the renewal keeper.
  */
 export class Jobs {
-  private readonly d: JobsDeps;
+  private readonly deps: JobsDeps;
   private readonly holder = randomUUID();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -43,7 +43,7 @@ export class Jobs {
   private lastAirdropFailure = 0;
 
   constructor(deps: JobsDeps) {
-    this.d = deps;
+    this.deps = deps;
   }
 
   start(): void {
@@ -51,17 +51,17 @@ export class Jobs {
       if (this.stopped) return;
       this.running = this.tick().finally(() => {
         this.running = undefined;
-        if (!this.stopped) this.timer = setTimeout(loop, this.d.intervalMs);
+        if (!this.stopped) this.timer = setTimeout(loop, this.deps.intervalMs);
       });
     };
-    this.timer = setTimeout(loop, Math.min(this.d.intervalMs, 500));
+    this.timer = setTimeout(loop, Math.min(this.deps.intervalMs, 500));
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
-    await this.d.db
+    await this.deps.db
       .deleteFrom('leases')
       .where('name', '=', 'jobs')
       .where('holder', '=', this.holder)
@@ -77,17 +77,17 @@ export class Jobs {
       await this.renewDue();
       await this.warnExpiring();
     } catch (err) {
-      this.d.log.warn({ err }, 'billing background round failed; will retry');
+      this.deps.log.warn({ err }, 'billing background round failed; will retry');
     }
   }
 
   private async lease(): Promise<boolean> {
-    const ttl = `${Math.max(3, Math.ceil((this.d.intervalMs * 3) / 1000))} seconds`;
+    const ttl = `${Math.max(3, Math.ceil((this.deps.intervalMs * 3) / 1000))} seconds`;
     const r = await sql<{ holder: string }>`
       insert into leases (name, holder, expires_at) values ('jobs', ${this.holder}, now() + ${ttl}::interval)
       on conflict (name) do update set holder = excluded.holder, expires_at = excluded.expires_at
         where leases.holder = excluded.holder or leases.expires_at < now()
-      returning holder`.execute(this.d.db);
+      returning holder`.execute(this.deps.db);
     return r.rows.length > 0;
   }
 
@@ -98,12 +98,12 @@ export class Jobs {
    * nothing, so a crash or an RPC failure mid-batch is simply retried.
    */
   async pickUp(): Promise<number> {
-    const programId = this.d.chain.programId.toBase58();
-    const cursor = await this.d.db.selectFrom('cursors').select(['signature']).where('name', '=', CURSOR).executeTakeFirst();
+    const programId = this.deps.chain.programId.toBase58();
+    const cursor = await this.deps.db.selectFrom('cursors').select(['signature']).where('name', '=', CURSOR).executeTakeFirst();
     const sigs: SignatureInfo[] = [];
     let before: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
-      const list = await this.d.chain.signatures(programId, { until: cursor?.signature, before, limit: 1000 });
+      const list = await this.deps.chain.signatures(programId, { until: cursor?.signature, before, limit: 1000 });
       sigs.push(...list);
       if (list.length < 1000) break;
       before = list[list.length - 1]!.signature;
@@ -114,7 +114,7 @@ export class Jobs {
     const touched = new Map<string, Seen>();
     for (const s of [...sigs].reverse()) {
       if (s.err !== null) continue;
-      const tx = await this.d.chain.transaction(s.signature);
+      const tx = await this.deps.chain.transaction(s.signature);
       if (!tx || tx.err !== null) continue;
       for (const { ix, decoded } of programInstructions(tx, programId)) {
         if (!decoded) continue;
@@ -133,25 +133,25 @@ export class Jobs {
       // Cancelled or not is read from the wallet's history now, not taken from this batch: a cancel (or a subscribe)
       // that landed after the batch was listed must not be undone by an older instruction of it. The batch's
       // transactions are memoised, so the history costs one signature list per wallet.
-      await this.d.subs.sync(wallet, { reason, ...(seen.last === undefined ? { history: false } : {}), msgId: `pickup:${seen.signature}:${wallet}` });
+      await this.deps.subs.sync(wallet, { reason, ...(seen.last === undefined ? { history: false } : {}), msgId: `pickup:${seen.signature}:${wallet}` });
     }
     const newest = sigs[0]!;
-    await this.d.db
+    await this.deps.db
       .insertInto('cursors')
       .values({ name: CURSOR, signature: newest.signature, slot: newest.slot })
       .onConflict((c) => c.column('name').doUpdateSet({ signature: newest.signature, slot: newest.slot, updated_at: new Date() }))
       .execute();
-    if (touched.size) this.d.log.info({ signatures: sigs.length, wallets: touched.size }, 'picked up subscription program transactions');
+    if (touched.size) this.deps.log.info({ signatures: sigs.length, wallets: touched.size }, 'picked up subscription program transactions');
     return sigs.length;
   }
 
   private async walletOfPda(pda: string | undefined): Promise<string | undefined> {
     if (!pda) return undefined;
-    const row = await this.d.db.selectFrom('subscriptions').select('wallet_address').where('pda', '=', pda).executeTakeFirst();
+    const row = await this.deps.db.selectFrom('subscriptions').select('wallet_address').where('pda', '=', pda).executeTakeFirst();
     if (row) return row.wallet_address;
     try {
-      const info = await this.d.chain.connection.getAccountInfo(new PublicKey(pda), this.d.chain.commitment);
-      return info?.owner.equals(this.d.chain.programId) ? decodeSubscription(info.data).owner.toBase58() : undefined;
+      const info = await this.deps.chain.connection.getAccountInfo(new PublicKey(pda), this.deps.chain.commitment);
+      return info?.owner.equals(this.deps.chain.programId) ? decodeSubscription(info.data).owner.toBase58() : undefined;
     } catch {
       return undefined;
     }
@@ -163,8 +163,8 @@ export class Jobs {
    * outcome is stored and announced.
    */
   async renewDue(): Promise<number> {
-    const now = await this.d.chain.now();
-    const due = await this.d.db
+    const now = await this.deps.chain.now();
+    const due = await this.deps.db
       .selectFrom('subscriptions')
       .select(['wallet_address'])
       .where('chain_active', '=', true)
@@ -176,17 +176,17 @@ export class Jobs {
     await this.fundKeeper();
     let renewed = 0;
     for (const { wallet_address: wallet } of due) {
-      const r = await this.d.chain.renew(this.d.keeper, wallet);
+      const r = await this.deps.chain.renew(this.deps.keeper, wallet);
       if ('signature' in r) {
-        const row = await this.d.subs.sync(wallet, { reason: 'renewed', history: false, msgId: `renew:${r.signature}` });
+        const row = await this.deps.subs.sync(wallet, { reason: 'renewed', history: false, msgId: `renew:${r.signature}` });
         const outcome = row?.chain_active ? 'renewed' : 'deactivated';
-        this.d.log.info({ wallet_address: wallet, tx_signature: r.signature, outcome, expires_at: row?.expires_at.toISOString() }, 'renewal sent');
+        this.deps.log.info({ wallet_address: wallet, tx_signature: r.signature, outcome, expires_at: row?.expires_at.toISOString() }, 'renewal sent');
         renewed++;
       } else if (r.programError === ProgramErrorCode.NotExpired || r.programError === ProgramErrorCode.SubscriptionInactive) {
         // Someone else renewed it, or the chain clock disagrees: our copy is stale.
-        await this.d.subs.sync(wallet, { reason: 'refreshed', history: false });
+        await this.deps.subs.sync(wallet, { reason: 'refreshed', history: false });
       } else {
-        this.d.log.warn({ wallet_address: wallet, err: r.err }, 'renewal refused by the chain');
+        this.deps.log.warn({ wallet_address: wallet, err: r.err }, 'renewal refused by the chain');
       }
     }
     return renewed;
@@ -197,8 +197,8 @@ export class Jobs {
    * and so arms the next warning. Marked only after the event is stored, so a failed publish is tried next round.
    */
   async warnExpiring(): Promise<number> {
-    const now = await this.d.chain.now();
-    const rows = await this.d.db
+    const now = await this.deps.chain.now();
+    const rows = await this.deps.db
       .selectFrom('subscriptions')
       .selectAll()
       .where('chain_active', '=', true)
@@ -209,25 +209,28 @@ export class Jobs {
       .execute();
     for (const row of rows) {
       const days_left = Math.max(0, Math.ceil((row.expires_at.getTime() - now) / 86_400_000));
-      await this.d.expiring({ ...this.d.subs.view(row), user_id: row.user_id, days_left }, `expiring:${row.wallet_address}:${row.expires_at.toISOString()}`);
-      await this.d.db.updateTable('subscriptions').set({ expiry_warned_for: row.expires_at }).where('wallet_address', '=', row.wallet_address).execute();
+      await this.deps.expiring(
+        { ...this.deps.subs.view(row), user_id: row.user_id, days_left },
+        `expiring:${row.wallet_address}:${row.expires_at.toISOString()}`,
+      );
+      await this.deps.db.updateTable('subscriptions').set({ expiry_warned_for: row.expires_at }).where('wallet_address', '=', row.wallet_address).execute();
     }
     return rows.length;
   }
 
   private async fundKeeper(): Promise<void> {
-    const balance = await this.d.chain.balance(this.d.keeper.publicKey);
+    const balance = await this.deps.chain.balance(this.deps.keeper.publicKey);
     if (balance >= KEEPER_MIN_LAMPORTS) return;
-    if (!this.d.airdrop || Date.now() - this.lastAirdropFailure < 10 * 60_000) {
-      this.d.log.warn({ keeper: this.d.keeper.publicKey.toBase58(), balance }, 'keeper balance is low; fund it to keep renewing');
+    if (!this.deps.airdrop || Date.now() - this.lastAirdropFailure < 10 * 60_000) {
+      this.deps.log.warn({ keeper: this.deps.keeper.publicKey.toBase58(), balance }, 'keeper balance is low; fund it to keep renewing');
       return;
     }
     try {
-      await this.d.chain.airdrop(this.d.keeper.publicKey, KEEPER_TOP_UP);
-      this.d.log.info({ keeper: this.d.keeper.publicKey.toBase58() }, 'keeper funded by airdrop');
+      await this.deps.chain.airdrop(this.deps.keeper.publicKey, KEEPER_TOP_UP);
+      this.deps.log.info({ keeper: this.deps.keeper.publicKey.toBase58() }, 'keeper funded by airdrop');
     } catch (err) {
       this.lastAirdropFailure = Date.now();
-      this.d.log.warn({ keeper: this.d.keeper.publicKey.toBase58(), reason: (err as Error).message }, 'keeper airdrop failed; fund it to keep renewing');
+      this.deps.log.warn({ keeper: this.deps.keeper.publicKey.toBase58(), reason: (err as Error).message }, 'keeper airdrop failed; fund it to keep renewing');
     }
   }
 }

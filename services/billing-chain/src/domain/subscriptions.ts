@@ -39,20 +39,20 @@ const NO_ACCOUNT_MS = 30_000;
  * in flight while the memo was set or dropped (ignoreFetchAbort: the caller still gets it, the memo does not).
  */
 export class Subscriptions {
-  private readonly d: SubscriptionsDeps;
+  private readonly deps: SubscriptionsDeps;
   private readonly memo: LRUCache<string, { row: Row | null }>;
   private readonly inflight = new Map<string, Promise<Row | null>>();
   /** Wallets whose refresh found no account on chain (for NO_ACCOUNT_MS). */
   private readonly noAccount = new LRUCache<string, true>({ max: 50_000, ttl: NO_ACCOUNT_MS });
 
   constructor(deps: SubscriptionsDeps) {
-    this.d = deps;
+    this.deps = deps;
     this.memo = new LRUCache<string, { row: Row | null }>({
       max: 50_000,
       ttl: MEMO_MS,
       ignoreFetchAbort: true,
       fetchMethod: async (wallet) => {
-        const row = (await this.d.db.selectFrom('subscriptions').selectAll().where('wallet_address', '=', wallet).executeTakeFirst()) ?? null;
+        const row = (await this.deps.db.selectFrom('subscriptions').selectAll().where('wallet_address', '=', wallet).executeTakeFirst()) ?? null;
         if (row) this.noAccount.delete(wallet);
         return { row };
       },
@@ -60,7 +60,7 @@ export class Subscriptions {
   }
 
   private now(): number {
-    return this.d.now?.() ?? Date.now();
+    return this.deps.now?.() ?? Date.now();
   }
 
   /** The API view: active = active on chain and not past expires_at in chain time. */
@@ -68,7 +68,7 @@ export class Subscriptions {
     return {
       wallet_address: row.wallet_address,
       tier: TIERS[row.tier as 0 | 1 | 2],
-      is_active: row.chain_active && row.expires_at.getTime() > this.d.chain.estimatedNow(),
+      is_active: row.chain_active && row.expires_at.getTime() > this.deps.chain.estimatedNow(),
       expires_at: row.expires_at.toISOString(),
       cancelled: row.cancelled,
       refreshed_at: row.refreshed_at.toISOString(),
@@ -98,33 +98,33 @@ export class Subscriptions {
     const { wallet_address: wallet, user_id, tx_signature: sig } = input;
     checkSignatureFormat(sig);
     checkTier(input.tier);
-    const used = await this.d.db.selectFrom('used_signatures').select('wallet_address').where('signature', '=', sig).executeTakeFirst();
+    const used = await this.deps.db.selectFrom('used_signatures').select('wallet_address').where('signature', '=', sig).executeTakeFirst();
     if (used) return this.registeredAgain(used.wallet_address, wallet);
 
-    const tx = await this.d.chain.transaction(sig);
+    const tx = await this.deps.chain.transaction(sig);
     if (!tx) throw new AppError('TRANSACTION_NOT_FOUND', undefined, { retryable: true, retryAfter: 2 });
-    const { pda } = verifySubscribeTx(tx, { programId: this.d.chain.programId.toBase58(), wallet, tier: input.tier });
-    if (pda !== this.d.chain.pdaOf(wallet)) throw new AppError('SUBSCRIPTION_ACCOUNT_INVALID');
+    const { pda } = verifySubscribeTx(tx, { programId: this.deps.chain.programId.toBase58(), wallet, tier: input.tier });
+    if (pda !== this.deps.chain.pdaOf(wallet)) throw new AppError('SUBSCRIPTION_ACCOUNT_INVALID');
     // The transaction is confirmed, so the account it wrote exists at the same commitment.
-    const [account, cancelled] = await Promise.all([this.d.chain.subscription(wallet), this.d.chain.cancelledFromHistory(wallet), this.d.chain.now()]);
+    const [account, cancelled] = await Promise.all([this.deps.chain.subscription(wallet), this.deps.chain.cancelledFromHistory(wallet), this.deps.chain.now()]);
     if (!account) throw new AppError('SUBSCRIPTION_ACCOUNT_INVALID');
 
     let row: Row;
     try {
-      row = await this.d.db.transaction().execute(async (trx) => {
+      row = await this.deps.db.transaction().execute(async (trx) => {
         await trx.insertInto('used_signatures').values({ signature: sig, wallet_address: wallet, user_id, tier: input.tier, slot: tx.slot }).execute();
         return upsert(trx, account, { user_id, cancelled: cancelled ?? false, refreshed_at: new Date(this.now()) });
       });
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       // A concurrent retry of the same registration got there first.
-      const first = await this.d.db.selectFrom('used_signatures').select('wallet_address').where('signature', '=', sig).executeTakeFirst();
+      const first = await this.deps.db.selectFrom('used_signatures').select('wallet_address').where('signature', '=', sig).executeTakeFirst();
       return this.registeredAgain(first?.wallet_address, wallet);
     }
     this.remember(wallet, row);
     const view = this.view(row);
-    this.d.log.info({ wallet_address: wallet, tier: view.tier, tx_signature: sig, expires_at: view.expires_at }, 'subscription registered');
-    await this.d.publish({ ...view, reason: 'registered', user_id }, `registered:${sig}`);
+    this.deps.log.info({ wallet_address: wallet, tier: view.tier, tx_signature: sig, expires_at: view.expires_at }, 'subscription registered');
+    await this.deps.publish({ ...view, reason: 'registered', user_id }, `registered:${sig}`);
     return registeredAnswer(view);
   }
 
@@ -151,13 +151,13 @@ export class Subscriptions {
     const row = await this.load(who.wallet_address);
     if (!row) throw new AppError('SUBSCRIPTION_NOT_FOUND');
     if (row.user_id === null && who.user_id) void this.adopt({ wallet_address: who.wallet_address, user_id: who.user_id }).catch(() => {});
-    if (this.now() - row.refreshed_at.getTime() < this.d.ttlMs) return this.view(row);
+    if (this.now() - row.refreshed_at.getTime() < this.deps.ttlMs) return this.view(row);
     try {
       const fresh = await this.sync(who.wallet_address, { reason: 'refreshed', userId: who.user_id });
       return this.view(fresh ?? row);
     } catch (err) {
       if (!(err instanceof AppError) || (err.code !== 'CHAIN_UNAVAILABLE' && err.code !== 'SUBSCRIPTION_ACCOUNT_INVALID')) throw err;
-      this.d.log.warn(
+      this.deps.log.warn(
         { wallet_address: who.wallet_address, code: err.code, refreshed_at: row.refreshed_at.toISOString() },
         'chain unreadable: serving the stale cached subscription',
       );
@@ -178,7 +178,7 @@ export class Subscriptions {
   }
 
   private async adopt(who: Who): Promise<void> {
-    await this.d.db
+    await this.deps.db
       .updateTable('subscriptions')
       .set({ user_id: who.user_id })
       .where('wallet_address', '=', who.wallet_address)
@@ -204,19 +204,19 @@ export class Subscriptions {
   }
 
   private async doSync(wallet: string, opts: SyncOptions): Promise<Row | null> {
-    const prev = (await this.d.db.selectFrom('subscriptions').selectAll().where('wallet_address', '=', wallet).executeTakeFirst()) ?? null;
+    const prev = (await this.deps.db.selectFrom('subscriptions').selectAll().where('wallet_address', '=', wallet).executeTakeFirst()) ?? null;
     const wantHistory = opts.history ?? true;
     const [account, fromHistory] = await Promise.all([
-      this.d.chain.subscription(wallet),
-      wantHistory ? this.d.chain.cancelledFromHistory(wallet) : Promise.resolve(null),
-      this.d.chain.now(),
+      this.deps.chain.subscription(wallet),
+      wantHistory ? this.deps.chain.cancelledFromHistory(wallet) : Promise.resolve(null),
+      this.deps.chain.now(),
     ]);
     if (!account) {
       this.remember(wallet, prev);
       return prev;
     }
     const cancelled = fromHistory ?? prev?.cancelled ?? false;
-    const row = await upsert(this.d.db, account, { user_id: opts.userId ?? null, cancelled, refreshed_at: new Date(this.now()) });
+    const row = await upsert(this.deps.db, account, { user_id: opts.userId ?? null, cancelled, refreshed_at: new Date(this.now()) });
     this.remember(wallet, row);
     const after = this.view(row);
     const changed =
@@ -229,11 +229,11 @@ export class Subscriptions {
       let reason: ChangeReason = opts.reason;
       if ((reason === 'renewed' || reason === 'refreshed') && !row.chain_active && prev?.chain_active) reason = 'expired';
       else if (reason === 'refreshed' && row.cancelled && !prev?.cancelled) reason = 'cancelled';
-      this.d.log.info(
+      this.deps.log.info(
         { wallet_address: wallet, reason, tier: after.tier, is_active: after.is_active, cancelled: after.cancelled, expires_at: after.expires_at },
         'subscription changed',
       );
-      await this.d.publish({ ...after, reason, user_id: row.user_id }, opts.msgId);
+      await this.deps.publish({ ...after, reason, user_id: row.user_id }, opts.msgId);
     }
     return row;
   }

@@ -58,12 +58,12 @@ export interface BlocksOptions {
 /** The windows this replica holds tokens of, and the leasing, refilling and giving back of their blocks. */
 export class Blocks {
   readonly states = new Map<string, WindowState>();
-  private readonly o: BlocksOptions;
+  private readonly options: BlocksOptions;
   private readonly pendingWrites = new Set<Promise<unknown>>();
   private stopping = false;
 
   constructor(opts: BlocksOptions) {
-    this.o = opts;
+    this.options = opts;
   }
 
   state(userId: string, kind: WindowKind, limit: number, now: number): WindowState {
@@ -103,10 +103,10 @@ export class Blocks {
   }
 
   take(st: WindowState): boolean | Promise<boolean> {
-    const now = this.o.now();
+    const now = this.options.now();
     st.lastUse = now;
     // Tokens are served only while this replica's heartbeat is fresh, so none are served after another replica may have reclaimed them.
-    if (st.tokens > 0 && !this.o.ledger.fresh()) return this.o.ledger.renew().then(() => this.take(st));
+    if (st.tokens > 0 && !this.options.ledger.fresh()) return this.options.ledger.renew().then(() => this.take(st));
     if (st.tokens > 0) {
       st.tokens--;
       // Low water at half a block: the next block is fetched in the background while the other half lasts, so
@@ -131,7 +131,7 @@ export class Blocks {
         const want = demand + this.prefetch(st, demand);
         const got = await this.lease(st, want);
         // Needing a lease means the last block ran out: the next one may be twice as large.
-        st.block = Math.min(this.o.prefetchMax, st.block * 2);
+        st.block = Math.min(this.options.prefetchMax, st.block * 2);
         st.tokens += got;
         if (got > 0) st.exhaustedAt = 0;
         this.serve(st);
@@ -140,17 +140,17 @@ export class Blocks {
         if (got >= want) continue;
         if (!askedOthers) {
           askedOthers = true;
-          st.noPrefetchUntil = this.o.now() + CONTENTION_MS;
+          st.noPrefetchUntil = this.options.now() + CONTENTION_MS;
           // Quota held by silent replicas first (cheap, one statement), then the live ones'.
-          await this.o.ledger.reclaim().catch(() => 0);
-          if (this.o.nc) await askOthers(this.o.nc, st.key, this.o.origin, this.o.releaseJitterMs ?? 50, this.o.log);
+          await this.options.ledger.reclaim().catch(() => 0);
+          if (this.options.nc) await askOthers(this.options.nc, st.key, this.options.origin, this.options.releaseJitterMs ?? 50, this.options.log);
           continue;
         }
-        st.exhaustedAt = this.o.now();
+        st.exhaustedAt = this.options.now();
         for (const w of st.waiters.splice(0)) w.resolve(false);
       }
     } catch (err) {
-      this.o.log?.error({ err }, 'usage lease failed');
+      this.options.log?.error({ err }, 'usage lease failed');
       const e = new AppError('SERVICE_UNAVAILABLE', 'Usage counting is unavailable; retry shortly', { retryable: true, retryAfter: 1, cause: err });
       for (const w of st.waiters.splice(0)) w.reject(e);
     } finally {
@@ -163,11 +163,11 @@ export class Blocks {
     st.leasing = true;
     try {
       const got = await this.lease(st, this.prefetch(st, 0));
-      st.block = Math.min(this.o.prefetchMax, st.block * 2);
+      st.block = Math.min(this.options.prefetchMax, st.block * 2);
       st.tokens += got;
       this.serve(st);
     } catch (err) {
-      this.o.log?.warn({ err }, 'usage block prefetch failed');
+      this.options.log?.warn({ err }, 'usage block prefetch failed');
     } finally {
       st.leasing = false;
     }
@@ -189,17 +189,17 @@ export class Blocks {
 
   /** Extra tokens to take beyond the demand: none under contention or when little is left. */
   private prefetch(st: WindowState, demand: number): number {
-    if (this.o.now() < st.noPrefetchUntil) return 0;
+    if (this.options.now() < st.noPrefetchUntil) return 0;
     const left = st.limit - st.dbUsed - demand;
-    return Math.max(0, Math.min(st.block, this.o.prefetchMax, Math.floor(left / 8)));
+    return Math.max(0, Math.min(st.block, this.options.prefetchMax, Math.floor(left / 8)));
   }
 
   /** One atomic, conditional upsert: grant min(want, limit - used), never past the limit, recorded in this replica's lease. */
   private async lease(st: WindowState, want: number): Promise<number> {
     const t0 = performance.now();
-    const got = await this.o.ledger.lease(st, want, st.limit);
+    const got = await this.options.ledger.lease(st, want, st.limit);
     const ms = performance.now() - t0;
-    if (ms > 100) this.o.log?.warn({ ms: Math.round(ms), window: st.kind }, 'usage lease write was slow');
+    if (ms > 100) this.options.log?.warn({ ms: Math.round(ms), window: st.kind }, 'usage lease write was slow');
     if (!got) {
       st.dbUsed = Math.max(st.dbUsed, st.limit);
       return 0;
@@ -211,20 +211,20 @@ export class Blocks {
   /** Return unused tokens of a window still open (one write); a closed window's tokens simply lapse. */
   private giveBack(st: WindowState): Promise<number> {
     const n = st.tokens;
-    if (n <= 0 || this.o.now() >= st.end) {
+    if (n <= 0 || this.options.now() >= st.end) {
       st.tokens = 0;
       return Promise.resolve(0);
     }
     st.tokens = 0;
     st.block = FIRST_BLOCK;
-    const p = this.o.ledger
+    const p = this.options.ledger
       .giveBack(st, n)
       .then((used) => {
         if (used !== undefined) st.dbUsed = used;
         return n;
       })
       .catch((err: unknown) => {
-        this.o.log?.warn({ err }, 'could not return unused usage tokens');
+        this.options.log?.warn({ err }, 'could not return unused usage tokens');
         return 0;
       });
     this.track(p);
@@ -235,7 +235,7 @@ export class Blocks {
   release(key: string): Promise<number> {
     const st = this.states.get(key);
     if (!st) return Promise.resolve(0);
-    st.noPrefetchUntil = this.o.now() + CONTENTION_MS;
+    st.noPrefetchUntil = this.options.now() + CONTENTION_MS;
     return st.tokens === 0 ? Promise.resolve(0) : this.giveBack(st);
   }
 
@@ -256,7 +256,7 @@ export class Blocks {
         if (st.waiters.length === 0 && !st.leasing) this.states.delete(st.key);
         continue;
       }
-      if (st.tokens > 0 && now - st.lastUse >= this.o.idleReturnMs && !st.leasing) void this.giveBack(st);
+      if (st.tokens > 0 && now - st.lastUse >= this.options.idleReturnMs && !st.leasing) void this.giveBack(st);
       else if (st.tokens === 0 && now - st.lastUse > 10 * 60_000 && !st.leasing) this.states.delete(st.key);
     }
   }

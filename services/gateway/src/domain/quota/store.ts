@@ -58,7 +58,7 @@ interface Batch {
 export class LeaseLedger {
   replicaId = randomUUID();
   private readonly db: Kysely<GatewayDB>;
-  private readonly o: LeaseLedgerOptions;
+  private readonly options: LeaseLedgerOptions;
   private registered: Promise<void> | undefined;
   /** performance.now() when the last heartbeat that succeeded was sent (0: none yet). */
   private heartbeatSentAt = 0;
@@ -72,7 +72,7 @@ export class LeaseLedger {
 
   constructor(db: Kysely<GatewayDB>, opts: LeaseLedgerOptions) {
     this.db = db;
-    this.o = opts;
+    this.options = opts;
     this.timer = setInterval(() => void this.tick(), Math.max(100, Math.floor(opts.ttlMs / 4)));
     this.timer.unref();
   }
@@ -92,7 +92,7 @@ export class LeaseLedger {
 
   /** May tokens be served now: is the last heartbeat well inside the TTL? */
   fresh(): boolean {
-    return this.heartbeatSentAt > 0 && performance.now() - this.heartbeatSentAt < this.o.ttlMs * FENCE;
+    return this.heartbeatSentAt > 0 && performance.now() - this.heartbeatSentAt < this.options.ttlMs * FENCE;
   }
 
   /** Heartbeat now (shared by concurrent callers); throws 503 when the database cannot be reached. */
@@ -234,11 +234,11 @@ export class LeaseLedger {
       await writeServed(this.db, this.replicaId, items);
       for (const i of items) i.w.servedDurable = Math.max(i.w.servedDurable, i.served);
     } catch (err) {
-      this.o.log?.warn({ err }, 'could not write served usage counts; retrying');
+      this.options.log?.warn({ err }, 'could not write served usage counts; retrying');
       for (const i of items) if (i.w.served > i.w.servedDurable) this.dirty.add(i.w);
     }
     const ms = performance.now() - t0;
-    if (ms > 100) this.o.log?.warn({ ms: Math.round(ms), windows: items.length }, 'usage served write was slow');
+    if (ms > 100) this.options.log?.warn({ ms: Math.round(ms), windows: items.length }, 'usage served write was slow');
   }
 
   /** Heartbeat; a replica that finds its row gone was reclaimed. Drops its rows of windows long over. */
@@ -246,7 +246,7 @@ export class LeaseLedger {
     await this.ready();
     const sent = performance.now();
     const replica = this.replicaId;
-    const now = this.o.now();
+    const now = this.options.now();
     const r = await sql<{ alive: number }>`
       with hb as (
         update usage_replicas set heartbeat_at = now() where replica_id = ${replica} returning 1
@@ -264,12 +264,12 @@ export class LeaseLedger {
 
   /** Reclaimed while alive (the database was out of reach past the TTL): start over under a new id. */
   private lost(): void {
-    this.o.log?.warn({ replica: this.replicaId }, "this replica's usage leases were reclaimed; dropping its tokens");
+    this.options.log?.warn({ replica: this.replicaId }, "this replica's usage leases were reclaimed; dropping its tokens");
     this.replicaId = randomUUID();
     this.registered = undefined;
     this.heartbeatSentAt = 0;
     this.dirty.clear();
-    this.o.onLost();
+    this.options.onLost();
   }
 
   /** Heartbeat, retry failed served writes, and reclaim the leases of replicas gone silent. */
@@ -279,14 +279,14 @@ export class LeaseLedger {
       if (this.dirty.size > 0 && this.writes.size === 0) this.startWrite(); // counts whose write failed
       await this.reclaim();
     } catch (err) {
-      this.o.log?.warn({ err }, 'usage lease heartbeat failed');
+      this.options.log?.warn({ err }, 'usage lease heartbeat failed');
     }
   }
 
   /** Give back what silent replicas held (also run when a window runs dry). */
   async reclaim(): Promise<number> {
-    const r = await reclaimStale(this.db, this.o.ttlMs);
-    if (r.replicas > 0) this.o.log?.info({ replicas: r.replicas, returned: r.returned }, 'reclaimed the usage leases of silent gateway replicas');
+    const r = await reclaimStale(this.db, this.options.ttlMs);
+    if (r.replicas > 0) this.options.log?.info({ replicas: r.replicas, returned: r.returned }, 'reclaimed the usage leases of silent gateway replicas');
     return r.returned;
   }
 

@@ -26,21 +26,21 @@ const newId = () => `wh_${randomBytes(12).toString('hex')}`;
 /** A user's webhook endpoints: create (secret shown once), list, delete, rotate, and their delivery log. */
 export class WebhookEndpoints {
   private readonly db: Kysely<GatewayDB>;
-  private readonly s: WebhookSettings;
+  private readonly settings: WebhookSettings;
 
   constructor(db: Kysely<GatewayDB>, settings: WebhookSettings) {
     this.db = db;
-    this.s = settings;
+    this.settings = settings;
   }
 
   private key(): Buffer {
-    if (!this.s.key) throw new AppError('WEBHOOKS_UNAVAILABLE');
-    return this.s.key;
+    if (!this.settings.key) throw new AppError('WEBHOOKS_UNAVAILABLE');
+    return this.settings.key;
   }
 
   async create(userId: string, input: { url: string; events: contracts.webhooks.EventType[]; description?: string | undefined }) {
     const key = this.key();
-    await resolveTarget(input.url, this.s.allowHosts, this.s.lookup);
+    await resolveTarget(input.url, this.settings.allowHosts, this.settings.lookup);
     const id = newId();
     const secret = newWebhookSecret();
     const events = [...new Set(input.events)];
@@ -52,7 +52,7 @@ export class WebhookEndpoints {
         .select((eb) => eb.fn.countAll<string>().as('n'))
         .where('user_id', '=', userId)
         .executeTakeFirstOrThrow();
-      if (Number(n) >= this.s.perUser) throw new AppError('WEBHOOK_LIMIT_EXCEEDED', `At most ${this.s.perUser} webhook endpoints per user`);
+      if (Number(n) >= this.settings.perUser) throw new AppError('WEBHOOK_LIMIT_EXCEEDED', `At most ${this.settings.perUser} webhook endpoints per user`);
       return trx
         .insertInto('webhook_endpoints')
         .values({
@@ -86,7 +86,7 @@ export class WebhookEndpoints {
   async rotate(userId: string, id: string) {
     const key = this.key();
     const secret = newWebhookSecret();
-    const until = new Date(Date.now() + this.s.overlapMs);
+    const until = new Date(Date.now() + this.settings.overlapMs);
     const row = await this.db
       .updateTable('webhook_endpoints')
       .set((eb) => ({ previous_secret_sealed: eb.ref('secret_sealed'), previous_expires_at: until, secret_sealed: sealSecret(key, secret, id) }))
@@ -121,13 +121,13 @@ export class WebhookEndpoints {
     await this.owned(userId, id);
     const row = await this.db
       .updateTable('webhook_deliveries')
-      .set({ status: 'pending', next_attempt_at: new Date(), give_up_at: new Date(Date.now() + this.s.retryMs), last_error: null })
+      .set({ status: 'pending', next_attempt_at: new Date(), give_up_at: new Date(Date.now() + this.settings.retryMs), last_error: null })
       .where('id', '=', deliveryId)
       .where('webhook_id', '=', id)
       .returningAll()
       .executeTakeFirst();
     if (!row) throw new AppError('WEBHOOK_DELIVERY_NOT_FOUND');
-    this.s.wake();
+    this.settings.wake();
     return deliveryView(row);
   }
 }

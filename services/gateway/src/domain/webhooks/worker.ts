@@ -37,11 +37,11 @@ export class DeliveryWorker {
   private readonly halt = new AbortController();
 
   private readonly db: Kysely<GatewayDB>;
-  private readonly s: WorkerSettings;
+  private readonly settings: WorkerSettings;
 
   constructor(db: Kysely<GatewayDB>, settings: WorkerSettings) {
     this.db = db;
-    this.s = settings;
+    this.settings = settings;
   }
 
   start(): void {
@@ -69,19 +69,19 @@ export class DeliveryWorker {
         claimed = await this.claim();
         await Promise.all(claimed.map((d) => this.attempt(d)));
       } catch (err) {
-        this.s.log.warn({ err }, 'webhook delivery round failed; will retry');
+        this.settings.log.warn({ err }, 'webhook delivery round failed; will retry');
       }
       if (claimed.length === BATCH || this.woken || this.stopped) continue;
       const ac = new AbortController();
       this.wakeUp = () => ac.abort();
-      await sleep(this.s.pollMs, undefined, { signal: ac.signal }).catch(() => {});
+      await sleep(this.settings.pollMs, undefined, { signal: ac.signal }).catch(() => {});
       this.wakeUp = undefined;
     }
   }
 
   /** How long a claim holds a delivery: past the attempt's timeout, so no other replica sends it meanwhile. */
   get leaseSeconds(): number {
-    return Math.ceil(this.s.timeoutMs / 1000) + 30;
+    return Math.ceil(this.settings.timeoutMs / 1000) + 30;
   }
 
   /** One attempt of a delivery claimed by its caller (a test event), recorded as any attempt is. */
@@ -106,21 +106,22 @@ export class DeliveryWorker {
     let result: Attempt;
     try {
       // Checked again at each attempt: the name may resolve to another address than at create.
-      const target = await resolveTarget(endpoint.url, this.s.allowHosts, this.s.lookup);
-      const secrets = [openSecret(this.s.key!, endpoint.secret_sealed, endpoint.id)];
+      const target = await resolveTarget(endpoint.url, this.settings.allowHosts, this.settings.lookup);
+      const secrets = [openSecret(this.settings.key!, endpoint.secret_sealed, endpoint.id)];
       if (endpoint.previous_secret_sealed && endpoint.previous_expires_at && endpoint.previous_expires_at.getTime() > Date.now()) {
-        secrets.push(openSecret(this.s.key!, endpoint.previous_secret_sealed, endpoint.id));
+        secrets.push(openSecret(this.settings.key!, endpoint.previous_secret_sealed, endpoint.id));
       }
       const at = new Date();
       result = await send(target, d.id, d.payload, webhookSignatures(secrets, d.id, at, d.payload), at, {
-        ca: this.s.ca,
-        timeoutMs: this.s.timeoutMs,
+        ca: this.settings.ca,
+        timeoutMs: this.settings.timeoutMs,
         signal: this.halt.signal,
       });
     } catch (err) {
       const e = toAppError(err);
       result = { error: e.code === 'WEBHOOK_URL_REFUSED' ? e.message : 'could not send' };
-      if (e.code !== 'WEBHOOK_URL_REFUSED') this.s.log.warn({ err, webhook_id: d.webhook_id, delivery_id: d.id }, 'webhook attempt failed before sending');
+      if (e.code !== 'WEBHOOK_URL_REFUSED')
+        this.settings.log.warn({ err, webhook_id: d.webhook_id, delivery_id: d.id }, 'webhook attempt failed before sending');
     }
     // Stopped mid-attempt: nothing is recorded, so the claim lapses and the attempt is made again.
     if (this.halt.signal.aborted) return;
@@ -130,7 +131,7 @@ export class DeliveryWorker {
   private async record(d: Claimed, r: Attempt): Promise<void> {
     const ok = r.status !== undefined && r.status >= 200 && r.status < 300;
     const now = Date.now();
-    const backoff = backoffMs(d.attempts, { initialMs: this.s.retryBaseMs, maxMs: MAX_BACKOFF_MS });
+    const backoff = backoffMs(d.attempts, { initialMs: this.settings.retryBaseMs, maxMs: MAX_BACKOFF_MS });
     const next = now + backoff;
     const gaveUp = !ok && next > d.give_up_at.getTime();
     await this.db
@@ -144,7 +145,7 @@ export class DeliveryWorker {
       })
       .where('id', '=', d.id)
       .execute();
-    this.s.log.info(
+    this.settings.log.info(
       {
         event: 'webhook_attempt',
         webhook_id: d.webhook_id,
