@@ -32,6 +32,44 @@ stdout_logfile_backups=5
 EOC
 }
 
+# The servers the single host depends on (deploy/run-infra.sh): Postgres, NATS and the Docker engine, when infra.sh
+# started them. Each is recorded in $RUN_DIR/infra/<name> with its arguments, so that every later writer of this
+# file (infra.sh, start.sh) writes the same section and `supervisorctl update` leaves a running one alone; a
+# changed argument (a port, live-restore) restarts it. They start first (priority) and on supervisord's own start.
+INFRA_PROGRAMS=(postgres nats dockerd)
+supervised_infra() { local p; for p in "${INFRA_PROGRAMS[@]}"; do [ -f "$RUN_DIR/infra/$p" ] && echo "$p"; done; return 0; }
+record_infra() { mkdir -p "$RUN_DIR/infra" && printf '%s\n' "${*:2}" >"$RUN_DIR/infra/$1"; }
+infra_section() { # name
+  local stop=TERM wait=30
+  # Postgres: a fast shutdown (TERM is its smart one, which waits for every client to leave). The engine may take
+  # a while to stop its containers when live-restore is off.
+  case "$1" in postgres) stop=INT ;; dockerd) wait=120 ;; esac
+  cat <<EOC
+[program:$1]
+command=bash $DEPLOY_DIR/run-infra.sh $1 $(cat "$RUN_DIR/infra/$1")
+environment=AGENTHOST_STATE="$AGENTHOST_STATE",AGENTHOST_CACHE="$AGENTHOST_CACHE"
+priority=10
+autostart=true
+autorestart=true
+startsecs=2
+startretries=1000000
+stopsignal=$stop
+stopwaitsecs=$wait
+redirect_stderr=true
+stdout_logfile=$LOG_DIR/$1.log
+stdout_logfile_maxbytes=50MB
+stdout_logfile_backups=3
+
+EOC
+}
+
+# The programs of the running configuration other than the infrastructure (for infra.sh, which rewrites the file
+# without changing them).
+configured_programs() {
+  [ -f "$SUPERVISOR_CONF" ] || return 0
+  sed -n 's/^\[program:\(.*\)\]$/\1/p' "$SUPERVISOR_CONF" | grep -vxE "$(IFS='|'; echo "${INFRA_PROGRAMS[*]}")" || true
+}
+
 # Prometheus with deploy/observability's configuration and alert rules, scraping the targets start.sh wrote. It
 # starts with an empty environment: supervisord's own holds start.sh's (the database's admin URL among it).
 OBSERVABILITY_DIR="$AGENTHOST_STATE/observability"
@@ -96,7 +134,13 @@ supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
 serverurl=unix://$RUN_DIR/supervisor.sock
 
 EOC
-    for p in "$@"; do if [ "$p" = prometheus ]; then prometheus_section; else program_section "$p"; fi; done
+    for p in "$@"; do
+      case "$p" in
+        prometheus) prometheus_section ;;
+        postgres | nats | dockerd) infra_section "$p" ;;
+        *) program_section "$p" ;;
+      esac
+    done
   } >"$SUPERVISOR_CONF.new"
   chmod 600 "$SUPERVISOR_CONF.new"
   mv -f "$SUPERVISOR_CONF.new" "$SUPERVISOR_CONF"

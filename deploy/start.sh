@@ -108,10 +108,11 @@ EOV
 chmod 750 "$LOG_DIR"
 find "$LOG_DIR" -maxdepth 1 -type f -exec chmod o-rwx {} +
 
-write_supervisor_conf "${programs[@]}"
+# shellcheck disable=SC2046 # one word per program
+write_supervisor_conf $(supervised_infra) "${programs[@]}"
 ensure_supervisor
-# Restart what runs, so this start's settings and code are what serves.
-supervisorctl_ stop all >/dev/null 2>&1 || true
+# Restart what runs, so this start's settings and code are what serves (the servers under them stay up).
+supervisorctl_ stop "${programs[@]}" >/dev/null 2>&1 || true
 if [[ " ${programs[*]} " == *" devchain "* ]]; then
   say "starting devchain (local Solana JSON-RPC) on 127.0.0.1:$DEVCHAIN_PORT"
   start_program devchain

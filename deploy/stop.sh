@@ -5,8 +5,12 @@ source "$(dirname "$0")/env.sh"
 source "$DEPLOY_DIR/services.sh"
 
 stop_supervisor
+# What supervisord ran is stopped with it (Postgres, NATS and the engine last): the next start decides again which
+# of them are ours to run.
+rm -rf "$RUN_DIR/infra"
 source "$DEPLOY_DIR/edge-limit.sh"
 edge_limit_off
+# Ours from before they were supervised.
 stop_process nats
 stop_process dockerd
 if [ -f "$RUN_DIR/postgres.started" ]; then

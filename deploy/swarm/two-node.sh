@@ -73,6 +73,8 @@ swarm_state() { docker -H "${1:-unix:///var/run/docker.sock}" info -f '{{.Swarm.
 
 swarm_up() {
   if [ "$(swarm_state)" != active ]; then
+    [ "$(docker info -f '{{.LiveRestoreEnabled}}')" = true ] &&
+      die "this engine runs with live-restore, which Swarm mode refuses: start it with DOCKER_LIVE_RESTORE=off bash deploy/infra.sh docker"
     say "docker swarm init (manager advertises $HOST_ADDR)"
     docker swarm init --advertise-addr "$HOST_ADDR" --listen-addr "$HOST_ADDR:2377" >/dev/null
   fi
