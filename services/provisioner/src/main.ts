@@ -11,7 +11,10 @@ import { instancesByState, observeContainerEvent, swarmCapacity } from './metric
 import { nodeRoom } from './swarm/placement.ts';
 import { SwarmInstances } from './swarm/runtime.ts';
 
-/** The provisioner's background work: started once its endpoints are served, stopped on SIGTERM. */
+/**
+ * The provisioner's background work: started once its endpoints are served, stopped on SIGTERM. Declared above
+ * runService: build runs inside that top-level await, before any declaration below it is evaluated.
+ */
 class Running {
   private readonly ctx: ProvisionerContext;
   private subscriptionChanges: Subscription | undefined;

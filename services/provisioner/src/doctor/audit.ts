@@ -28,7 +28,7 @@ export async function audit(d: { config: ProvisionerConfig; instances: Pick<Inst
   // Docker before the rows, as the reconciler does: a row always exists before its container.
   const containers = await docker.listContainers({ all: true, filters });
   const volumes = (await docker.listVolumes({ filters })).Volumes ?? [];
-  // Size-limited volume files (VOLUME_QUOTA=enforce) of this scope, where main.ts places them.
+  // Size-limited volume files (VOLUME_QUOTA=enforce) of this scope, where context.ts places them.
   const volumeDir = join(config.VOLUME_DIR || join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', 'volumes'), scope);
   const volumeFiles = await readdir(volumeDir).catch(() => [] as string[]);
   const rows = await instances.all();
