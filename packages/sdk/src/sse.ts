@@ -7,9 +7,10 @@ export interface SseMessage {
 
 /**
  * Parses a text/event-stream body (a fetch Response's ReadableStream, so it runs in browsers and Node alike; the
- * browser's EventSource cannot send the Authorization header). Ends when the body ends.
+ * browser's EventSource cannot send the Authorization header). Ends when the body ends. The one parser of the
+ * project: the cli and the gateway's tests read streams with it too. `onComment` sees each comment line (a heartbeat).
  */
-export async function* parseSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseMessage> {
+export async function* parseSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal, onComment?: (text: string) => void): AsyncGenerator<SseMessage> {
   const reader = body.getReader();
   const stop = () => void reader.cancel().catch(() => undefined);
   signal?.addEventListener('abort', stop, { once: true });
@@ -26,6 +27,7 @@ export async function* parseSse(body: ReadableStream<Uint8Array>, signal?: Abort
         const msg: SseMessage = { event: 'message', data: '' };
         const data: string[] = [];
         for (const line of block.split('\n')) {
+          if (line.startsWith(':')) onComment?.(line.slice(1).trim());
           if (line === '' || line.startsWith(':')) continue;
           const colon = line.indexOf(':');
           const field = colon < 0 ? line : line.slice(0, colon);

@@ -1,3 +1,5 @@
+import { parseSse } from '../../../packages/sdk/src/sse.ts';
+
 /** One server-sent event as a client parses it (comment lines counted apart). */
 export interface SseEvent {
   id?: string;
@@ -25,24 +27,10 @@ export async function openEvents(url: string, token: string, opts: { lastEventId
   let ended = false;
   const done = (async () => {
     if (!res.ok || !res.body) return;
-    const decoder = new TextDecoder();
-    let buf = '';
     try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buf += decoder.decode(chunk, { stream: true });
-        for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const ev: SseEvent = { event: 'message', data: undefined };
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) heartbeats++;
-            else if (line.startsWith('id: ')) ev.id = line.slice(4);
-            else if (line.startsWith('event: ')) ev.event = line.slice(7);
-            else if (line.startsWith('data: ')) ev.data = JSON.parse(line.slice(6));
-          }
-          if (ev.data !== undefined) events.push(ev);
-          waiters.splice(0).forEach((w) => w());
-        }
+      for await (const m of parseSse(res.body, undefined, () => heartbeats++)) {
+        events.push({ ...(m.id === undefined ? {} : { id: m.id }), event: m.event, data: JSON.parse(m.data) });
+        waiters.splice(0).forEach((w) => w());
       }
     } catch {
       /* aborted */

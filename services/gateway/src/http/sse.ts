@@ -1,7 +1,28 @@
 import type { Response } from 'express';
 
+// The one writer of server-sent events: frames are made here and written with `write` (or, for the timers' comment
+// lines, `heartbeat`), which respect the socket's backpressure. Clients parse them with the sdk's parseSse.
+
+/** One server-sent event whose data is already JSON text (a stored webhook body); no id line when `id` is undefined. */
+export const jsonFrame = (id: number | string | undefined, event: string, json: string) =>
+  `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${json}\n\n`;
+
 /** One server-sent event. */
-export const frame = (id: number | string, event: string, data: unknown) => `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+export const frame = (id: number | string | undefined, event: string, data: unknown) => jsonFrame(id, event, JSON.stringify(data));
+
+/** An id without data: tells the client how far the stream was read, so that its resume starts there. */
+export const idFrame = (id: number | string) => `id: ${id}\n\n`;
+
+/**
+ * A comment line every `seconds` (proxies close an idle stream) and `tick` after it. Skipped while the socket has
+ * not taken what was written before: the client is reading slowly, and a comment would only add to what waits.
+ */
+export function heartbeat(res: Response, seconds: number, text = 'heartbeat', tick?: () => void): NodeJS.Timeout {
+  return setInterval(() => {
+    if (!res.writableNeedDrain && !res.writableEnded && !res.destroyed) res.write(`: ${text}\n\n`);
+    tick?.();
+  }, seconds * 1000);
+}
 
 /** The headers of an event stream (no proxy buffering: a reverse proxy would hold the events back). */
 export function openStream(res: Response): void {
@@ -109,12 +130,12 @@ export function liveStream(res: Response, waker: Waker, hold: (end: () => void) 
   };
   res.once('close', stop);
   const forget = hold(end);
-  const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), heartbeatSeconds * 1000);
+  const beat = heartbeat(res, heartbeatSeconds);
   return {
     isOpen: () => open,
     end,
     close: () => {
-      clearInterval(heartbeat);
+      clearInterval(beat);
       forget();
       if (!res.writableEnded) res.end();
     },

@@ -1,4 +1,5 @@
 import type { ApiResponse } from '@agenthost/testkit';
+import { parseSse } from '../../../../packages/sdk/src/sse.ts';
 
 /**
  * Opens a server-sent event stream and answers its status, headers and first event's data as `body` (an error answer
@@ -17,20 +18,10 @@ export async function firstEvent(url: string, headers: Record<string, string>): 
     }
     return { status: res.status, headers: res.headers, body, text };
   }
-  const decoder = new TextDecoder();
-  let buf = '';
   try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += decoder.decode(chunk, { stream: true });
-      for (let end = buf.indexOf('\n\n'); end >= 0; end = buf.indexOf('\n\n')) {
-        const block = buf.slice(0, end);
-        buf = buf.slice(end + 2);
-        const data = block.split('\n').find((l) => l.startsWith('data: '));
-        if (data) return { status: res.status, headers: res.headers, body: JSON.parse(data.slice(6)), text: block };
-      }
-    }
+    for await (const m of parseSse(res.body)) return { status: res.status, headers: res.headers, body: JSON.parse(m.data), text: m.data };
   } finally {
     abort.abort();
   }
-  return { status: res.status, headers: res.headers, body: undefined, text: buf };
+  return { status: res.status, headers: res.headers, body: undefined, text: '' };
 }

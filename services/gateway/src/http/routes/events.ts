@@ -4,7 +4,7 @@ import type { GatewayContext } from '../../context.ts';
 import { StreamReader, type StoredEvent } from '../../domain/stream-reader.ts';
 import { holdStream } from './streams.ts';
 import type { Route } from '../route.ts';
-import { follow, frame, liveStream, openStream, Waker, write } from '../sse.ts';
+import { follow, frame, idFrame, liveStream, openStream, Waker, write } from '../sse.ts';
 import { deletionOf } from './deletion.ts';
 import { instanceId } from './instances.ts';
 
@@ -82,7 +82,7 @@ export const eventRoutes = (ctx: GatewayContext): Route[] => {
           let sent = cursor;
           const live = liveStream(res, waker, (end) => ctx.instanceEvents.hold(end), ctx.config.SSE_HEARTBEAT_SECONDS);
           stream.expire(() => {
-            if (cursor > sent && !res.writableEnded) res.write(`id: ${cursor}\n\n`);
+            if (cursor > sent) void write(res, idFrame(cursor));
             live.end();
           });
           try {

@@ -3,13 +3,14 @@ import { z } from 'zod';
 import type { Request } from 'express';
 import type { GatewayContext } from '../../context.ts';
 import { jsonBody, type Route } from '../route.ts';
+import { frame, heartbeat, openStream, write } from '../sse.ts';
 import { holdStream } from './streams.ts';
 
 const kv = contracts.keyvault;
 const K = contracts.keys;
 
 /** Sent every so often so that proxies and the bootstrap see a live connection. */
-const HEARTBEAT_MS = 15_000;
+const HEARTBEAT_SECONDS = 15;
 
 /** A header for keyvault; oversized values become '' (an authentication failure there, never a 400). */
 export const instanceHeader = (req: Request, name: string, max: number): string => {
@@ -44,25 +45,25 @@ export const keyWatchRoutes = (ctx: GatewayContext): Route[] => [
       // An instance's bootstrap holds one watch; the per-instance cap bounds what its credentials can hold open.
       const stream = await holdStream(ctx, { kind: 'keys', instance_id: creds.instance_id }, ctx.config.KEYS_WATCH_MAX_SECONDS);
       try {
-        res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
-        const send = (data: z.input<typeof watchEvent>) => res.write(`event: keys\ndata: ${JSON.stringify(data)}\n\n`);
-        send({ keys: first.keys, change_id: null });
+        openStream(res);
+        const send = (data: z.input<typeof watchEvent>) => write(res, frame(undefined, 'keys', data));
+        void send({ keys: first.keys, change_id: null });
         const end = () => res.end();
         // The replica keeps the instance's credentials for the watch's life, to read the keys again at a change.
         const release = ctx.keyReload.hold(
           creds.instance_id,
           async (changeId) => {
             const next = await ctx.call(kv.retrieve, creds, requestId);
-            if (!send({ keys: next.keys, change_id: changeId }) && !res.writable) throw new Error('watch closed');
+            if (!(await send({ keys: next.keys, change_id: changeId }))) throw new Error('watch closed');
           },
           end,
         );
-        const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
+        const beat = heartbeat(res, HEARTBEAT_SECONDS, 'keep-alive');
         // After KEYS_WATCH_MAX_SECONDS the bootstrap reconnects and authenticates again.
         stream.expire(end);
         // A client gone while the watch was being set up has closed already: no close event will come.
         await new Promise<void>((resolve) => (res.closed || res.destroyed ? resolve() : res.once('close', resolve)));
-        clearInterval(heartbeat);
+        clearInterval(beat);
         release();
       } finally {
         stream.release();

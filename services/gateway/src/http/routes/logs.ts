@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Response } from 'express';
 import type { GatewayContext } from '../../context.ts';
 import { queryString, type Route } from '../route.ts';
-import { frame, openStream, Waker, write } from '../sse.ts';
+import { frame, heartbeat, openStream, Waker, write } from '../sse.ts';
 import { instanceId } from './instances.ts';
 import { holdStream } from './streams.ts';
 
@@ -107,10 +107,7 @@ async function followLines(
   };
   const forget = ctx.instanceEvents.hold(end);
   expire(end);
-  const heartbeat = setInterval(() => {
-    res.write(': heartbeat\n\n');
-    signal();
-  }, ctx.config.SSE_HEARTBEAT_SECONDS * 1000);
+  const beat = heartbeat(res, ctx.config.SSE_HEARTBEAT_SECONDS, 'heartbeat', signal);
   let after = o.after;
   try {
     while (open) {
@@ -137,7 +134,7 @@ async function followLines(
       if (open && (!page || (!page.running && page.lines.length === 0))) await waker.sleep();
     }
   } finally {
-    clearInterval(heartbeat);
+    clearInterval(beat);
     forget();
     unwatch();
     if (!res.writableEnded) res.end();

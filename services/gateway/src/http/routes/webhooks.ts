@@ -6,7 +6,7 @@ import { deliveryBody, webhookEventOf } from '../../domain/webhooks/fanout.ts';
 import { TESTS_PER_MINUTE } from '../../domain/webhooks/test-event.ts';
 import { UserWake } from '../../domain/webhooks/user-wake.ts';
 import { jsonBody, type Route } from '../route.ts';
-import { follow, frame, liveStream, openStream, Waker, write } from '../sse.ts';
+import { follow, frame, jsonFrame, liveStream, openStream, Waker, write } from '../sse.ts';
 import { holdStream } from './streams.ts';
 
 const W = contracts.webhooks;
@@ -154,7 +154,7 @@ async function streamUserEvents(
       for await (const ev of follow((from) => bus.reader.next(from, ALL_EVENTS), waker, cursor, live.isOpen)) {
         const hook = webhookEventOf(ev.subject, ev.data);
         if (!hook || hook.user_id !== caller.user_id) continue;
-        if (!(await write(res, `id: ${ev.seq}\nevent: ${hook.type}\ndata: ${deliveryBody(hook)}\n\n`))) break;
+        if (!(await write(res, jsonFrame(ev.seq, hook.type, deliveryBody(hook))))) break;
       }
     } catch (err) {
       // Headers are gone: the client sees the stream end and resumes from its last id.
