@@ -27,8 +27,11 @@ export async function connect<DB>(opts: ConnectOptions): Promise<Kysely<DB>> {
     options: `-c search_path=${opts.schema}`,
     connectionTimeoutMillis: 5000,
   });
-  // An idle client that loses its server must not crash the process; the next query reports it.
+  // A client that loses its server must not crash the process: an idle one's error goes to the pool, a checked-out
+  // one's to the client itself (its query is rejected, which the caller sees, and the pool drops it on release).
+  // Without the second, a Postgres killed mid-query ended the process with an unhandled 'error' event.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   // Each query becomes a span of the request it serves (kysely reports it once it finished, in the caller's
   // async context). Its text has placeholders, never the values.
   const db = new Kysely<DB>({

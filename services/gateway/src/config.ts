@@ -122,7 +122,14 @@ export const gatewayConfig = baseConfig
     USAGE_IDLE_RETURN_MS: configInt(5000).describe('A leased quota block unused this long goes back to the shared counter.'),
     USAGE_LEASE_TTL_SECONDS: configInt(10).describe(
       'A replica whose heartbeat is older than this is taken for dead: another replica gives back the quota it leased and did not serve. ' +
-        'A replica stops serving from its blocks after ¾ of it without a heartbeat, so nothing it serves is reclaimed.',
+        'A replica stops serving from its blocks after ¾ of it without a heartbeat, so nothing it serves is reclaimed, unless the ' +
+        'database cannot be reached at all (`OUTAGE_SERVE_SECONDS`).',
+    ),
+    OUTAGE_SERVE_SECONDS: configInt(300).describe(
+      'While Postgres (or billing-chain) cannot be reached, how long after it last answered a replica keeps serving: metered requests ' +
+        'from the quota blocks it holds, with their counts kept in memory and written once the database is back; subscriptions, and ' +
+        'the subscription status, instance list and instance status a caller last read, from memory (with `Age`). Past it, and for every ' +
+        'write, 503 `SERVICE_UNAVAILABLE`.',
     ),
     KEYS_APPLY_WAIT_MS: configInt(15000).describe(
       'How long a key change waits for the running instance to reload its keys before answering `applied: false`. Longer than the ' +

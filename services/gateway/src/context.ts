@@ -16,6 +16,7 @@ import { ProvisionerUsage } from './domain/provisioner-usage.ts';
 import { Allowance } from './domain/quota/allowance.ts';
 import { Usage } from './domain/quota/policy.ts';
 import { StreamReader } from './domain/stream-reader.ts';
+import { LastAnswers } from './domain/last-answers.ts';
 import { StreamSlots } from './domain/stream-slots.ts';
 import { TokenVerifier } from './domain/tokens.ts';
 import { Webhooks } from './domain/webhooks/index.ts';
@@ -45,6 +46,8 @@ export interface GatewayContext {
   streamSlots: StreamSlots;
   /** Outbound webhooks: endpoints, the fan-out of events into deliveries, the sender (started by main). */
   webhooks: Webhooks;
+  /** The last answers of the reads served while their backend is unavailable (Route.lastKnown). */
+  lastAnswers: LastAnswers;
   /** The answers kept per user and Idempotency-Key. */
   idempotency: IdempotencyStore;
   /** Forward a call to a backend over NATS with the gateway's timeout and the request id (and an assertion for a user's call). */
@@ -83,6 +86,7 @@ export function buildContext(
     instanceDeletions: overrides.instanceDeletions ?? new InstanceDeletions(db, new StreamReader(nc, config.NATS_REQUEST_TIMEOUT_MS)),
     streamSlots,
     webhooks: overrides.webhooks ?? new Webhooks(db, config, log),
+    lastAnswers: overrides.lastAnswers ?? new LastAnswers({ maxAgeMs: config.OUTAGE_SERVE_SECONDS * 1000 }),
     idempotency: overrides.idempotency ?? new IdempotencyStore(db, config.IDEMPOTENCY_TTL_HOURS * 3600_000, gatewayDataKey(config)),
     keyvaultSealKey: overrides.keyvaultSealKey ?? x25519PublicKey(config.KEYVAULT_SEAL_PUBLIC_KEY),
     tokens:
@@ -97,7 +101,12 @@ export function buildContext(
       }),
     entitlements:
       overrides.entitlements ??
-      new Entitlements(coalesce(call), { ttlMs: config.ENTITLEMENT_CACHE_TTL_MS, restartWaitMs: config.ENTITLEMENT_RESTART_WAIT_MS, log }),
+      new Entitlements(coalesce(call), {
+        ttlMs: config.ENTITLEMENT_CACHE_TTL_MS,
+        restartWaitMs: config.ENTITLEMENT_RESTART_WAIT_MS,
+        staleGraceMs: config.OUTAGE_SERVE_SECONDS * 1000,
+        log,
+      }),
     usage:
       overrides.usage ??
       new Usage(db, config.TIER_LIMITS_JSON, {
@@ -106,6 +115,7 @@ export function buildContext(
         prefetchMax: config.USAGE_PREFETCH_MAX,
         idleReturnMs: config.USAGE_IDLE_RETURN_MS,
         leaseTtlMs: config.USAGE_LEASE_TTL_SECONDS * 1000,
+        offlineMs: config.OUTAGE_SERVE_SECONDS * 1000,
       }),
     allowance: overrides.allowance ?? new Allowance(config.UNCOUNTED_REQUESTS_PER_MINUTE),
     keyReload:

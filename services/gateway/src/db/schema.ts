@@ -44,6 +44,15 @@ export interface GatewayDB {
     granted: number;
     served: number;
   };
+  /** The served count of each lease a reclaim took back, for the replica if it comes back (domain/quota/reclaim.ts). */
+  usage_reclaimed: {
+    replica_id: string;
+    user_id: string;
+    window: string;
+    window_start: Date;
+    served: number;
+    reclaimed_at: ColumnType<Date, Date | undefined, never>;
+  };
   /** Each user's webhook endpoints (domain/webhooks); secrets sealed with GATEWAY_DATA_KEY. */
   webhook_endpoints: {
     id: string;

@@ -44,18 +44,42 @@ function serve(ctx: GatewayContext, route: Route) {
         ? () => idempotent(ctx, req, res, caller.user_id, key, handle)
         : handle;
     let body: unknown;
-    if (!counted) body = await run();
+    if (!counted) body = await answer(ctx, route, req, res, caller, run);
     else {
       // The request is forwarded while its count is written; the answer (or error) leaves only once both are done,
       // so a replica killed at any moment has counted every request it answered (domain/quota/store.ts).
       try {
-        body = await run();
+        body = await answer(ctx, route, req, res, caller, run);
       } finally {
         await counted;
       }
     }
     if (!res.headersSent) sendJson(res, body ?? {});
   };
+}
+
+/**
+ * The handler's answer. A `lastKnown` read keeps it, and answers the last one kept (with `Age`) when its backend is
+ * unavailable; any other successful request of the user's drops what is kept of theirs.
+ */
+async function answer(ctx: GatewayContext, route: Route, req: Request, res: Response, caller: Caller, run: () => Promise<unknown>): Promise<unknown> {
+  const user = caller.user_id;
+  if (!user) return run();
+  if (!route.lastKnown) {
+    const body = await run();
+    if (route.method !== 'get') ctx.lastAnswers.forget(user);
+    return body;
+  }
+  try {
+    const body = await run();
+    ctx.lastAnswers.keep(user, req.originalUrl, body);
+    return body;
+  } catch (err) {
+    const kept = err instanceof AppError && err.code === 'SERVICE_UNAVAILABLE' ? ctx.lastAnswers.last(user, req.originalUrl) : undefined;
+    if (!kept) throw err;
+    res.setHeader('Age', String(kept.ageSeconds));
+    return kept.body;
+  }
 }
 
 const NO_CALLER: Caller = { user_id: '', wallet_address: '', subscription: null };

@@ -59,6 +59,11 @@ export interface Route {
   requestHeaders?: Record<string, string>;
   /** The limit that answers 429 with Retry-After (the sign-in limits of the public endpoints). */
   rateLimit?: string;
+  /**
+   * A read whose last answer is kept per user and served again, with `Age`, while its backend is unavailable
+   * (domain/last-answers.ts).
+   */
+  lastKnown?: true;
   /** false: not counted against the tier's limits. POST /subscription/register, so a user at the limit can still upgrade. */
   count?: false;
   /** Left out of the OpenAPI document (health checks and the document itself). */

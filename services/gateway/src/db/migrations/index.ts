@@ -6,6 +6,7 @@ import * as signInLimits from './2026-11-25T00-00-00-sign-in-limits.ts';
 import * as idempotencyKeys from './2026-11-26T00-00-00-idempotency-keys.ts';
 import * as webhooks from './2026-11-27T00-00-00-webhooks.ts';
 import * as streams from './2026-11-28T00-00-00-streams.ts';
+import * as usageReclaimed from './2026-11-29T00-00-00-usage-reclaimed.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-usage': usage,
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-26T00-00-00-idempotency-keys': idempotencyKeys,
   '2026-11-27T00-00-00-webhooks': webhooks,
   '2026-11-28T00-00-00-streams': streams,
+  '2026-11-29T00-00-00-usage-reclaimed': usageReclaimed,
 };

@@ -34,6 +34,8 @@ export interface WindowState extends LeasedWindow {
   lastUse: number;
   waiters: Waiter[];
   leasing: boolean;
+  /** A minute window granted here while the database was away: its tokens were never leased, none go back. */
+  local?: boolean;
   exhaustedAt: number;
   noPrefetchUntil: number;
 }
@@ -105,8 +107,10 @@ export class Blocks {
   take(st: WindowState): boolean | Promise<boolean> {
     const now = this.options.now();
     st.lastUse = now;
-    // Tokens are served only while this replica's heartbeat is fresh, so none are served after another replica may have reclaimed them.
-    if (st.tokens > 0 && !this.options.ledger.fresh()) return this.options.ledger.renew().then(() => this.take(st));
+    // Tokens are served only while this replica's heartbeat is fresh, so none are served after another replica may have
+    // reclaimed them; or, when a renewal finds the database unreachable at all, for a bounded time (store.ts offline()).
+    const ledger = this.options.ledger;
+    if (st.tokens > 0 && !ledger.fresh() && !ledger.offline()) return ledger.renew().then(this.take.bind(this, st), this.cutOff.bind(this, st));
     if (st.tokens > 0) {
       st.tokens--;
       // Low water at half a block: the next block is fetched in the background while the other half lasts, so
@@ -119,6 +123,21 @@ export class Blocks {
       st.waiters.push({ resolve, reject });
       if (!st.leasing) this.track(this.pump(st));
     });
+  }
+
+  private cutOff(st: WindowState, err: unknown): boolean | Promise<boolean> {
+    if (!this.options.ledger.offline()) throw err;
+    return this.take(st);
+  }
+
+  /** A minute window while the database is away: a rate, not a quota, so granted from memory (never the day's). */
+  private grantLocally(st: WindowState): boolean {
+    if (st.kind !== 'minute' || !this.options.ledger.offline()) return false;
+    st.local = true;
+    st.tokens = Math.max(0, st.limit - st.served);
+    this.serve(st);
+    for (const w of st.waiters.splice(0)) w.resolve(false);
+    return true;
   }
 
   /** Lease for everyone waiting (one write), serve them, and when the row is exhausted ask the other replicas once. */
@@ -150,7 +169,8 @@ export class Blocks {
         for (const w of st.waiters.splice(0)) w.resolve(false);
       }
     } catch (err) {
-      this.options.log?.error({ err }, 'usage lease failed');
+      if (this.grantLocally(st)) return;
+      if (!this.options.ledger.offline()) this.options.log?.error({ err }, 'usage lease failed');
       const e = new AppError('SERVICE_UNAVAILABLE', 'Usage counting is unavailable; retry shortly', { retryable: true, retryAfter: 1, cause: err });
       for (const w of st.waiters.splice(0)) w.reject(e);
     } finally {
@@ -211,12 +231,15 @@ export class Blocks {
   /** Return unused tokens of a window still open (one write); a closed window's tokens simply lapse. */
   private giveBack(st: WindowState): Promise<number> {
     const n = st.tokens;
-    if (n <= 0 || this.options.now() >= st.end) {
+    if (n <= 0 || this.options.now() >= st.end || st.local) {
       st.tokens = 0;
       return Promise.resolve(0);
     }
+    // Cut off from the database: the tokens stay held (the write would fail) and are served meanwhile.
+    if (this.options.ledger.offline()) return Promise.resolve(0);
     st.tokens = 0;
     st.block = FIRST_BLOCK;
+    const replica = this.options.ledger.replicaId;
     const p = this.options.ledger
       .giveBack(st, n)
       .then((used) => {
@@ -224,7 +247,10 @@ export class Blocks {
         return n;
       })
       .catch((err: unknown) => {
-        this.options.log?.warn({ err }, 'could not return unused usage tokens');
+        // Still held here (and in this replica's lease): kept, to serve or to give back later, unless the lease was
+        // reclaimed meanwhile (then they went back there).
+        if (replica === this.options.ledger.replicaId) st.tokens += n;
+        this.options.log?.warn({ err }, 'could not return unused usage tokens; kept');
         return 0;
       });
     this.track(p);

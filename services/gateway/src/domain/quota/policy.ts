@@ -45,6 +45,8 @@ export interface UsageOptions {
   releaseJitterMs?: number;
   /** A replica silent this long has its leases reclaimed by the others. */
   leaseTtlMs?: number;
+  /** How long a replica cut off from the database serves from the blocks it holds (USAGE_OFFLINE_SECONDS). */
+  offlineMs?: number;
 }
 
 export interface UsageDecision {
@@ -71,7 +73,13 @@ export class Usage {
     this.now = opts.now ?? Date.now;
     const idleReturnMs = opts.idleReturnMs ?? 5000;
     const origin = randomUUID();
-    this.ledger = new LeaseLedger(db, { ttlMs: opts.leaseTtlMs ?? 10_000, log: opts.log, now: this.now, onLost: () => this.blocks.dropAll() });
+    this.ledger = new LeaseLedger(db, {
+      ttlMs: opts.leaseTtlMs ?? 10_000,
+      offlineMs: opts.offlineMs ?? 300_000,
+      log: opts.log,
+      now: this.now,
+      onLost: () => this.blocks.dropAll(),
+    });
     this.blocks = new Blocks({ ...opts, ledger: this.ledger, now: this.now, prefetchMax: opts.prefetchMax ?? 5000, idleReturnMs, origin });
     if (opts.nc) this.releaseSub = answerOthers(opts.nc, origin, (key) => this.blocks.release(key), opts.log);
     this.sweeper = setInterval(() => this.sweep(), Math.max(250, Math.floor(idleReturnMs / 2)));

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { AppError, type Logger } from '@agenthost/shared';
 import type { GatewayDB } from '../../db/schema.ts';
+import { beat, leaseBlock, register, returnBlock } from './ledger-sql.ts';
+import { DatabaseReach, ReclaimSettles } from './cut-off.ts';
 import { onceMoreIfReclaimed, ReplicaReclaimed, reclaimStale, releaseReplica } from './reclaim.ts';
 import { writeServed } from './served.ts';
 import { observeLease } from '../metrics.ts';
@@ -15,8 +17,12 @@ import { observeLease } from '../metrics.ts';
 // is what the replica holds unused plus requests not answered yet, and when the replica dies that is
 // exactly what another replica gives back (reclaim.ts) once the heartbeat is older than the TTL.
 //
-// A replica serves from its tokens only while its last heartbeat is well within the TTL (FENCE): if it
-// cannot reach the database, it stops serving from its blocks before anyone may reclaim them.
+// A replica serves from its tokens while its last heartbeat is well within the TTL (FENCE), and, when the database
+// cannot be reached at all, for up to USAGE_OFFLINE_SECONDS after it last was (offline()): the requests it serves
+// meanwhile are counted in memory and written when the database is back. Another replica may reclaim its leases
+// meanwhile (a partition); the replica then finds itself reclaimed, and adds what it served past the count the reclaim
+// recorded (reclaim.ts settleReclaimed). So the count is exact once it settles, and the limit can be passed only by
+// what a replica cut off from the database served from the blocks it held.
 
 export type WindowKind = 'day' | 'minute';
 
@@ -38,12 +44,12 @@ export interface LeaseLedgerOptions {
   now: () => number;
   /** This replica's leases were reclaimed (it was unreachable past the TTL): drop every token held. */
   onLost: () => void;
+  /** How long after it last reached the database a replica cut off from it still serves from its tokens. */
+  offlineMs: number;
 }
 
 /** Serve from tokens only while the last heartbeat is younger than this share of the TTL. */
 const FENCE = 0.75;
-const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
 /**
  * Writes of served counts running at once. Two overlap the round trip of one with the commit of the
  * other; more only queue on the same row locks.
@@ -69,10 +75,14 @@ export class LeaseLedger {
   private scheduled = false;
   private readonly writes = new Set<Promise<void>>();
   private timer: NodeJS.Timeout;
+  private readonly reach: DatabaseReach;
+  private readonly settles: ReclaimSettles;
 
   constructor(db: Kysely<GatewayDB>, opts: LeaseLedgerOptions) {
     this.db = db;
     this.options = opts;
+    this.reach = new DatabaseReach(opts.offlineMs, opts.log);
+    this.settles = new ReclaimSettles(db, this.reach, opts.log);
     this.timer = setInterval(() => void this.tick(), Math.max(100, Math.floor(opts.ttlMs / 4)));
     this.timer.unref();
   }
@@ -81,13 +91,22 @@ export class LeaseLedger {
   ready(): Promise<void> {
     this.registered ??= (async () => {
       const sent = performance.now();
-      await sql`insert into usage_replicas (replica_id, heartbeat_at) values (${this.replicaId}, now())`.execute(this.db);
+      await this.reached(register(this.db, this.replicaId));
       this.heartbeatSentAt = sent;
     })().catch((err: unknown) => {
       this.registered = undefined;
       throw err;
     });
     return this.registered;
+  }
+
+  /** Cut off from the database, for less than offlineMs yet: tokens held may still be served (cut-off.ts). */
+  offline(): boolean {
+    return this.reach.offline();
+  }
+
+  private reached<T>(statement: Promise<T>): Promise<T> {
+    return this.reach.reached(statement);
   }
 
   /** May tokens be served now: is the last heartbeat well inside the TTL? */
@@ -124,25 +143,8 @@ export class LeaseLedger {
     return onceMoreIfReclaimed(async () => {
       await this.ready();
       const replica = this.replicaId;
-      const r = await sql<{ alive: number; used: number | null; last_grant: number | null }>`
-        with me as (
-          select replica_id from usage_replicas where replica_id = ${replica} for share
-        ), g as (
-          insert into usage_counters (user_id, "window", window_start, used, last_grant)
-          select ${w.userId}, ${w.kind}, ${new Date(w.start)}, least(${want}::bigint, ${limit}::bigint), least(${want}::bigint, ${limit}::bigint) from me
-          on conflict (user_id, "window", window_start) do update
-            set used = usage_counters.used + least(${want}::bigint, ${limit}::bigint - usage_counters.used),
-                last_grant = least(${want}::bigint, ${limit}::bigint - usage_counters.used)
-            where usage_counters.used < ${limit}::bigint
-          returning used, last_grant
-        ), l as (
-          insert into usage_leases (replica_id, user_id, "window", window_start, granted, served)
-          select ${replica}, ${w.userId}, ${w.kind}, ${new Date(w.start)}, last_grant, 0 from g
-          on conflict (replica_id, user_id, "window", window_start) do update set granted = usage_leases.granted + excluded.granted
-        )
-        select (select count(*) from me)::int as alive, (select used from g) as used, (select last_grant from g) as last_grant`.execute(this.db);
-      const row = r.rows[0]!;
-      if (Number(row.alive) === 1) return row.used === null ? undefined : { used: Number(row.used), granted: Number(row.last_grant) };
+      const r = await this.reached(leaseBlock(this.db, replica, w, want, limit));
+      if (r.alive) return r.used === null ? undefined : { used: r.used, granted: r.granted };
       if (replica === this.replicaId) this.lost();
       throw new ReplicaReclaimed();
     });
@@ -153,23 +155,7 @@ export class LeaseLedger {
    * already reclaimed returns nothing (the reclaimer gave them back). Resolves to `used` after, if returned.
    */
   async giveBack(w: LeasedWindow, n: number): Promise<number | undefined> {
-    // The counter's row is locked first, as a lease locks it (counter, then lease): in the other order a give-back
-    // and a lease of the same window (a tier change gives back while the next request leases) deadlocked.
-    const r = await sql<{ used: number }>`
-      with c as (
-        select 1 from usage_counters
-        where user_id = ${w.userId} and "window" = ${w.kind} and window_start = ${new Date(w.start)}
-        for update
-      ), l as (
-        update usage_leases set granted = granted - ${n}::bigint
-        where replica_id = ${this.replicaId} and user_id = ${w.userId} and "window" = ${w.kind} and window_start = ${new Date(w.start)}
-          and exists (select 1 from c)
-        returning 1
-      )
-      update usage_counters set used = greatest(used - ${n}::bigint, 0)
-      where user_id = ${w.userId} and "window" = ${w.kind} and window_start = ${new Date(w.start)} and exists (select 1 from l)
-      returning used`.execute(this.db);
-    return r.rows[0] ? Number(r.rows[0].used) : undefined;
+    return this.reached(returnBlock(this.db, this.replicaId, w, n));
   }
 
   /**
@@ -182,6 +168,7 @@ export class LeaseLedger {
     for (const w of windows) {
       w.served++;
       this.dirty.add(w);
+      this.settles.note(w);
     }
     if (!this.next) {
       let resolve!: () => void;
@@ -231,31 +218,22 @@ export class LeaseLedger {
     if (items.length === 0) return;
     const t0 = performance.now();
     try {
-      await writeServed(this.db, this.replicaId, items);
+      await this.reached(writeServed(this.db, this.replicaId, items));
       for (const i of items) i.w.servedDurable = Math.max(i.w.servedDurable, i.served);
     } catch (err) {
-      this.options.log?.warn({ err }, 'could not write served usage counts; retrying');
+      if (!this.reach.cutOff) this.options.log?.warn({ err }, 'could not write served usage counts; retrying');
       for (const i of items) if (i.w.served > i.w.servedDurable) this.dirty.add(i.w);
     }
     const ms = performance.now() - t0;
     if (ms > 100) this.options.log?.warn({ ms: Math.round(ms), windows: items.length }, 'usage served write was slow');
   }
 
-  /** Heartbeat; a replica that finds its row gone was reclaimed. Drops its rows of windows long over. */
+  /** Heartbeat; a replica that finds its row gone was reclaimed. */
   private async heartbeat(): Promise<void> {
     await this.ready();
     const sent = performance.now();
     const replica = this.replicaId;
-    const now = this.options.now();
-    const r = await sql<{ alive: number }>`
-      with hb as (
-        update usage_replicas set heartbeat_at = now() where replica_id = ${replica} returning 1
-      ), old as (
-        delete from usage_leases where replica_id = ${replica} and exists (select 1 from hb)
-          and (("window" = 'minute' and window_start < ${new Date(now - 2 * MINUTE_MS)}) or ("window" = 'day' and window_start < ${new Date(now - 2 * DAY_MS)}))
-      )
-      select count(*)::int as alive from hb`.execute(this.db);
-    if (Number(r.rows[0]?.alive) === 1) this.heartbeatSentAt = Math.max(this.heartbeatSentAt, sent);
+    if (await this.reached(beat(this.db, replica, this.options.now()))) this.heartbeatSentAt = Math.max(this.heartbeatSentAt, sent);
     else if (replica === this.replicaId) {
       this.lost();
       await this.ready();
@@ -265,6 +243,7 @@ export class LeaseLedger {
   /** Reclaimed while alive (the database was out of reach past the TTL): start over under a new id. */
   private lost(): void {
     this.options.log?.warn({ replica: this.replicaId }, "this replica's usage leases were reclaimed; dropping its tokens");
+    this.settles.reclaimed(this.replicaId);
     this.replicaId = randomUUID();
     this.registered = undefined;
     this.heartbeatSentAt = 0;
@@ -277,7 +256,9 @@ export class LeaseLedger {
     try {
       await this.heartbeat();
       if (this.dirty.size > 0 && this.writes.size === 0) this.startWrite(); // counts whose write failed
+      await this.settles.settle();
       await this.reclaim();
+      this.settles.prune(this.options.now());
     } catch (err) {
       this.options.log?.warn({ err }, 'usage lease heartbeat failed');
     }

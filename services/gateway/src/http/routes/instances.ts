@@ -65,6 +65,7 @@ export function instanceRoutes(ctx: GatewayContext): Route[] {
       operationId: 'listInstances',
       summary: "The caller's instances",
       response: P.list.output,
+      lastKnown: true,
       handler: ({ caller, requestId }) => ctx.call(P.list, { user_id: caller.user_id }, requestId),
     },
     {
@@ -75,6 +76,7 @@ export function instanceRoutes(ctx: GatewayContext): Route[] {
       errors: ['DOCKER_UNAVAILABLE'],
       summary: 'Status with live CPU, memory and uptime',
       response: P.get.output,
+      lastKnown: true,
       handler: ({ req, caller, requestId }) => ctx.call(P.get, { user_id: caller.user_id, instance_id: id(req.params) }, requestId),
     },
     {

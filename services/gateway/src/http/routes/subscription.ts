@@ -16,6 +16,7 @@ export function subscriptionRoutes(ctx: GatewayContext): Route[] {
     errors: ['SUBSCRIPTION_NOT_FOUND'],
     summary: 'The subscription with instance, request and storage usage (404 when none)',
     response: contracts.api.statusView,
+    lastKnown: true,
     handler: async ({ res, caller, requestId }) => {
       const sub = await batched(contracts.billing.status, who(caller), requestId);
       // billing-chain's answer is at least as fresh as the gateway's copy: keep it, and let the headers agree with the body.
