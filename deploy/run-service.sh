@@ -66,7 +66,8 @@ elif [ -s "$AGENTHOST_STATE/secrets/database-url-$name" ]; then
   DATABASE_URL="$(cat "$AGENTHOST_STATE/secrets/database-url-$name")"
 fi
 unset PG_ROLES
-[ "$tool" = doctor ] && exec node "$REPO_DIR/services/provisioner/src/doctor/main.ts" "$@"
+# The doctor also reads supervisord's view of this host's processes (a crash loop is drift).
+[ "$tool" = doctor ] && AGENTHOST_SUPERVISOR_CONF="$AGENTHOST_STATE/supervisor/supervisord.conf" exec node "$REPO_DIR/services/provisioner/src/doctor/main.ts" "$@"
 # Caddy (internet-facing) and devchain use no setting of infra.env or agenthost.env but their own: each starts with
 # an empty environment and is given only what it reads, so nothing reaches them that they could leak.
 # Caddy runs as the edge's user, with the one capability of binding ports below 1024, on the configuration

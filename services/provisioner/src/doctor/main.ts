@@ -7,6 +7,7 @@ import { DockerEngine } from '../docker/engine.ts';
 import { InstanceReads } from '../domain/instance-reads.ts';
 import { audit } from './audit.ts';
 import type { DoctorReport } from './checks.ts';
+import { processFindings } from './processes.ts';
 
 /**
  * `agenthost doctor [--json]`: audits one provisioner's instances (its configuration: the environment the
@@ -17,10 +18,14 @@ const json = process.argv.includes('--json');
 const config = loadConfig(provisionerConfig);
 const engine = new DockerEngine({ host: config.DOCKER_HOST, timeoutMs: config.DOCKER_TIMEOUT_MS, log: createLogger('doctor', 'silent') });
 
+// First, and whatever else fails: a Postgres or engine in a crash loop is why the audit itself cannot run.
+const processes = await processFindings(process.env.AGENTHOST_SUPERVISOR_CONF);
 try {
   const db = await connect<ProvisionerDB>({ url: config.DATABASE_URL, schema: 'provisioner', migrations, poolSize: 2, readOnly: true });
   try {
-    const report = await audit({ config, instances: new InstanceReads(db), docker: engine.docker });
+    const audited = await audit({ config, instances: new InstanceReads(db), docker: engine.docker });
+    const drift = [...processes.drift, ...audited.drift];
+    const report: DoctorReport = { ...audited, ok: drift.length === 0, drift, notes: [...processes.notes, ...audited.notes] };
     process.stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : text(report));
     process.exitCode = report.ok ? 0 : 1;
   } finally {
@@ -28,6 +33,7 @@ try {
   }
 } catch (err) {
   process.stderr.write(`agenthost doctor: cannot audit: ${(err as Error).message}\n`);
+  for (const f of processes.drift) process.stderr.write(`DRIFT (stack) ${f.check}: ${f.problem}\n      fix: ${f.fix}\n`);
   process.exitCode = 2;
 }
 
