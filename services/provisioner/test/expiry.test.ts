@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { contracts, publishEvent } from '@agenthost/shared';
 import {
   recordSecret,
@@ -76,7 +77,7 @@ describe('instances when the subscription ends', () => {
     await chainClient(stack).cancel(user.wallet);
     await waitFor('cancel seen', async () => (await user.api.post('/subscription/refresh')).body.cancelled === true);
     // Cancelled but not expired: still running, and no new instance.
-    await new Promise((r) => setTimeout(r, 2500));
+    await sleep(2500);
     expect(await running(id)).toBe(true);
     expect((await user.api.post('/instance/create', { framework: 'openclaw' })).body.code).toBe('SUBSCRIPTION_CANCELLED');
     expect((await user.api.del(`/instance/delete/${id}`)).status).toBe(200);
@@ -118,7 +119,7 @@ describe('instances when the subscription ends', () => {
       });
 
       // Give both events time to be consumed (a real change is acted on within a second or two).
-      await new Promise((r) => setTimeout(r, 3000));
+      await sleep(3000);
       for (let i = 0; i < 3; i++) expect((await freeloader.api.get('/instance/list')).status).toBe(402);
       expect((await freeloader.api.post('/instance/create', { framework: 'openclaw' })).status).toBe(402);
       expect(await running(id)).toBe(true);

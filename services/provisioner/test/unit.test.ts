@@ -3,7 +3,7 @@ import { parseConfig } from '@agenthost/shared';
 import { provisionerConfig } from '../src/config.ts';
 import { firewallRules, hostSubnets, PRIVATE_RANGES } from '../src/docker/firewall.ts';
 import { demux, lastLines } from '../src/docker/logs.ts';
-import { backoffMs, exitKind, exitReason } from '../src/domain/healing.ts';
+import { exitKind, exitReason, restartDelayMs } from '../src/domain/healing.ts';
 import { bridgeNameFor } from '../src/docker/network.ts';
 import { containerSpec, heapMb } from '../src/docker/spec.ts';
 
@@ -163,7 +163,7 @@ describe('swarm node address', () => {
 describe('self-healing policy', () => {
   it('doubles the wait before each restart of a crash series, up to the cap', () => {
     const policy = { RESTART_BACKOFF_INITIAL_MS: 1000, RESTART_BACKOFF_MAX_SECONDS: 30 };
-    expect([1, 2, 3, 4, 5, 6, 40].map((streak) => backoffMs(streak, policy))).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+    expect([1, 2, 3, 4, 5, 6, 40].map((streak) => restartDelayMs(streak, policy))).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000]);
   });
 
   it('names why an agent stopped: out of memory, a signal, or its exit code', () => {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { access, chmod, chown, mkdir, readdir, readFile, rm, rmdir, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@agenthost/shared';
 import type { DockerEngine } from './engine.ts';
 import { ignoreGone, o } from './call.ts';
@@ -240,7 +241,7 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, what: str
   const end = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`${what} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }
 

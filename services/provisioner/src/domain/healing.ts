@@ -1,6 +1,6 @@
 import { observeRestart } from '../metrics.ts';
 import { constants } from 'node:os';
-import type { contracts, Logger } from '@agenthost/shared';
+import { backoffMs, type contracts, type Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import { describe } from '../docker/call.ts';
@@ -32,8 +32,8 @@ const STOP_MEMORY_MS = 120_000;
 const STOPPED_OUTSIDE = 'The agent was stopped from outside agenthost (docker stop); start the instance again (POST /instance/start)';
 
 /** The wait before the restart that follows the streak-th crash in a row: doubling from the initial delay, capped. */
-export function backoffMs(streak: number, policy: Pick<Policy, 'RESTART_BACKOFF_INITIAL_MS' | 'RESTART_BACKOFF_MAX_SECONDS'>): number {
-  return Math.min(policy.RESTART_BACKOFF_MAX_SECONDS * 1000, policy.RESTART_BACKOFF_INITIAL_MS * 2 ** Math.min(30, Math.max(0, streak - 1)));
+export function restartDelayMs(streak: number, policy: Pick<Policy, 'RESTART_BACKOFF_INITIAL_MS' | 'RESTART_BACKOFF_MAX_SECONDS'>): number {
+  return backoffMs(streak, { initialMs: policy.RESTART_BACKOFF_INITIAL_MS, maxMs: policy.RESTART_BACKOFF_MAX_SECONDS * 1000 });
 }
 
 /** What kind of exit it was, for machines (status, events): the OOM killer, a signal (exit code > 128), its own exit. */
@@ -175,7 +175,7 @@ export class SelfHealing {
       const exitedAt = s.finishedAt ? new Date(s.finishedAt) : now;
       const ranMs = row.started_at ? exitedAt.getTime() - new Date(row.started_at).getTime() : Infinity;
       const streak = ranMs >= policy.RESTART_STABLE_SECONDS * 1000 ? 1 : row.crash_streak + 1;
-      const next = new Date(now.getTime() + backoffMs(streak, policy));
+      const next = new Date(now.getTime() + restartDelayMs(streak, policy));
       const reason = exitReason(s, row.memory_mb);
       const failing = streak >= policy.RESTART_FAILED_AFTER;
       const failure = failing ? `The agent keeps crashing: ${streak} times in a row, last ${reason}; it is restarted again at ${next.toISOString()}` : null;

@@ -1,5 +1,8 @@
 import pg from 'pg';
-import { AppError } from '@agenthost/shared';
+import { AppError, retry } from '@agenthost/shared';
+
+/** A try that found the lock held by another operation: the one failure of taking it that is worth another try. */
+const HELD = new Error('the instance lock is held');
 
 /**
  * Per-instance operation locks: Postgres session advisory locks, each held on its own connection of a
@@ -62,19 +65,18 @@ export class OpLocks {
 
   private async acquire(instanceId: string, waitMs: number): Promise<(() => Promise<void>) | undefined> {
     const client = await this.pool.connect();
+    const take = async () => {
+      const r = await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1::int, hashtext($2)) as ok', [LOCK_CLASS, instanceId]);
+      if (!r.rows[0]?.ok) throw HELD;
+    };
     try {
-      const deadline = Date.now() + waitMs;
-      for (;;) {
-        const r = await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1::int, hashtext($2)) as ok', [LOCK_CLASS, instanceId]);
-        if (r.rows[0]?.ok) break;
-        if (Date.now() >= deadline) {
-          client.release();
-          return undefined;
-        }
-        await new Promise((res) => setTimeout(res, 100));
-      }
+      await retry(take, { delayMs: 100, until: Date.now() + waitMs, retryable: (err) => err === HELD });
     } catch (err) {
-      client.release(true);
+      if (err === HELD) {
+        client.release();
+        return undefined;
+      }
+      client.release(true); // a failed query: the connection may be broken
       throw err;
     }
     return async () => {

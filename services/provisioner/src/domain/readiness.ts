@@ -1,5 +1,6 @@
 import { observeReady } from '../metrics.ts';
 import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@agenthost/shared';
 import type { DockerEngine } from '../docker/engine.ts';
 import type { InstanceRepo } from './instance-repo.ts';
@@ -85,7 +86,7 @@ export class Readiness {
     const limit = this.deps.startsAtOnce ?? 0;
     const until = Date.now() + (this.deps.startQueueMaxSeconds ?? 0) * 1000;
     while (limit > 0 && this.watching.size + this.admitted >= limit && Date.now() < until && !this.stopped) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     this.admitted++;
     try {
@@ -223,5 +224,3 @@ function probe(url: string): Promise<boolean> {
     req.on('error', () => resolve(false));
   });
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

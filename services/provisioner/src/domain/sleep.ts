@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, type Logger } from '@agenthost/shared';
 import type { InstanceRow } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
@@ -55,7 +56,7 @@ export class Sleeper {
       // anyone else's themselves; only then is it frozen, so no request is sent on into a frozen agent.
       const intended = this.deps.residentMb ? 'swapped' : 'frozen';
       await repo.markFrozen(row.id, intended);
-      await new Promise((r) => setTimeout(r, EDGE_HEARS_MS));
+      await sleep(EDGE_HEARS_MS);
       let reached: 'frozen' | 'swapped';
       try {
         reached = await runtime.freeze(row.id, { memoryMb: row.memory_mb, ...(this.deps.residentMb ? { residentMb: this.deps.residentMb } : {}) });

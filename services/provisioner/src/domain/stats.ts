@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DockerEngine } from '../docker/engine.ts';
 import { o } from '../docker/call.ts';
 import { containerName } from '../docker/spec.ts';
@@ -47,7 +48,7 @@ export class StatsSampler {
     if (!(fresh(e.last) && e.prev && e.last!.at - e.prev.at < 60_000)) {
       const first = await this.sample(instanceId);
       if (!first) return undefined;
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       const second = await this.sample(instanceId);
       if (!second) return undefined;
       e.prev = first;

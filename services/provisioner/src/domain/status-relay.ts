@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Logger } from '@agenthost/shared';
@@ -87,7 +88,7 @@ export class StatusRelay {
         // Postgres unreachable: the poll keeps trying to publish; listen again in a moment.
       }
       await client.end().catch(() => {});
-      if (!this.stopped) await new Promise((r) => setTimeout(r, POLL_MS));
+      if (!this.stopped) await sleep(POLL_MS);
     }
   }
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DockerEngine } from '../docker/engine.ts';
 import { o } from '../docker/call.ts';
 import { LABEL_MANAGED, LABEL_SCOPE } from '../docker/spec.ts';
@@ -136,7 +137,7 @@ async function waitJob(engine: DockerEngine, id: string, timeoutMs: number): Pro
     const states = tasks.map((t) => t.Status?.State);
     if (states.includes('complete')) return true;
     if (states.some((s) => s === 'failed' || s === 'rejected')) return false;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   return false;
 }

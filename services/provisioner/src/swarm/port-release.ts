@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DockerEngine } from '../docker/engine.ts';
 import { o } from '../docker/call.ts';
 import { nodeAddr } from './placement.ts';
@@ -17,7 +18,7 @@ export async function waitPortReleased(engine: DockerEngine, nodeIds: string[], 
     const node = nodes.find((n) => n.ID === id);
     const addr = node ? nodeAddr(node) : '';
     if (!addr) continue;
-    while (Date.now() < end && (await accepts(addr, port))) await new Promise((r) => setTimeout(r, 200));
+    while (Date.now() < end && (await accepts(addr, port))) await sleep(200);
   }
 }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { pinnedNode, writeAtVersion, type Logger } from '@agenthost/shared';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pinnedNode, retry, writeAtVersion, type Logger } from '@agenthost/shared';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import type { DockerEngine } from '../docker/engine.ts';
@@ -171,7 +172,7 @@ export class SwarmInstances implements InstanceRuntime {
 
   private async waitNoTasks(service: string, timeoutMs: number): Promise<void> {
     const end = Date.now() + timeoutMs;
-    while (Date.now() < end && (await this.runningTasks(service).catch(() => [])).length) await new Promise((r) => setTimeout(r, 250));
+    while (Date.now() < end && (await this.runningTasks(service).catch(() => [])).length) await sleep(250);
   }
 
   /**
@@ -200,13 +201,10 @@ export class SwarmInstances implements InstanceRuntime {
     } else if (node) {
       log.warn({ instance_id: id, node }, 'SWARM_JANITOR_IMAGE is not set: the instance volume stays on its node');
     }
-    for (let i = 0; i < 20; i++) {
-      const gone = await ignoreGone(engine.run('network remove', (abortSignal) => engine.docker.getNetwork(networkName(id)).remove(o({ abortSignal }))))
-        .then(() => true)
-        .catch(() => false);
-      if (gone) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    // Refused while a task of the removed service still holds an endpoint on it; after 20 tries it is left, and the
+    // secrets go all the same.
+    const removeNetwork = () => ignoreGone(engine.run('network remove', (abortSignal) => engine.docker.getNetwork(networkName(id)).remove(o({ abortSignal }))));
+    await retry(removeNetwork, { attempts: 20, delayMs: 500 }).catch(() => {});
     await this.dropSecrets(id);
   }
 
