@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Subscription } from 'nats';
-import { contracts } from '@agenthost/shared';
+import type { z } from 'zod';
+import { contracts, listen } from '@agenthost/shared';
 import {
   startStack,
   type Stack,
@@ -23,7 +24,7 @@ const INITIAL_MS = 500;
 let stack: Stack;
 let n: Nats;
 let sub: Subscription;
-const events: Record<string, unknown>[] = [];
+const events: z.output<typeof P.instanceStatusChanged.payload>[] = [];
 
 beforeAll(async () => {
   await cleanupDocker(network);
@@ -40,7 +41,7 @@ beforeAll(async () => {
   });
   n = await natsClient(stack.nats);
   // Every status event as it is published (JetStream messages reach core subscribers too).
-  sub = n.nc.subscribe('events.instance.status', { callback: (_err, m) => events.push(m.json<Record<string, unknown>>()) });
+  sub = listen(n.nc, P.instanceStatusChanged, (e) => void events.push(e), undefined);
 });
 
 afterAll(async () => {

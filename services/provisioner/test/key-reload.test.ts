@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contracts, decode } from '@agenthost/shared';
+import { contracts, listen } from '@agenthost/shared';
 import {
   apiClient,
   recordSecret,
@@ -86,12 +86,14 @@ describe('key hot reload (stand-in agent)', () => {
     });
     const before = await agent(port, '/');
     const events: Array<{ action: string; applied: boolean; key_names: string[] }> = [];
-    const sub = nc.subscribe(contracts.keys.keysChanged.subject, {
-      callback: (_e, m) => {
-        const ev = decode(m.data) as { instance_id: string; action: string; applied: boolean; key_names: string[] };
+    const sub = listen(
+      nc,
+      contracts.keys.keysChanged,
+      (ev) => {
         if (ev.instance_id === id) events.push(ev);
       },
-    });
+      undefined,
+    );
 
     const first = `sk-hot-${id}-first`;
     const second = `sk-hot-${id}-second`;

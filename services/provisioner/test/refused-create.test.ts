@@ -1,7 +1,7 @@
 import net from 'node:net';
 import type { Subscription } from 'nats';
 import { describe, expect, it } from 'vitest';
-import { contracts, decode } from '@agenthost/shared';
+import { contracts, listen } from '@agenthost/shared';
 import { eventHistory, type ServiceProcess, STANDIN, docker, dockerTry, newUser, waitFor } from '@agenthost/testkit';
 import { crashSuite, pausedAt } from './crash-suite.ts';
 
@@ -29,9 +29,9 @@ const rows = async () =>
   (await s.db.query<{ id: string; step: string; deleting_at: Date | null }>('select id, step, deleting_at from provisioner.instances')).rows;
 
 /** The instance ids of the requests seen on a keyvault subject (a core subscription sees every request). */
-function requests(subject: string): { ids: string[]; sub: Subscription } {
+function requests(c: typeof KV.issueCredentials | typeof KV.purgeInstance): { ids: string[]; sub: Subscription } {
   const ids: string[] = [];
-  const sub = s.n.nc.subscribe(subject, { callback: (_e, m) => ids.push((decode(m.data) as { instance_id: string }).instance_id) });
+  const sub = listen(s.n.nc, { subject: c.subject, payload: c.input }, (p) => void ids.push(p.instance_id), undefined);
   return { ids, sub };
 }
 
@@ -69,7 +69,7 @@ describe('a create that is refused or rolled back', () => {
     using(async (own) => {
       own.procs.push(await s.provisioner());
       const user_id = newUser();
-      const issued = requests(KV.issueCredentials.subject);
+      const issued = requests(KV.issueCredentials);
       own.subs.push(issued.sub);
       const first = await s.n.call(P.create, { user_id, tier: 'free', framework: 'openclaw' });
       const started = Date.now();
@@ -91,8 +91,8 @@ describe('a create that is refused or rolled back', () => {
       const p = await s.provisioner('leased');
       own.procs.push(p);
       const user_id = newUser();
-      const issued = requests(KV.issueCredentials.subject);
-      const purged = requests(KV.purgeInstance.subject);
+      const issued = requests(KV.issueCredentials);
+      const purged = requests(KV.purgeInstance);
       own.subs.push(issued.sub, purged.sub);
       const pending = s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' }, 30_000).then(
         () => undefined,
@@ -119,7 +119,7 @@ describe('a create that is refused or rolled back', () => {
       own.procs.push(await s.provisioner());
       expect(await rows()).toEqual([]);
       const user_id = newUser();
-      const purged = requests(KV.purgeInstance.subject);
+      const purged = requests(KV.purgeInstance);
       own.subs.push(purged.sub);
       // The port the lease gives the next create, held on the address Docker publishes it on: the start fails (HTTP 500).
       const taken = net.createServer((socket) => socket.destroy()); // a probe that connects must not keep close() waiting

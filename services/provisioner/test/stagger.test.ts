@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Subscription } from 'nats';
-import { contracts } from '@agenthost/shared';
+import { contracts, listen } from '@agenthost/shared';
 import {
   startStack,
   type Stack,
@@ -42,12 +42,14 @@ beforeAll(async () => {
     },
   });
   n = await natsClient(stack.nats);
-  sub = n.nc.subscribe('events.instance.status', {
-    callback: (_err, m) => {
-      const e = m.json<{ instance_id: string; status: string; at: string }>();
+  sub = listen(
+    n.nc,
+    P.instanceStatusChanged,
+    (e) => {
       if (e.status === 'running') running.set(e.instance_id, Date.parse(e.at));
     },
-  });
+    undefined,
+  );
 });
 
 afterAll(async () => {

@@ -3,7 +3,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contracts } from '@agenthost/shared';
+import { contracts, listen } from '@agenthost/shared';
 import {
   spawnService,
   startStack,
@@ -53,10 +53,7 @@ beforeAll(async () => {
   await cleanupDocker(network);
   stack = await startStack({ services: ['keyvault'], serviceEnv: { gateway: gatewayEnv } });
   n = await natsClient(stack.nats);
-  const sub = n.nc.subscribe('events.instance.status');
-  void (async () => {
-    for await (const m of sub) events.push(JSON.parse(new TextDecoder().decode(m.data)));
-  })();
+  listen(n.nc, P.instanceStatusChanged, (e) => void events.push(e), undefined);
 });
 
 afterAll(async () => {
