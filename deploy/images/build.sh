@@ -22,6 +22,8 @@ source "$HERE/versions.env"
 
 CACHE="${AGENTHOST_CACHE:-/var/cache/agenthost}/images"
 BUILD_DIR="$HERE/.build"
+# Each build copies its context below it; made here, since a clone whose other images are all up to date has none yet.
+mkdir -p "$BUILD_DIR"
 FORCE="${FORCE:-0}"
 
 BASE_IMAGE="agenthost/base:${DEBIAN_SUITE}"

@@ -104,7 +104,7 @@ export class Entitlements {
     };
     // billing-chain restarting (no replica answers) is waited out for a moment; any other failure is thrown.
     const restarting = (err: unknown) => err instanceof AppError && err.details?.notRunning === true;
-    return retry(ask, { delayMs: 250, until: this.now() + (cached ? 0 : (this.opts.restartWaitMs ?? 0)), retryable: restarting, now: this.now });
+    return retry(ask, { delayMs: 250, until: this.now() + (cached ? 0 : (this.opts.restartWaitMs ?? 0)), retryable: restarting, now: () => this.now() });
   }
 
   /** A fresher view than any in flight (a register/refresh answer from billing-chain). */
