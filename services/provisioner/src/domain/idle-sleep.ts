@@ -21,10 +21,11 @@ export interface IdleSleepDeps {
 /**
  * Idle sleep. Edges report the instances that had traffic (provisioner.v1.routes.activity: traffic_at), and every
  * SLEEP_CHECK_INTERVAL_SECONDS an instance of a tier that sleeps, with neither traffic nor a start within its idle
- * time, is put to sleep under its operation lock (re-read there, so a wake, stop or delete in between wins): lightly
- * (frozen) after the tier's light time, deeply (stopped) after its deep time, from running or from a light sleep.
- * Every replica may run the pass: the lock and the re-read make a second one a no-op. Without an edge reporting, an
- * instance sleeps its idle time after it started; its next request through the edge wakes it.
+ * time (becoming ready counts as traffic), is put to sleep under its operation lock (re-read there, so a wake, stop
+ * or delete in between wins): lightly (frozen) after the tier's light time, deeply (stopped) after its deep time,
+ * from running or from a light sleep. Every replica may run the pass: the lock and the re-read make a second one a
+ * no-op. Without an edge reporting, an instance sleeps its idle time after it became ready; its next request through
+ * the edge wakes it.
  */
 export class IdleSleep {
   private readonly deps: IdleSleepDeps;

@@ -19,7 +19,9 @@ export class WatcherTransitions extends InstanceReads {
   ): Promise<boolean> {
     const r = await this.db
       .updateTable('instances')
-      .set({ status, failure_reason: reason, last_activity: now, updated_at: now, ...(status === 'running' ? upgradeDone() : {}) })
+      // A newly ready agent's idle time starts now, not at its start: one whose boot outlasted its tier's idle time was
+      // put to sleep the moment it became ready (seen: a real OpenClaw booting in 35 s under load, 30 s idle time).
+      .set({ status, failure_reason: reason, last_activity: now, updated_at: now, ...(status === 'running' ? { ...upgradeDone(), traffic_at: now } : {}) })
       .where('id', '=', w.id)
       .where('generation', '=', w.generation)
       .where('status', '=', w.from)
