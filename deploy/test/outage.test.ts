@@ -1,36 +1,21 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Deployment, freePort, newWallet, recordSecret, repoRoot, startDeployment, waitFor } from '../../packages/testkit/src/index.ts';
+import { deploymentWithInstance, newWallet, type UserDeployment, waitFor } from '../../packages/testkit/src/index.ts';
 
 // A single host (deploy/start.sh) while its Postgres is stopped: the reads the gateway has a last answer for, and the
 // metered requests the quota blocks it holds cover, are still served; writes answer 503 in the error shape; and the
 // requests served meanwhile are counted exactly once Postgres is back, through a clean restart and a SIGKILL of the
 // gateway (whose unused quota comes back once its lease is stale).
 
-const run = promisify(execFile);
-// The edge's ports in this suite and its instance ports (18820-18829: no other suite uses them).
-const EDGE_HTTPS = 18820;
-const NETWORK = 'agenthost-outage';
-let deployment: Deployment | undefined;
-let conf: string;
+let host: UserDeployment;
 let api: string;
-let token: string;
-let instanceId = '';
-const home = mkdtempSync(path.join(os.tmpdir(), 'agenthost-outage-home-'));
+let instanceId: string;
 /** X-Usage-Remaining of the last metered answer: each metered request answered takes exactly one. */
 let remaining = -1;
 
-const supervisorctl = async (...args: string[]) => (await run('supervisorctl', ['-c', conf, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
-const cli = async (...args: string[]) =>
-  (
-    await run('bash', [path.join(repoRoot, 'bin/agenthost'), ...args], {
-      env: { ...process.env, AGENTHOST_HOME: home, AGENTHOST_API_URL: api, SOLANA_RPC_URL: `http://127.0.0.1:${deployment!.env.DEVCHAIN_PORT}` },
-    })
-  ).stdout.trim();
+const run = promisify(execFile);
+const supervisorctl = async (...args: string[]) => (await run('supervisorctl', ['-c', host.conf, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
 
 interface Answer {
   status: number;
@@ -40,7 +25,7 @@ interface Answer {
 async function call(method: string, urlPath: string, body?: unknown): Promise<Answer> {
   const res = await fetch(`${api}${urlPath}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { authorization: `Bearer ${host.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown>, headers: res.headers };
@@ -59,44 +44,15 @@ async function served(urlPath: string): Promise<Answer> {
 const ready = async () => (await fetch(`${api}/health/ready`).catch(() => undefined))?.status === 200;
 
 beforeAll(async () => {
-  const gatewayPort = await freePort();
-  api = `http://127.0.0.1:${gatewayPort}/api`;
-  deployment = await startDeployment('outage', {
-    env: {
-      GATEWAY_PORT: String(gatewayPort),
-      EDGE_HTTPS_PORT: String(EDGE_HTTPS),
-      EDGE_HTTP_PORT: String(EDGE_HTTPS + 1),
-      METRICS_PORT_BASE: '0',
-      PROMETHEUS_PORT: '0',
-    },
-    settings: [
-      'INSTANCE_SCOPE=outage',
-      `INSTANCE_NETWORK=${NETWORK}`,
-      'PORT_RANGE_START=18822',
-      'PORT_RANGE_END=18829',
-      'FIREWALL=off',
-      `FRAMEWORK_IMAGES='${JSON.stringify({ openclaw: 'agenthost/standin' })}'`, // agenthost.env is read by bash
-      // Blocks stay with the replica while the test pauses between requests (they would go back after 5 s idle).
-      'USAGE_IDLE_RETURN_MS=600000',
-    ],
-  });
-  conf = path.join(deployment.state, 'supervisor', 'supervisord.conf');
-  await cli('wallet', 'create');
-  await cli('airdrop', '2');
-  await cli('login');
-  token = (JSON.parse(readFileSync(path.join(home, 'session.json'), 'utf8')) as { token: string }).token;
-  recordSecret(token);
-  await cli('subscribe', 'pro');
-  instanceId = /"instance_id": "([^"]+)"/.exec(await cli('create', '--wait'))?.[1] ?? '';
-  expect(instanceId).not.toBe('');
+  // The edge's ports and the instance ports are this suite's (18820-18829). Blocks stay with the replica while the
+  // test pauses between requests (they would go back after 5 s idle).
+  host = await deploymentWithInstance('outage', { edgeHttps: 18820, instancePorts: [18822, 18829], settings: ['USAGE_IDLE_RETURN_MS=600000'] });
+  ({ api, instanceId } = host);
 }, 600_000);
 
 afterAll(async () => {
   await supervisorctl('start', 'postgres');
-  if (instanceId) await cli('delete', instanceId, '--wait').catch(() => {});
-  await deployment?.stop();
-  await run('docker', ['network', 'rm', NETWORK]).catch(() => {});
-  rmSync(home, { recursive: true, force: true });
+  await host?.stop();
 }, 180_000);
 
 describe('a single host while Postgres is stopped', () => {

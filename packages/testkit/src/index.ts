@@ -16,6 +16,7 @@ export * from './events.ts';
 export * from './images.ts';
 export * from './observe.ts';
 export * from './from-address.ts';
+export * from './cli-deployment.ts';
 export * from './deployment.ts';
 export * from './docker.ts';
 export * from './provisioner-env.ts';
