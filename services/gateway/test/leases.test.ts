@@ -1,53 +1,25 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, parseTiers } from '@agenthost/shared';
-import { createDatabase, waitFor, type TestDatabase } from '@agenthost/testkit';
-import { migrations } from '../src/db/migrations/index.ts';
+import { type Kysely, sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { parseTiers } from '@agenthost/shared';
+import { waitFor } from '@agenthost/testkit';
 import type { GatewayDB } from '../src/db/schema.ts';
 import { reclaimStale } from '../src/domain/quota/reclaim.ts';
 import { Usage } from '../src/domain/quota/policy.ts';
+import { usageDatabase, usedToday } from './usage-db.ts';
 import { activeSubscription } from './fixtures.ts';
 
 // The durable leases against a real Postgres: what a dead replica held and did not serve goes back
 // exactly once, whoever reclaims it; a live replica's leases are never taken.
 
-let database: TestDatabase;
-const pools: pg.Pool[] = [];
-
-beforeAll(async () => {
-  database = await createDatabase('leases');
-  const migrated = await connect<GatewayDB>({ url: database.url, schema: 'gateway', migrations });
-  await migrated.destroy();
-});
-afterAll(async () => {
-  await Promise.all(pools.map((p) => (p.ended ? undefined : p.end())));
-  await database?.drop();
-});
-
-function db(): Kysely<GatewayDB> {
-  const pool = new pg.Pool({ connectionString: database.url, options: '-c search_path=gateway', max: 5 });
-  pool.on('error', () => {});
-  pools.push(pool);
-  return new Kysely<GatewayDB>({ dialect: new PostgresDialect({ pool }) });
-}
+const { db, pools } = usageDatabase('leases');
 
 const sub = activeSubscription;
 
 const today = () => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
 
-async function used(d: Kysely<GatewayDB>, user: string): Promise<number> {
-  const row = await d
-    .selectFrom('usage_counters')
-    .select('used')
-    .where('user_id', '=', user)
-    .where('window', '=', 'day')
-    .where('window_start', '=', today())
-    .executeTakeFirst();
-  return row?.used ?? 0;
-}
+const used = usedToday;
 
 /** A replica that died holding leases: its heartbeat is an hour old. */
 async function deadReplica(d: Kysely<GatewayDB>, leases: Array<{ user: string; granted: number; served: number }>): Promise<string> {

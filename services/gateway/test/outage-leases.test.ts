@@ -1,15 +1,12 @@
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, parseTiers } from '@agenthost/shared';
-import { createDatabase, waitFor, type TestDatabase } from '@agenthost/testkit';
-import { migrations } from '../src/db/migrations/index.ts';
-import type { GatewayDB } from '../src/db/schema.ts';
+import { describe, expect, it } from 'vitest';
+import { parseTiers } from '@agenthost/shared';
+import { waitFor } from '@agenthost/testkit';
 import { reclaimStale } from '../src/domain/quota/reclaim.ts';
 import { Usage } from '../src/domain/quota/policy.ts';
+import { usageDatabase, usedToday } from './usage-db.ts';
 import { activeSubscription as sub } from './fixtures.ts';
 
 // A gateway replica cut off from Postgres (through a TCP relay the test cuts and restores, as a partition or an outage
@@ -17,30 +14,11 @@ import { activeSubscription as sub } from './fixtures.ts';
 // reclaim its leases meanwhile; once it reaches the database again the day's count equals the requests it answered.
 
 const tiers = parseTiers(JSON.stringify({ pro: { requests_per_day: 100_000, requests_per_minute: 100_000 } }));
-let database: TestDatabase;
-const pools: pg.Pool[] = [];
-
-beforeAll(async () => {
-  database = await createDatabase('outage_leases');
-  const migrated = await connect<GatewayDB>({ url: database.url, schema: 'gateway', migrations });
-  await migrated.destroy();
-});
-afterAll(async () => {
-  await Promise.all(pools.map((p) => (p.ended ? undefined : p.end())));
-  await database?.drop();
-});
-
-function db(url = database.url): Kysely<GatewayDB> {
-  const pool = new pg.Pool({ connectionString: url, options: '-c search_path=gateway', max: 5, connectionTimeoutMillis: 2000 });
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {})); // as shared/db.ts: a cut mid-query is the query's error
-  pools.push(pool);
-  return new Kysely<GatewayDB>({ dialect: new PostgresDialect({ pool }) });
-}
+const { db, url: databaseUrl } = usageDatabase('outage_leases');
 
 /** A TCP relay to Postgres: cut() drops every connection and refuses new ones, restore() lets them through again. */
 async function relay() {
-  const target = new URL(database.url);
+  const target = new URL(databaseUrl());
   const open = new Set<net.Socket>();
   let cut = false;
   const server = net.createServer((client) => {
@@ -54,7 +32,7 @@ async function relay() {
     client.pipe(upstream).pipe(client);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = new URL(database.url);
+  const url = new URL(databaseUrl());
   url.host = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
   return {
     url: url.toString(),
@@ -67,17 +45,7 @@ async function relay() {
   };
 }
 
-const today = () => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
-async function used(d: Kysely<GatewayDB>, user: string): Promise<number> {
-  const row = await d
-    .selectFrom('usage_counters')
-    .select('used')
-    .where('user_id', '=', user)
-    .where('window', '=', 'day')
-    .where('window_start', '=', today())
-    .executeTakeFirst();
-  return row?.used ?? 0;
-}
+const used = usedToday;
 const outcome = (p: Promise<{ counted: Promise<void> }>) =>
   p.then(
     async (d) => {
