@@ -233,7 +233,7 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
         publish: (e) => publishEvent(nc, P.instanceStatusChanged, statusMessage(e), `instance-status-${e.instance_id}-${e.seq}`),
       }),
     handoff,
-    containerEvents: overrides.containerEvents ?? new ContainerEvents({ engine, log, scope }),
+    containerEvents: overrides.containerEvents ?? new ContainerEvents({ engine, log, scope, onResumed: () => void reconciler.trigger() }),
     readiness,
     view,
     lifecycle,
