@@ -6,6 +6,7 @@
 #
 #   deploy/swarm/two-node.sh up      # prints the worker's DOCKER_HOST
 #   deploy/swarm/two-node.sh load    # copies this engine's agenthost/* images to the worker
+#   deploy/swarm/two-node.sh crash-worker   # SIGKILLs the worker's engine and containers (start-worker brings it back)
 #   deploy/swarm/two-node.sh down
 #
 # Why it is built this way (checked on Debian's docker.io 20.10):
@@ -61,12 +62,35 @@ engine2_up() {
   old=$(cat /run/agenthost-node2/dockerd.pid 2>/dev/null || true)
   if [ -n "$old" ]; then for _ in $(seq 1 300); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done; fi
   pkill -f -- '--config /run/agenthost-node2/exec/containerd/containerd.toml' 2>/dev/null || true
+  bash "$(dirname "$0")/node-engine.sh" before-start "$N2_STATE/docker"
   # Its own UTS namespace too, so that the node has its own hostname in `docker node ls`.
   nohup nsenter --net="/run/netns/$NS" unshare --uts sh -c 'hostname agenthost-n2 && exec "$0" "$@"' dockerd --data-root "$N2_STATE/docker" --exec-root /run/agenthost-node2/exec \
     -H "$N2_HOST" --pidfile /run/agenthost-node2/dockerd.pid >>"$LOG_DIR/dockerd-node2.log" 2>&1 &
   remember_pid dockerd-node2 $!
   # A restart after a stop can take a while on a loaded machine: it first cleans up the containers it had.
   wait_for 180 docker -H "$N2_HOST" info || die "the second dockerd did not start (see $LOG_DIR/dockerd-node2.log)"
+}
+
+# The worker crashes as a machine does: every process of its engine and its containers SIGKILLed at once, nothing
+# shut down. What the crash leaves on disk (the engine's state, the swarm's task and network records) stays, as it
+# would on a machine that reboots; the node's network namespace keeps its links and rules (a reboot would lose them:
+# a returning node is prepared again whatever it kept).
+crash_worker() {
+  local pid cgroups=() pids=()
+  pid=$(cat "$RUN_DIR/dockerd-node2.pid" 2>/dev/null || true)
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  # The containers' cgroups first, while the engine still answers: cgroup.kill ends everything in each at once.
+  local c
+  for c in $(docker -H "$N2_HOST" ps -q 2>/dev/null); do
+    c=$(docker -H "$N2_HOST" inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)
+    [ -n "$c" ] && [ "$c" != 0 ] && cgroups+=("/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$c/cgroup" 2>/dev/null)")
+  done
+  pids=("$pid" $(pgrep -f -- '/run/agenthost-node2/exec/containerd/containerd' || true))
+  kill -KILL "${pids[@]}" 2>/dev/null || true
+  for c in "${cgroups[@]}"; do [ -e "$c/cgroup.kill" ] && echo 1 >"$c/cgroup.kill" 2>/dev/null || true; done
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  rm -f "$RUN_DIR/dockerd-node2.pid"
+  say "crashed the worker (engine, containerd, ${#cgroups[@]} containers)"
 }
 
 swarm_state() { docker -H "${1:-unix:///var/run/docker.sock}" info -f '{{.Swarm.LocalNodeState}}' 2>/dev/null; }
@@ -101,7 +125,7 @@ swarm_up() {
 
 down() {
   docker -H "$N2_HOST" swarm leave --force >/dev/null 2>&1 || true
-  stop_process dockerd-node2
+  stop_process dockerd-node2 && bash "$(dirname "$0")/node-engine.sh" after-stop "$N2_STATE/docker"
   docker swarm leave --force >/dev/null 2>&1 || true
   ip link del "$HOST_IF" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
@@ -131,8 +155,9 @@ case "${1:-up}" in
   up) netns_up; engine2_up; swarm_up; echo "$N2_HOST" ;;
   load) load_images ;;
   # The worker goes away (its engine stops, its containers with it) and comes back.
-  stop-worker) stop_process dockerd-node2 ;;
+  stop-worker) stop_process dockerd-node2 && bash "$(dirname "$0")/node-engine.sh" after-stop "$N2_STATE/docker" ;;
+  crash-worker) crash_worker ;;
   start-worker) engine2_up ;;
   down) down ;;
-  *) die "usage: two-node.sh up|load|stop-worker|start-worker|down" ;;
+  *) die "usage: two-node.sh up|load|stop-worker|crash-worker|start-worker|down" ;;
 esac

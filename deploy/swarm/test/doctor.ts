@@ -11,7 +11,7 @@ interface Report {
 }
 
 /** `cli.ts doctor --json` as an operator runs it on the manager: its exit code and report. */
-function doctor(): Promise<{ code: number; report: Report }> {
+export function doctor(): Promise<{ code: number; report: Report }> {
   return new Promise((resolve, reject) => {
     execFile(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), 'doctor', '--json'], { timeout: 120_000 }, (err, stdout, stderr) => {
       const code = err ? Number((err as { code?: number }).code ?? -1) : 0;

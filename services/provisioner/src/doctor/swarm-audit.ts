@@ -4,7 +4,9 @@ import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import type { InstanceReads } from '../domain/instance-reads.ts';
 import { AGENT_PORT, AGENT_USER, LABEL_INSTANCE, LABEL_SCOPE } from '../docker/spec.ts';
+import { NODE_DOWN } from '../domain/runtime.ts';
 import { instanceNetworkName, readyLabel, readyValue } from '../swarm/instance-network.ts';
+import { newestRefusal } from '../swarm/node-faults.ts';
 import { nodeAddr } from '../swarm/placement.ts';
 import { serviceName, volumeName } from '../swarm/spec.ts';
 import { apiAtLeast } from '../docker/engine.ts';
@@ -112,7 +114,8 @@ export async function auditSwarm(d: { config: ProvisionerConfig; instances: Pick
     const pinned = row.image_digest ?? (await imageId(row.image));
     if (pinned && cs.Image !== pinned)
       drift.push({ instance_id: row.id, check: 'image', problem: `runs ${cs.Image}, but it is pinned to ${pinned.slice(7, 19)}`, fix: recreate });
-    await auditTask(row, svc.ID, docker, drift, notes);
+    if (row.status === 'failed' && row.failure_reason === NODE_DOWN) drift.push(await nodeDown(row, svc.ID, node, docker));
+    else await auditTask(row, svc.ID, docker, drift, notes);
   }
   return { scope, ok: drift.length === 0, instances: rows.length, drift, notes };
 }
@@ -196,4 +199,35 @@ async function auditTask(row: InstanceRow, serviceId: string, docker: Docker, dr
   } else if (row.status === 'failed') {
     notes.push({ instance_id: row.id, check: 'health', problem: `failed: ${row.failure_reason ?? 'no reason recorded'}`, fix: logs });
   }
+}
+
+/**
+ * An instance failed with node_down: its node is away (start it again; if it is lost for good, so is the volume there),
+ * or back but refusing its task (a crashed engine that kept stale network state: restart it with its store set aside).
+ */
+async function nodeDown(
+  row: InstanceRow,
+  serviceId: string,
+  node: Awaited<ReturnType<Docker['listNodes']>>[number] | undefined,
+  docker: Docker,
+): Promise<Finding> {
+  const name = node?.Description?.Hostname ?? row.node_host ?? 'unknown';
+  const engine = `start the Docker engine of node ${name} with deploy/swarm/node-engine.sh before-start run first (docs/deploy/swarm.md, "A node that crashes")`;
+  if (node?.Status?.State === 'ready') {
+    const tasks = (await docker.listTasks({ filters: { service: [serviceId] } })) as Array<{ UpdatedAt?: string; Status?: { Err?: string } }>;
+    const refusal = newestRefusal(tasks) || 'no error recorded';
+    return {
+      instance_id: row.id,
+      check: 'node',
+      problem: `failed with node_down: node ${name} is back but refuses its task (${refusal})`,
+      fix: `stop and ${engine}`,
+    };
+  }
+  const state = `${node?.Status?.State ?? 'gone from the swarm'}${node?.Status?.Message ? `: ${node.Status.Message}` : ''}`;
+  return {
+    instance_id: row.id,
+    check: 'node',
+    problem: `failed with node_down: node ${name} is ${state}; its volume is there`,
+    fix: `${engine}; the instance runs again by itself. If the node is lost for good, clone it from its latest backup (POST /api/instance/clone/${row.id}) and delete it`,
+  };
 }

@@ -1,4 +1,4 @@
-import { writeAtVersion } from '@agenthost/shared';
+import { type Logger, writeAtVersion } from '@agenthost/shared';
 import type { DockerEngine } from '../docker/engine.ts';
 import { dockerStatus, o } from '../docker/call.ts';
 import { firewallTag } from '../docker/firewall.ts';
@@ -6,6 +6,9 @@ import { bridgeOf, inspectNetwork } from '../docker/network.ts';
 import { runJob, socketOf } from './janitor.ts';
 import { nodeSources, sourcesDigest } from './node-firewall.ts';
 import type { NodeSetup } from './node-setup.ts';
+
+/** Between two repairs of one node (repair()): longer than the job that prepares it takes. */
+const REPAIR_MS = 30_000;
 
 /** Apart from the docker driver's bridge of the same scope (`INSTANCE_NETWORK`), which a manager's engine may also run. */
 export const instanceNetworkName = (scope: string): string => `${scope}-swarm`;
@@ -53,6 +56,7 @@ export class SwarmInstanceNetwork {
   readonly name: string;
   private swarmNetwork: Promise<void> | undefined;
   private readonly nodes = new Map<string, Promise<void>>();
+  private readonly repaired = new Map<string, number>();
   private bridge: string | undefined;
   private readonly deps: {
     engine: DockerEngine;
@@ -78,6 +82,19 @@ export class SwarmInstanceNetwork {
   /** Prepare the node again whatever its label says (a node that came back may have lost its firewall rules). */
   prepare(node: string): Promise<void> {
     return this.onNode(node, true);
+  }
+
+  /**
+   * Prepare the node again because its tasks say it lost the config-only network, at most once per REPAIR_MS: every
+   * task refused meanwhile says the same, and the job takes seconds. Returns `result` at once.
+   */
+  repair<T>(node: string, log: Logger, result: T): T {
+    const last = this.repaired.get(node) ?? 0;
+    if (Date.now() - last < REPAIR_MS) return result;
+    this.repaired.set(node, Date.now());
+    log.warn({ node }, 'the node lost its instance network (an engine started with an empty network store): preparing it again');
+    void this.prepare(node).catch((err: unknown) => log.warn({ err, node }, 'could not prepare the node again'));
+    return result;
   }
 
   private async onNode(node: string, again: boolean): Promise<void> {

@@ -12,6 +12,7 @@ import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, 
 import { nodeFirewall, SwarmInstanceNetwork } from './instance-network.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { managedObjects, watchNodes } from './swarm-objects.ts';
+import { newestRefusal, nodeFault, staleNetworkReason } from './node-faults.ts';
 import { nodeByAddr, pickNode } from './placement.ts';
 import { waitPortReleased } from './port-release.ts';
 import { credentialsSecretPrefix, instanceServiceSpec, networkName, type Spec, serviceName, volumeName } from './spec.ts';
@@ -78,9 +79,8 @@ export class SwarmInstances implements InstanceRuntime {
     const existing = await ignoreGone(engine.run('service inspect', (abortSignal) => this.service(row.id).inspect(o({ abortSignal }))));
     if (existing) return { runtimeId: existing.ID, host: row.node_host ?? '' };
     const image = (await engine.run('image inspect', (abortSignal) => engine.docker.getImage(row.image).inspect(o({ abortSignal })))).Id;
-    // A recreate keeps the node (the volume is there); a new instance gets the roomiest one. Choosing and
-    // creating happen under one lock shared by every provisioner replica, so that concurrent creates each
-    // see the reservations of the ones before.
+    // A recreate keeps the node (the volume is there); a new instance gets the roomiest one. Choosing and creating
+    // happen under one lock shared by every provisioner replica: concurrent creates see the reservations before theirs.
     const pinned = row.node_host ? await nodeByAddr(engine, row.node_host) : undefined;
     if (pinned && row.node_host) return this.createOn(row, token, image, { id: pinned, addr: row.node_host });
     return this.deps.serialize(async () => this.createOn(row, token, image, await pickNode(engine, row.memory_mb, row.cpus * config.SWARM_CPU_RESERVATION)));
@@ -201,8 +201,7 @@ export class SwarmInstances implements InstanceRuntime {
     } else if (node) {
       log.warn({ instance_id: id, node }, 'SWARM_JANITOR_IMAGE is not set: the instance volume stays on its node');
     }
-    // Refused while a task of the removed service still holds an endpoint on it; after 20 tries it is left, and the
-    // secrets go all the same.
+    // Refused while a task of the removed service still holds an endpoint on it; after 20 tries it is left, secrets go.
     const removeNetwork = () => ignoreGone(engine.run('network remove', (abortSignal) => engine.docker.getNetwork(networkName(id)).remove(o({ abortSignal }))));
     await retry(removeNetwork, { attempts: 20, delayMs: 500 }).catch(() => {});
     await this.dropSecrets(id);
@@ -224,6 +223,10 @@ export class SwarmInstances implements InstanceRuntime {
     const wanted = tasks.filter((t) => t.DesiredState === 'running');
     const latest = (wanted.length ? wanted : tasks).sort((a, b) => Date.parse(b.UpdatedAt ?? '') - Date.parse(a.UpdatedAt ?? ''))[0];
     const state = latest?.Status?.State ?? '';
+    // A node a crash left without its instance network refuses each try: the newest refusal says why (node-faults.ts).
+    const fault = node && current.spec.Mode?.Replicated?.Replicas && state !== 'running' ? nodeFault(newestRefusal(tasks)) : undefined;
+    if (fault === 'stale-network') return { state: 'node_down', error: staleNetworkReason(node!) };
+    if (fault === 'unprepared') return this.network.repair(node!, this.deps.log, { state: 'starting' });
     if (!latest) return { state: current.spec.Mode?.Replicated?.Replicas ? 'starting' : 'created' };
     if (state === 'running' && latest.DesiredState === 'running') return { state: 'running', startedAt: Date.parse(latest.Status?.Timestamp ?? '') };
     // No node for it: its pinned node is full (fails now), or still frees the port of a stopped task (the swarm retries).
