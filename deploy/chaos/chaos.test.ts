@@ -19,14 +19,11 @@ const BACK_WITHIN_MS = 30_000;
 const EDGE_HTTPS = 18790;
 let host: UserDeployment;
 let cli: UserDeployment['cli'];
-let conf: string;
 let ca: string;
 let instanceId = '';
 let startedAt = '';
 const times: Record<string, number> = {};
 
-const supervisorctl = async (c: string, ...args: string[]) =>
-  (await run('supervisorctl', ['-c', c, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
 /** The status code of an HTTPS GET through the edge to host (the API's or an instance's). */
 const viaEdge = async (host: string, urlPath: string) =>
   (
@@ -93,7 +90,7 @@ async function killAndWait(part: string, pidOf: () => Promise<number>) {
 
 beforeAll(async () => {
   host = await deploymentWithInstance('chaos', { edgeHttps: EDGE_HTTPS, instancePorts: [EDGE_HTTPS + 2, EDGE_HTTPS + 9] });
-  ({ conf, cli, instanceId } = host);
+  ({ cli, instanceId } = host);
   ca = path.join(host.deployment.state, 'edge', 'data', 'pki', 'authorities', 'local', 'root.crt');
   await waitFor('the new instance answering through the edge', healthy, 60_000, 250);
   startedAt = await startedAtOf(instanceId);
@@ -112,7 +109,7 @@ afterAll(async () => {
 describe('a single host, every part SIGKILLed in turn with nothing run to recover', () => {
   for (const part of ['gateway', 'auth', 'billing-chain', 'keyvault', 'provisioner', 'edge', 'caddy', 'nats', 'postgres']) {
     it(`${part} is back by itself and the platform answers`, async () => {
-      await killAndWait(part, async () => Number(await supervisorctl(conf, 'pid', part)));
+      await killAndWait(part, async () => Number(await host.supervisorctl('pid', part)));
     }, 90_000);
   }
 

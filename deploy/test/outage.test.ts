@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploymentWithInstance, newWallet, type UserDeployment, waitFor } from '../../packages/testkit/src/index.ts';
 
@@ -14,8 +12,7 @@ let instanceId: string;
 /** X-Usage-Remaining of the last metered answer: each metered request answered takes exactly one. */
 let remaining = -1;
 
-const run = promisify(execFile);
-const supervisorctl = async (...args: string[]) => (await run('supervisorctl', ['-c', host.conf, ...args]).catch((e: { stdout: string }) => e)).stdout.trim();
+const supervisorctl = (...args: string[]) => host.supervisorctl(...args);
 
 interface Answer {
   status: number;

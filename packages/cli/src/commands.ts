@@ -1,8 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, Keypair, PublicKey, Transaction, type TransactionInstruction } from '@solana/web3.js';
 import bs58 from 'bs58';
 import nacl from 'tweetnacl';
-import { cancelInstruction, depositInstruction, subscribeInstruction, tierId, type TierName } from '@agenthost/subscription-program';
+import { cancelInstruction, depositInstruction, subscribeInstruction, tierId, type TierName, waitConfirmed } from '@agenthost/subscription-program';
 import { unwrap } from '@agenthost/sdk';
 import { client, type Env } from './client.ts';
 import { readJson, writeJson } from './state.ts';
@@ -65,13 +64,9 @@ async function send(env: Env, ix: TransactionInstruction, kp: Keypair): Promise<
 
 /** Wait until a transaction is confirmed; throw when it failed or took more than 30 s. */
 async function confirmed(connection: Connection, signature: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    const st = (await connection.getSignatureStatuses([signature])).value[0];
-    if (st?.err) throw new Error(`transaction ${signature} failed: ${JSON.stringify(st.err)}`);
-    if (st?.confirmationStatus === 'confirmed' || st?.confirmationStatus === 'finalized') return;
-    await sleep(100);
-  }
-  throw new Error(`transaction ${signature} was not confirmed in 30 s`);
+  const done = await waitConfirmed(connection, signature, { timeoutMs: 30_000, everyMs: 100 });
+  if (!done) throw new Error(`transaction ${signature} was not confirmed in 30 s`);
+  if (done.err) throw new Error(`transaction ${signature} failed: ${JSON.stringify(done.err)}`);
 }
 
 export async function airdrop(env: Env, sol: number): Promise<void> {

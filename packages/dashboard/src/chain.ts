@@ -1,7 +1,7 @@
 import { Connection, PublicKey, Transaction, type TransactionInstruction } from '@solana/web3.js';
 import type { Wallet, WalletAccount } from '@wallet-standard/base';
 import bs58 from 'bs58';
-import { cancelInstruction, programErrorMessage, subscribeInstruction } from '@agenthost/subscription-program';
+import { cancelInstruction, programErrorMessage, subscribeInstruction, waitConfirmed } from '@agenthost/subscription-program';
 import { ApiError, type Api, type TierName } from './api.ts';
 import { WalletDeclined } from './wallets.ts';
 
@@ -82,13 +82,10 @@ async function signAndSend(cfg: ChainConfig, wallet: Wallet, account: WalletAcco
   } catch (err) {
     throw new WalletDeclined(`${wallet.name} did not sign or send the transaction (${chainError(err)}). Nothing was paid.`);
   }
-  for (let i = 0; i < 120; i++) {
-    const st = (await connection.getSignatureStatuses([signature])).value[0];
-    if (st?.err) throw new Error(`The transaction failed on chain: ${chainError(st.err)}. Nothing was paid.`);
-    if (st?.confirmationStatus === 'confirmed' || st?.confirmationStatus === 'finalized') return signature;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`The transaction ${signature} was not confirmed within a minute. If it confirms later, press Refresh.`);
+  const done = await waitConfirmed(connection, signature, { timeoutMs: 60_000, everyMs: 500 });
+  if (!done) throw new Error(`The transaction ${signature} was not confirmed within a minute. If it confirms later, press Refresh.`);
+  if (done.err) throw new Error(`The transaction failed on chain: ${chainError(done.err)}. Nothing was paid.`);
+  return signature;
 }
 
 /** A program error in words (its custom code), or the wallet's/RPC's own message. */

@@ -14,3 +14,4 @@ export {
   decodeInstruction,
 } from './instructions.ts';
 export type { InstructionName, DecodedInstruction, OwnerInstructionParams } from './instructions.ts';
+export { waitConfirmed } from './confirm.ts';

@@ -15,6 +15,8 @@ export interface UserDeployment {
   deployment: Deployment;
   /** Its supervisord configuration (supervisorctl -c). */
   conf: string;
+  /** supervisorctl on its supervisord; resolves to the output (a nonzero exit too: `status` of a stopped program). */
+  supervisorctl(...args: string[]): Promise<string>;
   /** The gateway's API base (http://127.0.0.1:<port>/api). */
   api: string;
   /** The user's access token (recorded for the log scan). */
@@ -62,9 +64,11 @@ export async function deploymentWithInstance(
         env: { ...process.env, AGENTHOST_HOME: home, AGENTHOST_API_URL: api, SOLANA_RPC_URL: `http://127.0.0.1:${deployment.env.DEVCHAIN_PORT}` },
       })
     ).stdout.trim();
+  const conf = path.join(deployment.state, 'supervisor', 'supervisord.conf');
   const u: UserDeployment = {
     deployment,
-    conf: path.join(deployment.state, 'supervisor', 'supervisord.conf'),
+    conf,
+    supervisorctl: async (...args) => (await run('supervisorctl', ['-c', conf, ...args]).catch((e: { stdout: string }) => e)).stdout.trim(),
     api,
     token: '',
     instanceId: '',

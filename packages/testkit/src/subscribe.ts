@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, Keypair, PublicKey, Transaction, type TransactionInstruction } from '@solana/web3.js';
 import {
   cancelInstruction,
@@ -8,6 +7,7 @@ import {
   subscribeInstruction,
   tierId,
   type Subscription as ChainSubscription,
+  waitConfirmed,
 } from '@agenthost/subscription-program';
 import type { Session, Wallet } from './wallet.ts';
 
@@ -67,14 +67,9 @@ export function chainClient(stack: StackWithChain): DevchainClient {
   const keypair = (w: Wallet) => Keypair.fromSecretKey(w.secretKey);
 
   const confirm = async (signature: string, timeoutMs = 15_000): Promise<unknown> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const { value } = await connection.getSignatureStatuses([signature]);
-      const st = value[0];
-      if (st && (st.confirmationStatus === 'confirmed' || st.confirmationStatus === 'finalized')) return st.err;
-      if (Date.now() > deadline) throw new Error(`transaction ${signature} was not confirmed within ${timeoutMs} ms`);
-      await sleep(50);
-    }
+    const done = await waitConfirmed(connection, signature, { timeoutMs, everyMs: 50 });
+    if (!done) throw new Error(`transaction ${signature} was not confirmed within ${timeoutMs} ms`);
+    return done.err;
   };
 
   const send: DevchainClient['send'] = async (instructions, signers, opts = {}) => {
