@@ -14,7 +14,9 @@
 # are handed back to CRIU from hold-init's descriptors, so `docker logs` goes on after a restore.
 #
 # Usage (root): bash bench/openclaw/checkpoint-probe.sh [rounds]   env: PROBE_IMAGE (agenthost/openclaw:latest),
-#   PROBE_PORT (18882), CRIU_RT (/usr/local/lib/agenthost-criu). Everything it makes is named wt33-probe-*.
+#   PROBE_PORT (18882), CRIU_RT (/usr/local/lib/agenthost-criu), PROBE_CPUS (1: pro; 0.5: free), PROBE_MEMORY_MB (2048),
+#   PROBE_BURST=1 (the restore runs with 2 CPUs, clamped back once /readyz answers: CRIU restores inside the
+#   container's cgroups, so under its CPU limit). Everything it makes is named wt33-probe-*.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
@@ -26,6 +28,8 @@ NAME=wt33-probe-oc
 STATE=/var/lib/wt33-probe          # sealed images (root-only, on disk)
 WORK=/run/wt33-probe               # plaintext images (root-only tmpfs)
 NODE="${NODE:-node}"
+CPUS="${PROBE_CPUS:-1}"
+MEMORY_MB="${PROBE_MEMORY_MB:-2048}"
 TOKEN="$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 log() { echo "[$(date +%T)] $*" >&2; }
@@ -46,9 +50,9 @@ head -c 32 /dev/urandom >"$STATE/key" && chmod 600 "$STATE/key"
 # The provisioner's hardening (docker/spec.ts) and pro's limits; hold-init instead of --init; io_uring refused.
 docker run -d --name "$NAME" --user 10001:10001 --read-only --tmpfs /tmp:rw,nosuid,nodev,size=64m,mode=1777 \
   --cap-drop ALL --security-opt no-new-privileges:true --security-opt "seccomp=$REPO/deploy/criu/seccomp-no-io_uring.json" \
-  --pids-limit 512 --memory 2048m --memory-swap 2048m --cpus 1 -p "127.0.0.1:$PORT:18789" \
+  --pids-limit 512 --memory "${MEMORY_MB}m" --memory-swap "${MEMORY_MB}m" --cpus "$CPUS" -p "127.0.0.1:$PORT:18789" \
   --mount "type=volume,source=$NAME,target=/data" --mount "type=bind,source=$RT,target=/opt/agenthost-criu,readonly" \
-  -e "OPENCLAW_GATEWAY_TOKEN=$TOKEN" -e NODE_OPTIONS=--max-old-space-size=1536 \
+  -e "OPENCLAW_GATEWAY_TOKEN=$TOKEN" -e "NODE_OPTIONS=--max-old-space-size=$((MEMORY_MB * 3 / 4))" \
   --entrypoint /opt/agenthost-criu/hold-init "$IMAGE" /usr/local/bin/openclaw gateway --allow-unconfigured --bind lan --port 18789 --auth token >/dev/null
 
 # First 200 (any status for GET /: the gateway answers) within $1 ms; prints the ms it took.
@@ -89,7 +93,7 @@ criu_in() {
   )
 }
 
-log "load: $(cut -d' ' -f1-3 /proc/loadavg); booting $IMAGE"
+log "load: $(cut -d' ' -f1-3 /proc/loadavg); booting $IMAGE with $CPUS CPU, $MEMORY_MB MB${PROBE_BURST:+, restores on 2 CPUs}"
 boot=$(first_byte 300000) || { docker logs --tail 30 "$NAME" >&2; exit 1; }
 log "boot → /readyz: $boot ms; $(view)"
 sleep 20
@@ -128,6 +132,7 @@ for round in $(seq 1 "$ROUNDS"); do
   asleep_held=$(held_mb); asleep_rss=$(rss_mb)
   log "round $round: dump $((t1 - t0)) ms, seal $((t2 - t1)) ms, sealed image $image_mb MB; asleep: cgroup $asleep_held MB, rss $asleep_rss MB; $(view)"
   w0=$(ms)
+  [ -n "${PROBE_BURST:-}" ] && docker update --cpus 2 "$NAME" >/dev/null
   "$NODE" "$HERE/checkpoint-seal.mjs" open "$STATE/key" "$NAME" "$STATE/image" "$WORK" && rm -f "$STATE"/image/*
   w1=$(ms)
   criu_in "$init" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached \
@@ -135,6 +140,7 @@ for round in $(seq 1 "$ROUNDS"); do
     || { grep -E 'Error' "$WORK/restore.log" >&2; exit 1; }
   w2=$(ms)
   fb=$(first_byte 30000)
+  [ -n "${PROBE_BURST:-}" ] && docker update --cpus "$CPUS" "$NAME" >/dev/null
   log "round $round: open $((w1 - w0)) ms, criu restore $((w2 - w1)) ms, wake → /readyz $(( $(ms) - w0 )) ms (after restore $fb ms); $(view)"
   [ "$before" = "$(view)" ] && log "  Docker's view unchanged" || log "  Docker's view CHANGED: was $before"
   rm -f "$WORK"/*
