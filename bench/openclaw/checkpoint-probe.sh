@@ -9,14 +9,16 @@
 # bind mount of CRIU, its libraries and its loader (deploy/criu/build.sh installs them in $CRIU_RT). CRIU then
 # sees the agent's namespaces as its own and dumps only processes; the restored agent gets its old pid in the
 # container's pid namespace and, when CRIU exits, becomes hold-init's child again. The image goes to a root-only
-# tmpfs (plaintext never on disk), is sealed with AES-256-GCM to a root-only directory on disk, and the tmpfs copy
-# is dropped; a wake opens it into the tmpfs and restores. The agent's stdio (the engine's log pipes and stdin)
+# tmpfs (plaintext never on disk), is sealed (checkpoint-seal.c: zstd, AES-256-GCM per 1 MiB record) to a root-only
+# directory on disk, and the tmpfs copy is dropped. A wake either streams it into CRIU (`--stream`: odd rounds) or
+# opens it into the tmpfs first (even rounds), so both are measured in one run. The agent's stdio (the engine's log pipes and stdin)
 # are handed back to CRIU from hold-init's descriptors, so `docker logs` goes on after a restore.
 #
+# Needs gcc, libssl-dev and libzstd-dev (for checkpoint-seal.c).
 # Usage (root): bash bench/openclaw/checkpoint-probe.sh [rounds]   env: PROBE_IMAGE (agenthost/openclaw:latest),
 #   PROBE_PORT (18882), CRIU_RT (/usr/local/lib/agenthost-criu), PROBE_CPUS (1: pro; 0.5: free), PROBE_MEMORY_MB (2048),
 #   PROBE_BURST=1 (the restore runs with 2 CPUs, clamped back once /readyz answers: CRIU restores inside the
-#   container's cgroups, so under its CPU limit). Everything it makes is named wt33-probe-*.
+#   container's cgroups, so under its CPU limit), PROBE_PREFIX (ckpt-probe: the container, volume and directories).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
@@ -24,10 +26,10 @@ ROUNDS="${1:-3}"
 IMAGE="${PROBE_IMAGE:-agenthost/openclaw:latest}"
 PORT="${PROBE_PORT:-18882}"
 RT="${CRIU_RT:-/usr/local/lib/agenthost-criu}"
-NAME=wt33-probe-oc
-STATE=/var/lib/wt33-probe          # sealed images (root-only, on disk)
-WORK=/run/wt33-probe               # plaintext images (root-only tmpfs)
-NODE="${NODE:-node}"
+PREFIX="${PROBE_PREFIX:-ckpt-probe}"
+NAME="$PREFIX-oc"
+STATE="/var/lib/$PREFIX"           # sealed images (root-only, on disk)
+WORK="/run/$PREFIX"                # plaintext images (root-only tmpfs)
 CPUS="${PROBE_CPUS:-1}"
 MEMORY_MB="${PROBE_MEMORY_MB:-2048}"
 TOKEN="$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
@@ -44,8 +46,10 @@ trap cleanup EXIT
 cleanup
 [ -x "$RT/criu" ] && [ -x "$RT/hold-init" ] || { echo "no CRIU runtime in $RT: run deploy/criu/build.sh" >&2; exit 1; }
 install -d -m 0700 "$STATE" "$STATE/image" "$WORK"
-mount -t tmpfs -o size=3g,mode=0700 wt33-probe "$WORK"
+mount -t tmpfs -o size=3g,mode=0700 "$PREFIX" "$WORK"
 head -c 32 /dev/urandom >"$STATE/key" && chmod 600 "$STATE/key"
+SEAL="$STATE/checkpoint-seal"
+gcc -O2 -Wall -o "$SEAL" "$HERE/checkpoint-seal.c" -lcrypto -lzstd
 
 # The provisioner's hardening (docker/spec.ts) and pro's limits; hold-init instead of --init; io_uring refused.
 docker run -d --name "$NAME" --user 10001:10001 --read-only --tmpfs /tmp:rw,nosuid,nodev,size=64m,mode=1777 \
@@ -114,18 +118,16 @@ for round in $(seq 1 "$ROUNDS"); do
   criu_in "$init" dump -t "$vpid" -o dump.log --tcp-established --network-lock nftables --file-locks --ext-unix-sk \
     || { grep -E 'Error' "$WORK/dump.log" >&2; exit 1; }
   t1=$(ms)
-  "$NODE" "$HERE/checkpoint-seal.mjs" seal "$STATE/key" "$NAME" "$WORK" "$STATE/image" && rm -f "$WORK"/*
+  "$SEAL" seal "$STATE/key" "$NAME" "$WORK" "$STATE/image" && rm -f "$WORK"/*
   t2=$(ms)
   image_mb=$(du -sm "$STATE/image" | cut -f1)
   if [ "$round" = 1 ]; then
     # Another tenant's instance cannot open it: the AAD names the instance (CRIU itself would restore A's image
     # into B's container and run A's memory there: the decision record has the experiment).
-    mkdir -m 0700 "$WORK/other"
-    if "$NODE" "$HERE/checkpoint-seal.mjs" open "$STATE/key" wt33-probe-other "$STATE/image" "$WORK/other" 2>/dev/null; then
+    if [ "$("$SEAL" cat "$STATE/key" "$PREFIX-other" "$STATE/image" inventory.img 2>/dev/null | wc -c)" != 0 ]; then
       log "round 1: A's image OPENED as another instance's"; exit 1
     fi
-    log "round 1: opening the image as another instance's: refused"
-    rm -rf "$WORK/other"
+    log "round 1: opening the image as another instance's: refused, 0 bytes out"
   fi
   sync; echo 1 >/proc/sys/vm/drop_caches 2>/dev/null || true
   sleep 3
@@ -133,15 +135,25 @@ for round in $(seq 1 "$ROUNDS"); do
   log "round $round: dump $((t1 - t0)) ms, seal $((t2 - t1)) ms, sealed image $image_mb MB; asleep: cgroup $asleep_held MB, rss $asleep_rss MB; $(view)"
   w0=$(ms)
   [ -n "${PROBE_BURST:-}" ] && docker update --cpus 2 "$NAME" >/dev/null
-  "$NODE" "$HERE/checkpoint-seal.mjs" open "$STATE/key" "$NAME" "$STATE/image" "$WORK" && rm -f "$STATE"/image/*
+  if [ $((round % 2)) = 1 ]; then
+    how=streamed; stream=(--stream)
+    "$SEAL" serve "$STATE/key" "$NAME" "$STATE/image" "$WORK" >"$WORK/serve.out" &
+    server=$!
+    until grep -q ready "$WORK/serve.out" 2>/dev/null; do sleep 0.01; done
+  else
+    how="opened to tmpfs"; stream=()
+    for f in "$STATE"/image/*; do "$SEAL" cat "$STATE/key" "$NAME" "$STATE/image" "${f##*/}" >"$WORK/${f##*/}"; done
+  fi
   w1=$(ms)
   criu_in "$init" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached \
-    "${inherit[@]}" \
+    "${stream[@]}" "${inherit[@]}" \
     || { grep -E 'Error' "$WORK/restore.log" >&2; exit 1; }
+  if [ -n "${stream[*]}" ]; then wait "$server" || { log "the streamer failed"; exit 1; }; fi
   w2=$(ms)
+  rm -f "$STATE"/image/*
   fb=$(first_byte 30000)
   [ -n "${PROBE_BURST:-}" ] && docker update --cpus "$CPUS" "$NAME" >/dev/null
-  log "round $round: open $((w1 - w0)) ms, criu restore $((w2 - w1)) ms, wake → /readyz $(( $(ms) - w0 )) ms (after restore $fb ms); $(view)"
+  log "round $round ($how): open $((w1 - w0)) ms, criu restore $((w2 - w1)) ms, wake → /readyz $(( $(ms) - w0 )) ms (after restore $fb ms); $(view)"
   [ "$before" = "$(view)" ] && log "  Docker's view unchanged" || log "  Docker's view CHANGED: was $before"
   rm -f "$WORK"/*
   sleep 5
