@@ -18,6 +18,11 @@
 # nats-server).
 #
 # Safe to run again: it does nothing when the installed criu is this version built with these patches.
+# It also assembles $CRIU_PREFIX/lib/agenthost-criu: criu, the shared libraries it loads and their loader, and
+# hold-init (hold-init.c, static), for a read-only bind mount into a checkpointable agent's container. A checkpoint
+# runs CRIU inside the container's namespaces (so it dumps only processes, not mounts or network), where the
+# image's own filesystem has no CRIU: the loader runs it with these libraries, whatever the image's libc.
+#
 # Settings: CRIU_PREFIX (default /usr/local: the binary goes to $CRIU_PREFIX/sbin/criu, on runc's PATH),
 # CRIU_BUILD_DIR (default $AGENTHOST_CACHE/build/criu), AGENTHOST_DEBIAN_MIRROR, CRIU_JOBS (default 2).
 source "$(dirname "$0")/../env.sh"
@@ -30,22 +35,23 @@ JOBS="${CRIU_JOBS:-2}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BIN="$PREFIX/sbin/criu"
 STAMP="$PREFIX/share/criu-agenthost.stamp"
+RT="$PREFIX/lib/agenthost-criu"
 
 [ "$(id -u)" = 0 ] || die "run as root (apt-get, and criu is installed for the engine's runc)"
 
 # What this build is: the version and the patches' contents. The stamp beside the binary says what is installed.
 shopt -s nullglob
 patches=("$HERE"/*.patch)
-want="criu $CRIU_VERSION patches $(cat /dev/null "${patches[@]}" | sha256sum | cut -c1-16)"
-if [ -x "$BIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] && "$BIN" --version 2>/dev/null | grep -q "Version: $CRIU_VERSION\$"; then
+want="criu $CRIU_VERSION patches $(cat /dev/null "${patches[@]}" "$HERE/hold-init.c" | sha256sum | cut -c1-16)"
+if [ -x "$RT/hold-init" ] && [ -x "$BIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] && "$BIN" --version 2>/dev/null | grep -q "Version: $CRIU_VERSION\$"; then
   say "criu $CRIU_VERSION is installed at $BIN (patches unchanged)"
   "$BIN" --version
   exit 0
 fi
 
 # Build dependencies, all from Debian 12 (bookworm). No docs (asciidoc/xmlto), no GPU plugins (libdrm).
-# libprotobuf-dev: images/google/protobuf/descriptor.proto is a link to its /usr/include copy.
-deps=(gcc make pkg-config python3 xz-utils curl patch
+# libc6-dev: libc.a, for the static hold-init. libprotobuf-dev: images/google/protobuf/descriptor.proto is a link to its /usr/include copy.
+deps=(gcc libc6-dev make pkg-config python3 xz-utils curl patch
   libprotobuf-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler python3-protobuf
   libnl-3-dev libnl-route-3-dev libnet1-dev libcap-dev libbsd-dev libgnutls28-dev uuid-dev
   libnftables-dev libaio-dev iptables)
@@ -100,6 +106,18 @@ make -C "$src" -j"$JOBS" criu >"$BUILD_DIR/build.log" 2>&1 || {
 say "built in $(($(date +%s) - started)) s"
 
 install -D -m 0755 "$src/criu/criu" "$BIN"
+
+# The runtime for the containers: criu, its libraries (ldd's list, libc included) and the loader, and hold-init.
+say "assembling $RT"
+rm -rf "$RT.new"
+mkdir -p "$RT.new/lib"
+cp "$BIN" "$RT.new/criu"
+for lib in $(ldd "$BIN" | awk '$3 ~ /^\// {print $3}'); do cp -L "$lib" "$RT.new/lib/"; done
+cp -L "$(ldd "$BIN" | awk '/ld-linux/ {print $1}')" "$RT.new/ld.so"
+gcc -static -Os -Wall -o "$RT.new/hold-init" "$HERE/hold-init.c"
+chmod -R go-w "$RT.new"
+rm -rf "$RT"
+mv "$RT.new" "$RT"
 mkdir -p "$(dirname "$STAMP")"
 echo "$want" >"$STAMP"
 say "installed $BIN"

@@ -1,0 +1,211 @@
+/*
+ * The checkpoint probe's at-rest step (checkpoint-probe.sh, docs/decisions/0049-...): a CRIU image sealed per file in
+ * chunks, and served back to `criu restore --stream` without a plaintext copy anywhere.
+ *
+ *   checkpoint-seal seal  <key file> <instance> <from dir> <to dir>      every file of a CRIU image directory
+ *   checkpoint-seal serve <key file> <instance> <sealed dir> <sock dir>  CRIU's image streamer for one restore
+ *   checkpoint-seal cat   <key file> <instance> <sealed dir> <name>      one file to stdout (a check)
+ *
+ * Sealed file: base nonce (12), then records [last (1)][length (4, LE)][ciphertext][GCM tag (16)], each the zstd
+ * frame (level 1) of up to 1 MiB of the image, AES-256-GCM with nonce = base ^ record number and AAD = instance,
+ * file name, record number and the last flag: a record is authenticated before a byte of it reaches CRIU, and a
+ * file moved to another instance or name, reordered or cut short does not open (GCM over a whole file would say so
+ * only at its end, after CRIU had read it).
+ *
+ * serve: CRIU connects to <sock dir>/streamer-serve.sock, asks for each file by name (u32 length + protobuf
+ * {1: filename}), is told whether it exists ({1: bool}) and hands over a pipe (SCM_RIGHTS) to write it into. Each
+ * file is written by a child of its own (CRIU may read several at once). Exits non-zero if any file failed.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define CHUNK (1 << 20)
+static unsigned char key[32];
+static const char *instance;
+
+static int full_read(int fd, void *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, (char *)buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  return (int)got;
+}
+
+static int full_write(int fd, const void *buf, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = write(fd, (const char *)buf + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    done += (size_t)w;
+  }
+  return 0;
+}
+
+static void record_nonce(unsigned char out[12], const unsigned char base[12], uint32_t i) {
+  memcpy(out, base, 12);
+  for (int b = 0; b < 4; b++) out[8 + b] ^= (unsigned char)(i >> (24 - 8 * b));
+}
+
+static int record_aad(char *buf, size_t n, const char *name, uint32_t i, int last) {
+  return snprintf(buf, n, "%s/%s/%u/%d", instance, name, i, last);
+}
+
+/* AES-256-GCM of one record, either way; 0 when it is authentic (decrypt) or done (encrypt). */
+static int gcm(int enc, const unsigned char *nonce, const char *aad, const unsigned char *in, int len, unsigned char *out,
+               unsigned char tag[16]) {
+  EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+  int n = 0, ok = EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, key, nonce, enc) && EVP_CipherUpdate(c, NULL, &n, (const unsigned char *)aad, (int)strlen(aad)) &&
+                   EVP_CipherUpdate(c, out, &n, in, len);
+  if (ok && !enc) ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, 16, tag);
+  ok = ok && EVP_CipherFinal_ex(c, out + n, &n);
+  if (ok && enc) ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, tag);
+  EVP_CIPHER_CTX_free(c);
+  return ok ? 0 : -1;
+}
+
+static int seal_file(const char *from, const char *to, const char *name) {
+  int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (in < 0 || out < 0) return -1;
+  struct stat st;
+  fstat(in, &st);
+  uint32_t records = st.st_size ? (uint32_t)((st.st_size + CHUNK - 1) / CHUNK) : 1;
+  size_t zmax = ZSTD_compressBound(CHUNK);
+  unsigned char base[12], nonce[12], tag[16], *plain = malloc(CHUNK), *z = malloc(zmax), *ct = malloc(zmax);
+  char aad[512];
+  int rc = RAND_bytes(base, 12) == 1 && full_write(out, base, 12) == 0 ? 0 : -1;
+  for (uint32_t i = 0; rc == 0 && i < records; i++) {
+    int len = full_read(in, plain, CHUNK);
+    size_t zl = ZSTD_compress(z, zmax, plain, (size_t)len, 1);
+    unsigned char last = i + 1 == records;
+    uint32_t zl32 = (uint32_t)zl;
+    record_nonce(nonce, base, i);
+    record_aad(aad, sizeof aad, name, i, last);
+    if (ZSTD_isError(zl) || gcm(1, nonce, aad, z, (int)zl, ct, tag) || full_write(out, &last, 1) || full_write(out, &zl32, 4) ||
+        full_write(out, ct, zl) || full_write(out, tag, 16))
+      rc = -1;
+  }
+  free(plain), free(z), free(ct);
+  close(in);
+  return close(out) || rc;
+}
+
+/* The plaintext of a sealed file into fd, one authenticated record at a time. */
+static int open_file(const char *path, const char *name, int fd) {
+  int in = open(path, O_RDONLY);
+  if (in < 0) return -1;
+  size_t zmax = ZSTD_compressBound(CHUNK);
+  unsigned char base[12], nonce[12], tag[16], last = 0, *ct = malloc(zmax), *z = malloc(zmax), *plain = malloc(CHUNK);
+  char aad[512];
+  int rc = full_read(in, base, 12) == 12 ? 0 : -1;
+  for (uint32_t i = 0; rc == 0 && !last; i++) {
+    uint32_t zl = 0;
+    if (full_read(in, &last, 1) != 1 || full_read(in, &zl, 4) != 4 || zl > zmax || full_read(in, ct, zl) != (int)zl || full_read(in, tag, 16) != 16) {
+      rc = -1; /* cut short */
+      break;
+    }
+    record_nonce(nonce, base, i);
+    record_aad(aad, sizeof aad, name, i, last);
+    size_t pl;
+    if (gcm(0, nonce, aad, ct, (int)zl, z, tag) || ZSTD_isError(pl = ZSTD_decompress(plain, CHUNK, z, zl)) || full_write(fd, plain, pl)) rc = -1;
+  }
+  free(ct), free(z), free(plain);
+  close(in);
+  return rc;
+}
+
+static int serve(const char *sealed, const char *sockdir) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  snprintf(addr.sun_path, sizeof addr.sun_path, "%s/streamer-serve.sock", sockdir);
+  int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+  unlink(addr.sun_path);
+  if (ls < 0 || bind(ls, (struct sockaddr *)&addr, sizeof addr) || listen(ls, 1)) return perror("checkpoint-seal: listen"), 1;
+  printf("ready\n");
+  fflush(stdout);
+  int s = accept(ls, NULL, NULL);
+  close(ls);
+  unlink(addr.sun_path);
+  if (s < 0) return 1;
+  signal(SIGPIPE, SIG_IGN);
+  int failed = 0;
+  for (;;) {
+    uint32_t len;
+    unsigned char msg[512];
+    char name[256], path[4096];
+    if (full_read(s, &len, 4) != 4) break; /* CRIU is done */
+    if (len < 2 || len > sizeof msg || full_read(s, msg, len) != (int)len || msg[0] != 0x0a || msg[1] != len - 2 || len - 2 >= sizeof name) return 1;
+    memcpy(name, msg + 2, len - 2);
+    name[len - 2] = 0;
+    if (strchr(name, '/')) return 1;
+    snprintf(path, sizeof path, "%s/%s", sealed, name);
+    unsigned char reply[6] = {2, 0, 0, 0, 0x08, access(path, R_OK) == 0};
+    if (full_write(s, reply, sizeof reply)) return 1;
+    if (!reply[5]) continue;
+    char dummy;
+    struct iovec iov = {&dummy, 1};
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+    if (recvmsg(s, &mh, 0) <= 0 || !CMSG_FIRSTHDR(&mh)) return 1;
+    int pipefd;
+    memcpy(&pipefd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof pipefd);
+    pid_t child = fork();
+    if (child == 0) {
+      /* A pipe of one record: fewer wake-ups of CRIU and of this writer (64 KiB by default). */
+      fcntl(pipefd, F_SETPIPE_SZ, CHUNK);
+      int rc = open_file(path, name, pipefd);
+      if (rc) fprintf(stderr, "checkpoint-seal: %s does not open (another instance's, altered or cut short)\n", name);
+      _exit(rc ? 1 : 0);
+    }
+    close(pipefd);
+  }
+  int status;
+  while (wait(&status) > 0) failed |= !WIFEXITED(status) || WEXITSTATUS(status);
+  return failed;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 6) return fprintf(stderr, "usage: checkpoint-seal seal|serve <key file> <instance> <from> <to>\n"), 2;
+  int kf = open(argv[2], O_RDONLY);
+  if (kf < 0 || full_read(kf, key, 32) != 32) return fprintf(stderr, "checkpoint-seal: no 32-byte key\n"), 2;
+  close(kf);
+  instance = argv[3];
+  if (!strcmp(argv[1], "serve")) return serve(argv[4], argv[5]);
+  if (!strcmp(argv[1], "cat")) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", argv[4], argv[5]);
+    return open_file(path, argv[5], 1) ? 1 : 0;
+  }
+  if (strcmp(argv[1], "seal")) return 2;
+  DIR *d = opendir(argv[4]);
+  struct dirent *e;
+  int rc = 0;
+  char from[4096], to[4096];
+  while (d && (e = readdir(d))) {
+    if (e->d_type != DT_REG) continue;
+    snprintf(from, sizeof from, "%s/%s", argv[4], e->d_name);
+    snprintf(to, sizeof to, "%s/%s", argv[5], e->d_name);
+    if (seal_file(from, to, e->d_name)) {
+      fprintf(stderr, "checkpoint-seal: %s\n", e->d_name);
+      rc = 1;
+    }
+  }
+  return d ? rc : 1;
+}
