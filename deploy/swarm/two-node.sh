@@ -62,7 +62,7 @@ engine2_up() {
   old=$(cat /run/agenthost-node2/dockerd.pid 2>/dev/null || true)
   if [ -n "$old" ]; then for _ in $(seq 1 300); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done; fi
   pkill -f -- '--config /run/agenthost-node2/exec/containerd/containerd.toml' 2>/dev/null || true
-  bash "$(dirname "$0")/node-engine.sh" before-start "$N2_STATE/docker"
+  bash "$(dirname "$0")/node-engine.sh" before-start "$N2_STATE/docker" /run/agenthost-node2/exec
   # Its own UTS namespace too, so that the node has its own hostname in `docker node ls`.
   nohup nsenter --net="/run/netns/$NS" unshare --uts sh -c 'hostname agenthost-n2 && exec "$0" "$@"' dockerd --data-root "$N2_STATE/docker" --exec-root /run/agenthost-node2/exec \
     -H "$N2_HOST" --pidfile /run/agenthost-node2/dockerd.pid >>"$LOG_DIR/dockerd-node2.log" 2>&1 &
@@ -76,21 +76,22 @@ engine2_up() {
 # would on a machine that reboots; the node's network namespace keeps its links and rules (a reboot would lose them:
 # a returning node is prepared again whatever it kept).
 crash_worker() {
-  local pid cgroups=() pids=()
+  local pid c pids=()
   pid=$(cat "$RUN_DIR/dockerd-node2.pid" 2>/dev/null || true)
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  # The containers' cgroups first, while the engine still answers: cgroup.kill ends everything in each at once.
-  local c
+  # Each container's first process, while the engine still answers: it is the init of the container's own pid
+  # namespace, so the kernel ends every other process in there with it.
   for c in $(docker -H "$N2_HOST" ps -q 2>/dev/null); do
     c=$(docker -H "$N2_HOST" inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)
-    [ -n "$c" ] && [ "$c" != 0 ] && cgroups+=("/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$c/cgroup" 2>/dev/null)")
+    [ -n "$c" ] && [ "$c" != 0 ] && pids+=("$c")
   done
-  pids=("$pid" $(pgrep -f -- '/run/agenthost-node2/exec/containerd/containerd' || true))
+  local containers=${#pids[@]}
+  # The engine, its containerd and the shims (their command lines name the node's exec-root) at once.
+  pids+=("$pid" $(pgrep -f -- '/run/agenthost-node2/exec/containerd/containerd' || true))
   kill -KILL "${pids[@]}" 2>/dev/null || true
-  for c in "${cgroups[@]}"; do [ -e "$c/cgroup.kill" ] && echo 1 >"$c/cgroup.kill" 2>/dev/null || true; done
   for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   rm -f "$RUN_DIR/dockerd-node2.pid"
-  say "crashed the worker (engine, containerd, ${#cgroups[@]} containers)"
+  say "crashed the worker (engine, containerd, $containers containers)"
 }
 
 swarm_state() { docker -H "${1:-unix:///var/run/docker.sock}" info -f '{{.Swarm.LocalNodeState}}' 2>/dev/null; }

@@ -42,6 +42,13 @@ export async function managedObjects(engine: DockerEngine, scope: string, remove
   return out;
 }
 
+/**
+ * After a node returns, how long the reconciler is asked to look on every tick: its instances' tasks run again
+ * seconds after the node is prepared, and the reconciler is what turns their rows from node_down to running (its own
+ * schedule is every RECONCILE_INTERVAL_SECONDS, 30 by default: half the time an instance has to be back in).
+ */
+const RETURN_WATCH_MS = 90_000;
+
 export function watchNodes(
   engine: DockerEngine,
   readySince: Map<string, number>,
@@ -54,6 +61,7 @@ export function watchNodes(
   let last = '';
   let addrs = '';
   let first = true;
+  let returnedAt = 0;
   const timer = setInterval(() => {
     if (!engine.available) return;
     void engine
@@ -64,7 +72,10 @@ export function watchNodes(
           // Ready when first seen counts as settled; a return seen later counts from now.
           else if (!readySince.has(n.ID!)) {
             readySince.set(n.ID!, first ? 0 : Date.now());
-            if (!first) returned(n.ID!);
+            if (!first) {
+              returned(n.ID!);
+              returnedAt = Date.now();
+            }
           }
         }
         first = false;
@@ -75,7 +86,7 @@ export function watchNodes(
           .map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}:${isDraining(n)}`)
           .sort()
           .join(',');
-        if (last && now !== last) changed();
+        if ((last && now !== last) || Date.now() - returnedAt < RETURN_WATCH_MS) changed();
         last = now;
       })
       .catch(() => {});
