@@ -136,11 +136,17 @@ export async function halfLoad(o: Sides & { floors: Floors; rate: number; rounds
   const paired = pairedAdded(gwHalfParts, bareHalfParts);
   const overFloor = pairedAdded(gwHalfParts, floorHalfParts);
   const beforeOverFloor = before && pairedAdded(beforeHalfParts, floorHalfParts);
+  // The targets of #31: what the gateway adds over the Express floor (the same libraries doing nothing else), as the
+  // median of paired slices, the figure that survives a burst of foreign load in one slice on this shared machine.
+  const express = otherHalfParts['floor-express'];
+  const overExpress = express && { gateway: pairedAdded(gwHalfParts, express), before: before ? pairedAdded(beforeHalfParts, express) : undefined };
+  if (overExpress)
+    log(`p99 added over the Express floor at half load (paired median): gateway ${overExpress.gateway.p99} ms, before ${overExpress.before?.p99 ?? '-'} ms`);
   if (beforeOverFloor) log(`before: added over the floor relay at half load p50 ${beforeOverFloor.p50} ms, p99 ${beforeOverFloor.p99} ms`);
   log(
     `added over the floor relay at half load: median of paired slices p50 ${overFloor.p50} ms, p99 ${overFloor.p99} ms (floor p99 ${merge(floorHalfParts).latencyMs.p99} ms)`,
   );
   log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
   log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
-  return { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added: paired, overFloor, beforeOverFloor, othersOverFloor };
+  return { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added: paired, overFloor, beforeOverFloor, othersOverFloor, overExpress };
 }
