@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assertionCost } from './assertions.ts';
 import { edgeCost } from './edge.ts';
-import { startGateways } from './gateways.ts';
+import { sameSetup, startGateways } from './gateways.ts';
 import { observabilityCost } from './observability.ts';
 import { halfLoad, latencyAtRates, maxThroughput } from './compare.ts';
 import { startFloors } from './floors.ts';
@@ -102,18 +102,18 @@ const stack = {
     close: () => devchain.close(),
   },
 };
-const bare = await startBare();
-// The floors (floors.ts), measured in the same slices as the gateway.
+const bare = await startBare(); // and the floors (floors.ts), measured in the same slices as the gateway
 const { floors, pids: floorPids, stop: stopFloors } = await startFloors({ ...process.env, ...nats.envFor('operator') }, logDir);
 let exitCode = 0;
 try {
   const session = await signIn(stack.api);
-  await subscribe(stack, session, { tier: 'pro' });
+  const subscribed = await subscribe(stack, session, { tier: 'pro' });
   const gateway: Target = { url: `${stack.baseUrl}/subscription/status`, headers: { authorization: `Bearer ${session.token}` } };
-  const baseline: Target = { url: bare.url, headers: { authorization: `Bearer ${session.token}` } };
+  const baseline: Target = { url: bare.url, headers: gateway.headers };
   const before: Target | undefined = gwBase && { ...gateway, url: `${String(gwBase.ready.url)}/api/subscription/status` };
   const check = await session.api.get('/subscription/status');
   if (check.status !== 200) throw new Error(`status answered ${check.status}: ${check.text}`);
+  if (gwBase) await sameSetup(apiClient(`${String(gwBase.ready.url)}/api`), session.wallet, subscribed.tx_signature, signIn);
 
   const writesBefore = await usageWrites(db.url);
   const leaseWritesBefore = await usageWrites(db.url, 'usage_leases');
