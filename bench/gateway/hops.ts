@@ -3,6 +3,7 @@
 //
 //   node bench/gateway/hops.ts 18861 &                     # the collector (port in 18860-18879)
 //   BENCH_OTLP=http://127.0.0.1:18861 BENCH_QUICK=1 node bench/gateway/run.ts
+//   kill -USR2 %1                                        # (optional) forget what came so far: e.g. at "half load"
 //   kill -INT %1                                         # prints the hops of the slowest 1 % and of all
 //
 // Hops of one request: `before_nats` (gateway: auth, entitlement, quota, the call's batching turn), `nats_transit`
@@ -92,6 +93,7 @@ function report(): void {
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
 }
 
+process.on('SIGUSR2', () => traces.clear());
 process.on('SIGINT', () => {
   report();
   server.close();
