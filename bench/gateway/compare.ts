@@ -63,7 +63,11 @@ export async function maxThroughput(
   const sides = [
     () => slice(baseline, bareParts, spent.bare),
     () => slice(gateway, gwParts, spent.gateway, true),
-    ...Object.entries(floors).map(([name, floor]) => () => slice(floor, floorParts[name]!, floorSpent[name]!)),
+    ...Object.entries(floors).map(
+      ([name, floor]) =>
+        () =>
+          slice(floor, floorParts[name]!, floorSpent[name]!),
+    ),
     ...(before ? [() => slice(before, beforeParts, spent.before, true)] : []),
   ];
   for (let i = 0; i < o.rounds; i++) for (const side of rotated(sides, i)) await side();
@@ -124,7 +128,11 @@ export async function halfLoad(o: Sides & { floors: Floors; rate: number; rounds
     () => slice(baseline, bareHalfParts),
     () => slice(gateway, gwHalfParts, true),
     () => slice(floor, floorHalfParts),
-    ...Object.entries(others).map(([name, f]) => () => slice(f, otherHalfParts[name]!)),
+    ...Object.entries(others).map(
+      ([name, f]) =>
+        () =>
+          slice(f, otherHalfParts[name]!),
+    ),
     ...(before ? [() => slice(before, beforeHalfParts, true)] : []),
   ];
   for (let i = 0; i < o.rounds; i++) for (const side of rotated(sides, i)) await side();
@@ -155,5 +163,18 @@ export async function halfLoad(o: Sides & { floors: Floors; rate: number; rounds
   );
   log(`added latency at half load: median of paired slices p50 ${paired.p50} ms, p99 ${paired.p99} ms; pooled p50 ${pooled.p50} ms, p99 ${pooled.p99} ms`);
   log(`  per-slice p99 (ms): bare ${bareHalfParts.map((b) => b.latencyMs.p99).join(' ')} | gateway ${gwHalfParts.map((g) => g.latencyMs.p99).join(' ')}`);
-  return { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added: paired, overFloor, beforeOverFloor, othersOverFloor, overExpress };
+  return {
+    bareHalfParts,
+    gwHalfParts,
+    floorHalfParts,
+    beforeHalfParts,
+    bareHalf,
+    gwHalf,
+    pooled,
+    added: paired,
+    overFloor,
+    beforeOverFloor,
+    othersOverFloor,
+    overExpress,
+  };
 }

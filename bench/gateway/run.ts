@@ -157,16 +157,11 @@ try {
   // Diagnostics: latency at given rates (comma-separated), alternating bare and gateway.
   if (process.env.BENCH_RATES) await latencyAtRates(sides, process.env.BENCH_RATES.split(',').map(Number), SLICE_MS);
   const half = Math.max(1, Math.round(gwMax.rps / 2));
-  const { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, pooled, added, overFloor, beforeOverFloor, othersOverFloor, overExpress } =
-    await halfLoad({
-      ...sides,
-      floors,
-      rate: half,
-      rounds: ROUNDS_HALF,
-      sliceMs: HALF_SLICE_MS,
-    });
+  const hl = await halfLoad({ ...sides, floors, rate: half, rounds: ROUNDS_HALF, sliceMs: HALF_SLICE_MS });
+  const { bareHalfParts, gwHalfParts, floorHalfParts, beforeHalfParts, bareHalf, gwHalf, overFloor, beforeOverFloor, overExpress } = hl;
 
   const expressRps = floorMax['floor-express']!.rps;
+  const ratios = (rps: number) => ({ ratio: r3(rps / bareMax.rps), gateway_to_express_floor: r3(rps / expressRps) });
   const costs = async () => {
     const pathCpuUs = cpuUsPerRequest.gateway.gateway! + cpuUsPerRequest.gateway['billing-chain']! + cpuUsPerRequest.gateway['nats-server']!;
     const load = { billingPid: billing.pid, connections: CONNECTIONS, rounds: ROUNDS, sliceMs: SLICE_MS, pathCpuUs, log };
@@ -236,7 +231,7 @@ try {
       target: 0.33,
       pass: ratio >= 0.33,
       gateway_to_express_floor: r3(gwMax.rps / expressRps),
-      ...(beforeMax ? { before: { repo: baseRepo, gateway: report(beforeMax), ratio: r3(beforeMax.rps / bareMax.rps), gateway_to_express_floor: r3(beforeMax.rps / expressRps) } } : {}),
+      ...(beforeMax ? { before: { repo: baseRepo, gateway: report(beforeMax), ...ratios(beforeMax.rps) } } : {}),
       // The least an HTTP → NATS → service relay costs here: the ceiling any gateway of this design can reach.
       floor: { relay: report(floorMax.floor!), ratio: r3(floorMax.floor!.rps / bareMax.rps) },
       // The same relay on the gateway's libraries (Express 5, its body parser and routes, a pino access line): the
@@ -248,15 +243,15 @@ try {
       slices: ROUNDS_HALF,
       bare: report(bareHalf),
       gateway: report(gwHalf),
-      added_ms: added,
-      added_ms_pooled: pooled,
+      added_ms: hl.added,
+      added_ms_pooled: hl.pooled,
       floor: report(merge(floorHalfParts)),
       added_over_floor_ms: overFloor,
       ...(beforeOverFloor ? { before_added_over_floor_ms: beforeOverFloor } : {}),
       // #31's target: p99 added over the Express floor, median of paired slices (≤ 3 ms).
       p99_added_over_express_floor_ms: overExpress?.gateway.p99,
       ...(overExpress?.before ? { before: { p99_added_over_express_floor_ms: overExpress.before.p99 } } : {}),
-      floor_express: othersOverFloor['floor-express'],
+      floor_express: hl.othersOverFloor['floor-express'],
       per_slice_p99_ms: {
         bare: bareHalfParts.map((b) => b.latencyMs.p99),
         gateway: gwHalfParts.map((g) => g.latencyMs.p99),
@@ -281,7 +276,7 @@ try {
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });
   writeFileSync(path.join(repo, 'bench/results/gateway.json'), `${JSON.stringify(result, null, 2)}\n`);
   process.stdout.write(
-    `${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions?.throughput_cost_percent, observability_cost_percent: observability?.default_sampling.throughput_cost_percent_paired_median, edge_ratio: edge?.max_throughput.ratio, edge_added_ms: edge?.half_load.added_ms, errors }, null, 2)}\n`,
+    `${JSON.stringify({ ratio: result.max_throughput.ratio, added_ms: hl.added, added_over_floor_ms: overFloor, writes_per_request: writesPerRequest, assertion_cost_percent: assertions?.throughput_cost_percent, observability_cost_percent: observability?.default_sampling.throughput_cost_percent_paired_median, edge_ratio: edge?.max_throughput.ratio, edge_added_ms: edge?.half_load.added_ms, errors }, null, 2)}\n`,
   );
   log('wrote bench/results/gateway.json');
   if (errors > 0) exitCode = 1;
