@@ -16,8 +16,8 @@ const FLOOR_NAMES: Record<string, string> = {
 /**
  * Round i runs the sides in the order of round 0 rotated by i, so each side follows each other one as often: a
  * slice pays for what the slice before it left (the load generator's own garbage after the bare server's 18,000
- * requests/s), and in a fixed order that cost always fell on the side after the bare server. Two gateways of the
- * same code differed by 9 % in throughput that way.
+ * requests/s), and in a fixed order that cost always fell on the side after the bare server. Fairer, but not the
+ * whole story: two gateways of the same code differed by 9 % in a fixed order and by 10 % rotated (bench/gateway/README.md).
  */
 const rotated = <T>(xs: T[], i: number): T[] => [...xs.slice(i % xs.length), ...xs.slice(0, i % xs.length)];
 

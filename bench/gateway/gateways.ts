@@ -48,9 +48,9 @@ export async function startGateways(o: {
 
 /**
  * The calls the setup made through the gateway under test (sign-in, register, status), made through BENCH_BASE_REPO's
- * gateway too: V8 optimises a gateway's shared request path from the calls it has seen, and without these two
- * gateways of the same code differed by 10 % in throughput and 20 % in CPU per request (the one that had served the
- * setup the slower: same run, slice order rotated).
+ * gateway too: V8 optimises a gateway's shared request path from the calls it has seen, so both should have seen the
+ * same. Without them two gateways of the same code differed by 10 % in throughput and 20 % in CPU per request, the
+ * one that had served the setup the slower; with them by 13 % in one run under heavy foreign load (README).
  */
 export async function sameSetup(
   api: ApiClient,
