@@ -23,6 +23,9 @@ export interface SubscriptionsDeps {
   now?: () => number;
 }
 
+/** The formatted dates of a row (rows are not changed in place: a change is a new row). */
+const isoDates = new WeakMap<Row, { expires_at: string; refreshed_at: string }>();
+
 /** How long a replica answers status from memory before looking at its database row again. */
 const MEMO_MS = 1000;
 /**
@@ -65,13 +68,16 @@ export class Subscriptions {
 
   /** The API view: active = active on chain and not past expires_at in chain time. */
   view(row: Row): View {
+    // A memoised row answers thousands of status requests a second: its dates are formatted once.
+    let dates = isoDates.get(row);
+    if (!dates) isoDates.set(row, (dates = { expires_at: row.expires_at.toISOString(), refreshed_at: row.refreshed_at.toISOString() }));
     return {
       wallet_address: row.wallet_address,
       tier: TIERS[row.tier as 0 | 1 | 2],
       is_active: row.chain_active && row.expires_at.getTime() > this.deps.chain.estimatedNow(),
-      expires_at: row.expires_at.toISOString(),
+      expires_at: dates.expires_at,
       cancelled: row.cancelled,
-      refreshed_at: row.refreshed_at.toISOString(),
+      refreshed_at: dates.refreshed_at,
     };
   }
 

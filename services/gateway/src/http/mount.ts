@@ -34,10 +34,20 @@ export function mountRoutes(ctx: GatewayContext, routes: Route[]): express.Route
 function serve(ctx: GatewayContext, route: Route) {
   return async (req: Request, res: Response): Promise<void> => {
     const requestId = res.locals.requestId as string;
-    const meta = { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId };
     const { caller, counted } = await admit(ctx, route, req, res);
     const key = req.get('idempotency-key');
-    const handle = async () => route.handler({ req, res, requestId, caller, meta });
+    // The audit metadata only the key routes send: req.ip walks the proxy chain, so it is read when asked for.
+    let meta: { ip: string; user_agent: string; request_id: string } | undefined;
+    const routeCtx = {
+      req,
+      res,
+      requestId,
+      caller,
+      get meta() {
+        return (meta ??= { ip: req.ip ?? '', user_agent: (req.get('user-agent') ?? '').slice(0, 500), request_id: requestId });
+      },
+    };
+    const handle = async () => route.handler(routeCtx);
     // Keys are kept per user: the public POSTs (sign-in, a bootstrap's report) have none and ignore the header.
     const run =
       key !== undefined && caller.user_id && (route.method === 'post' || route.method === 'delete')
