@@ -71,6 +71,9 @@ engine2_up() {
   wait_for 180 docker -H "$N2_HOST" info || die "the second dockerd did not start (see $LOG_DIR/dockerd-node2.log)"
 }
 
+# A clean stop of the worker's engine, recorded as clean for its next start (node-engine.sh).
+stop_worker() { stop_process dockerd-node2 && bash "$(dirname "$0")/node-engine.sh" after-stop "$N2_STATE/docker"; }
+
 # The worker crashes as a machine does: every process of its engine and its containers SIGKILLed at once, nothing
 # shut down. What the crash leaves on disk (the engine's state, the swarm's task and network records) stays, as it
 # would on a machine that reboots; the node's network namespace keeps its links and rules (a reboot would lose them:
@@ -126,7 +129,7 @@ swarm_up() {
 
 down() {
   docker -H "$N2_HOST" swarm leave --force >/dev/null 2>&1 || true
-  stop_process dockerd-node2 && bash "$(dirname "$0")/node-engine.sh" after-stop "$N2_STATE/docker"
+  stop_worker
   docker swarm leave --force >/dev/null 2>&1 || true
   ip link del "$HOST_IF" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
@@ -156,7 +159,7 @@ case "${1:-up}" in
   up) netns_up; engine2_up; swarm_up; echo "$N2_HOST" ;;
   load) load_images ;;
   # The worker goes away (its engine stops, its containers with it) and comes back.
-  stop-worker) stop_process dockerd-node2 && bash "$(dirname "$0")/node-engine.sh" after-stop "$N2_STATE/docker" ;;
+  stop-worker) stop_worker ;;
   crash-worker) crash_worker ;;
   start-worker) engine2_up ;;
   down) down ;;

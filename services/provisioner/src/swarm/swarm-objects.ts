@@ -61,7 +61,6 @@ export function watchNodes(
   let last = '';
   let addrs = '';
   let first = true;
-  let returnedAt = 0;
   const timer = setInterval(() => {
     if (!engine.available) return;
     void engine
@@ -72,10 +71,7 @@ export function watchNodes(
           // Ready when first seen counts as settled; a return seen later counts from now.
           else if (!readySince.has(n.ID!)) {
             readySince.set(n.ID!, first ? 0 : Date.now());
-            if (!first) {
-              returned(n.ID!);
-              returnedAt = Date.now();
-            }
+            if (!first) returned(n.ID!);
           }
         }
         first = false;
@@ -86,6 +82,8 @@ export function watchNodes(
           .map((n) => `${n.ID}:${n.Status?.State}:${n.Spec?.Availability}:${isDraining(n)}`)
           .sort()
           .join(',');
+        // readySince holds each ready node's return time (0: ready when first seen).
+        const returnedAt = Math.max(0, ...readySince.values());
         if ((last && now !== last) || Date.now() - returnedAt < RETURN_WATCH_MS) changed();
         last = now;
       })
