@@ -17,7 +17,7 @@ const status = async () => (await run('supervisorctl', ['-c', conf, 'status']).c
 
 beforeAll(async () => {
   const program = (name: string, command: string, autostart = true) =>
-    `[program:${name}]\ncommand=${command}\nautostart=${autostart}\nstartsecs=1\nstartretries=1000000\nstdout_logfile=${dir}/${name}.log\nredirect_stderr=true\n`;
+    `[program:${name}]\ncommand=${command}\nautostart=${autostart}\nstartsecs=2\nstartretries=1000000\nstdout_logfile=${dir}/${name}.log\nredirect_stderr=true\n`;
   writeFileSync(
     conf,
     [
@@ -25,7 +25,8 @@ beforeAll(async () => {
       `[supervisord]\nlogfile=${dir}/supervisord.log\npidfile=${dir}/supervisord.pid\nnodaemon=true\n`,
       '[rpcinterface:supervisor]\nsupervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface\n',
       `[supervisorctl]\nserverurl=unix://${dir}/sv.sock\n`,
-      program('postgres', 'bash -c "exit 1"'),
+      // Like a server that fails on its configuration: it runs a moment, then exits.
+      program('postgres', 'bash -c "sleep 0.9; exit 1"'),
       program('gateway', 'sleep 600'),
       program('prometheus', 'sleep 600', false),
     ].join('\n'),
@@ -46,6 +47,8 @@ afterAll(async () => {
 
 describe('agenthost doctor on a host run by supervisord', () => {
   it('reports a program in a crash loop as drift with its fix, a stopped one as a note, and nothing of one running', async () => {
+    // Looked at while the crash loop shows STARTING: one look at that moment alone would miss it.
+    await waitFor('postgres STARTING again', async () => /postgres\s+STARTING/.test(await status()), 30_000, 50);
     const found = await processFindings(conf);
     expect(found.drift).toEqual([
       {
