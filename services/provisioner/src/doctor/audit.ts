@@ -178,6 +178,22 @@ async function auditHealth(row: InstanceRow, info: Docker.ContainerInspectInfo, 
       });
     else if (!(await healthy(config.PUBLISH_HOST, row.port)))
       drift.push({ instance_id: row.id, check: 'health', problem: `its agent does not answer GET /healthz on port ${row.port}`, fix: logs });
+  } else if (row.status === 'sleeping' && row.sleep_depth === 'checkpointed') {
+    // Checkpointed, the agent's processes are in its sealed image and hold-init alone runs, unpaused, for the restore.
+    if (!info.State.Running)
+      drift.push({
+        instance_id: row.id,
+        check: 'health',
+        problem: 'sleeps checkpointed in the database but its container is not running',
+        fix: 'none needed if the provisioner runs: its checkpoint is of processes that no longer exist, so the next request boots the agent afresh; otherwise start the provisioner',
+      });
+    else if (info.State.Paused)
+      drift.push({
+        instance_id: row.id,
+        check: 'health',
+        problem: 'sleeps checkpointed in the database but its container is paused',
+        fix: `docker unpause ${containerName(row.id)}`,
+      });
   } else if (row.status === 'sleeping' && row.sleep_depth !== 'stopped' && !(info.State.Running && info.State.Paused)) {
     drift.push({
       instance_id: row.id,

@@ -2,7 +2,18 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type Docker from 'dockerode';
 import type { InstanceRow } from '../db/schema.ts';
-import { AGENT_PORT, AGENT_USER, containerName, LABEL_INSTANCE, LABEL_MANAGED, LABEL_SCOPE, LABEL_USER, TOKEN_ENV } from '../docker/spec.ts';
+import {
+  AGENT_PORT,
+  AGENT_USER,
+  containerName,
+  CRIU_MOUNT,
+  HOLD_INIT,
+  LABEL_INSTANCE,
+  LABEL_MANAGED,
+  LABEL_SCOPE,
+  LABEL_USER,
+  TOKEN_ENV,
+} from '../docker/spec.ts';
 
 /** One difference between what the provisioner intended and what runs, with what an operator does about it. */
 export interface Finding {
@@ -76,7 +87,7 @@ export function auditContainer(row: InstanceRow, c: Docker.ContainerInspectInfo,
   if (h.Privileged) drift('privileged', 'is privileged');
   if (!(h.SecurityOpt ?? []).includes('no-new-privileges:true')) drift('no-new-privileges', 'may gain privileges (no-new-privileges is not set)');
   if (!h.ReadonlyRootfs) drift('read-only root', 'has a writable root filesystem');
-  if (!h.Init) drift('init', 'has no init process as PID 1');
+  if (!h.Init && !holdInit(c.Config.Entrypoint)) drift('init', 'has no init process as PID 1');
   if (h.RestartPolicy?.Name && h.RestartPolicy.Name !== 'no')
     drift(
       'restart policy',
@@ -106,7 +117,10 @@ export function auditContainer(row: InstanceRow, c: Docker.ContainerInspectInfo,
     drift('cpu limit', `CPU limit ${(h.NanoCpus ?? 0) / 1e9}, intended ${row.cpus}`, `docker update --cpus ${row.cpus} ${name}`);
 
   const mounts = c.Mounts ?? [];
-  const foreign = mounts.filter((m) => m.Destination !== '/data');
+  // A writable CRIU runtime would let the agent change what runs as host root at its next checkpoint or restore.
+  for (const m of mounts.filter((m) => criuRuntime(m) && m.RW !== false))
+    drift('mounts', `mounts ${m.Source} at ${m.Destination} writable: the CRIU runtime must be read-only`);
+  const foreign = mounts.filter((m) => m.Destination !== '/data' && !criuRuntime(m));
   if (foreign.length) drift('mounts', `mounts ${foreign.map((m) => `${m.Source} at ${m.Destination}`).join(', ')} beside its volume`);
   const nets = Object.keys(c.NetworkSettings?.Networks ?? {});
   if (nets.length !== 1 || nets[0] !== intent.network) drift('network', `is on ${JSON.stringify(nets)}, not only on ${intent.network}`);
@@ -120,6 +134,19 @@ export function auditContainer(row: InstanceRow, c: Docker.ContainerInspectInfo,
   out.push(...auditSecrets(row, c.Config, image, intent.extraEnv, recreate(id)));
   return out;
 }
+
+/**
+ * A checkpointable container's PID 1 is hold-init (docker/checkpoint.ts) in place of docker-init: it reaps and
+ * forwards signals as docker-init does, and is the one process left while the agent sleeps checkpointed. Docker
+ * reads a string entrypoint as one word; its first word is compared all the same.
+ */
+function holdInit(entrypoint: string | string[] | undefined): boolean {
+  const first = typeof entrypoint === 'string' ? entrypoint.trim().split(/\s+/)[0] : entrypoint?.[0];
+  return first === HOLD_INIT;
+}
+
+/** The host's CRIU runtime bind-mounted into a checkpointable container (read-only or not: auditContainer says). */
+const criuRuntime = (m: { Type: string; Destination: string }) => m.Type === 'bind' && m.Destination === CRIU_MOUNT;
 
 /** What an instance's container is configured with (a container's Config, or a swarm service's ContainerSpec). */
 export interface InstanceConfig {
