@@ -60,6 +60,13 @@ fi
 command -v docker-init >/dev/null || [ -x /usr/libexec/docker/docker-init ] ||
   die "the Docker engine here has no docker-init (instances run with --init): install Debian's docker.io"
 
+# The checkpointed sleep (docs/decisions/0049-...): CRIU 4.1.1 built from source, with hold-init and the sealer.
+# Without it the provisioner sleeps agents as before (stopped), and says so at start; the test tier needs it.
+if ! bash "$DEPLOY_DIR/criu/build.sh"; then
+  [ "${AGENTHOST_TEST_TOOLS:-}" = 1 ] && die "deploy/criu/build.sh failed: the tests need checkpoint/restore"
+  say "checkpoint/restore is not available here (deploy/criu/build.sh failed): agents sleep stopped instead"
+fi
+
 if ! command -v pnpm >/dev/null || ! pnpm --version | grep -q '^9\.'; then
   say "installing pnpm 9"
   npm install -g --silent pnpm@9 >/dev/null

@@ -26,7 +26,7 @@ CREDENTIALS=(
   MASTER_KEY_ENCRYPTION:keyvault MASTER_KEYS_PREVIOUS:keyvault KEYVAULT_SEAL_PRIVATE_KEY:keyvault
   AUTH_JWT_PRIVATE_KEY:auth GATEWAY_ASSERTION_PRIVATE_KEY:gateway GATEWAY_DATA_KEY:gateway
   KEEPER_SECRET_KEY:billing-chain BILLING_DATA_KEY:billing-chain
-  BACKUP_KEY:provisioner BACKUP_S3_ACCESS_KEY_ID:provisioner BACKUP_S3_SECRET_ACCESS_KEY:provisioner DOCKER_HOST:provisioner
+  BACKUP_KEY:provisioner CHECKPOINT_KEY:provisioner BACKUP_S3_ACCESS_KEY_ID:provisioner BACKUP_S3_SECRET_ACCESS_KEY:provisioner DOCKER_HOST:provisioner
   AWS_ACCESS_KEY_ID:provisioner AWS_SECRET_ACCESS_KEY:provisioner AWS_SESSION_TOKEN:provisioner AWS_SHARED_CREDENTIALS_FILE:provisioner
 )
 for pair in "${CREDENTIALS[@]}"; do
@@ -47,8 +47,9 @@ case "$name" in
     # The key that seals the keeper's secret key in the billing schema, in a file readable by billing-chain's user only.
     [ -n "${BILLING_DATA_KEY:-}" ] || export BILLING_DATA_KEY_FILE="$AGENTHOST_STATE/secrets/billing-data-key" ;;
   provisioner)
-    # The backup master key stays in its file (root only; the provisioner runs as root), not in the environment.
-    [ -n "${BACKUP_KEY:-}" ] || export BACKUP_KEY_FILE="$AGENTHOST_STATE/secrets/backup-key" ;;
+    # The backup and checkpoint master keys stay in their files (root only; the provisioner runs as root), not in the environment.
+    [ -n "${BACKUP_KEY:-}" ] || export BACKUP_KEY_FILE="$AGENTHOST_STATE/secrets/backup-key"
+    [ -n "${CHECKPOINT_KEY:-}" ] || export CHECKPOINT_KEY_FILE="$AGENTHOST_STATE/secrets/checkpoint-key" ;;
 esac
 # The database: only the five services get a URL, each its own role's. With the local Postgres that is the role
 # deploy/pg-roles.sh made, owning the service's schema and nothing else. With an external DATABASE_URL, the URL in

@@ -18,6 +18,8 @@ bash "$DEPLOY_DIR/images/build.sh" all
 ensure_secret master-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
 # The backup master key: only the provisioner is given it (each archive's key is derived from it; losing it loses the backups).
 ensure_secret backup-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
+# The checkpoint master key: the provisioner's too (a sleeping agent's image is sealed under a key derived from it).
+ensure_secret checkpoint-key bash -c 'head -c 32 /dev/urandom | base64' >/dev/null
 ensure_secret auth-jwt.pem openssl genpkey -algorithm ed25519 >/dev/null
 # The gateway signs an assertion for each call it makes for a user (only the gateway has the private key; the
 # backends are given its public key); keyvault opens the provider keys the gateway seals to its public key.

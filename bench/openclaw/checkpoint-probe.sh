@@ -9,12 +9,12 @@
 # bind mount of CRIU, its libraries and its loader (deploy/criu/build.sh installs them in $CRIU_RT). CRIU then
 # sees the agent's namespaces as its own and dumps only processes; the restored agent gets its old pid in the
 # container's pid namespace and, when CRIU exits, becomes hold-init's child again. The image goes to a root-only
-# tmpfs (plaintext never on disk), is sealed (checkpoint-seal.c: zstd, AES-256-GCM per 1 MiB record) to a root-only
+# tmpfs (plaintext never on disk), is sealed (deploy/criu/seal.c: zstd, AES-256-GCM per 1 MiB record) to a root-only
 # directory on disk, and the tmpfs copy is dropped. A wake either streams it into CRIU (`--stream`: odd rounds) or
 # opens it into the tmpfs first (even rounds), so both are measured in one run. The agent's stdio (the engine's log pipes and stdin)
 # are handed back to CRIU from hold-init's descriptors, so `docker logs` goes on after a restore.
 #
-# Needs gcc, libssl-dev and libzstd-dev (for checkpoint-seal.c).
+# The provisioner's own checkpointed sleep runs the same steps: deploy/criu/checkpoint.sh.
 # Usage (root): bash bench/openclaw/checkpoint-probe.sh [rounds]   env: PROBE_IMAGE (agenthost/openclaw:latest),
 #   PROBE_PORT (18882), CRIU_RT (/usr/local/lib/agenthost-criu), PROBE_CPUS (1: pro; 0.5: free), PROBE_MEMORY_MB (2048),
 #   PROBE_BURST=1 (the restore runs with 2 CPUs, clamped back once /readyz answers: CRIU restores inside the
@@ -48,8 +48,7 @@ cleanup
 install -d -m 0700 "$STATE" "$STATE/image" "$WORK"
 mount -t tmpfs -o size=3g,mode=0700 "$PREFIX" "$WORK"
 head -c 32 /dev/urandom >"$STATE/key" && chmod 600 "$STATE/key"
-SEAL="$STATE/checkpoint-seal"
-gcc -O2 -Wall -o "$SEAL" "$HERE/checkpoint-seal.c" -lcrypto -lzstd
+SEAL="$RT/seal"
 
 # The provisioner's hardening (docker/spec.ts) and pro's limits; hold-init instead of --init; io_uring refused.
 docker run -d --name "$NAME" --user 10001:10001 --read-only --tmpfs /tmp:rw,nosuid,nodev,size=64m,mode=1777 \

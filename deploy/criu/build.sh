@@ -18,8 +18,8 @@
 # nats-server).
 #
 # Safe to run again: it does nothing when the installed criu is this version built with these patches.
-# It also assembles $CRIU_PREFIX/lib/agenthost-criu: criu, the shared libraries it loads and their loader, and
-# hold-init (hold-init.c, static), for a read-only bind mount into a checkpointable agent's container. A checkpoint
+# It also assembles $CRIU_PREFIX/lib/agenthost-criu: criu, the shared libraries it loads and their loader, the
+# sealer (seal.c, run on the host) and hold-init (hold-init.c, static), for a read-only bind mount into a checkpointable agent's container. A checkpoint
 # runs CRIU inside the container's namespaces (so it dumps only processes, not mounts or network), where the
 # image's own filesystem has no CRIU: the loader runs it with these libraries, whatever the image's libc.
 #
@@ -42,19 +42,19 @@ RT="$PREFIX/lib/agenthost-criu"
 # What this build is: the version and the patches' contents. The stamp beside the binary says what is installed.
 shopt -s nullglob
 patches=("$HERE"/*.patch)
-want="criu $CRIU_VERSION patches $(cat /dev/null "${patches[@]}" "$HERE/hold-init.c" | sha256sum | cut -c1-16)"
-if [ -x "$RT/hold-init" ] && [ -x "$BIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] && "$BIN" --version 2>/dev/null | grep -q "Version: $CRIU_VERSION\$"; then
+want="criu $CRIU_VERSION patches $(cat /dev/null "${patches[@]}" "$HERE/hold-init.c" "$HERE/seal.c" | sha256sum | cut -c1-16)"
+if [ -x "$RT/hold-init" ] && [ -x "$RT/seal" ] && [ -x "$BIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] && "$BIN" --version 2>/dev/null | grep -q "Version: $CRIU_VERSION\$"; then
   say "criu $CRIU_VERSION is installed at $BIN (patches unchanged)"
   "$BIN" --version
   exit 0
 fi
 
 # Build dependencies, all from Debian 12 (bookworm). No docs (asciidoc/xmlto), no GPU plugins (libdrm).
-# libc6-dev: libc.a, for the static hold-init. libprotobuf-dev: images/google/protobuf/descriptor.proto is a link to its /usr/include copy.
+# libc6-dev: libc.a, for the static hold-init. libssl-dev, libzstd-dev: the sealer (seal.c). libprotobuf-dev: images/google/protobuf/descriptor.proto is a link to its /usr/include copy.
 deps=(gcc libc6-dev make pkg-config python3 xz-utils curl patch
   libprotobuf-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler python3-protobuf
   libnl-3-dev libnl-route-3-dev libnet1-dev libcap-dev libbsd-dev libgnutls28-dev uuid-dev
-  libnftables-dev libaio-dev iptables)
+  libnftables-dev libaio-dev iptables libssl-dev libzstd-dev)
 missing=()
 for p in "${deps[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -115,6 +115,8 @@ cp "$BIN" "$RT.new/criu"
 for lib in $(ldd "$BIN" | awk '$3 ~ /^\// {print $3}'); do cp -L "$lib" "$RT.new/lib/"; done
 cp -L "$(ldd "$BIN" | awk '/ld-linux/ {print $1}')" "$RT.new/ld.so"
 gcc -static -Os -Wall -o "$RT.new/hold-init" "$HERE/hold-init.c"
+# The sealer runs on the host (deploy/criu/checkpoint.sh), with the host's libraries.
+gcc -O2 -Wall -o "$RT.new/seal" "$HERE/seal.c" -lcrypto -lzstd
 chmod -R go-w "$RT.new"
 rm -rf "$RT"
 mv "$RT.new" "$RT"

@@ -5,6 +5,7 @@
  * the agent back into the same pid namespace with the same pid, and the kernel makes it this init's child again.
  * So this init does not exit when the agent ends after the host said "hold" (SIGUSR1 sent from outside the
  * container: a process inside, the agent included, cannot arm it), and waits for the agent's return instead.
+ * SIGUSR2 from outside disarms it again: a dump that failed leaves the agent running, and its end is the container's.
  *
  * Otherwise: it starts argv[1..] in a session of its own (CRIU restores a session leader without --shell-job),
  * forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT to it, reaps every orphan, and exits as the agent did (128+signal).
@@ -23,10 +24,9 @@ static volatile sig_atomic_t forward;
 static pid_t agent;
 
 static void on_hold(int sig, siginfo_t *info, void *ctx) {
-  (void)sig;
   (void)ctx;
   /* A sender in an ancestor pid namespace (the host) shows as pid 0; anyone in the container has a pid here. */
-  if (info->si_pid == 0) hold = 1;
+  if (info->si_pid == 0) hold = sig == SIGUSR1;
 }
 
 static void on_forward(int sig) { forward = sig; }
@@ -47,6 +47,7 @@ int main(int argc, char **argv) {
   sa.sa_sigaction = on_hold;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigaction(SIGUSR1, &sa, NULL);
+  sigaction(SIGUSR2, &sa, NULL);
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_forward;
   int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
@@ -62,6 +63,7 @@ int main(int argc, char **argv) {
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigaction(SIGUSR1, &dfl, NULL);
+    sigaction(SIGUSR2, &dfl, NULL);
     for (unsigned i = 0; i < sizeof forwarded / sizeof *forwarded; i++) sigaction(forwarded[i], &dfl, NULL);
     setsid();
     execvp(argv[1], argv + 1);

@@ -64,7 +64,7 @@ export interface Instance {
   memory_limit_mb?: number;
   failure_reason?: string;
   /** sleeping: frozen, swapped (both wake in about a second) or stopped (wakes by booting). */
-  sleep_depth?: 'frozen' | 'swapped' | 'stopped';
+  sleep_depth?: 'frozen' | 'swapped' | 'checkpointed' | 'stopped';
   access_token?: string;
 }
 export interface UsageMetrics {

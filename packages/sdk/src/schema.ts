@@ -813,7 +813,7 @@ export interface components {
                 reason?: string;
             };
             /** @enum {string} */
-            sleep_depth?: "frozen" | "swapped" | "stopped";
+            sleep_depth?: "frozen" | "swapped" | "checkpointed" | "stopped";
             access_token: string;
         };
         CreateInstanceRequest: {
@@ -863,7 +863,7 @@ export interface components {
                     reason?: string;
                 };
                 /** @enum {string} */
-                sleep_depth?: "frozen" | "swapped" | "stopped";
+                sleep_depth?: "frozen" | "swapped" | "checkpointed" | "stopped";
             }[];
         };
         GetInstanceResponse: {
@@ -907,7 +907,7 @@ export interface components {
                 reason?: string;
             };
             /** @enum {string} */
-            sleep_depth?: "frozen" | "swapped" | "stopped";
+            sleep_depth?: "frozen" | "swapped" | "checkpointed" | "stopped";
         };
         RestartInstanceResponse: {
             success: boolean;
@@ -992,7 +992,7 @@ export interface components {
             upgrade?: "upgrading" | "upgraded" | "rolled_back";
             upgrade_reason?: string;
             /** @enum {string} */
-            sleep_depth?: "frozen" | "swapped" | "stopped";
+            sleep_depth?: "frozen" | "swapped" | "checkpointed" | "stopped";
             wake_warning?: string;
         } | {
             instance_id: string;
@@ -1081,7 +1081,7 @@ export interface components {
                 reason?: string;
             };
             /** @enum {string} */
-            sleep_depth?: "frozen" | "swapped" | "stopped";
+            sleep_depth?: "frozen" | "swapped" | "checkpointed" | "stopped";
             access_token: string;
             backup_id: string;
             cloned_from: string;

@@ -210,9 +210,10 @@ export const provisionerConfig = baseConfig
       .meta({
         accepts: 'JSON',
         description:
-          'The deep sleep per tier: after this many seconds without traffic (from running or from a light sleep) the container is stopped ' +
-          '(`sleep_depth` `stopped`), keeping volume, keys, port and URL; the next request boots the agent. `0`, or a tier left out: never. ' +
-          'On the swarm driver there is one depth: the first of the two times stops the container.',
+          "The deep sleep per tier: after this many seconds without traffic (from running or from a light sleep) the agent's processes are " +
+          'checkpointed to an encrypted image (`sleep_depth` `checkpointed`, `SLEEP_CHECKPOINT`) and restored by the next request in seconds, ' +
+          'or, where checkpointing is off, the container is stopped (`stopped`) and the next request boots the agent. Volume, keys, port and ' +
+          'URL are kept either way. `0`, or a tier left out: never. On the swarm driver there is one depth: the first of the two times stops the container.',
       }),
     BOOT_CPUS: z.coerce
       .number()
@@ -230,6 +231,32 @@ export const provisionerConfig = baseConfig
         "`auto`: push a sleeping agent's memory out when every swap of the host keeps it off plain disk (zram, dm-crypt; docker/swap.ts); " +
           "`off`: only freeze. The provisioner's log says what it found at start.",
       ),
+    SLEEP_CHECKPOINT: z
+      .enum(['auto', 'off'])
+      .default('auto')
+      .describe(
+        "`auto`: the deep sleep checkpoints an agent's processes with CRIU (deploy/criu/build.sh) when this host can: a `CHECKPOINT_KEY`, " +
+          'the engine on this host, the provisioner as root, and `criu check` passing; instances created from then on can be checkpointed. ' +
+          '`off`: the deep sleep stops the container. Docker driver only; the log says at start which it is ' +
+          '([decision 0049](decisions/0049-wake-restores-a-checkpoint-through-runc-and-criu.md)).',
+      ),
+    CHECKPOINT_KEY: z
+      .string()
+      .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of 32 bytes')
+      .optional()
+      .describe(
+        "The checkpoint master key (base64 of 32 bytes): a sleeping agent's image is sealed (AES-256-GCM) under a key derived from it for its " +
+          'instance. Losing it only makes the next wake of a checkpointed agent a boot. deploy/start.sh makes `$AGENTHOST_STATE/secrets/checkpoint-key` ' +
+          '(root only) and gives the provisioner alone its path, as `CHECKPOINT_KEY_FILE`.',
+      ),
+    CHECKPOINT_DIR: z.string().default('').meta({
+      description: 'Where sealed checkpoint images are kept, one directory per sleeping instance (root only; about 140 MB for an idle OpenClaw).',
+      shownDefault: 'empty: `$AGENTHOST_STATE/checkpoints`',
+    }),
+    CRIU_RUNTIME_DIR: z
+      .string()
+      .default('/usr/local/lib/agenthost-criu')
+      .describe('The CRIU runtime deploy/criu/build.sh assembles (criu, hold-init, the sealer).'),
     SLEEP_CHECK_INTERVAL_SECONDS: configInt(15).describe('How often idle instances are looked for.'),
     FAULT_PAUSE_AT: z.string().default('').describe('Test-only fault injection: comma-separated step names where an operation pauses (domain/faults.ts).'),
   })

@@ -7,6 +7,7 @@ import { archiveStore, backupBucket } from './backups/choose-store.ts';
 import { BackupScheduler } from './backups/scheduler.ts';
 import type { ProvisionerConfig } from './config.ts';
 import type { ProvisionerDB } from './db/schema.ts';
+import type { Checkpoints } from './docker/checkpoint.ts';
 import { DockerEngine } from './docker/engine.ts';
 import { ContainerEvents } from './docker/events.ts';
 import { CredentialHandoff } from './docker/handoff.ts';
@@ -42,13 +43,15 @@ const P = contracts.provisioner;
 export const SCHEMA = 'provisioner';
 
 /** A directory under the host's state directory (AGENTHOST_STATE), where VOLUME_DIR or BACKUP_DIR do not say. */
-const stateDir = (name: string) => join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', name);
+export const stateDir = (name: string) => join(process.env.AGENTHOST_STATE || '/var/lib/agenthost', name);
 
 export interface ProvisionerDeps {
   config: ProvisionerConfig;
   log: Logger;
   nc: NatsConnection;
   db: Kysely<ProvisionerDB>;
+  /** The checkpointed sleep, when this host can (main.ts asks at start: docker/checkpoint.ts). */
+  checkpoints?: Checkpoints;
 }
 
 /** The composition root: everything the endpoints (endpoints.ts) and the start and stop (main.ts) need. */
@@ -124,7 +127,7 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
     overrides.runtime ??
     (swarm
       ? new SwarmInstances({ engine, config, scope, log, keysUrl: (host) => `${gatewayUrl(host)}/keys/retrieve`, extraSecurity, serialize: placementLock })
-      : new DockerInstances({ engine, config, scope, keysUrl: () => network.keysUrl(), handoff, volumes, tiers }));
+      : new DockerInstances({ engine, config, scope, keysUrl: () => network.keysUrl(), handoff, volumes, tiers, checkpoints: deps.checkpoints }));
   const readiness =
     overrides.readiness ??
     new Readiness({

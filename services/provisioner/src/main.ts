@@ -1,6 +1,8 @@
+import { join } from 'node:path';
 import { ensureEventStream, runService, type Subscription } from '@agenthost/shared';
 import { provisionerConfig } from './config.ts';
-import { buildContext, SCHEMA, type ProvisionerContext } from './context.ts';
+import { buildContext, SCHEMA, stateDir, type ProvisionerContext } from './context.ts';
+import { Checkpoints } from './docker/checkpoint.ts';
 import { migrations } from './db/migrations/index.ts';
 import type { ProvisionerDB } from './db/schema.ts';
 import { describe } from './docker/call.ts';
@@ -113,7 +115,22 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
   config: provisionerConfig,
   db: { schema: SCHEMA, migrations },
   async build(deps) {
-    const ctx = buildContext(deps);
+    const { config, log } = deps;
+    const checkpoints =
+      config.PROVISIONER_DRIVER === 'swarm'
+        ? undefined
+        : await Checkpoints.detect(
+            {
+              mode: config.SLEEP_CHECKPOINT,
+              masterKey: config.CHECKPOINT_KEY ? Buffer.from(config.CHECKPOINT_KEY, 'base64') : undefined,
+              dockerHost: config.DOCKER_HOST,
+              runtimeDir: config.CRIU_RUNTIME_DIR,
+              // One directory per scope, as volumes: the reconciler removes the images without a row, and only its own.
+              dir: join(config.CHECKPOINT_DIR || stateDir('checkpoints'), config.INSTANCE_SCOPE || config.INSTANCE_NETWORK),
+            },
+            log,
+          );
+    const ctx = buildContext({ ...deps, ...(checkpoints ? { checkpoints } : {}) });
     instancesByState(ctx.repo);
     if (ctx.config.PROVISIONER_DRIVER === 'swarm') swarmCapacity(() => nodeRoom(ctx.engine));
     const running = new Running(ctx);

@@ -187,8 +187,8 @@ export const instancesView: View = (app, main) => {
   };
 };
 
-/** A sleeping instance's badge says how deeply (and so how fast it wakes): frozen or swapped wake in about a second. */
-const DEPTH: Record<string, string> = { frozen: 'wakes at once', swapped: 'wakes at once', stopped: 'wakes by booting' };
+/** A sleeping instance's badge says how deeply (and so how fast it wakes): frozen or swapped wake in about a second, checkpointed in seconds. */
+const DEPTH: Record<string, string> = { frozen: 'wakes at once', swapped: 'wakes at once', checkpointed: 'wakes in seconds', stopped: 'wakes by booting' };
 
 export function statusBadge(i: Pick<Instance, 'status' | 'failure_reason' | 'sleep_depth'>): HTMLElement {
   const title = i.failure_reason ?? (i.sleep_depth ? `asleep (${i.sleep_depth}): ${DEPTH[i.sleep_depth] ?? ''}` : undefined);

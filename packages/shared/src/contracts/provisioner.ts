@@ -10,9 +10,11 @@ export const instanceStatus = z.enum(['provisioning', 'running', 'stopped', 'fai
 /**
  * How a sleeping instance sleeps (docs/decisions/0052-two-sleep-depths.md): `frozen` (its processes paused, memory
  * kept; wakes in milliseconds), `swapped` (paused and its memory pushed out to the host's encrypted or compressed
- * swap; wakes in a fraction of a second) or `stopped` (its container stopped; wakes by booting the agent).
+ * swap; wakes in a fraction of a second), `checkpointed` (its processes dumped to an encrypted image, its container
+ * holding nothing else; wakes by restoring them in seconds) or `stopped` (its container stopped; wakes by booting the
+ * agent).
  */
-export const sleepDepth = z.enum(['frozen', 'swapped', 'stopped']);
+export const sleepDepth = z.enum(['frozen', 'swapped', 'checkpointed', 'stopped']);
 export type SleepDepth = z.infer<typeof sleepDepth>;
 /** How an agent last stopped on its own: killed by the kernel for its memory limit, by a signal, or its own exit. */
 export const exitKind = z.enum(['oom_killed', 'signal', 'exit']);

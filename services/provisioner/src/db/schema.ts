@@ -61,13 +61,15 @@ interface InstancesTable {
   upgrade_to_version: ColumnType<string | null, string | null | undefined, string | null>;
   /** When an edge last reported traffic to the instance (idle sleep); null: none reported yet. */
   traffic_at: NullableTime;
-  /** A sleeping instance: how deeply (frozen, swapped, stopped); null otherwise. */
+  /** A sleeping instance: how deeply (frozen, swapped, checkpointed, stopped); null otherwise. */
   sleep_depth: ColumnType<SleepDepth | null, SleepDepth | null | undefined, SleepDepth | null>;
   /** Set by a wake that could not resume the paused agent (it boots instead); the status outbox carries it once. */
   wake_warning: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A checkpointed instance: the id its sealed image is bound to (docker/checkpoint.ts); null otherwise. */
+  checkpoint_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
-export type SleepDepth = 'frozen' | 'swapped' | 'stopped';
+export type SleepDepth = 'frozen' | 'swapped' | 'checkpointed' | 'stopped';
 
 export type UpgradeState = 'upgrading' | 'upgraded' | 'rolled_back';
 

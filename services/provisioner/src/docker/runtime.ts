@@ -4,13 +4,14 @@ import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceRow } from '../db/schema.ts';
 import type { DockerEngine } from './engine.ts';
 import { dockerStatus, ignoreGone, o } from './call.ts';
+import { containerCheckpoints, type Checkpoints } from './checkpoint.ts';
 import { awaited, freezeContainer, thawContainer } from './freeze.ts';
 import type { CredentialHandoff } from './handoff.ts';
 import { demux } from './logs.ts';
 import { AGENT_PORT, containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from './spec.ts';
 import type { QuotaVolumes } from './volumes.ts';
 import { exportVolume, importVolume, removeRestoreHelper } from './volume-archive.ts';
-import type { Credentials, InstanceRuntime, ManagedObject, RuntimeState } from '../domain/runtime.ts';
+import type { Credentials, InstanceCheckpoints, InstanceRuntime, ManagedObject, RuntimeState } from '../domain/runtime.ts';
 import { instanceUrl } from '../domain/routes.ts';
 
 type TierName = contracts.TierName;
@@ -29,10 +30,31 @@ export class DockerInstances implements InstanceRuntime {
     handoff: CredentialHandoff;
     volumes: QuotaVolumes;
     tiers: TierTable;
+    /** The checkpointed sleep, where this host can (docker/checkpoint.ts). */
+    checkpoints?: Checkpoints;
   };
+  readonly checkpoints?: InstanceCheckpoints;
 
   constructor(deps: DockerInstances['deps']) {
     this.deps = deps;
+    if (deps.checkpoints) this.checkpoints = containerCheckpoints(deps.engine, deps.checkpoints);
+  }
+
+  /** A checkpoint image is of processes that ended with any other step on the container: it goes with them. */
+  private async dropCheckpoint(id: string): Promise<void> {
+    await this.checkpoints?.drop(id);
+  }
+
+  /** What a checkpointable container needs of its image: the entrypoint and command hold-init runs. */
+  private async checkpointParts(image: string): Promise<Parameters<typeof containerSpec>[0]['checkpoint']> {
+    const { engine, checkpoints } = this.deps;
+    if (!checkpoints) return undefined;
+    const info = await engine.run(
+      'image inspect',
+      (abortSignal) =>
+        engine.docker.getImage(image).inspect(o({ abortSignal })) as Promise<{ Config: { Entrypoint?: string[] | null; Cmd?: string[] | null } }>,
+    );
+    return { ...checkpoints.container, entrypoint: info.Config.Entrypoint ?? [], cmd: info.Config.Cmd ?? [] };
   }
 
   /** The hardened container (and its volume, in the same call) of an instance; its credentials come at start, on stdin. */
@@ -40,12 +62,16 @@ export class DockerInstances implements InstanceRuntime {
     const { config, engine, scope } = this.deps;
     // The size-limited volume first (with VOLUME_QUOTA=off Docker makes a plain one with the container).
     await this.ensureVolume(row);
+    await this.dropCheckpoint(row.id);
+    // Pinned: the image ID recorded at create or upgrade, never the moving tag (rows made before pinning: the tag).
+    const image = row.image_digest ?? row.image;
+    const checkpoint = await this.checkpointParts(image);
     const spec = containerSpec({
       instanceId: row.id,
       userId: row.user_id,
       scope,
-      // Pinned: the image ID recorded at create or upgrade, never the moving tag (rows made before pinning: the tag).
-      image: row.image_digest ?? row.image,
+      image,
+      ...(checkpoint ? { checkpoint } : {}),
       network: config.INSTANCE_NETWORK,
       publishHost: config.PUBLISH_HOST,
       port: row.port,
@@ -82,6 +108,7 @@ export class DockerInstances implements InstanceRuntime {
   }
 
   async importData(row: InstanceRow, tar: NodeJS.ReadableStream): Promise<void> {
+    await this.dropCheckpoint(row.id);
     await this.ensureVolume(row);
     await importVolume(this.deps.engine, { instanceId: row.id, userId: row.user_id, scope: this.deps.scope, image: row.image }, tar);
   }
@@ -89,6 +116,7 @@ export class DockerInstances implements InstanceRuntime {
   /** Start the container and hand it its credentials on stdin (a container already running gets none). */
   async start(id: string, creds: Credentials): Promise<void> {
     const { engine, handoff } = this.deps;
+    await this.dropCheckpoint(id);
     handoff.expectStart(id);
     try {
       await engine.run('container start', (abortSignal) => engine.docker.getContainer(containerName(id)).start(o({ abortSignal })));
@@ -110,6 +138,7 @@ export class DockerInstances implements InstanceRuntime {
   /** Stop the agent (SIGTERM, then SIGKILL after STOP_TIMEOUT_SECONDS); a missing or stopped container is fine. */
   async stop(id: string): Promise<void> {
     const { engine, config } = this.deps;
+    await this.dropCheckpoint(id);
     await ignoreGone(
       engine.run(
         'container stop',
@@ -141,6 +170,7 @@ export class DockerInstances implements InstanceRuntime {
 
   async remove(id: string): Promise<void> {
     const { engine } = this.deps;
+    await this.dropCheckpoint(id);
     await ignoreGone(
       engine.run('container remove', (abortSignal) => engine.docker.getContainer(containerName(id)).remove(o({ force: true, v: true, abortSignal }))),
     );
@@ -217,6 +247,8 @@ export class DockerInstances implements InstanceRuntime {
         });
     }
     for (const instanceId of await this.deps.volumes.ids()) out.push({ instanceId, kind: 'volume file', remove: () => this.deps.volumes.remove(instanceId) });
+    for (const instanceId of (await this.deps.checkpoints?.ids()) ?? [])
+      out.push({ instanceId, kind: 'checkpoint image', remove: () => this.dropCheckpoint(instanceId) });
     return out;
   }
 

@@ -9,6 +9,13 @@ export const AGENT_USER = '10001:10001';
 /** The environment variable that carries the OpenClaw gateway token into the agent. */
 export const TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
 
+/**
+ * A checkpointable agent's container (docker/checkpoint.ts, docs/decisions/0049-...): the CRIU runtime is bind-mounted
+ * read-only here, and its hold-init is PID 1 in place of docker-init.
+ */
+export const CRIU_MOUNT = '/opt/agenthost-criu';
+export const HOLD_INIT = `${CRIU_MOUNT}/hold-init`;
+
 export const LABEL_INSTANCE = 'agenthost.instance';
 export const LABEL_USER = 'agenthost.user';
 export const LABEL_MANAGED = 'agenthost.managed';
@@ -33,6 +40,11 @@ export interface ContainerInput {
   stopTimeoutSeconds: number;
   /** Environment: credentials, keys URL, gateway token, extra settings. */
   env: Record<string, string>;
+  /**
+   * A checkpointable container (docker/checkpoint.ts): hold-init runs the image's own entrypoint and command, the CRIU
+   * runtime is mounted read-only, and io_uring is refused (CRIU cannot dump it).
+   */
+  checkpoint?: { runtimeDir: string; seccomp: string; entrypoint: string[]; cmd: string[] };
 }
 
 /** V8 old-space cap: ~75 % of the memory limit, so the heap never outgrows the cgroup (OpenClaw crash-loops otherwise). */
@@ -61,6 +73,7 @@ export const dataMount = (i: { instanceId: string; userId: string; scope: string
  */
 export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions {
   const portKey = `${AGENT_PORT}/tcp`;
+  const ckpt = i.checkpoint;
   const memoryBytes = i.memoryMb * 1024 * 1024;
   const env = { ...i.env, NODE_OPTIONS: `--max-old-space-size=${heapMb(i.memoryMb)}` };
   return {
@@ -74,6 +87,8 @@ export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions 
     StdinOnce: false,
     AttachStdin: false,
     Labels: labels(i),
+    // Given an entrypoint, Docker drops the image's command: both are restated.
+    ...(ckpt ? { Entrypoint: [HOLD_INIT, ...ckpt.entrypoint], Cmd: ckpt.cmd } : {}),
     ExposedPorts: { [portKey]: {} },
     StopTimeout: i.stopTimeoutSeconds,
     HostConfig: {
@@ -81,11 +96,11 @@ export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions 
       PortBindings: { [portKey]: [{ HostIp: i.publishHost, HostPort: String(i.port) }] },
       // The volume is created with the container (as `docker run -v` does), labelled so that the
       // reconciler can find it; an existing one (restart/start) is reused as it is.
-      Mounts: [dataMount(i)],
+      Mounts: [dataMount(i), ...(ckpt ? [{ Type: 'bind' as const, Source: ckpt.runtimeDir, Target: CRIU_MOUNT, ReadOnly: true }] : [])],
       ReadonlyRootfs: true,
       Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${i.tmpfsMb}m,mode=1777` },
       CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges:true'],
+      SecurityOpt: ['no-new-privileges:true', ...(ckpt ? [`seccomp=${ckpt.seccomp}`] : [])],
       Privileged: false,
       PidsLimit: i.pids,
       Memory: memoryBytes,
@@ -94,8 +109,9 @@ export function containerSpec(i: ContainerInput): Docker.ContainerCreateOptions 
       // The provisioner restarts a crashed agent itself, with backoff and a record of each crash
       // (domain/healing.ts): the engine's own policy would restart it unseen and give up after its retries.
       RestartPolicy: { Name: 'no' },
-      // docker-init (tini) as PID 1: zombies are reaped and signals forwarded to the agent.
-      Init: true,
+      // docker-init (tini) as PID 1: zombies are reaped and signals forwarded to the agent. hold-init does the same,
+      // and outlives a checkpointed agent.
+      Init: !ckpt,
       LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
       IpcMode: 'private',
     },

@@ -105,6 +105,7 @@ export class InstanceRepo extends WatcherTransitions {
       .set({
         status: failureReason ? 'failed' : asleep ? 'sleeping' : 'stopped',
         sleep_depth: !failureReason && asleep ? 'stopped' : null,
+        checkpoint_id: null,
         step: 'done',
         failure_reason: failureReason ?? null,
         crash_streak: 0,
@@ -115,25 +116,41 @@ export class InstanceRepo extends WatcherTransitions {
       .execute();
   }
 
-  /** A light sleep reached: its workload frozen (with its memory pushed out to swap: swapped). */
-  async markFrozen(id: string, depth: 'frozen' | 'swapped'): Promise<void> {
+  /**
+   * A sleep reached with the workload kept: frozen (its memory pushed out to swap: swapped), or its agent
+   * checkpointed to the image of `checkpointId`.
+   */
+  async markAsleep(
+    id: string,
+    depth: 'frozen' | 'swapped' | 'checkpointed',
+    checkpointId: string | null = null,
+    step: 'done' | 'sleeping' = 'done',
+  ): Promise<void> {
     const now = new Date();
     await this.db
       .updateTable('instances')
-      .set({ status: 'sleeping', sleep_depth: depth, step: 'done', last_activity: now, updated_at: now })
+      .set({ status: 'sleeping', sleep_depth: depth, checkpoint_id: checkpointId, step, last_activity: now, updated_at: now })
       .where('id', '=', id)
       .execute();
   }
 
   /**
-   * A frozen workload resumed: running again, as it was. With `traffic` (a wake for its owner) its idle time starts
+   * A frozen or checkpointed workload resumed: running again, as it was. With `traffic` (a wake for its owner) its idle time starts
    * now, so the next pass does not put it back to sleep before the edge reports the request that woke it.
    */
   async markThawed(id: string, traffic = true): Promise<void> {
     const now = new Date();
     await this.db
       .updateTable('instances')
-      .set({ status: 'running', sleep_depth: null, step: 'done', ...(traffic ? { traffic_at: now } : {}), last_activity: now, updated_at: now })
+      .set({
+        status: 'running',
+        sleep_depth: null,
+        checkpoint_id: null,
+        step: 'done',
+        ...(traffic ? { traffic_at: now } : {}),
+        last_activity: now,
+        updated_at: now,
+      })
       .where('id', '=', id)
       .execute();
   }
@@ -164,6 +181,7 @@ export class InstanceRepo extends WatcherTransitions {
         crash_streak: 0, // a restart by the owner starts the backoff afresh
         next_restart_at: null,
         sleep_depth: null,
+        checkpoint_id: null,
         wake_warning: change.wakeWarning ?? null,
         updated_at: new Date(),
         ...(change.tokenHash ? { access_token_hash: change.tokenHash } : {}),

@@ -185,7 +185,7 @@ export class Reconciler {
       );
     } else if (row.status === 'sleeping' && row.step === 'done' && row.sleep_depth !== 'stopped') {
       const changed = await sleeper.reconcileFrozen(row);
-      if (changed) log.warn({ instance_id: row.id, now: changed }, 'a lightly sleeping instance was no longer frozen');
+      if (changed) log.warn({ instance_id: row.id, now: changed }, 'a sleeping instance was no longer as it slept (frozen or checkpointed)');
     } else if (row.step === 'recreating') {
       await this.repair(
         row,

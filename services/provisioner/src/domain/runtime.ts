@@ -27,6 +27,23 @@ export interface RuntimeState {
   finishedAt?: number;
 }
 
+/**
+ * The checkpointed sleep (docker driver, where CRIU works here: docker/checkpoint.ts): an agent's processes dumped to
+ * an encrypted image bound to its instance, workload and checkpoint id, and restored into the same running workload.
+ */
+export interface InstanceCheckpoints {
+  /** Whether the workload was made checkpointable (hold-init as its PID 1). */
+  can(id: string): Promise<boolean>;
+  /** Dump the running agent and seal its image; resolves to the sealed image's size (MB). */
+  checkpoint(id: string, checkpointId: string): Promise<number>;
+  /** Restore the agent from the image of that checkpoint (deleted once restored). */
+  restore(id: string, checkpointId: string): Promise<void>;
+  /** Delete the instance's image, if any. */
+  drop(id: string): Promise<void>;
+  /** Whether an image of the instance is kept. */
+  has(id: string): boolean;
+}
+
 /** A workload of this scope that the runtime holds (container, volume or swarm service), by instance. */
 export interface ManagedObject {
   instanceId: string;
@@ -56,6 +73,8 @@ export interface InstanceRuntime {
   freeze?(id: string, opts: { memoryMb: number; residentMb?: number }): Promise<'frozen' | 'swapped'>;
   /** Resume a frozen workload with its tier's memory limit. */
   thaw?(id: string, memoryMb: number): Promise<void>;
+  /** The checkpointed sleep; absent: the deep sleep stops the workload. */
+  readonly checkpoints?: InstanceCheckpoints;
   /** A workload booted on a burst of CPU (BOOT_CPUS): set to its tier's share (docker driver only). */
   clampCpus?(id: string, cpus: number): Promise<void>;
   /** Whether a connection or request waits on a frozen workload's agent port (it would hang until a wake). */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, type Logger } from '@agenthost/shared';
 import type { InstanceRow } from '../db/schema.ts';
@@ -55,7 +56,7 @@ export class Sleeper {
       // The edges hear first (its status event) that it sleeps, and hold its owner's requests for a wake and answer
       // anyone else's themselves; only then is it frozen, so no request is sent on into a frozen agent.
       const intended = this.deps.residentMb ? 'swapped' : 'frozen';
-      await repo.markFrozen(row.id, intended);
+      await repo.markAsleep(row.id, intended);
       await sleep(EDGE_HEARS_MS);
       let reached: 'frozen' | 'swapped';
       try {
@@ -65,16 +66,45 @@ export class Sleeper {
         await this.resume(row, true);
         throw err;
       }
-      if (reached !== intended) await repo.markFrozen(row.id, reached);
+      if (reached !== intended) await repo.markAsleep(row.id, reached);
       // A request an edge sent on before it heard waits inside the frozen agent: it is served, and the agent sleeps
       // again at the next pass (its idle time is not renewed: a stranger's request must not keep it awake).
       if (await this.wakeAwaited(row)) return;
-    } else {
+    } else if (!(await this.checkpointLocked(row))) {
       await runtime.stop(row.id);
       await this.deps.pause('slept');
       await repo.markStopped(row.id, undefined, true);
     }
     this.deps.stats.forget(row.id);
+  }
+
+  /**
+   * Under the lock, the deep sleep where the runtime can checkpoint (docs/decisions/0049-...): the agent's processes
+   * are dumped to an image sealed to this instance, container and checkpoint, and its container runs on with
+   * hold-init alone. False when it cannot (a container made before checkpointing was on) or the dump failed: the
+   * caller stops it instead, as a deep sleep without checkpoints does.
+   */
+  private async checkpointLocked(row: InstanceRow): Promise<boolean> {
+    const { repo, runtime, log } = this.deps;
+    const checkpoints = runtime.checkpoints;
+    if (!checkpoints || !(await checkpoints.can(row.id).catch(() => false))) return false;
+    const checkpointId = randomUUID();
+    // CRIU dumps running processes: a lightly sleeping agent is resumed first (the edges hold its requests meanwhile).
+    if (frozen(row)) await runtime.thaw!(row.id, row.memory_mb);
+    // As for a freeze, the edges hear first that it sleeps, so no request is sent on into an agent being dumped.
+    await repo.markAsleep(row.id, 'checkpointed', checkpointId, 'sleeping');
+    if (row.status === 'running') await sleep(EDGE_HEARS_MS);
+    try {
+      const imageMb = await checkpoints.checkpoint(row.id, checkpointId);
+      await this.deps.pause('checkpointed');
+      await repo.markAsleep(row.id, 'checkpointed', checkpointId);
+      log.info({ instance_id: row.id, image_mb: imageMb }, 'instance checkpointed');
+      return true;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
+      log.warn({ instance_id: row.id, err: describe(err) }, 'the agent could not be checkpointed: it is stopped instead');
+      return false;
+    }
   }
 
   /**
@@ -97,7 +127,15 @@ export class Sleeper {
         if (!row || row.deleting_at) throw new AppError('INSTANCE_NOT_FOUND');
         if (!asleep(row)) return { instance_id: id, status: row.status };
         let wakeWarning: string | undefined;
-        if (frozen(row)) {
+        if (row.sleep_depth === 'checkpointed') {
+          const why = await this.restoreLocked(row);
+          if (!why) {
+            this.deps.log.info({ instance_id: id, depth: row.sleep_depth }, 'instance restored from its checkpoint by a request');
+            return { instance_id: id, status: 'running' as const };
+          }
+          wakeWarning = `The sleeping agent could not be restored from its checkpoint (${why}); it boots instead`;
+          this.deps.log.warn({ instance_id: id, reason: why }, 'checkpointed instance could not be restored; booting it');
+        } else if (frozen(row)) {
           const why = await this.thawLocked(row);
           if (!why) {
             this.deps.log.info({ instance_id: id, depth: row.sleep_depth }, 'instance resumed by a request');
@@ -121,6 +159,7 @@ export class Sleeper {
    * and its next request boots it. Returns what changed, if anything.
    */
   async reconcileFrozen(row: InstanceRow): Promise<'awake' | 'deep' | undefined> {
+    if (row.status === 'sleeping' && row.sleep_depth === 'checkpointed') return this.reconcileCheckpointed(row);
     if (!frozen(row)) return undefined;
     const s = await this.deps.runtime.inspect(row.id);
     if (s.state === 'node_down') return undefined;
@@ -139,6 +178,23 @@ export class Sleeper {
     });
   }
 
+  /**
+   * A checkpointed instance's container must run on (hold-init holds its place): one that ended (an engine restart,
+   * a stop by hand) took the checkpoint's meaning with it, so its image goes and it sleeps stopped.
+   */
+  private async reconcileCheckpointed(row: InstanceRow): Promise<'deep' | undefined> {
+    const { runtime, repo, locks } = this.deps;
+    const ended = async () => !['running', 'node_down'].includes((await runtime.inspect(row.id)).state);
+    if (!(await ended())) return undefined;
+    return locks.tryWith(row.id, async (): Promise<'deep' | undefined> => {
+      const fresh = await repo.byId(row.id);
+      if (!fresh || fresh.deleting_at || fresh.step !== 'done' || fresh.sleep_depth !== 'checkpointed' || !(await ended())) return undefined;
+      await runtime.checkpoints?.drop(row.id);
+      await repo.markStopped(row.id, undefined, true);
+      return 'deep';
+    });
+  }
+
   /** Under the lock: its tier's limits back, its processes resumed, the row running (`traffic`: its idle time starts now). */
   private async resume(row: InstanceRow, traffic: boolean): Promise<void> {
     await this.deps.runtime.thaw!(row.id, row.memory_mb);
@@ -151,6 +207,20 @@ export class Sleeper {
     await this.resume(row, false);
     this.deps.log.info({ instance_id: row.id }, 'a request reached the instance as it fell asleep: resumed');
     return true;
+  }
+
+  /** Under the lock: restore a checkpointed agent. Resolves to why it could not be (undefined: it runs again). */
+  private async restoreLocked(row: InstanceRow): Promise<string | undefined> {
+    const checkpoints = this.deps.runtime.checkpoints;
+    if (!checkpoints || !row.checkpoint_id) return 'checkpointing is off here now';
+    try {
+      await checkpoints.restore(row.id, row.checkpoint_id);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
+      return describe(err);
+    }
+    await this.deps.repo.markThawed(row.id);
+    return undefined;
   }
 
   /** Under the lock: resume a frozen agent. Resolves to why it could not be (undefined: it runs again). */

@@ -1,10 +1,15 @@
 /*
- * The checkpoint probe's at-rest step (checkpoint-probe.sh, docs/decisions/0049-...): a CRIU image sealed per file in
- * chunks, and served back to `criu restore --stream` without a plaintext copy anywhere.
+ * A checkpoint's image at rest (deploy/criu/checkpoint.sh, docs/decisions/0049-...): a CRIU image sealed per file in
+ * chunks, opened back for `criu restore`, or served to `criu restore --stream` without a plaintext copy anywhere.
+ * build.sh builds it into the CRIU runtime directory as `seal`; it runs on the host, never in a container.
  *
- *   checkpoint-seal seal  <key file> <instance> <from dir> <to dir>      every file of a CRIU image directory
- *   checkpoint-seal serve <key file> <instance> <sealed dir> <sock dir>  CRIU's image streamer for one restore
- *   checkpoint-seal cat   <key file> <instance> <sealed dir> <name>      one file to stdout (a check)
+ *   seal seal  <key file> <binding> <from dir> <to dir>      every file of a CRIU image directory
+ *   seal open  <key file> <binding> <sealed dir> <to dir>    every file back (new files, mode 0600)
+ *   seal serve <key file> <binding> <sealed dir> <sock dir>  CRIU's image streamer for one restore
+ *   seal cat   <key file> <binding> <sealed dir> <name>      one file to stdout (a check)
+ *
+ * <key file>: 32 raw bytes, or - for standard input (how the provisioner passes it). <binding>: what the image belongs to (the
+ * provisioner's: instance, container and checkpoint id), part of every record's AAD.
  *
  * Sealed file: base nonce (12), then records [last (1)][length (4, LE)][ciphertext][GCM tag (16)], each the zstd
  * frame (level 1) of up to 1 MiB of the image, AES-256-GCM with nonce = base ^ record number and AAD = instance,
@@ -36,7 +41,7 @@
 
 #define CHUNK (1 << 20)
 static unsigned char key[32];
-static const char *instance;
+static const char *instance; /* the binding */
 
 static int full_read(int fd, void *buf, size_t n) {
   size_t got = 0;
@@ -137,7 +142,7 @@ static int serve(const char *sealed, const char *sockdir) {
   snprintf(addr.sun_path, sizeof addr.sun_path, "%s/streamer-serve.sock", sockdir);
   int ls = socket(AF_UNIX, SOCK_STREAM, 0);
   unlink(addr.sun_path);
-  if (ls < 0 || bind(ls, (struct sockaddr *)&addr, sizeof addr) || listen(ls, 1)) return perror("checkpoint-seal: listen"), 1;
+  if (ls < 0 || bind(ls, (struct sockaddr *)&addr, sizeof addr) || listen(ls, 1)) return perror("seal: listen"), 1;
   printf("ready\n");
   fflush(stdout);
   int s = accept(ls, NULL, NULL);
@@ -171,7 +176,7 @@ static int serve(const char *sealed, const char *sockdir) {
       /* A pipe of one record: fewer wake-ups of CRIU and of this writer (64 KiB by default). */
       fcntl(pipefd, F_SETPIPE_SZ, CHUNK);
       int rc = open_file(path, name, pipefd);
-      if (rc) fprintf(stderr, "checkpoint-seal: %s does not open (another instance's, altered or cut short)\n", name);
+      if (rc) fprintf(stderr, "seal: %s does not open (another instance's, altered or cut short)\n", name);
       _exit(rc ? 1 : 0);
     }
     close(pipefd);
@@ -182,10 +187,11 @@ static int serve(const char *sealed, const char *sockdir) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 6) return fprintf(stderr, "usage: checkpoint-seal seal|serve <key file> <instance> <from> <to>\n"), 2;
-  int kf = open(argv[2], O_RDONLY);
-  if (kf < 0 || full_read(kf, key, 32) != 32) return fprintf(stderr, "checkpoint-seal: no 32-byte key\n"), 2;
-  close(kf);
+  if (argc != 6) return fprintf(stderr, "usage: seal seal|open|serve|cat <key file> <binding> <from> <to>\n"), 2;
+  /* "-": standard input, whatever it is (a socket cannot be opened again through /dev/stdin). */
+  int kf = strcmp(argv[2], "-") ? open(argv[2], O_RDONLY) : 0;
+  if (kf < 0 || full_read(kf, key, 32) != 32) return fprintf(stderr, "seal: no 32-byte key\n"), 2;
+  if (kf) close(kf);
   instance = argv[3];
   if (!strcmp(argv[1], "serve")) return serve(argv[4], argv[5]);
   if (!strcmp(argv[1], "cat")) {
@@ -193,7 +199,8 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/%s", argv[4], argv[5]);
     return open_file(path, argv[5], 1) ? 1 : 0;
   }
-  if (strcmp(argv[1], "seal")) return 2;
+  int opening = !strcmp(argv[1], "open");
+  if (strcmp(argv[1], "seal") && !opening) return 2;
   DIR *d = opendir(argv[4]);
   struct dirent *e;
   int rc = 0;
@@ -202,10 +209,12 @@ int main(int argc, char **argv) {
     if (e->d_type != DT_REG) continue;
     snprintf(from, sizeof from, "%s/%s", argv[4], e->d_name);
     snprintf(to, sizeof to, "%s/%s", argv[5], e->d_name);
-    if (seal_file(from, to, e->d_name)) {
-      fprintf(stderr, "checkpoint-seal: %s\n", e->d_name);
+    int out = opening ? open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+    if (opening ? out < 0 || open_file(from, e->d_name, out) : seal_file(from, to, e->d_name)) {
+      fprintf(stderr, "seal: %s %s\n", e->d_name, opening ? "does not open (another binding's, altered or cut short)" : "could not be sealed");
       rc = 1;
     }
+    if (out >= 0) close(out);
   }
   return d ? rc : 1;
 }

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Checkpoint and restore of one agent's processes while its container keeps running (the provisioner's checkpointed
+# sleep: services/provisioner/src/docker/checkpoint.ts, docs/decisions/0049-...). Run as root by the provisioner.
+#
+#   checkpoint.sh check                                   the CRIU runtime is there and the kernel allows a dump
+#   checkpoint.sh dump    <init pid> <binding> <sealed>  dump the agent, seal the image into <sealed>
+#   checkpoint.sh restore <init pid> <binding> <sealed>  open the image, restore the agent, delete the image
+#
+# <init pid>: the host pid of the container's PID 1, hold-init (the provisioner checks the container's entrypoint).
+#
+# The key (32 raw bytes) comes on stdin, never in an argument or a file. <binding> names what the image belongs to
+# (instance, container, checkpoint id): it is in every sealed record's AAD, so the image of another instance, another
+# container or an older checkpoint does not open. The plaintext image exists only in a root-only tmpfs, for the
+# dump's and the seal's time, or the open's and the restore's.
+#
+# How: the container's PID 1 is hold-init (hold-init.c). SIGUSR1 from here tells it the agent's next end is a
+# checkpoint, not the container's; CRIU then runs inside the container's namespaces and cgroups (nsenter), from the
+# read-only bind mount of the runtime ($CRIU_MOUNT), so it sees the agent's namespaces as its own and dumps only
+# processes. A restore gives the agent its old pids, and the kernel makes it hold-init's child again.
+#
+# Settings: CRIU_RT (/usr/local/lib/agenthost-criu), CHECKPOINT_WORK (/run/agenthost-checkpoint: mounted as a tmpfs
+# when it is not one).
+set -euo pipefail
+RT="${CRIU_RT:-/usr/local/lib/agenthost-criu}"
+WORK_ROOT="${CHECKPOINT_WORK:-/run/agenthost-checkpoint}"
+CRIU_MOUNT=/opt/agenthost-criu
+
+fail() { echo "checkpoint: $*" >&2; exit 1; }
+
+# The image's plaintext never reaches a disk: a tmpfs only root can enter.
+work_dir() {
+  install -d -m 0700 "$WORK_ROOT"
+  [ "$(stat -f -c %T "$WORK_ROOT")" = tmpfs ] || mount -t tmpfs -o mode=0700,size=50% agenthost-checkpoint "$WORK_ROOT"
+  local d="$WORK_ROOT/$1"
+  rm -rf "$d"
+  install -d -m 0700 "$d"
+  echo "$d"
+}
+
+# CRIU as a process of the container: its cgroups first (what it restores inherits them), then its namespaces. The
+# image directory and the container's stdio go in as open descriptors: the container's filesystem has neither.
+criu_in() {
+  local init=$1 dir=$2; shift 2
+  (
+    while IFS=: read -r _ ctrl path; do
+      d="/sys/fs/cgroup/${ctrl#name=}" # v1: one hierarchy per controller; v2 (empty): unified, or the root
+      if [ -z "$ctrl" ]; then d=/sys/fs/cgroup/unified; [ -d "$d" ] || d=/sys/fs/cgroup; fi
+      if [ -w "$d$path/cgroup.procs" ]; then echo "$BASHPID" >"$d$path/cgroup.procs"; fi
+    done <"/proc/$init/cgroup"
+    exec 3<"$dir" 4<"/proc/$init/fd/0" 5>"/proc/$init/fd/1" 6>"/proc/$init/fd/2" </dev/null
+    exec nsenter -t "$init" -m -u -i -n -p -- "$CRIU_MOUNT/ld.so" --library-path "$CRIU_MOUNT/lib" "$CRIU_MOUNT/criu" "$@" -D /proc/self/fd/3
+  )
+}
+
+# CRIU's own account of a failure: its error lines, without the image's paths.
+criu_errors() { grep -E 'Error|error' "$1" 2>/dev/null | tail -5 | sed 's/^/  /' >&2 || true; }
+
+# The container's hold-init, by its host pid: it must be there, and be an init of a pid namespace of its own.
+init_of() {
+  [[ $1 =~ ^[0-9]+$ ]] && [ -d "/proc/$1" ] || fail "no process $1 (the container is not running)"
+  [ "$(awk '/^NSpid/ {print $NF}' "/proc/$1/status")" = 1 ] || fail "process $1 is not a container's PID 1"
+  echo "$1"
+}
+
+case "${1:-}" in
+check)
+  [ -x "$RT/criu" ] && [ -x "$RT/hold-init" ] && [ -x "$RT/seal" ] && [ -x "$RT/ld.so" ] || fail "no CRIU runtime in $RT (deploy/criu/build.sh)"
+  out="$("$RT/ld.so" --library-path "$RT/lib" "$RT/criu" check 2>&1)" || fail "criu check: $(tail -1 <<<"$out")"
+  echo "$out"
+  ;;
+dump)
+  [ $# = 4 ] || fail "usage: checkpoint.sh dump <init pid> <binding> <sealed dir>"
+  init="$(init_of "$2")" binding=$3 sealed=$4
+  agent="$(ps -o pid= --ppid "$init" | head -1 | tr -d ' ')"
+  [ -n "$agent" ] || fail "no agent process under hold-init (already checkpointed?)"
+  vpid="$(awk '/^NSpid/ {print $NF}' "/proc/$agent/status")"
+  work="$(work_dir "$(basename "$sealed")")"
+  trap 'rm -rf "$work"' EXIT
+  kill -USR1 "$init" # hold-init: the agent's next end is a checkpoint
+  if ! criu_in "$init" "$work" dump -t "$vpid" -o dump.log --tcp-established --network-lock nftables --file-locks --ext-unix-sk; then
+    kill -USR2 "$init" # a failed dump leaves the agent running: its end is the container's again
+    criu_errors "$work/dump.log"
+    fail "criu dump failed"
+  fi
+  rm -f "$work/dump.log"
+  # Sealed beside its place and moved there whole: an image at <sealed> is always complete.
+  rm -rf "$sealed" "$sealed.new"
+  install -d -m 0700 "$sealed.new"
+  "$RT/seal" seal - "$binding" "$work" "$sealed.new" || { rm -rf "$sealed.new"; fail "sealing the image failed"; }
+  mv "$sealed.new" "$sealed"
+  du -sm "$sealed" | cut -f1
+  ;;
+restore)
+  [ $# = 4 ] || fail "usage: checkpoint.sh restore <init pid> <binding> <sealed dir>"
+  init="$(init_of "$2")" binding=$3 sealed=$4
+  [ -d "$sealed" ] || fail "no checkpoint image"
+  [ -z "$(ps -o pid= --ppid "$init")" ] || fail "the agent is running: nothing to restore"
+  work="$(work_dir "$(basename "$sealed")")"
+  trap 'rm -rf "$work"' EXIT
+  "$RT/seal" open - "$binding" "$sealed" "$work" || fail "the image does not open under this binding (another instance's, container's or checkpoint's, or altered)"
+  # The container's stdio pipes (the engine's log pipes and the provisioner's stdin) are handed back to the agent.
+  inherit=()
+  for fd in 0 1 2; do
+    what="$(readlink "/proc/$init/fd/$fd")"
+    if [[ $what == pipe:* ]]; then inherit+=(--inherit-fd "fd[$((fd + 4))]:$what"); fi
+  done
+  if ! criu_in "$init" "$work" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}"; then
+    criu_errors "$work/restore.log"
+    fail "criu restore failed"
+  fi
+  rm -rf "$sealed"
+  ;;
+*)
+  fail "usage: checkpoint.sh check | dump <init pid> <binding> <sealed dir> | restore <init pid> <binding> <sealed dir>"
+  ;;
+esac

@@ -1,0 +1,203 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { NatsConnection } from 'nats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  cleanupDocker,
+  docker,
+  recordSecret,
+  signIn,
+  standinVariant,
+  storedEvents,
+  subscribe,
+  testNetwork,
+  waitFor,
+  type Edge,
+  type Session,
+  type Stack,
+} from '@agenthost/testkit';
+import { sleepStack } from './sleep-stack.ts';
+
+// The checkpointed deep sleep, end to end (docs/decisions/0049-...): the stand-in agent behind the real edge, the
+// provisioner on the real engine with CRIU (deploy/criu/build.sh; deploy/install.sh builds it for the tests). After
+// DEEP idle seconds a pro agent's processes are dumped to an image sealed to its instance, container and checkpoint,
+// its container runs on with hold-init alone, and the next request restores the same processes.
+// Ports of this suite: instances 18930-18934, the edge 18936 (HTTPS) and 18937 (HTTP).
+const DEEP = 6;
+const VARIANT = 't-sleep-ckpt';
+const network = testNetwork('sleep-ckpt');
+const checkpointDir = mkdtempSync(join(tmpdir(), 'agenthost-ckpt-'));
+const sha = (v: string) => createHash('sha256').update(v).digest('hex');
+
+type Agent = { id: string; url: string; token: string };
+let stack: Stack;
+let edge: Edge;
+let nc: NatsConnection;
+let alice: Session;
+let bob: Session;
+let a: Agent;
+let b: Agent;
+
+const owns = (x: Agent) => ({ authorization: `Bearer ${x.token}` });
+const view = async (s: Session, id: string) => (await s.api.get(`/instance/status/${id}`)).body as { status: string; sleep_depth?: string };
+const inspect = async (x: Agent, format: string) => (await docker('inspect', '-f', format, `agenthost-${x.id}`)).trim();
+/** Where the provisioner keeps an instance's sealed image: <CHECKPOINT_DIR>/<scope>/<instance>. */
+const imageDir = (x: Agent) => join(checkpointDir, network, x.id);
+/** The processes in the container, by command name (`docker top`). */
+const processes = async (x: Agent) =>
+  (await docker('top', `agenthost-${x.id}`, '-o', 'pid,comm'))
+    .split('\n')
+    .slice(1)
+    .filter(Boolean)
+    .map((l) => l.trim().split(/\s+/)[1]);
+/** Host memory the container's cgroup holds (MB): what a sleeping agent costs the host. */
+const heldMb = async (x: Agent) => {
+  const pid = await inspect(x, '{{.State.Pid}}');
+  const line = readFileSync(`/proc/${pid}/cgroup`, 'utf8')
+    .split('\n')
+    .find((l) => /^\d+:(memory)?:/.test(l) && (l.includes(':memory:') || l.startsWith('0::')));
+  const path = line!.split(':')[2];
+  for (const f of [`/sys/fs/cgroup/memory${path}/memory.usage_in_bytes`, `/sys/fs/cgroup${path}/memory.current`]) {
+    if (existsSync(f)) return Number(readFileSync(f, 'utf8')) / 2 ** 20;
+  }
+  throw new Error('no memory cgroup');
+};
+
+async function createRunning(s: Session, name: string): Promise<Agent> {
+  const c = await s.api.post('/instance/create', { framework: 'openclaw', name });
+  expect(c.status, c.text).toBe(200);
+  recordSecret(c.body.access_token);
+  const id = c.body.instance_id as string;
+  await waitFor(`${id} running`, async () => (await view(s, id)).status === 'running', 60_000, 250);
+  return { id, url: c.body.url as string, token: c.body.access_token as string };
+}
+
+/** Asleep checkpointed: its status says so (the edges hear it before the dump), its image is whole, hold-init alone runs. */
+async function checkpointed(s: Session, x: Agent) {
+  await waitFor(
+    'checkpointed',
+    async () => {
+      const v = await view(s, x.id);
+      return v.status === 'sleeping' && v.sleep_depth === 'checkpointed' && existsSync(imageDir(x)) && (await processes(x)).join() === 'hold-init';
+    },
+    90_000,
+    250,
+  );
+}
+
+async function call(x: Agent, path = '/') {
+  const r = await edge.request(`${x.url}${path}`, { headers: owns(x) });
+  expect(r.status, r.text).toBe(200);
+  return r.json as Record<string, unknown> & { pid: number; state: { boots: number; born: string } };
+}
+
+beforeAll(async () => {
+  await cleanupDocker(network);
+  await standinVariant(VARIANT, { AGENTHOST_RELOAD_URL: 'http://127.0.0.1:18789/reload' });
+  ({ stack, edge } = await sleepStack({
+    network,
+    ports: [18930, 18934],
+    edgePorts: { https: 18936, http: 18937 },
+    idle: {},
+    deep: { pro: DEEP },
+    provisioner: {
+      DEFAULT_VERSION: VARIANT,
+      CHECKPOINT_KEY: randomBytes(32).toString('base64'),
+      CHECKPOINT_DIR: checkpointDir,
+      RECONCILE_INTERVAL_SECONDS: '3600',
+    },
+    edge: { EDGE_WAKE_TIMEOUT_SECONDS: '60' },
+  }));
+  nc = await stack.nats.connect();
+  [alice, bob] = await Promise.all([signIn(stack.api), signIn(stack.api)]);
+  await Promise.all([subscribe(stack, alice, { tier: 'pro' }), subscribe(stack, bob, { tier: 'pro' })]);
+  [a, b] = await Promise.all([createRunning(alice, 'ckpt-a'), createRunning(bob, 'ckpt-b')]);
+}, 240_000);
+
+afterAll(async () => {
+  await nc?.drain();
+  await edge?.stop();
+  await stack?.stop();
+  await cleanupDocker(network);
+  rmSync(checkpointDir, { recursive: true, force: true });
+});
+
+describe('the checkpointed deep sleep', () => {
+  let before: Awaited<ReturnType<typeof call>>;
+  let startedAt: string;
+
+  it('dumps an idle agent to a sealed image: its container runs on with hold-init alone, holding a few MB', async () => {
+    before = await call(a);
+    const awakeMb = await heldMb(a);
+    startedAt = await inspect(a, '{{.State.StartedAt}}');
+    await checkpointed(alice, a);
+    expect(await inspect(a, '{{.State.Running}} {{.State.Paused}} {{.State.StartedAt}}')).toBe(`true false ${startedAt}`);
+    expect(await processes(a)).toEqual(['hold-init']);
+    const asleepMb = await heldMb(a);
+    expect(asleepMb).toBeLessThan(awakeMb / 2);
+    // The image is sealed: none of the agent's own text (its instance id is in its memory) is readable on disk.
+    const files = readdirSync(imageDir(a));
+    expect(files.length).toBeGreaterThan(3);
+    for (const f of files) expect(readFileSync(join(imageDir(a), f)).includes(a.id)).toBe(false);
+  });
+
+  it('restores the same processes on the first request, with their memory, and a key stored while asleep loaded', async () => {
+    await checkpointed(alice, a);
+    const key = `sk-${randomBytes(12).toString('hex')}`;
+    recordSecret(key);
+    expect((await alice.api.post('/keys/store', { instance_id: a.id, keys: { OPENAI_API_KEY: key } })).status).toBe(200);
+    const after = await call(a);
+    // The same process (its pid in the container, its boot count and birth), not a new boot.
+    expect(after).toMatchObject({ instance_id: a.id, pid: before.pid, state: before.state });
+    expect((await view(alice, a.id)).status).toBe('running');
+    expect(await inspect(a, '{{.State.StartedAt}} {{.RestartCount}}')).toBe(`${startedAt} 0`);
+    expect(existsSync(imageDir(a))).toBe(false);
+    // The restore closed its connections: the bootstrap's key watch reconnects and the agent reloads the new key.
+    const keys = await waitFor(
+      'the key in the restored agent',
+      async () => {
+        const r = await edge.request(`${a.url}/keys`, { headers: owns(a) });
+        return (r.json.names as string[] | undefined)?.includes('OPENAI_API_KEY') ? r : undefined;
+      },
+      20_000,
+      250,
+    );
+    expect((keys.json.sha256 as Record<string, string>).OPENAI_API_KEY).toBe(sha(key));
+  });
+
+  it('lets a WebSocket client reconnect to a checkpointed agent', async () => {
+    await checkpointed(alice, a);
+    const ws = await edge.websocket(`${a.url}/ws`, owns(a));
+    expect(JSON.parse(await ws.receive())).toEqual({ hello: a.id });
+    ws.send('after the restore');
+    expect(await ws.receive()).toBe('after the restore');
+    ws.close();
+  });
+
+  it("refuses another tenant's image in its place: the agent boots afresh instead, and its status event says why", async () => {
+    await Promise.all([checkpointed(alice, a), checkpointed(bob, b)]);
+    const bBefore = (await storedEvents<Record<string, unknown>>(nc, 'events.instance.status')).length;
+    // Alice's sealed image put where Bob's was: CRIU alone would run Alice's memory in Bob's container.
+    rmSync(imageDir(b), { recursive: true });
+    cpSync(imageDir(a), imageDir(b), { recursive: true });
+    const answer = await call(b);
+    expect(answer.instance_id).toBe(b.id);
+    expect(answer.state.born).not.toBe(before.state.born);
+    const events = (await storedEvents<Record<string, unknown>>(nc, 'events.instance.status')).slice(bBefore).map((e) => e.data);
+    expect(events.find((e) => e.instance_id === b.id && e.wake_warning)).toMatchObject({
+      status: 'provisioning',
+      wake_warning: expect.stringMatching(/could not be restored from its checkpoint .*does not open.*it boots instead/),
+    });
+    // Alice's own image still opens for her.
+    expect((await call(a)).state).toEqual(before.state);
+  });
+
+  it('removes the image with the instance', async () => {
+    await checkpointed(alice, a);
+    expect(existsSync(imageDir(a))).toBe(true);
+    expect((await alice.api.del(`/instance/delete/${a.id}`)).status).toBe(200);
+    await waitFor('the image gone', async () => !existsSync(imageDir(a)), 30_000, 250);
+  });
+});
