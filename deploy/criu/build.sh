@@ -116,7 +116,7 @@ for lib in $(ldd "$BIN" | awk '$3 ~ /^\// {print $3}'); do cp -L "$lib" "$RT.new
 cp -L "$(ldd "$BIN" | awk '/ld-linux/ {print $1}')" "$RT.new/ld.so"
 gcc -static -Os -Wall -o "$RT.new/hold-init" "$HERE/hold-init.c"
 # The sealer runs on the host (deploy/criu/checkpoint.sh), with the host's libraries.
-gcc -O2 -Wall -o "$RT.new/seal" "$HERE/seal.c" -lcrypto -lzstd
+gcc -O2 -Wall -pthread -o "$RT.new/seal" "$HERE/seal.c" -lcrypto -lzstd
 chmod -R go-w "$RT.new"
 rm -rf "$RT"
 mv "$RT.new" "$RT"

@@ -194,6 +194,21 @@ describe('the checkpointed deep sleep', () => {
     expect((await call(a)).state).toEqual(before.state);
   });
 
+  it('boots an agent whose container ended while it was checkpointed, and its status event says why', async () => {
+    await checkpointed(bob, b);
+    const boots = (await call(b)).state.boots;
+    await checkpointed(bob, b);
+    const seen = (await storedEvents<Record<string, unknown>>(nc, 'events.instance.status')).length;
+    // Ended behind the provisioner's back (the reconciler is not due): the image is of processes that are gone.
+    await docker('stop', `agenthost-${b.id}`);
+    expect((await call(b)).state.boots).toBe(boots + 1);
+    const events = (await storedEvents<Record<string, unknown>>(nc, 'events.instance.status')).slice(seen).map((e) => e.data);
+    expect(events.find((e) => e.instance_id === b.id && e.wake_warning)).toMatchObject({
+      wake_warning: expect.stringMatching(/could not be restored from its checkpoint \(restore: the container is not running\)/),
+    });
+    expect(existsSync(imageDir(b))).toBe(false);
+  });
+
   it('removes the image with the instance', async () => {
     await checkpointed(alice, a);
     expect(existsSync(imageDir(a))).toBe(true);

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Logger } from '@agenthost/shared';
 import type { InstanceCheckpoints } from '../domain/runtime.ts';
+import { o } from './call.ts';
 import type { DockerEngine } from './engine.ts';
 import { containerName, HOLD_INIT } from './spec.ts';
 import { CRIU_MOUNT } from './spec.ts';
@@ -134,7 +135,9 @@ export { CRIU_MOUNT };
  * The checkpointed sleep of instance containers on one engine. The image is bound to the instance, the container's
  * id (a recreated container is another) and the checkpoint's id (the row's: an older image does not open).
  */
-export function containerCheckpoints(engine: DockerEngine, checkpoints: Checkpoints): InstanceCheckpoints {
+export function containerCheckpoints(engine: DockerEngine, checkpoints: Checkpoints, burstCpus: (cpus: number) => number): InstanceCheckpoints {
+  const setCpus = (id: string, cpus: number) =>
+    engine.run('container update', (abortSignal) => engine.docker.getContainer(containerName(id)).update(o({ NanoCpus: Math.round(cpus * 1e9), abortSignal })));
   const target = async (id: string) => {
     const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
     const entry = info.Config.Entrypoint;
@@ -153,10 +156,17 @@ export function containerCheckpoints(engine: DockerEngine, checkpoints: Checkpoi
       if (!t.holdInit || !t.running) throw new Error(`checkpoint: the container is ${t.holdInit ? 'not running' : 'not checkpointable'}`);
       return checkpoints.dump(id, t.pid, t.binding(checkpointId));
     },
-    async restore(id, checkpointId) {
+    async restore(id, checkpointId, cpus) {
       const t = await target(id);
       if (!t.holdInit || !t.running) throw new Error(`restore: the container is ${t.holdInit ? 'not running' : 'not checkpointable'}`);
-      await checkpoints.restore(id, t.pid, t.binding(checkpointId));
+      // CRIU restores inside the container's cgroups, so under its CPU limit: on a burst, as a boot (BOOT_CPUS).
+      const burst = burstCpus(cpus);
+      if (burst > cpus) await setCpus(id, burst);
+      try {
+        await checkpoints.restore(id, t.pid, t.binding(checkpointId));
+      } finally {
+        if (burst > cpus) await setCpus(id, cpus);
+      }
     },
     drop: (id) => checkpoints.drop(id),
     has: (id) => checkpoints.has(id),

@@ -37,7 +37,7 @@ export class DockerInstances implements InstanceRuntime {
 
   constructor(deps: DockerInstances['deps']) {
     this.deps = deps;
-    if (deps.checkpoints) this.checkpoints = containerCheckpoints(deps.engine, deps.checkpoints);
+    if (deps.checkpoints) this.checkpoints = containerCheckpoints(deps.engine, deps.checkpoints, (cpus) => bootCpus(cpus, deps.config.BOOT_CPUS));
   }
 
   /** A checkpoint image is of processes that ended with any other step on the container: it goes with them. */

@@ -36,8 +36,8 @@ export interface InstanceCheckpoints {
   can(id: string): Promise<boolean>;
   /** Dump the running agent and seal its image; resolves to the sealed image's size (MB). */
   checkpoint(id: string, checkpointId: string): Promise<number>;
-  /** Restore the agent from the image of that checkpoint (deleted once restored). */
-  restore(id: string, checkpointId: string): Promise<void>;
+  /** Restore the agent from the image of that checkpoint (deleted once restored); `cpus`: its tier's share. */
+  restore(id: string, checkpointId: string, cpus: number): Promise<void>;
   /** Delete the instance's image, if any. */
   drop(id: string): Promise<void>;
   /** Whether an image of the instance is kept. */

@@ -214,7 +214,7 @@ export class Sleeper {
     const checkpoints = this.deps.runtime.checkpoints;
     if (!checkpoints || !row.checkpoint_id) return 'checkpointing is off here now';
     try {
-      await checkpoints.restore(row.id, row.checkpoint_id);
+      await checkpoints.restore(row.id, row.checkpoint_id, row.cpus);
     } catch (err) {
       if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
       return describe(err);
