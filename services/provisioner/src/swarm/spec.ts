@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { httpHealthCheck, pinTo } from '@agenthost/shared';
-import { AGENT_PORT, AGENT_USER, heapMb, labels } from '../docker/spec.ts';
+import { AGENT_PORT, AGENT_USER, labels, nodeOptions } from '../docker/spec.ts';
 
 /** The swarm objects of one instance, by name: its service, its network, its volume (on its node), its credentials. */
 export const serviceName = (instanceId: string): string => `agenthost-${instanceId}`;
@@ -49,7 +49,7 @@ export interface SwarmInstanceInput {
 export function instanceServiceSpec(i: SwarmInstanceInput): Docker.ServiceSpec & { Name: string } {
   const l = labels(i);
   const memoryBytes = i.memoryMb * MB;
-  const env = { ...i.env, NODE_OPTIONS: `--max-old-space-size=${heapMb(i.memoryMb)}`, AGENTHOST_CREDENTIALS: `file:${CREDENTIALS_FILE}` };
+  const env = { ...i.env, NODE_OPTIONS: nodeOptions(i.memoryMb), AGENTHOST_CREDENTIALS: `file:${CREDENTIALS_FILE}` };
   const containerSpec = {
     Image: i.image,
     Hostname: i.instanceId.slice(0, 63),
