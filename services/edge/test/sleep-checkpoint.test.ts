@@ -30,6 +30,7 @@ const VARIANT = 't-sleep-ckpt';
 const network = testNetwork('sleep-ckpt');
 const checkpointDir = mkdtempSync(join(tmpdir(), 'agenthost-ckpt-'));
 const sha = (v: string) => createHash('sha256').update(v).digest('hex');
+const checkpointKey = randomBytes(32).toString('base64');
 
 type Agent = { id: string; url: string; token: string };
 let stack: Stack;
@@ -94,6 +95,7 @@ async function call(x: Agent, path = '/') {
 }
 
 beforeAll(async () => {
+  recordSecret(checkpointKey);
   await cleanupDocker(network);
   await standinVariant(VARIANT, { AGENTHOST_RELOAD_URL: 'http://127.0.0.1:18789/reload' });
   ({ stack, edge } = await sleepStack({
@@ -104,7 +106,7 @@ beforeAll(async () => {
     deep: { pro: DEEP },
     provisioner: {
       DEFAULT_VERSION: VARIANT,
-      CHECKPOINT_KEY: randomBytes(32).toString('base64'),
+      CHECKPOINT_KEY: checkpointKey,
       CHECKPOINT_DIR: checkpointDir,
       RECONCILE_INTERVAL_SECONDS: '3600',
     },
