@@ -16,7 +16,7 @@ const frame = (type: number, text: string) => {
 };
 
 describe('container spec', () => {
-  const spec = containerSpec({
+  const input = {
     instanceId: 'inst-abc',
     userId: 'u1',
     scope: 's',
@@ -30,7 +30,8 @@ describe('container spec', () => {
     tmpfsMb: 64,
     stopTimeoutSeconds: 5,
     env: { A: '1', NODE_OPTIONS: 'x' },
-  });
+  };
+  const spec = containerSpec(input);
 
   it('sizes the V8 heap under the memory limit (75 %)', () => {
     expect(heapMb(2048)).toBe(1536);
@@ -56,6 +57,26 @@ describe('container spec', () => {
     });
     expect(spec.HostConfig!.Binds).toBeUndefined();
     expect(JSON.stringify(spec)).not.toContain('docker.sock');
+  });
+
+  it('when checkpointable, runs the image as before under hold-init, with the CRIU runtime read-only and io_uring refused', () => {
+    const ckpt = containerSpec({
+      ...input,
+      checkpoint: { runtimeDir: '/usr/local/lib/agenthost-criu', seccomp: '{"defaultAction":"SCMP_ACT_ERRNO"}', entrypoint: ['/bin/boot', 'a'], cmd: ['run'] },
+    });
+    expect(ckpt.Entrypoint).toEqual(['/opt/agenthost-criu/hold-init', '/bin/boot', 'a']);
+    expect(ckpt.Cmd).toEqual(['run']);
+    expect(ckpt.HostConfig).toMatchObject({
+      Init: false,
+      CapDrop: ['ALL'],
+      ReadonlyRootfs: true,
+      SecurityOpt: ['no-new-privileges:true', 'seccomp={"defaultAction":"SCMP_ACT_ERRNO"}'],
+    });
+    expect(ckpt.HostConfig!.Mounts!.slice(1)).toEqual([
+      { Type: 'bind', Source: '/usr/local/lib/agenthost-criu', Target: '/opt/agenthost-criu', ReadOnly: true },
+    ]);
+    // Without it, the image's own entrypoint and command stand, under docker-init.
+    expect(spec.Entrypoint).toBeUndefined();
   });
 });
 
