@@ -48,7 +48,9 @@ criu_in() {
       if [ -w "$d$path/cgroup.procs" ]; then echo "$BASHPID" >"$d$path/cgroup.procs"; fi
     done <"/proc/$init/cgroup"
     exec 3<"$dir" 4<"/proc/$init/fd/0" 5>"/proc/$init/fd/1" 6>"/proc/$init/fd/2" </dev/null
-    exec nsenter -t "$init" -m -u -i -n -p -- "$CRIU_MOUNT/ld.so" --library-path "$CRIU_MOUNT/lib" "$CRIU_MOUNT/criu" "$@" -D /proc/self/fd/3
+    # --no-default-config: CRIU runs in the container's mount namespace, where /etc/criu/default.conf would be the
+    # image's to write.
+    exec nsenter -t "$init" -m -u -i -n -p -- "$CRIU_MOUNT/ld.so" --library-path "$CRIU_MOUNT/lib" "$CRIU_MOUNT/criu" "$@" --no-default-config -D /proc/self/fd/3
   )
 }
 
@@ -77,7 +79,10 @@ dump)
   work="$(work_dir "$(basename "$sealed")")"
   trap 'rm -rf "$work"' EXIT
   kill -USR1 "$init" # hold-init: the agent's next end is a checkpoint
-  if ! criu_in "$init" "$work" dump -t "$vpid" -o dump.log --tcp-established --network-lock nftables --file-locks --ext-unix-sk; then
+  # --irmap-scan-path: an inotify watch on the image's overlay root (OpenClaw watches its plugins' skills under /opt
+  # once it has run a turn) cannot be dumped by handle (overlayfs without nfs_export); CRIU then looks for its path
+  # in a fixed list of directories, which has no /opt.
+  if ! criu_in "$init" "$work" dump -t "$vpid" -o dump.log --tcp-established --network-lock nftables --file-locks --ext-unix-sk --irmap-scan-path /opt; then
     kill -USR2 "$init" # a failed dump leaves the agent running: its end is the container's again
     criu_errors "$work/dump.log"
     fail "criu dump failed"
