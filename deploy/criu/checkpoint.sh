@@ -26,6 +26,7 @@ WORK_ROOT="${CHECKPOINT_WORK:-/run/agenthost-checkpoint}"
 CRIU_MOUNT=/opt/agenthost-criu
 
 fail() { echo "checkpoint: $*" >&2; exit 1; }
+ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # The image's plaintext never reaches a disk: a tmpfs only root can enter.
 work_dir() {
@@ -78,6 +79,7 @@ dump)
   vpid="$(awk '/^NSpid/ {print $NF}' "/proc/$agent/status")"
   work="$(work_dir "$(basename "$sealed")")"
   trap 'rm -rf "$work"' EXIT
+  t0=$(ms)
   kill -USR1 "$init" # hold-init: the agent's next end is a checkpoint
   # --irmap-scan-path: an inotify watch on the image's overlay root (OpenClaw watches its plugins' skills under /opt
   # once it has run a turn) cannot be dumped by handle (overlayfs without nfs_export); CRIU then looks for its path
@@ -88,12 +90,14 @@ dump)
     fail "criu dump failed"
   fi
   rm -f "$work/dump.log"
+  t1=$(ms)
   # Sealed beside its place and moved there whole: an image at <sealed> is always complete.
   rm -rf "$sealed" "$sealed.new"
   install -d -m 0700 "$sealed.new"
   "$RT/seal" seal - "$binding" "$work" "$sealed.new" || { rm -rf "$sealed.new"; fail "sealing the image failed"; }
   mv "$sealed.new" "$sealed"
-  du -sm "$sealed" | cut -f1
+  # What the provisioner logs: the image's size and where the time went.
+  echo "image_mb=$(du -sm "$sealed" | cut -f1) dump_ms=$((t1 - t0)) seal_ms=$(($(ms) - t1))"
   ;;
 restore)
   [ $# = 4 ] || fail "usage: checkpoint.sh restore <init pid> <binding> <sealed dir>"
@@ -102,6 +106,7 @@ restore)
   [ -z "$(ps -o pid= --ppid "$init")" ] || fail "the agent is running: nothing to restore"
   work="$(work_dir "$(basename "$sealed")")"
   trap 'rm -rf "$work"' EXIT
+  t0=$(ms)
   "$RT/seal" open - "$binding" "$sealed" "$work" || fail "the image does not open under this binding (another instance's, container's or checkpoint's, or altered)"
   # The container's stdio pipes (the engine's log pipes and the provisioner's stdin) are handed back to the agent.
   inherit=()
@@ -109,11 +114,13 @@ restore)
     what="$(readlink "/proc/$init/fd/$fd")"
     if [[ $what == pipe:* ]]; then inherit+=(--inherit-fd "fd[$((fd + 4))]:$what"); fi
   done
+  t1=$(ms)
   if ! criu_in "$init" "$work" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}"; then
     criu_errors "$work/restore.log"
     fail "criu restore failed"
   fi
   rm -rf "$sealed"
+  echo "open_ms=$((t1 - t0)) restore_ms=$(($(ms) - t1))"
   ;;
 *)
   fail "usage: checkpoint.sh check | dump <init pid> <binding> <sealed dir> | restore <init pid> <binding> <sealed dir>"

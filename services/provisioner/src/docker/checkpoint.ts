@@ -27,6 +27,12 @@ export interface CheckpointSettings {
   masterKey: Buffer;
 }
 
+/** What checkpoint.sh says a step took (image_mb, dump_ms, seal_ms; open_ms, restore_ms), for the log. */
+export type StepFigures = Record<string, number>;
+
+const figures = (out: string): StepFigures =>
+  Object.fromEntries([...(out.trim().split('\n').pop() ?? '').matchAll(/(\w+)=(\d+)/g)].map((m) => [m[1] as string, Number(m[2])]));
+
 /** What a checkpointable container is made with (docker/spec.ts). */
 export interface CheckpointContainer {
   runtimeDir: string;
@@ -71,15 +77,14 @@ export class Checkpoints {
     return new Checkpoints({ runtimeDir: opts.runtimeDir, dir: opts.dir, masterKey: opts.masterKey });
   }
 
-  /** Dump the agent under `initPid` (the container's hold-init) and seal its image; resolves to the sealed size (MB). */
-  async dump(instanceId: string, initPid: number, binding: string): Promise<number> {
-    const out = await this.run('dump', instanceId, initPid, binding);
-    return Number(out.trim().split('\n').pop()) || 0;
+  /** Dump the agent under `initPid` (the container's hold-init) and seal its image; resolves to what it took. */
+  async dump(instanceId: string, initPid: number, binding: string): Promise<StepFigures> {
+    return figures(await this.run('dump', instanceId, initPid, binding));
   }
 
   /** Open the image sealed to `binding` and restore the agent under `initPid`; the image is deleted once restored. */
-  async restore(instanceId: string, initPid: number, binding: string): Promise<void> {
-    await this.run('restore', instanceId, initPid, binding);
+  async restore(instanceId: string, initPid: number, binding: string): Promise<StepFigures> {
+    return figures(await this.run('restore', instanceId, initPid, binding));
   }
 
   /** Delete an instance's image, if any (its wake booted it, it was stopped, restarted, restored or deleted). */
@@ -163,7 +168,7 @@ export function containerCheckpoints(engine: DockerEngine, checkpoints: Checkpoi
       const burst = burstCpus(cpus);
       if (burst > cpus) await setCpus(id, burst);
       try {
-        await checkpoints.restore(id, t.pid, t.binding(checkpointId));
+        return await checkpoints.restore(id, t.pid, t.binding(checkpointId));
       } finally {
         if (burst > cpus) await setCpus(id, cpus);
       }

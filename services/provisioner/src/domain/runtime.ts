@@ -34,10 +34,10 @@ export interface RuntimeState {
 export interface InstanceCheckpoints {
   /** Whether the workload was made checkpointable (hold-init as its PID 1). */
   can(id: string): Promise<boolean>;
-  /** Dump the running agent and seal its image; resolves to the sealed image's size (MB). */
-  checkpoint(id: string, checkpointId: string): Promise<number>;
-  /** Restore the agent from the image of that checkpoint (deleted once restored); `cpus`: its tier's share. */
-  restore(id: string, checkpointId: string, cpus: number): Promise<void>;
+  /** Dump the running agent and seal its image; resolves to what it took, for the log (image_mb, dump_ms, seal_ms). */
+  checkpoint(id: string, checkpointId: string): Promise<Record<string, number>>;
+  /** Restore the agent from that checkpoint's image (deleted once restored); `cpus`: its tier's share. Resolves as checkpoint. */
+  restore(id: string, checkpointId: string, cpus: number): Promise<Record<string, number>>;
   /** Delete the instance's image, if any. */
   drop(id: string): Promise<void>;
   /** Whether an image of the instance is kept. */

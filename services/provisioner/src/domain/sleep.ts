@@ -95,10 +95,10 @@ export class Sleeper {
     await repo.markAsleep(row.id, 'checkpointed', checkpointId, 'sleeping');
     if (row.status === 'running') await sleep(EDGE_HEARS_MS);
     try {
-      const imageMb = await checkpoints.checkpoint(row.id, checkpointId);
+      const took = await checkpoints.checkpoint(row.id, checkpointId);
       await this.deps.pause('checkpointed');
       await repo.markAsleep(row.id, 'checkpointed', checkpointId);
-      log.info({ instance_id: row.id, image_mb: imageMb }, 'instance checkpointed');
+      log.info({ instance_id: row.id, ...took }, 'instance checkpointed');
       return true;
     } catch (err) {
       if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
@@ -129,8 +129,8 @@ export class Sleeper {
         let wakeWarning: string | undefined;
         if (row.sleep_depth === 'checkpointed') {
           const why = await this.restoreLocked(row);
-          if (!why) {
-            this.deps.log.info({ instance_id: id, depth: row.sleep_depth }, 'instance restored from its checkpoint by a request');
+          if (typeof why !== 'string') {
+            this.deps.log.info({ instance_id: id, depth: row.sleep_depth, ...why }, 'instance restored from its checkpoint by a request');
             return { instance_id: id, status: 'running' as const };
           }
           wakeWarning = `The sleeping agent could not be restored from its checkpoint (${why}); it boots instead`;
@@ -209,18 +209,19 @@ export class Sleeper {
     return true;
   }
 
-  /** Under the lock: restore a checkpointed agent. Resolves to why it could not be (undefined: it runs again). */
-  private async restoreLocked(row: InstanceRow): Promise<string | undefined> {
+  /** Under the lock: restore a checkpointed agent. Resolves to why it could not be, or to what the restore took. */
+  private async restoreLocked(row: InstanceRow): Promise<string | Record<string, number>> {
     const checkpoints = this.deps.runtime.checkpoints;
     if (!checkpoints || !row.checkpoint_id) return 'checkpointing is off here now';
+    let took: Record<string, number>;
     try {
-      await checkpoints.restore(row.id, row.checkpoint_id, row.cpus);
+      took = await checkpoints.restore(row.id, row.checkpoint_id, row.cpus);
     } catch (err) {
       if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
       return describe(err);
     }
     await this.deps.repo.markThawed(row.id);
-    return undefined;
+    return took;
   }
 
   /** Under the lock: resume a frozen agent. Resolves to why it could not be (undefined: it runs again). */
