@@ -10,12 +10,18 @@
 // Usage: bash bench/run.sh openclaw   (or node bench/openclaw/run.ts with the infra env loaded)
 //   5. per sleep depth (light on free and on pro's limits, deep on pro's): time to sleep, host memory held asleep,
 //      wake → first byte through the edge; and the freeze floor (docker pause → unpause → first byte);
-//   6. density: BENCH_DENSITY (12) free instances, host memory per agent idle and asleep (density.ts).
+//   6. the checkpointed deep sleep (docs/decisions/0049-...), same run: the provisioner is replaced by one with a
+//      CHECKPOINT_KEY (the same database, NATS and edge), whose deep sleep dumps the agent with CRIU to a sealed image
+//      and whose wake restores it; measured on pro's limits and on free's (0.5 CPU, its memory), against the `stopped`
+//      deep sleep of step 5 (checkpointing off) and the restart floor of step 3; the image's size on disk apart;
+//      the first turn after a checkpointed wake;
+//   7. density: BENCH_DENSITY (12) free instances put to sleep checkpointed, at most BENCH_DENSITY_STAGGER (3)
+//      booting at once; host memory per agent asleep (density.ts).
 // Targets (issue #33): wake p50 ≤ 1.5 s and p99 ≤ 3 s holding ≤ 100 MB asleep, create p50 ≤ 3 s, idle RSS ≤ 400 MB.
 // Results: bench/results/openclaw.json.
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +30,7 @@ import { bareRun, docker, dockerQuiet, memoryOf, readyz, removeBare, sleep, star
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 loadInfraEnv();
-const { startEdge, startStack, testAsserter } = await import('../../packages/testkit/src/index.ts');
+const { spawnService, startEdge, startStack, testAsserter } = await import('../../packages/testkit/src/index.ts');
 const { wakeAtDepth } = await import('./wake.ts');
 const { densityRun } = await import('./density.ts');
 const { firstTurns } = await import('./turn.ts');
@@ -39,6 +45,9 @@ const CONCURRENT = num('BENCH_CONCURRENCY', 5);
 const IDLE_S = num('BENCH_IDLE_S', 60);
 const WAKE_IDLE_S = num('BENCH_WAKE_IDLE_S', 5);
 const DENSITY = num('BENCH_DENSITY', 12);
+const DENSITY_STAGGER = num('BENCH_DENSITY_STAGGER', 3);
+const TURN_ROUNDS = num('BENCH_TURN_ROUNDS', ROUNDS);
+const DEEP_ROUNDS = num('BENCH_DEEP_ROUNDS', ROUNDS);
 const IMAGE = process.env.BENCH_IMAGE ?? 'agenthost/openclaw:latest';
 const TIER = 'pro' as const;
 const LIMITS = { memory_mb: TIERS[TIER].memory_mb, cpus: TIERS[TIER].cpus, pids: TIERS[TIER].pids };
@@ -50,6 +59,9 @@ const tag = randomBytes(3).toString('hex');
 const provNetwork = `ah-bench-oc-${tag}`;
 const bareLabel = `agenthost.bench=oc-${tag}`;
 const TOKEN = randomBytes(24).toString('hex');
+// The checkpointing provisioner's sealed images: <dir>/<scope>/<instance id> (root only), removed at the end.
+const CHECKPOINT_DIR = `/var/lib/agenthost-bench-oc-${tag}`;
+const checkpointScope = path.join(CHECKPOINT_DIR, provNetwork);
 // Calls for a user carry the gateway's assertion, as the gateway's own do.
 const asserter = testAsserter();
 
@@ -120,6 +132,8 @@ const stack = await startStack({
       TIER_LIMITS_JSON: JSON.stringify({ [TIER]: LIMITS, enterprise: LIMITS, free: { instances: DENSITY + 2 } }),
       SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: WAKE_IDLE_S, pro: 0, enterprise: WAKE_IDLE_S }),
       DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: 0, pro: 0, enterprise: WAKE_IDLE_S + 25 }),
+      // The `stopped` deep sleep first; the checkpointing provisioner replaces this one for step 6.
+      SLEEP_CHECKPOINT: 'off',
       SLEEP_CHECK_INTERVAL_SECONDS: '1',
       INSTANCE_URL_TEMPLATE: 'https://{id}.agenthost.localhost:19496',
       // The turn rows' stub model provider listens on this host: the host firewall lets instances reach only the gateway.
@@ -134,6 +148,7 @@ const nc = (await stack.nats.connect()) as Nc;
 const edge = await startEdge(stack, { httpsPort: 19496, httpPort: 19497, env: { EDGE_ACTIVITY_SECONDS: '1', EDGE_WAKE_TIMEOUT_SECONDS: '240' } });
 const user_id = randomUUID();
 let exitCode = 0;
+let checkpointing: Awaited<ReturnType<typeof spawnService>> | undefined;
 try {
   const bare: number[] = [];
   const prov: number[] = [];
@@ -204,20 +219,74 @@ try {
     failures += w.failures;
     return { depth: d, time_to_sleep_ms: stats(w.toSleep), asleep_held_mb: Math.round(Math.max(...w.held)), wake_to_first_byte_ms: stats(w.wake) };
   };
-  const sleepRows = { light_free: await depth('free', light), light_pro: await depth('enterprise', light), deep_pro: await depth('enterprise', 'stopped') };
+  const baseRows = { light_free: await depth('free', light), light_pro: await depth('enterprise', light), deep_pro: await depth('enterprise', 'stopped') };
 
   log('the first agent turn after a light sleep, against the first turn of an agent that never slept (stub model)');
   // A phase that fails is counted and logged; the rows measured before it are still written.
-  const turns = await firstTurns({ nc, edge, asserter, rounds: ROUNDS, tier: 'enterprise', log }).catch((err: Error) => {
+  const noTurns = (err: Error) => {
     log(`first turns failed: ${err.message.slice(0, 300)}`);
-    return { never: [], woken: [], awake: [], failures: 1 };
-  });
+    return { never: [] as number[], woken: [] as number[], awake: [] as number[], failures: 1 };
+  };
+  const turns = await firstTurns({ nc, edge, asserter, rounds: TURN_ROUNDS, tier: 'enterprise', log }).catch(noTurns);
   failures += turns.failures;
 
-  log(`density: ${DENSITY} free instances, idle then asleep; host memory per agent`);
+  // Step 6: the same stack's provisioner replaced by one that checkpoints (every instance of the first is removed).
+  log('replacing the provisioner by one with a CHECKPOINT_KEY: the deep sleep checkpoints');
+  const plain = stack.services.get('provisioner')!;
+  await plain.stop();
+  checkpointing = await spawnService('provisioner', {
+    label: 'provisioner-checkpoint',
+    env: {
+      ...stack.envFor('provisioner'),
+      SLEEP_CHECKPOINT: 'auto',
+      CHECKPOINT_KEY: randomBytes(32).toString('base64'),
+      CHECKPOINT_DIR,
+      // Free sleeps too, lightly and then deeply, as enterprise (pro's limits) does.
+      SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: WAKE_IDLE_S, pro: 0, enterprise: WAKE_IDLE_S }),
+      DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: WAKE_IDLE_S + 25, pro: 0, enterprise: WAKE_IDLE_S + 25 }),
+    },
+  });
+  stack.services.set('provisioner', checkpointing);
+  const on = checkpointing.lines().find((l) => l.includes('checkpointed sleep o'));
+  log(`provisioner: ${on ? String((JSON.parse(on) as { msg?: string }).msg ?? on) : 'said nothing of checkpointing'}`);
+  const ckLines = () => checkpointing!.lines();
+  const restartP50 = pct(wake, 50);
+  const checkpointed = async (tier: 'free' | 'enterprise') => {
+    const w = await wakeAtDepth({ nc, edge, asserter, rounds: DEEP_ROUNDS, tier, depth: 'checkpointed', checkpointDir: checkpointScope, lines: ckLines, log });
+    failures += w.failures;
+    const wakeStats = stats(w.wake);
+    return {
+      depth: 'checkpointed' as const,
+      time_to_sleep_ms: stats(w.toSleep),
+      asleep_held_mb: Math.round(Math.max(...w.held)),
+      // The container's memory cgroup while asleep (the largest usage of the rounds) and its parts.
+      asleep_cgroup_mb: w.parts.reduce((a, b) => (b.usage > a.usage ? b : a), w.parts[0] ?? { usage: NaN, anon: NaN, file: NaN, kernel: NaN }),
+      image_mb: Math.max(...w.imageMb),
+      wake_to_first_byte_ms: wakeStats,
+      wake_ratio_to_restart_p50: Math.round((wakeStats.p50 / restartP50) * 1000) / 1000,
+      wakes_restored: w.restored,
+      wakes_booted_instead: w.booted,
+    };
+  };
+  const sleepRows = { ...baseRows, deep_checkpointed_pro: await checkpointed('enterprise'), deep_checkpointed_free: await checkpointed('free') };
+
+  log('the first agent turn after a checkpointed wake, against the first turn of an agent that never slept (stub model)');
+  const ckTurns = await firstTurns({ nc, edge, asserter, rounds: TURN_ROUNDS, tier: 'enterprise', depth: 'checkpointed', log }).catch(noTurns);
+  failures += ckTurns.failures;
+
+  log(`density: ${DENSITY} free instances (at most ${DENSITY_STAGGER} booting at once), asleep checkpointed; host memory per agent`);
   const density =
     DENSITY > 0
-      ? await densityRun({ nc, asserter, count: DENSITY, log }).catch((err: Error) => {
+      ? await densityRun({
+          nc,
+          asserter,
+          count: DENSITY,
+          depth: 'checkpointed',
+          stagger: DENSITY_STAGGER,
+          checkpointDir: checkpointScope,
+          lines: ckLines,
+          log,
+        }).catch((err: Error) => {
           log(`density failed: ${err.message.slice(0, 300)}`);
           failures++;
           return undefined;
@@ -243,8 +312,18 @@ try {
     wake_to_first_byte_ms: sleepRows.light_free.wake_to_first_byte_ms,
     asleep_held_mb: sleepRows.light_free.asleep_held_mb,
     wake_ratio_to_restart_p50: Math.round((sleepRows.light_free.wake_to_first_byte_ms.p50 / pct(wake, 50)) * 100) / 100,
+    // The default tier's (free) deep sleep, where checkpointing is on: checkpointed (deep_pro is the same step without it: stopped).
+    deep_sleep: {
+      depth: 'checkpointed',
+      tier: 'free',
+      wake_to_first_byte_ms: sleepRows.deep_checkpointed_free.wake_to_first_byte_ms,
+      asleep_held_mb: sleepRows.deep_checkpointed_free.asleep_held_mb,
+      image_mb: sleepRows.deep_checkpointed_free.image_mb,
+      wake_ratio_to_restart_p50: sleepRows.deep_checkpointed_free.wake_ratio_to_restart_p50,
+    },
     sleep_depths: sleepRows,
     first_turn_ms: { never_slept: stats(turns.never), after_light_wake: stats(turns.woken), awake: stats(turns.awake) },
+    first_turn_checkpointed_ms: { never_slept: stats(ckTurns.never), after_checkpointed_wake: stats(ckTurns.woken), awake: stats(ckTurns.awake) },
     idle_memory_after_s: IDLE_S,
     idle_memory: idle,
     instances_per_gib_by_idle_rss: Math.round((1024 / Math.max(1, idle.rss_mb)) * 10) / 10,
@@ -254,7 +333,7 @@ try {
     // Issue 33's targets, on this 2-core machine.
     targets: { wake_p50_ms: 1500, wake_p99_ms: 3000, asleep_held_mb: 100, create_to_running_p50_ms: 3000, idle_rss_mb: 400 },
     targets_met: Object.fromEntries(
-      (['light_free', 'light_pro'] as const)
+      (['light_free', 'light_pro', 'deep_checkpointed_free', 'deep_checkpointed_pro'] as const)
         .flatMap((k) => [
           [`${k}_wake_p50`, sleepRows[k].wake_to_first_byte_ms.p50 <= 1500],
           [`${k}_wake_p99`, sleepRows[k].wake_to_first_byte_ms.p99 <= 3000],
@@ -275,6 +354,7 @@ try {
   exitCode = 1;
 } finally {
   await (nc as unknown as { drain(): Promise<void> }).drain().catch(() => {});
+  await checkpointing?.stop().catch(() => {});
   await edge.stop().catch(() => {});
   await stack.stop().catch((err: unknown) => log(`stopping the stack: ${(err as Error).message}`));
   for (const label of [`agenthost.scope=${provNetwork}`, bareLabel]) {
@@ -285,5 +365,6 @@ try {
   }
   await dockerQuiet('network', 'rm', provNetwork);
   await removeFirewall(firewallTag(provNetwork)).catch(() => 0);
+  rmSync(CHECKPOINT_DIR, { recursive: true, force: true });
 }
 process.exit(exitCode);

@@ -2,7 +2,8 @@
 // the edge (its OpenAI-compatible endpoint), its model being a stub provider on this host
 // (packages/testkit/src/openclaw-llm.ts).
 // Each round boots the agent anew (a restart), times its first turn (an agent that never slept), lets it fall into a
-// light sleep and times the first turn after (the request wakes it), then one more turn awake (the turn's floor).
+// light sleep (or, with `depth: 'checkpointed'`, waits for its checkpointed deep sleep) and times the first turn after
+// (the request wakes it), then one more turn awake (the turn's floor).
 import { randomUUID } from 'node:crypto';
 import { contracts, request } from '../../packages/shared/src/index.ts';
 import { type Edge, startTestLlm, useTestLlm } from '../../packages/testkit/src/index.ts';
@@ -12,13 +13,22 @@ type Nc = Parameters<typeof request>[0];
 type Asserter = NonNullable<Parameters<typeof request>[3]>['asserter'];
 const P = contracts.provisioner;
 
-export async function firstTurns(o: { nc: Nc; edge: Edge; asserter: Asserter; rounds: number; tier: contracts.TierName; log: (m: string) => void }) {
+export async function firstTurns(o: {
+  nc: Nc;
+  edge: Edge;
+  asserter: Asserter;
+  rounds: number;
+  tier: contracts.TierName;
+  depth?: 'checkpointed';
+  log: (m: string) => void;
+}) {
   const user_id = randomUUID();
   const call = <C extends contracts.Contract>(c: C, input: contracts.In<C>) => request(o.nc, c, input, { timeoutMs: 120_000, asserter: o.asserter });
-  const until = async (instance_id: string, status: string, ms: number) => {
+  const until = async (instance_id: string, status: string, ms: number, depth?: string) => {
     const deadline = Date.now() + ms;
     while (Date.now() < deadline) {
-      if ((await call(P.get, { user_id, instance_id })).status === status) return true;
+      const v = await call(P.get, { user_id, instance_id });
+      if (v.status === status && (!depth || v.sleep_depth === depth || v.sleep_depth === 'stopped')) return v.sleep_depth === (depth ?? v.sleep_depth);
       await sleep(50);
     }
     return false;
@@ -31,13 +41,16 @@ export async function firstTurns(o: { nc: Nc; edge: Edge; asserter: Asserter; ro
   const c = await call(P.create, { user_id, tier: o.tier, framework: 'openclaw' });
   const turn = async () => {
     const t0 = performance.now();
-    const r = await o.edge.request(`${c.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${c.access_token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'openclaw', messages: [{ role: 'user', content: 'ping' }] }),
-      // An agent's first turn after its boot loads its plugin catalog first.
-      timeoutMs: 120_000,
-    });
+    // A turn without an answer is a failure of its round, not of the rows measured before it.
+    const r = await o.edge
+      .request(`${c.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${c.access_token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'openclaw', messages: [{ role: 'user', content: 'ping' }] }),
+        // An agent's first turn after its boot loads its plugin catalog first.
+        timeoutMs: 120_000,
+      })
+      .catch((err: Error) => ({ status: 0, text: err.message }));
     const ms = performance.now() - t0;
     if (r.status !== 200) {
       failures++;
@@ -56,8 +69,9 @@ export async function firstTurns(o: { nc: Nc; edge: Edge; asserter: Asserter; ro
       if (!(await until(c.instance_id, 'running', 300_000))) throw new Error('the turn instance did not restart');
       const first = await turn();
       if (first !== undefined) never.push(first);
-      if (!(await until(c.instance_id, 'sleeping', 180_000))) {
+      if (!(await until(c.instance_id, 'sleeping', 180_000, o.depth))) {
         failures++;
+        o.log(`turn round ${r + 1}: it did not fall asleep${o.depth ? ` ${o.depth}` : ''}`);
         continue;
       }
       const afterWake = await turn();
