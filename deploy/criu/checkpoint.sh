@@ -81,10 +81,13 @@ dump)
   trap 'rm -rf "$work"' EXIT
   t0=$(ms)
   kill -USR1 "$init" # hold-init: the agent's next end is a checkpoint
-  # --irmap-scan-path: an inotify watch on the image's overlay root (OpenClaw watches its plugins' skills under /opt
-  # once it has run a turn) cannot be dumped by handle (overlayfs without nfs_export); CRIU then looks for its path
-  # in a fixed list of directories, which has no /opt.
-  if ! criu_in "$init" "$work" dump -t "$vpid" -o dump.log --tcp-established --network-lock nftables --file-locks --ext-unix-sk --irmap-scan-path /opt; then
+  # Every inotify watch is dumped by its path, found by scanning where an agent's watches are (--force-irmap,
+  # --irmap-scan-path): a handle alone does not reopen at the restore, since CRIU, run in the container's own
+  # namespaces, records no mounts. OpenClaw watches its config on /data, and once it has run a turn its plugins'
+  # skills under /opt (the image's overlayfs, whose handles do not open at all without nfs_export). A watched file's
+  # path is not in the kernel's cache after a light sleep reclaimed the container's memory, so the scan is forced.
+  if ! criu_in "$init" "$work" dump -t "$vpid" -o dump.log --tcp-established --network-lock nftables --file-locks --ext-unix-sk \
+    --force-irmap --irmap-scan-path /data --irmap-scan-path /opt; then
     kill -USR2 "$init" # a failed dump leaves the agent running: its end is the container's again
     criu_errors "$work/dump.log"
     fail "criu dump failed"

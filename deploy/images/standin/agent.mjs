@@ -13,6 +13,7 @@
 //   GET /         200 {"agent":"standin",...,"state":{"born":"<id>","boots":N}}: state kept in the
 //                 instance volume (/data/standin-state.json), made at the first start and counted at each
 //                 one, so tests see an agent's data survive a restart or a move to another node.
+//                 The state file is watched (inotify), as OpenClaw watches its config file on the volume.
 //   GET /ws       a WebSocket that echoes each text message back (tests of proxies in front of agents, which
 //                 talk to their UIs over WebSockets as OpenClaw does); the first message is {"hello":"<instance id>"}
 //
@@ -23,7 +24,7 @@
 //   STANDIN_EXIT_AFTER_MS    exit with STANDIN_EXIT_CODE (default 1) after this many ms (crash tests)
 import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, watch, writeFileSync } from 'node:fs';
 import http from 'node:http';
 
 const port = intEnv('STANDIN_PORT', 18789);
@@ -33,7 +34,10 @@ const exitAfterMs = intEnv('STANDIN_EXIT_AFTER_MS', -1);
 const exitCode = intEnv('STANDIN_EXIT_CODE', 1);
 const startedAt = Date.now();
 let ready = false;
-const state = bootState(process.env.STANDIN_STATE_FILE ?? '/data/standin-state.json');
+const stateFile = process.env.STANDIN_STATE_FILE ?? '/data/standin-state.json';
+const state = bootState(stateFile);
+// Watched as OpenClaw watches its config on the volume (an inotify watch a checkpoint must carry over).
+if (state) watch(stateFile, () => {}).on('error', () => {});
 
 /** The state of earlier starts, one more boot counted; none (null) when the volume is not writable. */
 function bootState(file) {

@@ -22,7 +22,7 @@ import {
   type Stack,
   type TestLlm,
 } from '@agenthost/testkit';
-import { sleepStack } from './sleep-stack.ts';
+import { realOpenclaw, sleepStack } from './sleep-stack.ts';
 
 // The checkpointed deep sleep with the real OpenClaw image, through the real edge (docs/decisions/0049-...): after
 // DEEP idle seconds the agent's processes (the bootstrap and the OpenClaw gateway under hold-init) are dumped by CRIU
@@ -44,6 +44,7 @@ import { sleepStack } from './sleep-stack.ts';
 const DEEP = 30;
 const network = testNetwork('sleep-ckpt-oc');
 const checkpointDir = mkdtempSync(join(tmpdir(), 'agenthost-ckpt-oc-'));
+const checkpointKey = randomBytes(32).toString('base64');
 
 let stack: Stack;
 let edge: Edge;
@@ -52,6 +53,7 @@ let owner: Session;
 let llm: TestLlm;
 
 beforeAll(async () => {
+  recordSecret(checkpointKey);
   await cleanupDocker(network);
   llm = await startTestLlm();
   ({ stack, edge } = await sleepStack({
@@ -61,13 +63,8 @@ beforeAll(async () => {
     idle: {},
     deep: { pro: DEEP },
     provisioner: {
-      // The real image and the pro tier's real resources.
-      FRAMEWORK_IMAGES: JSON.stringify({ openclaw: 'agenthost/openclaw' }),
-      TIER_LIMITS_JSON: JSON.stringify({ pro: { memory_mb: 2048, cpus: 1, pids: 512 } }),
-      READY_TIMEOUT_SECONDS: '150',
-      // The stub model provider listens on this host: the host firewall would let instances reach only the gateway.
-      FIREWALL: 'off',
-      CHECKPOINT_KEY: randomBytes(32).toString('base64'),
+      ...realOpenclaw,
+      CHECKPOINT_KEY: checkpointKey,
       CHECKPOINT_DIR: checkpointDir,
     },
     edge: { EDGE_WAKE_TIMEOUT_SECONDS: '120' },

@@ -17,7 +17,7 @@ import {
   useTestLlm,
   type TestLlm,
 } from '@agenthost/testkit';
-import { sleepStack } from './sleep-stack.ts';
+import { realOpenclaw, sleepStack } from './sleep-stack.ts';
 
 // A light sleep with the real OpenClaw image, through the real edge: the agent is frozen (its memory pushed out to
 // swap where the host's swap allows) and a request resumes the same OpenClaw processes. Its conversation state
@@ -43,12 +43,7 @@ beforeAll(async () => {
     edgePorts: { https: 18656, http: 18657 },
     idle: { pro: IDLE },
     provisioner: {
-      // The real image and the pro tier's real resources.
-      FRAMEWORK_IMAGES: JSON.stringify({ openclaw: 'agenthost/openclaw' }),
-      TIER_LIMITS_JSON: JSON.stringify({ pro: { memory_mb: 2048, cpus: 1, pids: 512 } }),
-      READY_TIMEOUT_SECONDS: '150',
-      // The stub model provider listens on this host: the host firewall would let instances reach only the gateway.
-      FIREWALL: 'off',
+      ...realOpenclaw,
     },
     edge: { EDGE_WAKE_TIMEOUT_SECONDS: '120' },
   }));

@@ -1,6 +1,17 @@
 import { startEdge, startStack, type Edge, type Stack, gatewayEnv, provisionerEnv } from '@agenthost/testkit';
 
 /**
+ * The provisioner settings of a suite with the real OpenClaw image: the pro tier's real resources, and no host firewall
+ * (the stub model provider listens on this host, which the firewall would let instances reach only for the gateway).
+ */
+export const realOpenclaw = {
+  FRAMEWORK_IMAGES: JSON.stringify({ openclaw: 'agenthost/openclaw' }),
+  TIER_LIMITS_JSON: JSON.stringify({ pro: { memory_mb: 2048, cpus: 1, pids: 512 } }),
+  READY_TIMEOUT_SECONDS: '150',
+  FIREWALL: 'off',
+};
+
+/**
  * The system of an idle-sleep suite: the services on a devchain, the provisioner with instances at https URLs of the
  * edge, `idle` seconds to a light sleep and `deep` seconds to a deep one per tier (checked every second; a tier left
  * out never sleeps at that depth), and the edge reporting traffic every second.
