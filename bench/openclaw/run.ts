@@ -10,11 +10,8 @@
 // Usage: bash bench/run.sh openclaw   (or node bench/openclaw/run.ts with the infra env loaded)
 //   5. per sleep depth (light on free and on pro's limits, deep on pro's): time to sleep, host memory held asleep,
 //      wake → first byte through the edge; and the freeze floor (docker pause → unpause → first byte);
-//   6. the checkpointed deep sleep (docs/decisions/0049-...), same run: the provisioner is replaced by one with a
-//      CHECKPOINT_KEY (the same database, NATS and edge), whose deep sleep dumps the agent with CRIU to a sealed image
-//      and whose wake restores it; measured on pro's limits and on free's (0.5 CPU, its memory), against the `stopped`
-//      deep sleep of step 5 (checkpointing off) and the restart floor of step 3; the image's size on disk apart;
-//      the first turn after a checkpointed wake;
+//   6. the checkpointed deep sleep (docs/decisions/0049-...; checkpointing.ts), on pro's and free's limits, against
+//      the `stopped` deep sleep of step 5 and the restart floor of step 3; its image's size; the first turn after it;
 //   7. density: BENCH_DENSITY (12) free instances put to sleep checkpointed, at most BENCH_DENSITY_STAGGER (3)
 //      booting at once; host memory per agent asleep (density.ts).
 // Targets (issue #33): wake p50 ≤ 1.5 s and p99 ≤ 3 s holding ≤ 100 MB asleep, create p50 ≤ 3 s, idle RSS ≤ 400 MB.
@@ -33,8 +30,9 @@ loadInfraEnv();
 const { spawnService, startEdge, startStack, testAsserter } = await import('../../packages/testkit/src/index.ts');
 const { wakeAtDepth } = await import('./wake.ts');
 const { densityRun } = await import('./density.ts');
+const { checkpointingProvisioner, checkpointedRow } = await import('./checkpointing.ts');
 const { firstTurns } = await import('./turn.ts');
-const { contracts, request, DEFAULT_TIERS: TIERS } = await import('../../packages/shared/src/index.ts');
+const { request, DEFAULT_TIERS: TIERS } = await import('../../packages/shared/src/index.ts');
 const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
 const { heapMb } = await import('../../services/provisioner/src/docker/spec.ts');
 type Nc = Parameters<typeof request>[0];
@@ -67,49 +65,9 @@ const asserter = testAsserter();
 
 const log = (msg: string) => process.stderr.write(`[bench:openclaw] ${msg}\n`);
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : NaN;
-};
-const stats = (xs: number[]) => ({ n: xs.length, p50: Math.round(pct(xs, 50)), p99: Math.round(pct(xs, 99)), max: Math.round(Math.max(...xs)) });
-
-async function createAndWait(nc: Nc, user_id: string, n: number): Promise<{ ms: number[]; ids: string[]; failures: number }> {
-  const P = contracts.provisioner;
-  const done = new Map<string, number>();
-  const sub = nc.subscribe('events.instance.status', {
-    callback: (_e: unknown, m: { data: Uint8Array }) => {
-      const e = JSON.parse(new TextDecoder().decode(m.data)) as { instance_id: string; status: string };
-      if (e.status === 'running' || e.status === 'failed') done.set(e.instance_id, e.status === 'running' ? performance.now() : -1);
-    },
-  });
-  const started = new Map<string, number>();
-  let failures = 0;
-  await Promise.all(
-    Array.from({ length: n }, async () => {
-      const t0 = performance.now();
-      try {
-        const c = await request(nc, P.create, { user_id, tier: TIER, framework: 'openclaw' }, { timeoutMs: 120_000, asserter });
-        started.set(c.instance_id, t0);
-      } catch (err) {
-        failures++;
-        log(`create failed: ${(err as Error).message}`);
-      }
-    }),
-  );
-  const deadline = Date.now() + 300_000;
-  while ([...started.keys()].some((id) => !done.has(id)) && Date.now() < deadline) await sleep(50);
-  sub.unsubscribe();
-  const ms: number[] = [];
-  for (const [id, t0] of started) {
-    const t1 = done.get(id);
-    if (t1 === undefined || t1 < 0) failures++;
-    else ms.push(t1 - t0);
-  }
-  return { ms, ids: [...started.keys()], failures };
-}
-
-const remove = (nc: Nc, user_id: string, ids: string[]) =>
-  Promise.all(ids.map((instance_id) => request(nc, contracts.provisioner.remove, { user_id, instance_id }, { timeoutMs: 120_000, asserter }).catch(() => {})));
+const { pct, stats, createMany, removeAll } = await import('./creates.ts');
+const createAndWait = (nc: Nc, user_id: string, n: number) => createMany({ nc, asserter, log, tier: TIER }, user_id, n);
+const remove = (nc: Nc, user_id: string, ids: string[]) => removeAll({ nc, asserter }, user_id, ids);
 
 // ---------------------------------------------------------------- main
 
@@ -232,42 +190,13 @@ try {
 
   // Step 6: the same stack's provisioner replaced by one that checkpoints (every instance of the first is removed).
   log('replacing the provisioner by one with a CHECKPOINT_KEY: the deep sleep checkpoints');
-  const plain = stack.services.get('provisioner')!;
-  await plain.stop();
-  checkpointing = await spawnService('provisioner', {
-    label: 'provisioner-checkpoint',
-    env: {
-      ...stack.envFor('provisioner'),
-      SLEEP_CHECKPOINT: 'auto',
-      CHECKPOINT_KEY: randomBytes(32).toString('base64'),
-      CHECKPOINT_DIR,
-      // Free sleeps too, lightly and then deeply, as enterprise (pro's limits) does.
-      SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: WAKE_IDLE_S, pro: 0, enterprise: WAKE_IDLE_S }),
-      DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: WAKE_IDLE_S + 25, pro: 0, enterprise: WAKE_IDLE_S + 25 }),
-    },
-  });
-  stack.services.set('provisioner', checkpointing);
-  const on = checkpointing.lines().find((l) => l.includes('checkpointed sleep o'));
-  log(`provisioner: ${on ? String((JSON.parse(on) as { msg?: string }).msg ?? on) : 'said nothing of checkpointing'}`);
-  const ckLines = () => checkpointing!.lines();
-  const restartP50 = pct(wake, 50);
+  checkpointing = await checkpointingProvisioner({ stack, spawnService, checkpointDir: CHECKPOINT_DIR, idleS: WAKE_IDLE_S, log });
   const checkpointed = async (tier: 'free' | 'enterprise') => {
     const w = await wakeAtDepth({ nc, edge, asserter, rounds: DEEP_ROUNDS, tier, depth: 'checkpointed', checkpointDir: checkpointScope, lines: ckLines, log });
     failures += w.failures;
-    const wakeStats = stats(w.wake);
-    return {
-      depth: 'checkpointed' as const,
-      time_to_sleep_ms: stats(w.toSleep),
-      asleep_held_mb: Math.round(Math.max(...w.held)),
-      // The container's memory cgroup while asleep (the largest usage of the rounds) and its parts.
-      asleep_cgroup_mb: w.parts.reduce((a, b) => (b.usage > a.usage ? b : a), w.parts[0] ?? { usage: NaN, anon: NaN, file: NaN, kernel: NaN }),
-      image_mb: Math.max(...w.imageMb),
-      wake_to_first_byte_ms: wakeStats,
-      wake_ratio_to_restart_p50: Math.round((wakeStats.p50 / restartP50) * 1000) / 1000,
-      wakes_restored: w.restored,
-      wakes_booted_instead: w.booted,
-    };
+    return checkpointedRow(w, pct(wake, 50));
   };
+  const ckLines = () => checkpointing!.lines();
   const sleepRows = { ...baseRows, deep_checkpointed_pro: await checkpointed('enterprise'), deep_checkpointed_free: await checkpointed('free') };
 
   log('the first agent turn after a checkpointed wake, against the first turn of an agent that never slept (stub model)');

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection } from 'nats';
@@ -22,6 +21,7 @@ import {
   type Stack,
   type TestLlm,
 } from '@agenthost/testkit';
+import { agentTree, heldMb, processes, timedGet } from './checkpoint-probes.ts';
 import { realOpenclaw, sleepStack } from './sleep-stack.ts';
 
 // The checkpointed deep sleep with the real OpenClaw image, through the real edge (docs/decisions/0049-...): after
@@ -89,49 +89,6 @@ const inspect = async (id: string, format: string) => (await docker('inspect', '
 /** Where the provisioner keeps an instance's sealed image: <CHECKPOINT_DIR>/<scope>/<instance>. */
 const imageDir = (id: string) => join(checkpointDir, network, id);
 const imageMb = (id: string) => readdirSync(imageDir(id)).reduce((n, f) => n + statSync(join(imageDir(id), f)).size, 0) / 2 ** 20;
-/** The processes in the container, by command name (`docker top`). */
-const processes = async (id: string) =>
-  (await docker('top', container(id), '-o', 'pid,comm'))
-    .split('\n')
-    .slice(1)
-    .filter(Boolean)
-    .map((l) => l.trim().split(/\s+/)[1]);
-/**
- * The agent's long-lived tree in the container's own pid namespace: PID 1 (hold-init), its child (the bootstrap) and
- * their children (the OpenClaw gateway), as pid/ppid/command and start time (clock ticks since boot). A `docker exec`
- * has parent 0 there, and OpenClaw's short-lived helpers are deeper down.
- */
-const agentTree = async (id: string) => {
-  const out = await docker('exec', container(id), 'sh', '-c', 'for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) && echo "$s"; done');
-  const all = out
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => {
-      const comm = l.slice(l.indexOf('(') + 1, l.lastIndexOf(')'));
-      const f = l.slice(l.lastIndexOf(')') + 2).split(' ');
-      return { pid: Number(l.split(' ')[0]), comm, ppid: Number(f[1]), started: f[19]! };
-    });
-  let level = [1];
-  const kept = new Set(level);
-  for (let depth = 0; depth < 2; depth++) {
-    level = all.filter((p) => level.includes(p.ppid)).map((p) => p.pid);
-    for (const pid of level) kept.add(pid);
-  }
-  return all.filter((p) => kept.has(p.pid)).sort((x, y) => x.pid - y.pid);
-};
-/** Host memory the container's cgroup holds (MB): what the sleeping agent costs the host. Printed only. */
-const heldMb = async (id: string) => {
-  const pid = await inspect(id, '{{.State.Pid}}');
-  const line = readFileSync(`/proc/${pid}/cgroup`, 'utf8')
-    .split('\n')
-    .find((l) => /^\d+:(memory)?:/.test(l) && (l.includes(':memory:') || l.startsWith('0::')));
-  const path = line!.split(':')[2];
-  for (const f of [`/sys/fs/cgroup/memory${path}/memory.usage_in_bytes`, `/sys/fs/cgroup${path}/memory.current`]) {
-    if (existsSync(f)) return Math.round(Number(readFileSync(f, 'utf8')) / 2 ** 20);
-  }
-  return Number.NaN;
-};
-
 async function running(id: string): Promise<void> {
   await waitFor(
     'instance running',
@@ -155,7 +112,7 @@ async function checkpointed(id: string): Promise<void> {
       if (v.status === 'sleeping' && v.sleep_depth === 'stopped')
         throw new Error('asleep stopped, not checkpointed: the dump failed (see the provisioner log)');
       if (v.status !== 'sleeping' || v.sleep_depth !== 'checkpointed' || !existsSync(imageDir(id))) return undefined;
-      return (await processes(id)).join() === 'hold-init' || undefined;
+      return (await processes(container(id))).join() === 'hold-init' || undefined;
     },
     150_000,
     250,
@@ -165,36 +122,6 @@ async function checkpointed(id: string): Promise<void> {
 /** The owner's request through the edge: it wakes the instance if it sleeps, and counts as its traffic. */
 async function touch(url: string, token: string): Promise<void> {
   expect((await edge.request(`${url}/`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
-}
-
-/** A GET through the edge, timed: ms to its first byte (the answer's head) and to its end. */
-function timedGet(url: string, token: string): Promise<{ status: number; text: string; firstByteMs: number; totalMs: number }> {
-  const u = new URL(url);
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      {
-        host: '127.0.0.1',
-        port: Number(u.port),
-        servername: u.hostname,
-        path: `${u.pathname}${u.search}`,
-        ca: edge.ca(),
-        headers: { host: u.host, authorization: `Bearer ${token}` },
-        timeout: 180_000,
-        agent: false,
-      },
-      (res) => {
-        const firstByteMs = performance.now() - t0;
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text, firstByteMs, totalMs: performance.now() - t0 }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within 180 s`)));
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /** One agent turn through the edge and OpenClaw's OpenAI-compatible endpoint: the Authorization its model call carried, and its time. */
@@ -252,16 +179,16 @@ describe('the checkpointed deep sleep of a real OpenClaw agent', () => {
     expect((await view(id)).status).toBe('running');
     before = await openclawProcesses(container(id));
     expect(before.length).toBe(2); // hold-init (PID 1) and the bootstrap
-    tree = await agentTree(id);
+    tree = await agentTree(container(id));
     expect(tree.length).toBeGreaterThanOrEqual(3); // hold-init, the bootstrap, the gateway
     startedAt = await inspect(id, '{{.State.StartedAt}} {{.RestartCount}}');
     await docker('exec', container(id), 'sh', '-c', 'echo kept > /data/home/sleep-marker');
-    const awakeMb = await heldMb(id);
+    const awakeMb = Math.round(await heldMb(container(id)));
 
     await checkpointed(id);
     expect(await inspect(id, '{{.State.Running}} {{.State.Paused}}')).toBe('true false');
     expect(await inspect(id, '{{.State.StartedAt}} {{.RestartCount}}')).toBe(startedAt);
-    expect(await processes(id)).toEqual(['hold-init']);
+    expect(await processes(container(id))).toEqual(['hold-init']);
     // The image is sealed: neither the key the agent holds in its memory nor its instance id is readable on disk.
     const files = readdirSync(imageDir(id));
     expect(files.length).toBeGreaterThan(3);
@@ -270,7 +197,7 @@ describe('the checkpointed deep sleep of a real OpenClaw agent', () => {
       expect(b.includes(first) || b.includes(id)).toBe(false);
     }
     console.log(
-      `[checkpoint openclaw] processes ${tree.map((p) => `${p.pid}/${p.ppid}/${p.comm}`).join(' ')}; cgroup awake ${awakeMb} MB, asleep ${await heldMb(id)} MB; sealed image ${imageMb(id).toFixed(0)} MB in ${files.length} files`,
+      `[checkpoint openclaw] processes ${tree.map((p) => `${p.pid}/${p.ppid}/${p.comm}`).join(' ')}; cgroup awake ${awakeMb} MB, asleep ${Math.round(await heldMb(container(id)))} MB; sealed image ${imageMb(id).toFixed(0)} MB in ${files.length} files`,
     );
   }, 480_000);
 
@@ -282,7 +209,7 @@ describe('the checkpointed deep sleep of a real OpenClaw agent', () => {
     const eventsBefore = (await storedEvents<Record<string, unknown>>(nc, 'events.instance.status')).length;
 
     // The first request wakes it: restored, not booted, and answered by OpenClaw.
-    const page = await timedGet(`${url}/`, token);
+    const page = await timedGet(edge, `${url}/`, token);
     expect(page.status).toBe(200);
     expect(page.text).toMatch(/<html/i);
     expect((await view(id)).status).toBe('running');
@@ -300,7 +227,7 @@ describe('the checkpointed deep sleep of a real OpenClaw agent', () => {
     expect(after.map((p) => p.pid)).toEqual(before.map((p) => p.pid));
     expect(after.map((p) => p.env)).toEqual(before.map((p) => p.env));
     expect(after[0]).toMatchObject({ pid: '1', started: before[0]!.started });
-    const restored = await agentTree(id);
+    const restored = await agentTree(container(id));
     const shape = (t: typeof tree) => t.map((p) => `${p.pid}/${p.ppid}/${p.comm}`);
     expect(shape(restored)).toEqual(shape(tree));
     const starts = tree.map((p) => `${p.comm} ${p.pid}: ${p.started} → ${restored.find((q) => q.pid === p.pid)?.started}`).join(', ');

@@ -18,6 +18,7 @@ import {
   type Session,
   type Stack,
 } from '@agenthost/testkit';
+import { heldMb, processes } from './checkpoint-probes.ts';
 import { sleepStack } from './sleep-stack.ts';
 
 // The checkpointed deep sleep, end to end (docs/decisions/0049-...): the stand-in agent behind the real edge, the
@@ -46,26 +47,6 @@ const view = async (s: Session, id: string) => (await s.api.get(`/instance/statu
 const inspect = async (x: Agent, format: string) => (await docker('inspect', '-f', format, `agenthost-${x.id}`)).trim();
 /** Where the provisioner keeps an instance's sealed image: <CHECKPOINT_DIR>/<scope>/<instance>. */
 const imageDir = (x: Agent) => join(checkpointDir, network, x.id);
-/** The processes in the container, by command name (`docker top`). */
-const processes = async (x: Agent) =>
-  (await docker('top', `agenthost-${x.id}`, '-o', 'pid,comm'))
-    .split('\n')
-    .slice(1)
-    .filter(Boolean)
-    .map((l) => l.trim().split(/\s+/)[1]);
-/** Host memory the container's cgroup holds (MB): what a sleeping agent costs the host. */
-const heldMb = async (x: Agent) => {
-  const pid = await inspect(x, '{{.State.Pid}}');
-  const line = readFileSync(`/proc/${pid}/cgroup`, 'utf8')
-    .split('\n')
-    .find((l) => /^\d+:(memory)?:/.test(l) && (l.includes(':memory:') || l.startsWith('0::')));
-  const path = line!.split(':')[2];
-  for (const f of [`/sys/fs/cgroup/memory${path}/memory.usage_in_bytes`, `/sys/fs/cgroup${path}/memory.current`]) {
-    if (existsSync(f)) return Number(readFileSync(f, 'utf8')) / 2 ** 20;
-  }
-  throw new Error('no memory cgroup');
-};
-
 async function createRunning(s: Session, name: string): Promise<Agent> {
   const c = await s.api.post('/instance/create', { framework: 'openclaw', name });
   expect(c.status, c.text).toBe(200);
@@ -81,7 +62,9 @@ async function checkpointed(s: Session, x: Agent) {
     'checkpointed',
     async () => {
       const v = await view(s, x.id);
-      return v.status === 'sleeping' && v.sleep_depth === 'checkpointed' && existsSync(imageDir(x)) && (await processes(x)).join() === 'hold-init';
+      return (
+        v.status === 'sleeping' && v.sleep_depth === 'checkpointed' && existsSync(imageDir(x)) && (await processes(`agenthost-${x.id}`)).join() === 'hold-init'
+      );
     },
     90_000,
     250,
@@ -135,12 +118,12 @@ describe('the checkpointed deep sleep', () => {
     // The kernel's cache of names dropped (as a light sleep's reclaim does): the agent's inotify watch on its state
     // file must still be dumped by its path, or the restore cannot reopen it.
     writeFileSync('/proc/sys/vm/drop_caches', '2');
-    const awakeMb = await heldMb(a);
+    const awakeMb = await heldMb(`agenthost-${a.id}`);
     startedAt = await inspect(a, '{{.State.StartedAt}}');
     await checkpointed(alice, a);
     expect(await inspect(a, '{{.State.Running}} {{.State.Paused}} {{.State.StartedAt}}')).toBe(`true false ${startedAt}`);
-    expect(await processes(a)).toEqual(['hold-init']);
-    const asleepMb = await heldMb(a);
+    expect(await processes(`agenthost-${a.id}`)).toEqual(['hold-init']);
+    const asleepMb = await heldMb(`agenthost-${a.id}`);
     expect(asleepMb).toBeLessThan(awakeMb / 2);
     // The image is sealed: none of the agent's own text (its instance id is in its memory) is readable on disk.
     const files = readdirSync(imageDir(a));
