@@ -48,7 +48,7 @@ describe('the real OpenClaw image', () => {
     // Created from the image the version resolved to at create (its ID), not the moving tag.
     expect(info.Config.Image).toBe((await docker('image', 'inspect', 'agenthost/openclaw:latest', '--format', '{{.Id}}')).trim());
     expect(info.HostConfig.Memory).toBe(1536 * 1024 * 1024);
-    expect(info.Config.Env).toContain('NODE_OPTIONS=--max-old-space-size=1152 --max-semi-space-size=1');
+    expect(info.Config.Env).toContain('NODE_OPTIONS=--max-old-space-size=1152');
 
     const up = await waitFor(
       'openclaw running',

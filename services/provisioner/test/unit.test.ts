@@ -36,7 +36,7 @@ describe('container spec', () => {
   it('sizes the V8 heap under the memory limit (75 %)', () => {
     expect(heapMb(2048)).toBe(1536);
     expect(heapMb(64)).toBe(48);
-    expect(spec.Env).toContain('NODE_OPTIONS=--max-old-space-size=1536 --max-semi-space-size=1');
+    expect(spec.Env).toContain('NODE_OPTIONS=--max-old-space-size=1536');
     expect(spec.Env).not.toContain('NODE_OPTIONS=x');
   });
 

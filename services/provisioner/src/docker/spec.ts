@@ -51,11 +51,11 @@ export interface ContainerInput {
 export const heapMb = (memoryMb: number): number => Math.max(32, Math.floor(memoryMb * 0.75));
 
 /**
- * Every Node process of the agent: the heap cap, and a young generation of 3 MB instead of V8's up to 128 MB with
- * such a heap (docs/decisions/0051-...: an idle OpenClaw holds ~108 MB less, for ~+3.6 CPU-s at start; its
- * checkpoint image is as much smaller).
+ * Every Node process of the agent: the heap cap. `--max-semi-space-size=1` (decision 0051: ~108 MB less idle) was set
+ * on 29 Nov and withdrawn the same day: right after a start, OpenClaw on the free tier's half CPU then missed the
+ * bootstrap's 12 s to take a key's provider settings twice at load 10 (readme and first-hour suites), which it had met.
  */
-export const nodeOptions = (memoryMb: number): string => `--max-old-space-size=${heapMb(memoryMb)} --max-semi-space-size=1`;
+export const nodeOptions = (memoryMb: number): string => `--max-old-space-size=${heapMb(memoryMb)}`;
 
 export const labels = (i: { instanceId: string; userId: string; scope: string }): Record<string, string> => ({
   [LABEL_INSTANCE]: i.instanceId,
