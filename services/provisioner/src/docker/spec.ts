@@ -52,7 +52,7 @@ export const heapMb = (memoryMb: number): number => Math.max(32, Math.floor(memo
 
 /**
  * Every Node process of the agent: the heap cap. `--max-semi-space-size=1` (decision 0051: ~108 MB less idle) was set
- * on 29 Nov and withdrawn the same day: right after a start, OpenClaw on the free tier's half CPU then missed the
+ * on 29 Nov and withdrawn the same day: right after a start, OpenClaw (pro, 1 CPU) then missed the
  * bootstrap's 12 s to take a key's provider settings twice under load (readme and first-hour suites), which it had met.
  */
 export const nodeOptions = (memoryMb: number): string => `--max-old-space-size=${heapMb(memoryMb)}`;
