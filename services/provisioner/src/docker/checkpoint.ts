@@ -10,7 +10,6 @@ import type { InstanceCheckpoints } from '../domain/runtime.ts';
 import { o } from './call.ts';
 import type { DockerEngine } from './engine.ts';
 import { containerName, HOLD_INIT } from './spec.ts';
-import { CRIU_MOUNT } from './spec.ts';
 
 const SCRIPT = fileURLToPath(new URL('../../../../deploy/criu/checkpoint.sh', import.meta.url));
 const SECCOMP = fileURLToPath(new URL('../../../../deploy/criu/seccomp-no-io_uring.json', import.meta.url));
@@ -94,10 +93,6 @@ export class Checkpoints {
     await rm(this.imageDir(instanceId), { recursive: true, force: true });
   }
 
-  has(instanceId: string): boolean {
-    return existsSync(this.imageDir(instanceId));
-  }
-
   /** The instances with an image kept (the reconciler removes those without a row). */
   async ids(): Promise<string[]> {
     return (await readdir(this.settings.dir).catch(() => [] as string[])).filter((name) => !name.endsWith('.new'));
@@ -133,8 +128,6 @@ export class Checkpoints {
     });
   }
 }
-
-export { CRIU_MOUNT };
 
 /**
  * The checkpointed sleep of instance containers on one engine. The image is bound to the instance, the container's
@@ -174,6 +167,5 @@ export function containerCheckpoints(engine: DockerEngine, checkpoints: Checkpoi
       }
     },
     drop: (id) => checkpoints.drop(id),
-    has: (id) => checkpoints.has(id),
   };
 }

@@ -40,8 +40,6 @@ export interface InstanceCheckpoints {
   restore(id: string, checkpointId: string, cpus: number): Promise<Record<string, number>>;
   /** Delete the instance's image, if any. */
   drop(id: string): Promise<void>;
-  /** Whether an image of the instance is kept. */
-  has(id: string): boolean;
 }
 
 /** A workload of this scope that the runtime holds (container, volume or swarm service), by instance. */
