@@ -106,9 +106,18 @@ const devicesOf = async (id: string) => {
   return r.json as { pending: Array<Record<string, unknown>>; paired: Array<Record<string, unknown>> };
 };
 
-/** Waits for a pending pairing request from a browser, and returns it as the API shows it. */
-const pendingRequest = (id: string, not?: unknown) =>
-  waitFor('a pairing request of the browser', async () => (await devicesOf(id)).pending.find((p) => p.request_id !== not), 90_000, 1000);
+/** A failed wait, with what the browser received and the instance's last log lines (the token masked). */
+async function explained(err: Error, frames: string[], id: string, token: string): Promise<never> {
+  const all = (await exec('docker', ['logs', '--tail', '30', `agenthost-${id}`], { timeout: 30_000 })).stdout;
+  const frameText = frames.map((f) => f.slice(0, 300)).join(' | ');
+  throw new Error(`${err.message}; frames ${frameText.replaceAll(token, '<token>')}; ${id}'s last log lines:\n${all.replaceAll(token, '<token>')}`);
+}
+
+/** Waits for a pending pairing request from the browser that received `frames`, and returns it as the API shows it. */
+const pendingRequest = (id: string, frames: string[], token: string) =>
+  waitFor('a pairing request of the browser', async () => (await devicesOf(id)).pending[0], 90_000, 1000).catch((err: Error) =>
+    explained(err, frames, id, token),
+  );
 
 beforeAll(async () => {
   await cleanupDocker(network);
@@ -180,7 +189,7 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
     // The token is accepted; a browser the instance has never seen is then paired once by its owner (OpenClaw's
     // rule for every non-loopback browser): its request is pending on the instance, and the owner sees it and
     // approves it through the API (the edge, the gateway, the provisioner running the instance's own CLI).
-    const pending = await pendingRequest(a.id);
+    const pending = await pendingRequest(a.id, first.frames, a.token);
     expect(pending).toMatchObject({ request_id: expect.any(String) });
     expect(JSON.stringify(pending)).not.toContain(a.token);
     expect(await wsLog(a.id, `${edge.hostOf(a.id)}:${HTTPS}`)).not.toEqual(expect.arrayContaining([expect.stringMatching(/token_mismatch|token mismatch/)]));
@@ -204,7 +213,7 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
 
     // Another browser with the same token asks too; the owner rejects it: it is not paired, and that request is gone.
     const other = await openControlUi(a.url, a.token);
-    const asked = await pendingRequest(a.id);
+    const asked = await pendingRequest(a.id, other.frames, a.token);
     const rejected = await api('POST', `/instance/devices/reject/${a.id}`, { request_id: asked.request_id });
     expect(rejected.status, rejected.text).toBe(200);
     await expectDocumented('rejectDevice', rejected);
@@ -231,15 +240,7 @@ describe('the OpenClaw Control UI through the edge, in Chromium', () => {
       },
       100_000,
       1000,
-    ).catch(async (err: Error) => {
-      const all = (await exec('docker', ['logs', '--tail', '30', `agenthost-${b.id}`], { timeout: 30_000 })).stdout;
-      throw new Error(
-        `${err.message}; frames ${frames
-          .map((f) => f.slice(0, 300))
-          .join(' | ')
-          .replaceAll(a.token, '<token>')}; B's last log lines:\n${all.replaceAll(a.token, '<token>')}`,
-      );
-    });
+    ).catch((err: Error) => explained(err, frames, b.id, a.token));
     expect(seen(frames, /hello-ok/)).toBe(false);
     expect((await api('GET', `/instance/devices/${b.id}`)).json).toMatchObject({ pending: [] });
     await page.browserContext().close();

@@ -22,7 +22,7 @@ import {
   type TestLlm,
 } from '@agenthost/testkit';
 import { agentTree, heldMb, processes, timedGet } from './checkpoint-probes.ts';
-import { realOpenclaw, sleepStack } from './sleep-stack.ts';
+import { realOpenclaw, sleepStack, statusOf, untilRunning } from './sleep-stack.ts';
 
 // The checkpointed deep sleep with the real OpenClaw image, through the real edge (docs/decisions/0049-...): after
 // DEEP idle seconds the agent's processes (the bootstrap and the OpenClaw gateway under hold-init) are dumped by CRIU
@@ -84,30 +84,17 @@ afterAll(async () => {
 });
 
 const container = (id: string) => `agenthost-${id}`;
-const view = async (id: string) => (await owner.api.get(`/instance/status/${id}`)).body as { status: string; sleep_depth?: string; failure_reason?: string };
 const inspect = async (id: string, format: string) => (await docker('inspect', '-f', format, container(id))).trim();
 /** Where the provisioner keeps an instance's sealed image: <CHECKPOINT_DIR>/<scope>/<instance>. */
 const imageDir = (id: string) => join(checkpointDir, network, id);
 const imageMb = (id: string) => readdirSync(imageDir(id)).reduce((n, f) => n + statSync(join(imageDir(id), f)).size, 0) / 2 ** 20;
-async function running(id: string): Promise<void> {
-  await waitFor(
-    'instance running',
-    async () => {
-      const v = await view(id);
-      if (v.status === 'failed') throw new Error(`failed: ${v.failure_reason}`);
-      return v.status === 'running' || undefined;
-    },
-    150_000,
-    500,
-  );
-}
 
 /** Asleep checkpointed: its status says so, its sealed image is in place, and hold-init alone runs in its container. */
 async function checkpointed(id: string): Promise<void> {
   await waitFor(
     'checkpointed',
     async () => {
-      const v = await view(id);
+      const v = await statusOf(owner, id);
       // A dump that fails stops the agent instead: the provisioner's log says why ("could not be checkpointed").
       if (v.status === 'sleeping' && v.sleep_depth === 'stopped')
         throw new Error('asleep stopped, not checkpointed: the dump failed (see the provisioner log)');
@@ -161,12 +148,12 @@ describe('the checkpointed deep sleep of a real OpenClaw agent', () => {
     expect(created.status, created.text).toBe(200);
     ({ instance_id: id, url, access_token: token } = created.body as { instance_id: string; url: string; access_token: string });
     recordSecret(token);
-    await running(id);
+    await untilRunning(owner, id);
     expect((await owner.api.post('/keys/store', { instance_id: id, keys: { OPENAI_API_KEY: first } })).status).toBe(200);
     await touch(url, token);
     await useTestLlm(container(id), llm.port);
     expect((await owner.api.post(`/instance/restart/${id}`)).status).toBe(200);
-    await running(id);
+    await untilRunning(owner, id);
     // The restart made the container anew: hold-init is its PID 1 (checkpointing is on here).
     expect(await inspect(id, '{{index .Config.Entrypoint 0}} {{.HostConfig.Init}}')).toBe('/opt/agenthost-criu/hold-init false');
 
@@ -176,7 +163,7 @@ describe('the checkpointed deep sleep of a real OpenClaw agent', () => {
     expect(warm.authorization).toBe(`Bearer ${first}`);
     turns.coldBeforeSleep = cold.ms;
     turns.warmBeforeSleep = warm.ms;
-    expect((await view(id)).status).toBe('running');
+    expect((await statusOf(owner, id)).status).toBe('running');
     before = await openclawProcesses(container(id));
     expect(before.length).toBe(2); // hold-init (PID 1) and the bootstrap
     tree = await agentTree(container(id));
@@ -212,7 +199,7 @@ describe('the checkpointed deep sleep of a real OpenClaw agent', () => {
     const page = await timedGet(edge, `${url}/`, token);
     expect(page.status).toBe(200);
     expect(page.text).toMatch(/<html/i);
-    expect((await view(id)).status).toBe('running');
+    expect((await statusOf(owner, id)).status).toBe('running');
     const events = (await storedEvents<Record<string, unknown>>(nc, 'events.instance.status')).slice(eventsBefore).map((e) => e.data);
     expect(events.filter((e) => e.instance_id === id).map((e) => e.status)).not.toContain('provisioning');
     expect(events.find((e) => e.instance_id === id && e.wake_warning)).toBeUndefined();

@@ -19,7 +19,7 @@ import {
   type Stack,
 } from '@agenthost/testkit';
 import { heldMb, processes } from './checkpoint-probes.ts';
-import { sleepStack } from './sleep-stack.ts';
+import { sleepStack, statusOf } from './sleep-stack.ts';
 
 // The checkpointed deep sleep, end to end (docs/decisions/0049-...): the stand-in agent behind the real edge, the
 // provisioner on the real engine with CRIU (deploy/criu/build.sh; deploy/install.sh builds it for the tests). After
@@ -43,7 +43,6 @@ let a: Agent;
 let b: Agent;
 
 const owns = (x: Agent) => ({ authorization: `Bearer ${x.token}` });
-const view = async (s: Session, id: string) => (await s.api.get(`/instance/status/${id}`)).body as { status: string; sleep_depth?: string };
 const inspect = async (x: Agent, format: string) => (await docker('inspect', '-f', format, `agenthost-${x.id}`)).trim();
 /** Where the provisioner keeps an instance's sealed image: <CHECKPOINT_DIR>/<scope>/<instance>. */
 const imageDir = (x: Agent) => join(checkpointDir, network, x.id);
@@ -52,7 +51,7 @@ async function createRunning(s: Session, name: string): Promise<Agent> {
   expect(c.status, c.text).toBe(200);
   recordSecret(c.body.access_token);
   const id = c.body.instance_id as string;
-  await waitFor(`${id} running`, async () => (await view(s, id)).status === 'running', 60_000, 250);
+  await waitFor(`${id} running`, async () => (await statusOf(s, id)).status === 'running', 60_000, 250);
   return { id, url: c.body.url as string, token: c.body.access_token as string };
 }
 
@@ -61,7 +60,7 @@ async function checkpointed(s: Session, x: Agent) {
   await waitFor(
     'checkpointed',
     async () => {
-      const v = await view(s, x.id);
+      const v = await statusOf(s, x.id);
       return (
         v.status === 'sleeping' && v.sleep_depth === 'checkpointed' && existsSync(imageDir(x)) && (await processes(`agenthost-${x.id}`)).join() === 'hold-init'
       );
@@ -139,7 +138,7 @@ describe('the checkpointed deep sleep', () => {
     const after = await call(a);
     // The same process (its pid in the container, its boot count and birth), not a new boot.
     expect(after).toMatchObject({ instance_id: a.id, pid: before.pid, state: before.state });
-    expect((await view(alice, a.id)).status).toBe('running');
+    expect((await statusOf(alice, a.id)).status).toBe('running');
     expect(await inspect(a, '{{.State.StartedAt}} {{.RestartCount}}')).toBe(`${startedAt} 0`);
     expect(existsSync(imageDir(a))).toBe(false);
     // The restore closed its connections: the bootstrap's key watch reconnects and the agent reloads the new key.

@@ -17,7 +17,7 @@ import {
   useTestLlm,
   type TestLlm,
 } from '@agenthost/testkit';
-import { realOpenclaw, sleepStack } from './sleep-stack.ts';
+import { realOpenclaw, sleepStack, statusOf, untilRunning } from './sleep-stack.ts';
 
 // A light sleep with the real OpenClaw image, through the real edge: the agent is frozen (its memory pushed out to
 // swap where the host's swap allows) and a request resumes the same OpenClaw processes. Its conversation state
@@ -59,20 +59,6 @@ afterAll(async () => {
 });
 
 const container = (id: string) => `agenthost-${id}`;
-const view = async (id: string) => (await owner.api.get(`/instance/status/${id}`)).body as { status: string; sleep_depth?: string; failure_reason?: string };
-
-async function running(id: string): Promise<void> {
-  await waitFor(
-    'instance running',
-    async () => {
-      const v = await view(id);
-      if (v.status === 'failed') throw new Error(`failed: ${v.failure_reason}`);
-      return v.status === 'running' || undefined;
-    },
-    150_000,
-    500,
-  );
-}
 
 /** The owner's request through the edge: it wakes the instance if it sleeps, and counts as its traffic. */
 async function touch(url: string, token: string): Promise<void> {
@@ -100,7 +86,7 @@ describe('a light sleep of a real OpenClaw agent', () => {
     expect(created.status, created.text).toBe(200);
     const { instance_id: id, url, access_token: token } = created.body as { instance_id: string; url: string; access_token: string };
     recordSecret(token);
-    await running(id);
+    await untilRunning(owner, id);
     const first = `sk-first-${randomBytes(8).toString('hex')}`;
     const second = `sk-second-${randomBytes(8).toString('hex')}`;
     recordSecret(first);
@@ -109,16 +95,16 @@ describe('a light sleep of a real OpenClaw agent', () => {
     await touch(url, token);
     await useTestLlm(container(id), llm.port);
     expect((await owner.api.post(`/instance/restart/${id}`)).status).toBe(200);
-    await running(id);
+    await untilRunning(owner, id);
 
     expect(await turn(url, token, 'remember the word heron')).toBe(`Bearer ${first}`);
-    expect((await view(id)).status).toBe('running');
+    expect((await statusOf(owner, id)).status).toBe('running');
     const before = await openclawProcesses(container(id));
     expect(before.length).toBe(2);
     await docker('exec', container(id), 'sh', '-c', 'echo kept > /data/home/sleep-marker');
 
-    await waitFor('asleep', async () => (await view(id)).status === 'sleeping' || undefined, 120_000, 250);
-    expect(['frozen', 'swapped']).toContain((await view(id)).sleep_depth);
+    await waitFor('asleep', async () => (await statusOf(owner, id)).status === 'sleeping' || undefined, 120_000, 250);
+    expect(['frozen', 'swapped']).toContain((await statusOf(owner, id)).sleep_depth);
     // Its status says so first (the edges hear it), then its container is frozen.
     await waitFor('frozen', async () => (await docker('inspect', '-f', '{{.State.Paused}}', container(id))).trim() === 'true' || undefined, 30_000, 250);
     const stored = await owner.api.put('/keys/update', { instance_id: id, key_name: 'OPENAI_API_KEY', key_value: second });
@@ -128,7 +114,7 @@ describe('a light sleep of a real OpenClaw agent', () => {
     const page = await edge.request(`${url}/`, { headers: { authorization: `Bearer ${token}` } });
     expect(page.status).toBe(200);
     expect(page.text).toMatch(/<html/i);
-    expect((await view(id)).status).toBe('running');
+    expect((await statusOf(owner, id)).status).toBe('running');
     await waitFor('the stored key in use', async () => (await turn(url, token, 'which word?')) === `Bearer ${second}` || undefined, 30_000, 1000);
 
     // The same processes, started at the same moment: everything they held in memory is as it was.

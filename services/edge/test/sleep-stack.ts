@@ -1,4 +1,4 @@
-import { startEdge, startStack, type Edge, type Stack, gatewayEnv, provisionerEnv } from '@agenthost/testkit';
+import { startEdge, startStack, waitFor, type Edge, type Session, type Stack, gatewayEnv, provisionerEnv } from '@agenthost/testkit';
 
 /**
  * The provisioner settings of a suite with the real OpenClaw image: the pro tier's real resources, and no host firewall
@@ -50,4 +50,22 @@ export async function sleepStack(o: {
     await stack.stop(); // the suite's afterAll has no stack to stop yet
     throw err;
   }
+}
+
+/** The owner's view of an instance, as GET /instance/status shows it. */
+export const statusOf = async (s: Session, id: string) =>
+  (await s.api.get(`/instance/status/${id}`)).body as { status: string; sleep_depth?: string; failure_reason?: string };
+
+/** Waits for the instance to run; a failed one fails the wait at once, with its reason. */
+export async function untilRunning(s: Session, id: string): Promise<void> {
+  await waitFor(
+    'instance running',
+    async () => {
+      const v = await statusOf(s, id);
+      if (v.status === 'failed') throw new Error(`failed: ${v.failure_reason}`);
+      return v.status === 'running' || undefined;
+    },
+    150_000,
+    500,
+  );
 }

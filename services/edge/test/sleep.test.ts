@@ -17,7 +17,7 @@ import {
   testNetwork,
 } from '@agenthost/testkit';
 import { hostSwap } from '@agenthost/shared';
-import { sleepStack } from './sleep-stack.ts';
+import { sleepStack, statusOf } from './sleep-stack.ts';
 
 // Idle sleep and wake in both depths, end to end: the stand-in agent (one that reloads its keys) behind the real
 // edge (Caddy and its route keeper), the provisioner on the real engine. Pro instances sleep lightly (frozen) after
@@ -50,8 +50,7 @@ let pid = 0;
 
 /** The owner's requests carry the instance's token: only they wake it and keep it awake (strangers.test.ts). */
 const owns = () => ({ authorization: `Bearer ${sleeper.token}` });
-const view = async (s: Session, id: string) => (await s.api.get(`/instance/status/${id}`)).body as { status: string; sleep_depth?: string };
-const statusOf = async (s: Session, id: string) => (await view(s, id)).status;
+const statusNow = async (s: Session, id: string) => (await statusOf(s, id)).status;
 const container = () => `agenthost-${sleeper.id}`;
 const inspect = async (format: string) => (await docker('inspect', '-f', format, container())).trim();
 
@@ -68,7 +67,7 @@ async function createRunning(s: Session, name: string) {
   expect(c.status, c.text).toBe(200);
   recordSecret(c.body.access_token);
   const id = c.body.instance_id as string;
-  await waitFor(`${id} running`, async () => (await statusOf(s, id)) === 'running', 60_000, 250);
+  await waitFor(`${id} running`, async () => (await statusNow(s, id)) === 'running', 60_000, 250);
   return { id, url: c.body.url as string, token: c.body.access_token as string };
 }
 
@@ -77,7 +76,7 @@ async function asleep(depth: string) {
   await waitFor(
     `asleep (${depth})`,
     async () => {
-      const v = await view(owner, sleeper.id);
+      const v = await statusOf(owner, sleeper.id);
       if (v.status !== 'sleeping' || v.sleep_depth !== depth) return false;
       return depth === 'stopped' || (await inspect('{{.State.Paused}}')) === 'true';
     },
@@ -132,12 +131,12 @@ describe('idle sleep', () => {
       expect((await edge.request(`${sleeper.url}/`, { headers: owns() })).status).toBe(200);
       await sleep(1000);
     }
-    expect(await statusOf(owner, sleeper.id)).toBe('running');
+    expect(await statusNow(owner, sleeper.id)).toBe('running');
     // A WebSocket asks its route once; its open connection is what keeps the instance awake.
     const ws = await edge.websocket(`${sleeper.url}/ws`, owns());
     expect(JSON.parse(await ws.receive())).toEqual({ hello: sleeper.id });
     await sleep((IDLE * 2 + 1) * 1000);
-    expect(await statusOf(owner, sleeper.id)).toBe('running');
+    expect(await statusNow(owner, sleeper.id)).toBe('running');
     ws.send('still awake');
     expect(await ws.receive()).toBe('still awake');
     ws.close();
@@ -169,7 +168,7 @@ describe('idle sleep', () => {
 
   it('never puts to sleep an instance of a tier that does not sleep', async () => {
     // Created with the pro one and never reached: idle as long, still running.
-    expect(await statusOf(big, awake.id)).toBe('running');
+    expect(await statusNow(big, awake.id)).toBe('running');
   });
 
   it('resumes the same agent on the first request, with its memory and token, and a key stored while it slept loaded', async () => {
@@ -184,7 +183,7 @@ describe('idle sleep', () => {
     const first = await edge.request(`${sleeper.url}/`, { headers: owns() });
     expect(first.status, first.text).toBe(200);
     expect(first.json).toMatchObject({ agent: 'standin', instance_id: sleeper.id, pid, state: { boots } });
-    expect(await statusOf(owner, sleeper.id)).toBe('running');
+    expect(await statusNow(owner, sleeper.id)).toBe('running');
     expect(await inspect('{{.State.Paused}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}}')).toBe(`false ${TIER_MB * 1024 ** 2} ${TIER_MB * 1024 ** 2}`);
     // Its bootstrap's key watch stayed open through the sleep: the change it held is read and the agent reloads.
     const keys = await waitFor(
@@ -236,12 +235,12 @@ describe('idle sleep', () => {
   it('answers start and stop on a sleeping instance as on a stopped one', async () => {
     await asleep(LIGHT);
     expect((await owner.api.post(`/instance/stop/${sleeper.id}`)).status).toBe(200);
-    expect(await view(owner, sleeper.id)).toMatchObject({ status: 'stopped' });
-    expect((await view(owner, sleeper.id)).sleep_depth).toBeUndefined();
+    expect(await statusOf(owner, sleeper.id)).toMatchObject({ status: 'stopped' });
+    expect((await statusOf(owner, sleeper.id)).sleep_depth).toBeUndefined();
     // Stopped by its owner, it stays stopped: a request gets the stopped answer, it does not wake it.
     const r = await edge.request(`${sleeper.url}/`, { headers: owns() });
     expect(r.json).toMatchObject({ code: 'INSTANCE_STOPPED', status: 503 });
     expect((await owner.api.post(`/instance/start/${sleeper.id}`)).status).toBe(200);
-    await waitFor('running', async () => (await statusOf(owner, sleeper.id)) === 'running', 60_000, 250);
+    await waitFor('running', async () => (await statusNow(owner, sleeper.id)) === 'running', 60_000, 250);
   });
 });

@@ -184,7 +184,7 @@ export class Reconciler {
         (r) => sleeper.sleepLocked(r, 'deep'),
       );
     } else if (row.status === 'sleeping' && row.step === 'done' && row.sleep_depth !== 'stopped') {
-      const changed = await sleeper.reconcileFrozen(row);
+      const changed = await sleeper.reconcileAsleep(row);
       if (changed) log.warn({ instance_id: row.id, now: changed }, 'a sleeping instance was no longer as it slept (frozen or checkpointed)');
     } else if (row.step === 'recreating') {
       await this.repair(

@@ -154,11 +154,11 @@ export class Sleeper {
   }
 
   /**
-   * The reconciler's look at a lightly sleeping instance: frozen is as it should be. Resumed by someone else (an
-   * unpause by hand): it is awake. Gone or stopped (an engine restart ends paused containers): it sleeps deeply now,
-   * and its next request boots it. Returns what changed, if anything.
+   * The reconciler's look at an instance asleep in its container (frozen, or checkpointed: reconcileCheckpointed).
+   * Frozen is as it should be. Resumed by someone else (an unpause by hand): it is awake. Gone or stopped (an engine
+   * restart ends paused containers): it sleeps deeply now, and its next request boots it. Returns what changed, if any.
    */
-  async reconcileFrozen(row: InstanceRow): Promise<'awake' | 'deep' | undefined> {
+  async reconcileAsleep(row: InstanceRow): Promise<'awake' | 'deep' | undefined> {
     if (row.status === 'sleeping' && row.sleep_depth === 'checkpointed') return this.reconcileCheckpointed(row);
     if (!frozen(row)) return undefined;
     const s = await this.deps.runtime.inspect(row.id);
