@@ -132,6 +132,12 @@ const server = http.createServer((req, res) => {
       const names = Object.keys(keys).sort();
       return send(res, 200, { names, sha256: Object.fromEntries(names.map((n) => [n, sha(keys[n])])), reloads });
     }
+    case '/slow': {
+      // An answer that takes a while (?ms=, at most 10 s): a request in progress, for the sleep race tests.
+      const ms = Math.min(Number(new URL(req.url ?? '/', 'http://agent').searchParams.get('ms')) || 1000, 10_000);
+      log('slow request', { ms });
+      return void setTimeout(() => send(res, 200, { ok: true, slow_ms: ms }), ms);
+    }
     case '/':
       return send(res, 200, {
         agent: 'standin',

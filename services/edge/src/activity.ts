@@ -27,16 +27,26 @@ export class Activity {
     this.deps = deps;
   }
 
+  /** When each instance last had its owner's request here (pruned at each report). */
+  private last = new Map<string, number>();
+
   /** An owner's request to the instance, from `client` (address:port, as the edge sees the connection). */
   touch(instanceId: string, client?: string): void {
     this.seen.add(instanceId);
+    this.last.set(instanceId, Date.now());
     if (client) this.held.add(`${instanceId} ${client}`);
+  }
+
+  /** Whether its owner's request came within the last `ms` (keeper.ts wakes an instance that fell asleep under one). */
+  usedWithin(instanceId: string, ms: number): boolean {
+    return Date.now() - (this.last.get(instanceId) ?? 0) <= ms;
   }
 
   /** Report what was seen since the last report, and the instances with an owner's connection open now. Kept on failure. */
   async flush(): Promise<void> {
     const ids = this.seen;
     this.seen = new Set();
+    for (const [id, at] of this.last) if (Date.now() - at > 60_000) this.last.delete(id);
     try {
       const open = await establishedRemotes(this.deps.tables, this.deps.port);
       for (const entry of this.held) {

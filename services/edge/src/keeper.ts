@@ -8,12 +8,20 @@ export interface KeeperDeps {
   routes(instanceId?: string): Promise<Route[]>;
   /** Ask the provisioner to wake a sleeping instance (provisioner.v1.routes.wake); resolves to its status then. */
   wake(instanceId: string): Promise<string | undefined>;
+  /**
+   * Whether its owner's request reached this edge so recently that the provisioner cannot have counted it when it
+   * found the instance idle (main.ts): a request that may already be inside the agent, sent on before this edge heard
+   * that it sleeps (so not held for a wake), which would wait there until the next wake.
+   */
+  justUsed?(instanceId: string): boolean;
   log: Logger;
 }
 
 const WAKE_POLL_MS = 100;
 /** While waiting for a woken instance, its route is read again this often in case an event was missed. */
 const WAKE_REREAD_MS = 2000;
+/** How long the wake of an instance that fell asleep under its owner's request is waited for. */
+const REWAKE_TIMEOUT_MS = 60_000;
 
 /**
  * The edge's route table, kept in memory beside Caddy: read whole at start, after a NATS reconnect and every
@@ -112,9 +120,14 @@ export class RouteKeeper {
     try {
       const [route] = await this.deps.routes(instanceId);
       if (epoch !== this.epoch) return; // a full pass ran meanwhile and is at least as new
+      const before = this.table.get(instanceId)?.status;
       if (route) this.table.set(instanceId, route);
       else this.table.delete(instanceId);
       this.deps.log.info({ instance_id: instanceId, status: route?.status ?? 'removed' }, 'edge route');
+      if (route?.status === 'sleeping' && before !== 'sleeping' && this.deps.justUsed?.(instanceId)) {
+        this.deps.log.info({ instance_id: instanceId }, "an instance fell asleep under its owner's request: waking it");
+        void this.awaken(instanceId, REWAKE_TIMEOUT_MS);
+      }
     } catch (err) {
       this.deps.log.warn({ instance_id: instanceId, err: (err as Error).message }, 'edge route not read; the next full pass catches up');
     }

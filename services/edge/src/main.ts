@@ -17,15 +17,18 @@ await runService<typeof edgeConfig, unknown>({
   config: edgeConfig,
   async build({ config, nc, log }) {
     const timeoutMs = config.NATS_REQUEST_TIMEOUT_MS;
-    const keeper = new RouteKeeper({
-      log,
-      routes: async (instance_id) => (await request(nc, P.routes, instance_id ? { instance_id } : {}, { timeoutMs })).routes,
-      wake: async (instance_id) => (await request(nc, P.wake, { instance_id }, { timeoutMs: Math.max(timeoutMs, 30_000) })).status,
-    });
     const activity = new Activity({
       log,
       port: config.EDGE_HTTPS_PORT,
       report: async (instance_ids) => void (await request(nc, P.activity, { instance_ids }, { timeoutMs })),
+    });
+    const keeper = new RouteKeeper({
+      log,
+      routes: async (instance_id) => (await request(nc, P.routes, instance_id ? { instance_id } : {}, { timeoutMs })).routes,
+      wake: async (instance_id) => (await request(nc, P.wake, { instance_id }, { timeoutMs: Math.max(timeoutMs, 30_000) })).status,
+      // Not yet reported when the provisioner found it idle: within one report's interval, plus the sleep's own wait
+      // for the edges (500 ms) and the way of a report and an event.
+      justUsed: (id) => activity.usedWithin(id, config.EDGE_ACTIVITY_SECONDS * 1000 + 2000),
     });
     const server = answerServer(keeper, config.EDGE_DOMAIN, { activity, wakeTimeoutMs: config.EDGE_WAKE_TIMEOUT_SECONDS * 1000 });
     // ACME on demand asks over HTTP: a loopback port, only when ACME is configured.
