@@ -16,9 +16,11 @@ const PROTOCOL = 4;
 
 // A reload that rewires provider settings waits for OpenClaw to take its config file, which just after a start (while
 // it loads its plugins) took more than 4 s here: the user who stores a key right after create would be told
-// "not applied" for a key OpenClaw takes a moment later. The gateway waits longer still (KEYS_APPLY_WAIT_MS).
+// "not applied" for a key OpenClaw takes a moment later. On a loaded machine (load 10–15, several agents on 2 cores)
+// 12 s was missed in two CI runs of 29 Nov, a take-up and an unwiring. The gateway waits longer still
+// (KEYS_APPLY_WAIT_MS).
 const RELOAD_MS = 4000;
-const REWIRE_MS = 12000;
+const REWIRE_MS = 30000;
 
 export async function reloadAgent({ url, gatewayToken, rewire, timeoutMs = rewire ? REWIRE_MS : RELOAD_MS }) {
   const deadline = Date.now() + timeoutMs;

@@ -131,9 +131,9 @@ export const gatewayConfig = baseConfig
         'the subscription status, instance list and instance status a caller last read, from memory (with `Age`). Past it, and for every ' +
         'write, 503 `SERVICE_UNAVAILABLE`.',
     ),
-    KEYS_APPLY_WAIT_MS: configInt(15000).describe(
+    KEYS_APPLY_WAIT_MS: configInt(35000).describe(
       'How long a key change waits for the running instance to reload its keys before answering `applied: false`. Longer than the ' +
-        "bootstrap's own limit for a reload that rewires OpenClaw's provider settings (12 s; 4 s for a plain reload).",
+        "bootstrap's own limit for a reload that rewires OpenClaw's provider settings (30 s; 4 s for a plain reload).",
     ),
     KEYS_WATCH_MAX_SECONDS: configInt(600).describe(
       'A key watch (`GET /keys/watch`) is ended after this long; the bootstrap reconnects and authenticates again.',
