@@ -14,6 +14,8 @@ export class Activity {
   private seen = new Set<string>();
   /** "<instance id> <client address:port>" of the owners' requests whose connection may still be open. */
   private held = new Set<string>();
+  /** When each instance last had its owner's request here (pruned at each report). */
+  private last = new Map<string, number>();
   private readonly deps: {
     /** The port the edge's clients connect to (EDGE_HTTPS_PORT). */
     port: number;
@@ -26,9 +28,6 @@ export class Activity {
   constructor(deps: Activity['deps']) {
     this.deps = deps;
   }
-
-  /** When each instance last had its owner's request here (pruned at each report). */
-  private last = new Map<string, number>();
 
   /** An owner's request to the instance, from `client` (address:port, as the edge sees the connection). */
   touch(instanceId: string, client?: string): void {
@@ -46,7 +45,8 @@ export class Activity {
   async flush(): Promise<void> {
     const ids = this.seen;
     this.seen = new Set();
-    for (const [id, at] of this.last) if (Date.now() - at > 60_000) this.last.delete(id);
+    const now = Date.now();
+    for (const [id, at] of this.last) if (now - at > 60_000) this.last.delete(id);
     try {
       const open = await establishedRemotes(this.deps.tables, this.deps.port);
       for (const entry of this.held) {
