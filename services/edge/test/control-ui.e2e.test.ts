@@ -41,9 +41,12 @@ const spki = (file: string) =>
     .update(new X509Certificate(readFileSync(file)).publicKey.export({ type: 'spki', format: 'der' }))
     .digest('base64');
 
+// Device calls run OpenClaw's CLI in the agent: the gateway allows them 70 s (routes/devices.ts), and a loaded CI
+// host took more than 15 s for one.
 const api = (method: string, path: string, body?: unknown) =>
   edge.request(`${edge.origin}/api${path}`, {
     method,
+    timeoutMs: 75_000,
     headers: { authorization: `Bearer ${owner.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
