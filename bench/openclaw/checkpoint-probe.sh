@@ -17,6 +17,7 @@
 # The provisioner's own checkpointed sleep runs the same steps: deploy/criu/checkpoint.sh.
 # Usage (root): bash bench/openclaw/checkpoint-probe.sh [rounds]   env: PROBE_IMAGE (agenthost/openclaw:latest),
 #   PROBE_PORT (18882), CRIU_RT (/usr/local/lib/agenthost-criu), PROBE_CPUS (1: pro; 0.5: free), PROBE_MEMORY_MB (2048),
+#   PROBE_WARM=1 (the sealed image stays in the page cache: by default it is dropped before each wake),
 #   PROBE_BURST=1 (the restore runs with 2 CPUs, clamped back once /readyz answers: CRIU restores inside the
 #   container's cgroups, so under its CPU limit), PROBE_PREFIX (ckpt-probe: the container, volume and directories).
 set -euo pipefail
@@ -128,7 +129,8 @@ for round in $(seq 1 "$ROUNDS"); do
     fi
     log "round 1: opening the image as another instance's: refused, 0 bytes out"
   fi
-  sync; echo 1 >/proc/sys/vm/drop_caches 2>/dev/null || true
+  # A wake after a long sleep reads the image from disk; PROBE_WARM=1 leaves it in the page cache.
+  [ -n "${PROBE_WARM:-}" ] || { sync; echo 1 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
   sleep 3
   asleep_held=$(held_mb); asleep_rss=$(rss_mb)
   log "round $round: dump $((t1 - t0)) ms, seal $((t2 - t1)) ms, sealed image $image_mb MB; asleep: cgroup $asleep_held MB, rss $asleep_rss MB; $(view)"
@@ -141,7 +143,7 @@ for round in $(seq 1 "$ROUNDS"); do
     until grep -q ready "$WORK/serve.out" 2>/dev/null; do sleep 0.01; done
   else
     how="opened to tmpfs"; stream=()
-    for f in "$STATE"/image/*; do "$SEAL" cat "$STATE/key" "$NAME" "$STATE/image" "${f##*/}" >"$WORK/${f##*/}"; done
+    "$SEAL" open "$STATE/key" "$NAME" "$STATE/image" "$WORK"
   fi
   w1=$(ms)
   criu_in "$init" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached \

@@ -42,7 +42,7 @@ RT="$PREFIX/lib/agenthost-criu"
 # What this build is: the version and the patches' contents. The stamp beside the binary says what is installed.
 shopt -s nullglob
 patches=("$HERE"/*.patch)
-want="criu $CRIU_VERSION patches $(cat /dev/null "${patches[@]}" "$HERE/hold-init.c" "$HERE/seal.c" | sha256sum | cut -c1-16)"
+want="criu $CRIU_VERSION patches $(cat /dev/null "${patches[@]}" "$HERE/hold-init.c" "$HERE/seal.h" "$HERE/seal.c" "$HERE/streamer.c" | sha256sum | cut -c1-16)"
 if [ -x "$RT/hold-init" ] && [ -x "$RT/seal" ] && [ -x "$BIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] && "$BIN" --version 2>/dev/null | grep -q "Version: $CRIU_VERSION\$"; then
   say "criu $CRIU_VERSION is installed at $BIN (patches unchanged)"
   "$BIN" --version
@@ -116,7 +116,7 @@ for lib in $(ldd "$BIN" | awk '$3 ~ /^\// {print $3}'); do cp -L "$lib" "$RT.new
 cp -L "$(ldd "$BIN" | awk '/ld-linux/ {print $1}')" "$RT.new/ld.so"
 gcc -static -Os -Wall -o "$RT.new/hold-init" "$HERE/hold-init.c"
 # The sealer runs on the host (deploy/criu/checkpoint.sh), with the host's libraries.
-gcc -O2 -Wall -pthread -o "$RT.new/seal" "$HERE/seal.c" -lcrypto -lzstd
+gcc -O2 -Wall -pthread -o "$RT.new/seal" "$HERE/seal.c" "$HERE/streamer.c" -lcrypto -lzstd
 chmod -R go-w "$RT.new"
 rm -rf "$RT"
 mv "$RT.new" "$RT"

@@ -11,7 +11,7 @@
 # The key (32 raw bytes) comes on stdin, never in an argument or a file. <binding> names what the image belongs to
 # (instance, container, checkpoint id): it is in every sealed record's AAD, so the image of another instance, another
 # container or an older checkpoint does not open. The plaintext image exists only in a root-only tmpfs, for the
-# dump's and the seal's time, or the open's and the restore's.
+# dump's and the seal's time; a restore streams it from the sealed records into CRIU.
 #
 # How: the container's PID 1 is hold-init (hold-init.c). SIGUSR1 from here tells it the agent's next end is a
 # checkpoint, not the container's; CRIU then runs inside the container's namespaces and cgroups (nsenter), from the
@@ -108,9 +108,22 @@ restore)
   [ -d "$sealed" ] || fail "no checkpoint image"
   [ -z "$(ps -o pid= --ppid "$init")" ] || fail "the agent is running: nothing to restore"
   work="$(work_dir "$(basename "$sealed")")"
-  trap 'rm -rf "$work"' EXIT
+  server=
+  trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
   t0=$(ms)
-  "$RT/seal" open - "$binding" "$sealed" "$work" || fail "the image does not open under this binding (another instance's, container's or checkpoint's, or altered)"
+  # The image is streamed into CRIU (--stream: it asks the sealer's socket for each file and reads it from a pipe),
+  # opened record by record as CRIU reads: no plaintext copy, and the wake does not wait for a whole open first
+  # (docs/decisions/0049-...). The sealer says "ready" once the image's inventory opened under this binding.
+  exec 7<&0
+  exec 8< <(exec "$RT/seal" serve - "$binding" "$sealed" "$work" <&7)
+  server=$!
+  exec 7<&-
+  read -r ready <&8 || true
+  if [ "${ready:-}" != ready ]; then
+    wait "$server" || true
+    server=
+    fail "the image does not open under this binding (another instance's, container's or checkpoint's, or altered)"
+  fi
   # The container's stdio pipes (the engine's log pipes and the provisioner's stdin) are handed back to the agent.
   inherit=()
   for fd in 0 1 2; do
@@ -118,10 +131,14 @@ restore)
     if [[ $what == pipe:* ]]; then inherit+=(--inherit-fd "fd[$((fd + 4))]:$what"); fi
   done
   t1=$(ms)
-  if ! criu_in "$init" "$work" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}"; then
+  if ! criu_in "$init" "$work" restore -o restore.log --stream --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}"; then
     criu_errors "$work/restore.log"
     fail "criu restore failed"
   fi
+  # A record that did not open reached CRIU as a file cut short; CRIU may not have needed the rest, but an image that
+  # does not open whole is not this agent's.
+  wait "$server" || { server=; fail "a part of the image did not open"; }
+  server=
   rm -rf "$sealed"
   echo "open_ms=$((t1 - t0)) restore_ms=$(($(ms) - t1))"
   ;;

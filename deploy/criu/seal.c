@@ -4,8 +4,8 @@
  * build.sh builds it into the CRIU runtime directory as `seal`; it runs on the host, never in a container.
  *
  *   seal seal  <key file> <binding> <from dir> <to dir>      every file of a CRIU image directory
- *   seal open  <key file> <binding> <sealed dir> <to dir>    every file back (new files, mode 0600)
- *   seal serve <key file> <binding> <sealed dir> <sock dir>  CRIU's image streamer for one restore
+ *   seal open  <key file> <binding> <sealed dir> <to dir>    every file back (new files, mode 0600; the probe's baseline)
+ *   seal serve <key file> <binding> <sealed dir> <sock dir>  CRIU's image streamer for one restore (the wake's)
  *   seal cat   <key file> <binding> <sealed dir> <name>      one file to stdout (a check)
  *
  * <key file>: 32 raw bytes, or - for standard input (how the provisioner passes it). <binding>: what the image belongs to (the
@@ -17,9 +17,7 @@
  * file moved to another instance or name, reordered or cut short does not open (GCM over a whole file would say so
  * only at its end, after CRIU had read it).
  *
- * serve: CRIU connects to <sock dir>/streamer-serve.sock, asks for each file by name (u32 length + protobuf
- * {1: filename}), is told whether it exists ({1: bool}) and hands over a pipe (SCM_RIGHTS) to write it into. Each
- * file is written by a child of its own (CRIU may read several at once). Exits non-zero if any file failed.
+ * serve: CRIU's image streamer (streamer.c).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -28,24 +26,21 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
 
-#define CHUNK (1 << 20)
+#include "seal.h"
+
 static unsigned char key[32];
 static const char *instance; /* the binding */
 
-static int full_read(int fd, void *buf, size_t n) {
+int full_read(int fd, void *buf, size_t n) {
   size_t got = 0;
   while (got < n) {
     ssize_t r = read(fd, (char *)buf + got, n - got);
@@ -56,7 +51,7 @@ static int full_read(int fd, void *buf, size_t n) {
   return (int)got;
 }
 
-static int full_write(int fd, const void *buf, size_t n) {
+int full_write(int fd, const void *buf, size_t n) {
   size_t done = 0;
   while (done < n) {
     ssize_t w = write(fd, (const char *)buf + done, n - done);
@@ -115,35 +110,15 @@ static int seal_file(const char *from, const char *to, const char *name) {
   return close(out) || rc;
 }
 
-/* The plaintext of a sealed file into fd, one authenticated record at a time. */
-static int open_file(const char *path, const char *name, int fd) {
-  int in = open(path, O_RDONLY);
-  if (in < 0) return -1;
-  size_t zmax = ZSTD_compressBound(CHUNK);
-  unsigned char base[12], nonce[12], tag[16], last = 0, *ct = malloc(zmax), *z = malloc(zmax), *plain = malloc(CHUNK);
-  char aad[512];
-  int rc = full_read(in, base, 12) == 12 ? 0 : -1;
-  for (uint32_t i = 0; rc == 0 && !last; i++) {
-    uint32_t zl = 0;
-    if (full_read(in, &last, 1) != 1 || full_read(in, &zl, 4) != 4 || zl > zmax || full_read(in, ct, zl) != (int)zl || full_read(in, tag, 16) != 16) {
-      rc = -1; /* cut short */
-      break;
-    }
-    record_nonce(nonce, base, i);
-    record_aad(aad, sizeof aad, name, i, last);
-    size_t pl;
-    if (gcm(0, nonce, aad, ct, (int)zl, z, tag) || ZSTD_isError(pl = ZSTD_decompress(plain, CHUNK, z, zl)) || full_write(fd, plain, pl)) rc = -1;
-  }
-  free(ct), free(z), free(plain);
-  close(in);
-  return rc;
-}
-
 /*
- * open: a whole file into a new file, its records opened on every CPU at once (the wake waits for this). Each record's
- * plaintext is CHUNK bytes but the last, so record i goes to offset i * CHUNK. The record list is read first; every
- * record is still authenticated before a byte of it is written, and any failure fails the file.
+ * A sealed file's plaintext, in order, into fd (a pipe to CRIU, a new file, stdout). CRIU's restore reads the image
+ * as it comes, so the wake waits for whichever is slower: CRIU, or opening the records. Opened one at a time they
+ * take turns with CRIU (the wake was their sum); here OPENERS threads open records ahead into a ring of RING
+ * records while this thread writes them out in order. Every record is authenticated before a byte of it is written,
+ * and any failure stops the file: what was written is a prefix, and the reader sees it cut short.
  */
+#define OPENERS 2
+#define RING 8
 struct record {
   const unsigned char *at; /* its ciphertext */
   uint32_t len;
@@ -153,18 +128,30 @@ struct opening {
   const unsigned char *base;
   const char *name;
   struct record *records;
-  uint32_t count, next;
-  int out, failed;
+  uint32_t count, next, written;
+  unsigned char *slot[RING];
+  size_t slot_len[RING];
+  uint32_t slot_of[RING]; /* record number + 1 of what the slot holds, 0 when free */
+  int failed;
   pthread_mutex_t lock;
+  pthread_cond_t changed;
 };
+
+static void fail_opening(struct opening *o) {
+  pthread_mutex_lock(&o->lock);
+  o->failed = 1;
+  pthread_cond_broadcast(&o->changed);
+  pthread_mutex_unlock(&o->lock);
+}
 
 static void *open_records(void *arg) {
   struct opening *o = arg;
   size_t zmax = ZSTD_compressBound(CHUNK);
-  unsigned char nonce[12], tag[16], *z = malloc(zmax), *plain = malloc(CHUNK);
+  unsigned char nonce[12], tag[16], *z = malloc(zmax);
   char aad[512];
   for (;;) {
     pthread_mutex_lock(&o->lock);
+    while (!o->failed && o->next < o->count && o->next >= o->written + RING) pthread_cond_wait(&o->changed, &o->lock);
     uint32_t i = o->failed ? o->count : o->next++;
     pthread_mutex_unlock(&o->lock);
     if (i >= o->count) break;
@@ -173,25 +160,29 @@ static void *open_records(void *arg) {
     record_aad(aad, sizeof aad, o->name, i, r->last);
     memcpy(tag, r->at + r->len, 16);
     size_t pl;
-    if (gcm(0, nonce, aad, r->at, (int)r->len, z, tag) || ZSTD_isError(pl = ZSTD_decompress(plain, CHUNK, z, r->len)) ||
-        (!r->last && pl != CHUNK) || pwrite(o->out, plain, pl, (off_t)i * CHUNK) != (ssize_t)pl) {
-      pthread_mutex_lock(&o->lock);
-      o->failed = 1;
-      pthread_mutex_unlock(&o->lock);
+    if (gcm(0, nonce, aad, r->at, (int)r->len, z, tag) || ZSTD_isError(pl = ZSTD_decompress(o->slot[i % RING], CHUNK, z, r->len)) ||
+        (!r->last && pl != CHUNK)) {
+      fail_opening(o);
+      break;
     }
+    pthread_mutex_lock(&o->lock);
+    o->slot_len[i % RING] = pl;
+    o->slot_of[i % RING] = i + 1;
+    pthread_cond_broadcast(&o->changed);
+    pthread_mutex_unlock(&o->lock);
   }
-  free(z), free(plain);
+  free(z);
   return NULL;
 }
 
-static int open_parallel(const char *path, const char *name, int out) {
+int open_file(const char *path, const char *name, int out) {
   int in = open(path, O_RDONLY);
   struct stat st;
   if (in < 0 || fstat(in, &st) || st.st_size < 12) return in >= 0 ? close(in), -1 : -1;
   const unsigned char *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, in, 0);
   close(in);
   if (map == MAP_FAILED) return -1;
-  struct opening o = {.base = map, .name = name, .out = out, .lock = PTHREAD_MUTEX_INITIALIZER};
+  struct opening o = {.base = map, .name = name, .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
   size_t cap = 64, off = 12, zmax = ZSTD_compressBound(CHUNK);
   o.records = malloc(cap * sizeof *o.records);
   int rc = 0;
@@ -207,65 +198,32 @@ static int open_parallel(const char *path, const char *name, int out) {
   }
   if (rc == 0 && off != (size_t)st.st_size) rc = -1; /* something after the last record */
   if (rc == 0) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus;
-    pthread_t t[8];
+    int n = o.count < OPENERS ? (int)o.count : OPENERS;
+    for (int k = 0; k < RING; k++) o.slot[k] = malloc(CHUNK);
+    pthread_t t[OPENERS];
     for (int k = 0; k < n; k++) pthread_create(&t[k], NULL, open_records, &o);
+    for (uint32_t i = 0; i < o.count; i++) {
+      pthread_mutex_lock(&o.lock);
+      while (!o.failed && o.slot_of[i % RING] != i + 1) pthread_cond_wait(&o.changed, &o.lock);
+      int failed = o.failed;
+      pthread_mutex_unlock(&o.lock);
+      if (failed || full_write(out, o.slot[i % RING], o.slot_len[i % RING])) {
+        fail_opening(&o);
+        break;
+      }
+      pthread_mutex_lock(&o.lock);
+      o.slot_of[i % RING] = 0;
+      o.written = i + 1;
+      pthread_cond_broadcast(&o.changed);
+      pthread_mutex_unlock(&o.lock);
+    }
     for (int k = 0; k < n; k++) pthread_join(t[k], NULL);
     rc = o.failed ? -1 : 0;
+    for (int k = 0; k < RING; k++) free(o.slot[k]);
   }
   free(o.records);
   munmap((void *)map, (size_t)st.st_size);
   return rc;
-}
-
-static int serve(const char *sealed, const char *sockdir) {
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  snprintf(addr.sun_path, sizeof addr.sun_path, "%s/streamer-serve.sock", sockdir);
-  int ls = socket(AF_UNIX, SOCK_STREAM, 0);
-  unlink(addr.sun_path);
-  if (ls < 0 || bind(ls, (struct sockaddr *)&addr, sizeof addr) || listen(ls, 1)) return perror("seal: listen"), 1;
-  printf("ready\n");
-  fflush(stdout);
-  int s = accept(ls, NULL, NULL);
-  close(ls);
-  unlink(addr.sun_path);
-  if (s < 0) return 1;
-  signal(SIGPIPE, SIG_IGN);
-  int failed = 0;
-  for (;;) {
-    uint32_t len;
-    unsigned char msg[512];
-    char name[256], path[4096];
-    if (full_read(s, &len, 4) != 4) break; /* CRIU is done */
-    if (len < 2 || len > sizeof msg || full_read(s, msg, len) != (int)len || msg[0] != 0x0a || msg[1] != len - 2 || len - 2 >= sizeof name) return 1;
-    memcpy(name, msg + 2, len - 2);
-    name[len - 2] = 0;
-    if (strchr(name, '/')) return 1;
-    snprintf(path, sizeof path, "%s/%s", sealed, name);
-    unsigned char reply[6] = {2, 0, 0, 0, 0x08, access(path, R_OK) == 0};
-    if (full_write(s, reply, sizeof reply)) return 1;
-    if (!reply[5]) continue;
-    char dummy;
-    struct iovec iov = {&dummy, 1};
-    char cbuf[CMSG_SPACE(sizeof(int))];
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
-    if (recvmsg(s, &mh, 0) <= 0 || !CMSG_FIRSTHDR(&mh)) return 1;
-    int pipefd;
-    memcpy(&pipefd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof pipefd);
-    pid_t child = fork();
-    if (child == 0) {
-      /* A pipe of one record: fewer wake-ups of CRIU and of this writer (64 KiB by default). */
-      fcntl(pipefd, F_SETPIPE_SZ, CHUNK);
-      int rc = open_file(path, name, pipefd);
-      if (rc) fprintf(stderr, "seal: %s does not open (another instance's, altered or cut short)\n", name);
-      _exit(rc ? 1 : 0);
-    }
-    close(pipefd);
-  }
-  int status;
-  while (wait(&status) > 0) failed |= !WIFEXITED(status) || WEXITSTATUS(status);
-  return failed;
 }
 
 int main(int argc, char **argv) {
@@ -292,7 +250,7 @@ int main(int argc, char **argv) {
     snprintf(from, sizeof from, "%s/%s", argv[4], e->d_name);
     snprintf(to, sizeof to, "%s/%s", argv[5], e->d_name);
     int out = opening ? open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-    if (opening ? out < 0 || open_parallel(from, e->d_name, out) : seal_file(from, to, e->d_name)) {
+    if (opening ? out < 0 || open_file(from, e->d_name, out) : seal_file(from, to, e->d_name)) {
       fprintf(stderr, "seal: %s %s\n", e->d_name, opening ? "does not open (another binding's, altered or cut short)" : "could not be sealed");
       rc = 1;
     }
