@@ -131,13 +131,20 @@ restore)
     if [[ $what == pipe:* ]]; then inherit+=(--inherit-fd "fd[$((fd + 4))]:$what"); fi
   done
   t1=$(ms)
-  if ! criu_in "$init" "$work" restore -o restore.log --stream --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}"; then
+  restored=0
+  criu_in "$init" "$work" restore -o restore.log --stream --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}" || restored=$?
+  # The sealer's last line, "done <n>" (streamer.c): 1 when a record did not open, which reached CRIU as a file cut
+  # short. Once CRIU ended it comes at once, unless CRIU failed before it connected: then it never comes.
+  sealed_rc=
+  read -r -t 10 _ sealed_rc <&8 || true
+  if [ "${sealed_rc:-}" = 1 ]; then fail "a part of the image does not open (altered or cut short): CRIU stopped where it began"; fi
+  if [ "$restored" != 0 ]; then
     criu_errors "$work/restore.log"
     fail "criu restore failed"
   fi
-  # A record that did not open reached CRIU as a file cut short; CRIU may not have needed the rest, but an image that
-  # does not open whole is not this agent's.
-  wait "$server" || { server=; fail "a part of the image did not open"; }
+  # CRIU restored, but an image not taken whole is not what was dumped: the agent boots instead.
+  [ "${sealed_rc:-}" = 0 ] || fail "the image was not streamed whole (sealer: ${sealed_rc:-no answer})"
+  wait "$server" || true
   server=
   rm -rf "$sealed"
   echo "open_ms=$((t1 - t0)) restore_ms=$(($(ms) - t1))"

@@ -137,9 +137,10 @@ struct opening {
   pthread_cond_t changed;
 };
 
-static void fail_opening(struct opening *o) {
+/* why: OPEN_REFUSED (a record did not open) or OPEN_UNWRITTEN (the reader went away); the first one stays. */
+static void fail_opening(struct opening *o, int why) {
   pthread_mutex_lock(&o->lock);
-  o->failed = 1;
+  if (!o->failed) o->failed = why;
   pthread_cond_broadcast(&o->changed);
   pthread_mutex_unlock(&o->lock);
 }
@@ -162,7 +163,7 @@ static void *open_records(void *arg) {
     size_t pl;
     if (gcm(0, nonce, aad, r->at, (int)r->len, z, tag) || ZSTD_isError(pl = ZSTD_decompress(o->slot[i % RING], CHUNK, z, r->len)) ||
         (!r->last && pl != CHUNK)) {
-      fail_opening(o);
+      fail_opening(o, OPEN_REFUSED);
       break;
     }
     pthread_mutex_lock(&o->lock);
@@ -178,25 +179,25 @@ static void *open_records(void *arg) {
 int open_file(const char *path, const char *name, int out) {
   int in = open(path, O_RDONLY);
   struct stat st;
-  if (in < 0 || fstat(in, &st) || st.st_size < 12) return in >= 0 ? close(in), -1 : -1;
+  if (in < 0 || fstat(in, &st) || st.st_size < 12) return in >= 0 ? close(in), OPEN_REFUSED : OPEN_REFUSED;
   const unsigned char *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, in, 0);
   close(in);
-  if (map == MAP_FAILED) return -1;
+  if (map == MAP_FAILED) return OPEN_REFUSED;
   struct opening o = {.base = map, .name = name, .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
   size_t cap = 64, off = 12, zmax = ZSTD_compressBound(CHUNK);
   o.records = malloc(cap * sizeof *o.records);
   int rc = 0;
   for (unsigned char last = 0; !last;) {
     uint32_t zl;
-    if (off + 5 > (size_t)st.st_size) { rc = -1; break; } /* cut short */
+    if (off + 5 > (size_t)st.st_size) { rc = OPEN_REFUSED; break; } /* cut short */
     last = map[off];
     memcpy(&zl, map + off + 1, 4);
-    if (zl > zmax || off + 5 + zl + 16 > (size_t)st.st_size) { rc = -1; break; }
+    if (zl > zmax || off + 5 + zl + 16 > (size_t)st.st_size) { rc = OPEN_REFUSED; break; }
     if (o.count == cap) o.records = realloc(o.records, (cap *= 2) * sizeof *o.records);
     o.records[o.count++] = (struct record){map + off + 5, zl, last};
     off += 5 + zl + 16;
   }
-  if (rc == 0 && off != (size_t)st.st_size) rc = -1; /* something after the last record */
+  if (rc == 0 && off != (size_t)st.st_size) rc = OPEN_REFUSED; /* something after the last record */
   if (rc == 0) {
     int n = o.count < OPENERS ? (int)o.count : OPENERS;
     for (int k = 0; k < RING; k++) o.slot[k] = malloc(CHUNK);
@@ -207,8 +208,9 @@ int open_file(const char *path, const char *name, int out) {
       while (!o.failed && o.slot_of[i % RING] != i + 1) pthread_cond_wait(&o.changed, &o.lock);
       int failed = o.failed;
       pthread_mutex_unlock(&o.lock);
-      if (failed || full_write(out, o.slot[i % RING], o.slot_len[i % RING])) {
-        fail_opening(&o);
+      if (failed) break;
+      if (full_write(out, o.slot[i % RING], o.slot_len[i % RING])) {
+        fail_opening(&o, OPEN_UNWRITTEN);
         break;
       }
       pthread_mutex_lock(&o.lock);
@@ -218,7 +220,7 @@ int open_file(const char *path, const char *name, int out) {
       pthread_mutex_unlock(&o.lock);
     }
     for (int k = 0; k < n; k++) pthread_join(t[k], NULL);
-    rc = o.failed ? -1 : 0;
+    rc = o.failed;
     for (int k = 0; k < RING; k++) free(o.slot[k]);
   }
   free(o.records);

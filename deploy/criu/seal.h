@@ -6,7 +6,10 @@
 
 int full_read(int fd, void *buf, size_t n);
 int full_write(int fd, const void *buf, size_t n);
-/* A sealed file's plaintext, in order, into out; 0 when every record opened. */
+/* What open_file says: 0 when every record opened and was written. */
+#define OPEN_REFUSED 1   /* a record did not open: another binding's, altered or cut short */
+#define OPEN_UNWRITTEN 2 /* out took no more (CRIU closed its end) */
+/* A sealed file's plaintext, in order, into out. */
 int open_file(const char *path, const char *name, int out);
 /* CRIU's image streamer for <sealed> on <sockdir>/streamer-serve.sock (streamer.c). */
 int serve(const char *sealed, const char *sockdir);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection } from 'nats';
@@ -179,6 +179,24 @@ describe('the checkpointed deep sleep', () => {
     });
     // Alice's own image still opens for her.
     expect((await call(a)).state).toEqual(before.state);
+  });
+
+  it('boots afresh when a record deep in its image was altered: the restore stops there, and its status event says why', async () => {
+    const awake = (await call(b)).state;
+    await checkpointed(bob, b);
+    const seen = (await storedEvents<Record<string, unknown>>(nc, 'events.instance.status')).length;
+    // One bit in the middle of the largest sealed file: the inventory opens, so CRIU starts and reads up to that record.
+    const files = readdirSync(imageDir(b)).map((f) => join(imageDir(b), f));
+    const largest = files.reduce((x, y) => (statSync(y).size > statSync(x).size ? y : x));
+    const bytes = readFileSync(largest);
+    bytes[bytes.length >> 1] = (bytes[bytes.length >> 1] as number) ^ 1;
+    writeFileSync(largest, bytes);
+    // A boot, not a restore: the stand-in counts its boots in its volume.
+    expect((await call(b)).state.boots).toBe(awake.boots + 1);
+    const events = (await storedEvents<Record<string, unknown>>(nc, 'events.instance.status')).slice(seen).map((e) => e.data);
+    expect(events.find((e) => e.instance_id === b.id && e.wake_warning)).toMatchObject({
+      wake_warning: expect.stringMatching(/could not be restored from its checkpoint .*a part of the image does not open.*it boots instead/),
+    });
   });
 
   it('boots an agent whose container ended while it was checkpointed, and its status event says why', async () => {
