@@ -126,6 +126,9 @@ logfile_backups=3
 pidfile=$RUN_DIR/supervisord.pid
 ; Logs are readable by their owner and group only.
 umask=027
+; Every program inherits this working directory. Where supervisord was started (a checkout, a CI clone) may be
+; deleted later, and Postgres then cannot start again ("could not locate my own executable path").
+directory=/
 
 [rpcinterface:supervisor]
 supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface

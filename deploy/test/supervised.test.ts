@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import net from 'node:net';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, readlinkSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -134,6 +134,9 @@ describe('deploy/start.sh', () => {
       const now = await pidOf(name);
       expect(now, name).toBeGreaterThan(0);
       expect(now, name).not.toBe(pid);
+      // Started again in /, not in the checkout start.sh ran from: one deleted since (a CI clone, an old release)
+      // left the programs unable to start again (Postgres: "could not locate my own executable path").
+      expect(readlinkSync(`/proc/${now}/cwd`), name).toBe('/');
     }
   });
 
