@@ -40,6 +40,9 @@ export interface StreamOptions {
   signal?: AbortSignal;
 }
 
+/** Answers to a resumed stream that say to come back: the stream goes on after the wait. */
+const RETRYABLE = new Set([429, 502, 503, 504]);
+
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms);
@@ -68,7 +71,9 @@ export function createAgenthost(o: AgenthostOptions) {
 
   /**
    * Reads an event stream, reconnecting with the last id after a drop until `last` says the stream is over or the
-   * signal aborts. A refusal on the first connection is thrown; on a resume, 404 means the instance is gone: the end.
+   * signal aborts. A refusal on the first connection is thrown; on a resume, 404 means the instance is gone: the end,
+   * and an answer that says to retry (429, 502, 503, 504: a busy or restarting platform) is retried after its
+   * Retry-After, as a dropped connection is, instead of ending a stream the caller is still reading.
    */
   async function* resumable(
     open: (lastEventId: string | undefined) => Promise<{ data?: ReadableStream<Uint8Array> | null; error?: unknown; response: Response }>,
@@ -85,9 +90,13 @@ export function createAgenthost(o: AgenthostOptions) {
         if (opts.signal?.aborted) return;
         if (!resumed) throw err;
       }
+      let wait = retryMs;
       if (r && !r.response.ok) {
         if (resumed && r.response.status === 404) return;
-        throw new AgenthostError(r.response.status, r.error);
+        if (!resumed || !RETRYABLE.has(r.response.status)) throw new AgenthostError(r.response.status, r.error);
+        await r.data?.cancel().catch(() => {});
+        wait = Math.max(retryMs, 1000 * (Number(r.response.headers.get('retry-after')) || 0));
+        r = undefined;
       }
       if (r?.data) {
         try {
@@ -101,7 +110,7 @@ export function createAgenthost(o: AgenthostOptions) {
         }
       }
       resumed = true;
-      await sleep(retryMs, opts.signal);
+      await sleep(wait, opts.signal);
     }
   }
 

@@ -15,12 +15,26 @@ let sdk: Agenthost;
 let direct: Agenthost;
 let relay: net.Server;
 const open = new Set<net.Socket>();
+/** The relay answers this many next connections with 503 SERVICE_UNAVAILABLE itself. */
+let refusing = 0;
 
 beforeAll(async () => {
   sys = await instanceStack('sdk', [19421, 19429]);
   alice = await sys.subscriber();
   const target = new URL(sys.stack.baseUrl);
   relay = net.createServer((client) => {
+    if (refusing > 0) {
+      // A busy platform's answer to a resume: the stream must wait and go on, not end.
+      refusing--;
+      const body = JSON.stringify({ error: 'The API is unavailable; retry shortly', code: 'SERVICE_UNAVAILABLE', status: 503 });
+      client.on('error', () => undefined);
+      client.once('data', () =>
+        client.end(
+          `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+        ),
+      );
+      return;
+    }
     const upstream = net.connect(Number(target.port), target.hostname);
     client.pipe(upstream).pipe(client);
     for (const s of [client, upstream]) {
@@ -47,6 +61,13 @@ const cut = () => {
   return n;
 };
 
+/** The promise, or a failure naming what did not happen within `ms`. */
+const within = <T>(what: string, p: Promise<T>, ms = 60_000): Promise<T> => {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`waited ${ms / 1000} s for ${what}`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+};
+
 describe('the SDK', () => {
   it('waitFor, then logs and events that resume after a cut connection, losing and repeating nothing', async () => {
     const created = await direct.api.POST('/instance/create', { body: { framework: 'openclaw' } });
@@ -59,8 +80,13 @@ describe('the SDK', () => {
     const events: string[] = [];
     const ids: string[] = [];
     let wake = () => {};
-    const until = async (pred: () => boolean) => {
-      while (!pred()) await new Promise<void>((r) => ((wake = r), setTimeout(r, 500)));
+    // Each step is bounded and named: a stream that stalls fails the test there, saying what it waited for.
+    const until = async (what: string, pred: () => boolean, ms = 60_000) => {
+      const end = Date.now() + ms;
+      while (!pred()) {
+        if (Date.now() > end) throw new Error(`waited ${ms / 1000} s for ${what}: lines ${JSON.stringify(seen)}, events ${JSON.stringify(events)}`);
+        await new Promise<void>((r) => ((wake = r), setTimeout(r, 500)));
+      }
     };
     const reading = (async () => {
       for await (const line of sdk.logs(id, { follow: true, tail: 1, signal: stop.signal })) {
@@ -76,25 +102,30 @@ describe('the SDK', () => {
       }
     })();
     const batch = (from: number) => Array.from({ length: 10 }, (_, i) => `sdk-${from + i}`);
-    await until(() => events.length > 0);
+    await until('the first event', () => events.length > 0);
     await print(batch(0));
-    await until(() => seen.length === 10);
+    await until('10 lines', () => seen.length === 10);
+    refusing = 2; // both streams are refused once on their way back
     expect(cut()).toBeGreaterThan(0);
     await print(batch(10)); // written while the connection is down
-    await until(() => seen.length === 20);
+    await until('20 lines', () => seen.length === 20);
+    expect(refusing).toBe(0);
     await print(batch(20));
-    await until(() => seen.length === 30);
+    await until('30 lines', () => seen.length === 30);
     expect(seen).toEqual([...batch(0), ...batch(10), ...batch(20)]);
 
-    await direct.api.POST('/instance/stop/{instanceId}', { params: { path: { instanceId: id } } });
-    await until(() => events.includes('status:stopped'));
+    const stopped = await direct.api.POST('/instance/stop/{instanceId}', { params: { path: { instanceId: id } } });
+    expect(stopped.response.status, JSON.stringify(stopped.error)).toBe(200);
+    await until('the stopped event', () => events.includes('status:stopped'));
     cut();
-    await direct.api.DELETE('/instance/delete/{instanceId}', { params: { path: { instanceId: id } } });
-    await watching; // ends by itself after `deleted`
+    const deleted = await direct.api.DELETE('/instance/delete/{instanceId}', { params: { path: { instanceId: id } } });
+    expect(deleted.response.status, JSON.stringify(deleted.error)).toBe(200);
+    await until('the deleted event', () => events.includes('deleted'));
+    await within('the event stream to end after deleted', watching);
     expect(events[0]).toBe('current:running');
     expect(events.at(-1)).toBe('deleted');
     expect(new Set(ids).size).toBe(ids.length); // none repeated across the cut
-    await reading; // the log stream ends with the instance
+    await within('the log stream to end with the instance', reading);
 
     // The first connection's refusal is thrown with the API's code.
     const err = await sdk.waitFor(id, 'running', { timeoutSeconds: 5 }).catch((e: unknown) => e);
