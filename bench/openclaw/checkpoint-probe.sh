@@ -81,21 +81,8 @@ held_mb() {
 }
 rss_mb() { docker top "$NAME" -eo pid,rss | awk 'NR>1{s+=$2} END{print int(s/1024)}'; }
 
-# CRIU as a process of the container: its cgroups first (inherited by what it restores), then its namespaces.
-# The image directory and the agent's stdio go in as open descriptors (the container's filesystem has neither).
-criu_in() {
-  local init=$1; shift
-  (
-    while IFS=: read -r _ ctrl path; do
-      d="/sys/fs/cgroup/${ctrl#name=}"   # v1: one hierarchy per controller; v2 (empty): unified, or the root
-      if [ -z "$ctrl" ]; then d=/sys/fs/cgroup/unified; [ -d "$d" ] || d=/sys/fs/cgroup; fi
-      [ -w "$d$path/cgroup.procs" ] && echo "$BASHPID" >"$d$path/cgroup.procs"
-    done <"/proc/$init/cgroup"
-    exec 3<"$WORK" 4<"/proc/$init/fd/0" 5>"/proc/$init/fd/1" 6>"/proc/$init/fd/2"
-    exec nsenter -t "$init" -m -u -i -n -p -- /opt/agenthost-criu/ld.so --library-path /opt/agenthost-criu/lib \
-      /opt/agenthost-criu/criu "$@" -D /proc/self/fd/3
-  )
-}
+CRIU_MOUNT=/opt/agenthost-criu
+source "$HERE/../../deploy/criu/criu-in.sh"
 
 log "load: $(cut -d' ' -f1-3 /proc/loadavg); booting $IMAGE with $CPUS CPU, $MEMORY_MB MB${PROBE_BURST:+, restores on 2 CPUs}"
 boot=$(first_byte 300000) || { docker logs --tail 30 "$NAME" >&2; exit 1; }
@@ -115,7 +102,7 @@ for round in $(seq 1 "$ROUNDS"); do
   before="$(view)"
   t0=$(ms)
   kill -USR1 "$init"   # hold-init: the agent's end is a checkpoint, not the container's
-  criu_in "$init" dump -t "$vpid" -o dump.log --tcp-established --network-lock nftables --file-locks --ext-unix-sk \
+  criu_in "$init" "$WORK" dump -t "$vpid" -o dump.log --tcp-established --network-lock nftables --file-locks --ext-unix-sk \
     || { grep -E 'Error' "$WORK/dump.log" >&2; exit 1; }
   t1=$(ms)
   "$SEAL" seal "$STATE/key" "$NAME" "$WORK" "$STATE/image" && rm -f "$WORK"/*
@@ -146,7 +133,7 @@ for round in $(seq 1 "$ROUNDS"); do
     "$SEAL" open "$STATE/key" "$NAME" "$STATE/image" "$WORK"
   fi
   w1=$(ms)
-  criu_in "$init" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached \
+  criu_in "$init" "$WORK" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached \
     "${stream[@]}" "${inherit[@]}" \
     || { grep -E 'Error' "$WORK/restore.log" >&2; exit 1; }
   if [ -n "${stream[*]}" ]; then wait "$server" || { log "the streamer failed"; exit 1; }; fi

@@ -252,8 +252,13 @@ int main(int argc, char **argv) {
     snprintf(from, sizeof from, "%s/%s", argv[4], e->d_name);
     snprintf(to, sizeof to, "%s/%s", argv[5], e->d_name);
     int out = opening ? open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-    if (opening ? out < 0 || open_file(from, e->d_name, out) : seal_file(from, to, e->d_name)) {
-      fprintf(stderr, "seal: %s %s\n", e->d_name, opening ? "does not open (another binding's, altered or cut short)" : "could not be sealed");
+    /* Opening: a record that does not open is not a plaintext file we could not write (a full tmpfs, say). */
+    int why = opening ? (out < 0 ? OPEN_UNWRITTEN : open_file(from, e->d_name, out)) : seal_file(from, to, e->d_name);
+    if (why) {
+      fprintf(stderr, "seal: %s %s\n", e->d_name,
+              !opening ? "could not be sealed"
+              : why == OPEN_REFUSED ? "does not open (another binding's, altered or cut short)"
+                                    : "opened, but could not be written out (no room or no file)");
       rc = 1;
     }
     if (out >= 0) close(out);
