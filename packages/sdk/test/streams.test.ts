@@ -79,6 +79,7 @@ describe('the SDK', () => {
     const seen: string[] = [];
     const events: string[] = [];
     const ids: string[] = [];
+    let started = false;
     let wake = () => {};
     // Each step is bounded and named: a stream that stalls fails the test there, saying what it waited for.
     const until = async (what: string, pred: () => boolean, ms = 60_000) => {
@@ -90,7 +91,8 @@ describe('the SDK', () => {
     };
     const reading = (async () => {
       for await (const line of sdk.logs(id, { follow: true, tail: 1, signal: stop.signal })) {
-        if (line.text.startsWith('sdk-')) seen.push(line.text);
+        if (line.text === 'sdk-start') started = true;
+        else if (line.text.startsWith('sdk-')) seen.push(line.text);
         wake();
       }
     })();
@@ -103,6 +105,10 @@ describe('the SDK', () => {
     })();
     const batch = (from: number) => Array.from({ length: 10 }, (_, i) => `sdk-${from + i}`);
     await until('the first event', () => events.length > 0);
+    // The log stream is open once it has the marker: as the last line (tail 1) or followed. Lines printed before it
+    // opened would be cut by the tail, which is not what this test is about.
+    await print(['sdk-start']);
+    await until('the log stream open', () => started);
     await print(batch(0));
     await until('10 lines', () => seen.length === 10);
     refusing = 2; // both streams are refused once on their way back

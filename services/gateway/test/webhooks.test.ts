@@ -4,7 +4,7 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contracts, publishEvent } from '@agenthost/shared';
-import { chainClient, signIn, startStack, subscribe, type Session, type Stack, receiverTls, startReceiver, type Received } from '@agenthost/testkit';
+import { chainClient, signIn, startStack, subscribe, type Session, type Stack, receiverTls, startReceiver, type Received, waitFor } from '@agenthost/testkit';
 
 // Outbound webhooks (Standard Webhooks) against a real https receiver trusted through WEBHOOK_CA_FILE, real JetStream
 // events published under the provisioner's and billing-chain's own NATS identities, and real Postgres.
@@ -129,10 +129,19 @@ describe('webhooks', () => {
     const aliceGot = at('/alice')(receiver.received).map((r) => (JSON.parse(r.body) as { data: { instance_id: string } }).data.instance_id);
     expect(aliceGot).not.toContain('bob-one');
     expect(aliceGot.sort()).toEqual(['alice-one', 'alice-two']);
-    const log = await alice.api.get(`/webhooks/${a.id}/deliveries`);
-    expect(log.status).toBe(200);
+    // The receiver has each body before its gateway records the 200 it answered: the log says delivered just after.
+    const log = await waitFor(
+      'both deliveries logged as delivered',
+      async () => {
+        const r = await alice.api.get(`/webhooks/${a.id}/deliveries`);
+        expect(r.status).toBe(200);
+        const done = r.body.deliveries.every((d: { status: string; last_status_code: number }) => d.status === 'delivered' && d.last_status_code === 200);
+        return done ? r : undefined;
+      },
+      30_000,
+      200,
+    );
     expect(log.body.deliveries).toHaveLength(2);
-    expect(log.body.deliveries.every((d: { status: string; last_status_code: number }) => d.status === 'delivered' && d.last_status_code === 200)).toBe(true);
     // Nobody else reads alice's log.
     expect((await bob.api.get(`/webhooks/${a.id}/deliveries`)).body.code).toBe('WEBHOOK_NOT_FOUND');
   });
