@@ -60,7 +60,18 @@ export async function rebalanceStack(): Promise<void> {
 
 /** `cli.ts drain <node>` or `cli.ts activate <node>` as an operator runs them; resolves when the command is done. */
 export async function nodeCommand(cmd: 'drain' | 'activate', node: string): Promise<void> {
-  await run(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), cmd, node], { timeout: 900_000, maxBuffer: 16 * 1024 * 1024 });
+  // The drain gives up well inside the test's own bound, so that a move that does not happen fails with the CLI's
+  // words and the provisioners' account of the moves, not with a test timeout that says nothing.
+  const env = { ...process.env, DRAIN_TIMEOUT_SECONDS: '420' };
+  await run(process.execPath, [path.join(repoRoot, 'deploy/swarm/src/cli.ts'), cmd, node], { env, timeout: 480_000, maxBuffer: 16 * 1024 * 1024 }).catch(
+    async (err: Error & { stderr?: string }) => {
+      const logs = await run('docker', ['service', 'logs', '--raw', '--tail', '400', 'agenthost-provisioner'], { maxBuffer: 64 * 1024 * 1024, timeout: 30_000 })
+        .then((o) => `${o.stdout}${o.stderr}`)
+        .catch(() => '');
+      const moves = logs.split('\n').filter((l) => /draining|moving|moved|volume|copy|job/i.test(l));
+      throw new Error(`${cmd} ${node} failed: ${err.stderr || err.message}\nthe provisioners on the moves:\n${moves.slice(-30).join('\n')}`);
+    },
+  );
 }
 
 /** deploy/swarm/two-node.sh (up, load, stop-worker, start-worker). */

@@ -95,15 +95,18 @@ export interface Job {
   timeoutMs: number;
 }
 
-/** A one-shot swarm job on one node; resolves true once its task completed (exit 0), false when it failed or timed out. Always removed. */
-export async function runJob(engine: DockerEngine, job: Job): Promise<boolean> {
-  return finishJob(engine, await startJob(engine, job), job.timeoutMs);
+/**
+ * A one-shot swarm job on one node; resolves true once its task completed (exit 0), false when it failed or timed out,
+ * or when a job it needs (`needs`: a copy's sender) failed first. Always removed.
+ */
+export async function runJob(engine: DockerEngine, job: Job, needs?: string): Promise<boolean> {
+  return finishJob(engine, await startJob(engine, job), job.timeoutMs, needs);
 }
 
 /** Wait for a started job (true once its task completed), then remove it whatever the outcome. */
-async function finishJob(engine: DockerEngine, id: string, timeoutMs: number): Promise<boolean> {
+async function finishJob(engine: DockerEngine, id: string, timeoutMs: number, needs?: string): Promise<boolean> {
   try {
-    return await waitJob(engine, id, timeoutMs);
+    return await waitJob(engine, id, timeoutMs, needs);
   } finally {
     await removeJob(engine, id);
   }
@@ -130,13 +133,19 @@ export async function startJob(engine: DockerEngine, job: Job): Promise<string> 
   return created.id ?? created.ID ?? job.name;
 }
 
-async function waitJob(engine: DockerEngine, id: string, timeoutMs: number): Promise<boolean> {
+const failed = (s: string | undefined) => s === 'failed' || s === 'rejected';
+
+async function waitJob(engine: DockerEngine, id: string, timeoutMs: number, needs?: string): Promise<boolean> {
   const end = Date.now() + timeoutMs;
+  const states = async (service: string) =>
+    (await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [service] }, abortSignal })))).map((t) => t.Status?.State);
   while (Date.now() < end) {
-    const tasks = await engine.run('task list', (abortSignal) => engine.docker.listTasks(o({ filters: { service: [id] }, abortSignal })));
-    const states = tasks.map((t) => t.Status?.State);
-    if (states.includes('complete')) return true;
-    if (states.some((s) => s === 'failed' || s === 'rejected')) return false;
+    const own = await states(id);
+    if (own.includes('complete')) return true;
+    if (own.some(failed)) return false;
+    // A receiver whose sender is gone would only retry until its timeout (ten minutes by default): fail now, and the
+    // next pass tries again.
+    if (needs && (await states(needs)).some(failed)) return false;
     await sleep(250);
   }
   return false;

@@ -42,7 +42,9 @@ const RECEIVE = `
 const http = require('node:http');
 const { createHash } = require('node:crypto');
 const { spawn } = require('node:child_process');
-const end = Date.now() + Number(process.env.MOVE_TIMEOUT_MS);
+// Reaching the sender is bounded apart from the copy: a sender that cannot be reached (its name not yet known on
+// this node's overlay) fails the copy in two minutes, not the move's whole timeout, and the next pass tries again.
+const end = Date.now() + Math.min(Number(process.env.MOVE_TIMEOUT_MS), 120000);
 const again = () => (Date.now() > end ? process.exit(1) : setTimeout(attempt, 500));
 function attempt() {
   const req = http.get({ host: process.env.MOVE_SOURCE, port: ${PORT}, path: '/archive', headers: { authorization: 'Bearer ' + process.env.MOVE_TOKEN } }, (res) => {
@@ -120,14 +122,18 @@ export async function copyVolume(engine: DockerEngine, m: Move): Promise<boolean
     container: container(SEND, true, { MOVE_TIMEOUT_MS: String(m.timeoutMs) }),
   });
   try {
-    return await runJob(engine, {
-      name: `agenthost-receive-${m.instanceId.slice(-20)}-${stamp}`,
-      scope: m.scope,
-      node: m.to,
-      networks,
-      timeoutMs: m.timeoutMs,
-      container: container(RECEIVE, false, { MOVE_SOURCE: source, MOVE_TIMEOUT_MS: String(m.timeoutMs) }),
-    });
+    return await runJob(
+      engine,
+      {
+        name: `agenthost-receive-${m.instanceId.slice(-20)}-${stamp}`,
+        scope: m.scope,
+        node: m.to,
+        networks,
+        timeoutMs: m.timeoutMs,
+        container: container(RECEIVE, false, { MOVE_SOURCE: source, MOVE_TIMEOUT_MS: String(m.timeoutMs) }),
+      },
+      sender,
+    );
   } finally {
     await removeJob(engine, sender);
   }
