@@ -2,7 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNats, startOtlpReceiver, waitFor, type NatsServer, type ReceivedSpan } from '../../testkit/src/index.ts';
-import { consumeEvents, context, contracts, createLogger, publishEvent, ROOT_CONTEXT, startTracing, trace, tracer, type Subscription } from '../src/index.ts';
+import {
+  AppError,
+  consumeEvents,
+  context,
+  contracts,
+  EVENT_STREAM,
+  createLogger,
+  publishEvent,
+  ROOT_CONTEXT,
+  startTracing,
+  trace,
+  tracer,
+  type Subscription,
+} from '../src/index.ts';
 
 // A JetStream event published while serving a traced request carries the trace (traceparent in its headers), so
 // the consumer's work joins the publisher's trace: request → publish → consume, in that parent order, even in
@@ -69,5 +82,15 @@ describe('trace context in JetStream events', () => {
     const named = (prefix: string) => otlp.spans.filter((s: ReceivedSpan) => s.name.startsWith(prefix));
     expect(named('publish ').length).toBe(1);
     expect(named('consume ').length).toBe(1);
+  });
+
+  it('a publish JetStream does not take is a retryable 503, not an unknown error', async () => {
+    await sub?.stop();
+    sub = undefined;
+    // No stream for the subject (as while a NATS node that leads it moves): the publisher gets SERVICE_UNAVAILABLE.
+    await (await nc.jetstreamManager()).streams.delete(EVENT_STREAM);
+    const err = await publishEvent(nc, ev, { instance_id: 'lost-one', user_id: randomUUID(), deleted_at: new Date().toISOString() }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect(err).toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503, retryable: true });
   });
 });

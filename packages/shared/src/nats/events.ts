@@ -12,6 +12,7 @@ import {
 } from 'nats';
 import type { z } from 'zod';
 import type { EventContract } from '../contracts/contract.ts';
+import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { activeSpan, context, endSpan, extractTrace, injectTrace, SpanKind, trace, tracer } from '../observe/tracing.ts';
 import { encode, safeDecode } from './codec.ts';
@@ -73,7 +74,9 @@ export async function publishEvent<P extends z.ZodType>(nc: NatsConnection, ev: 
     if (span) endSpan(span);
   } catch (err) {
     if (span) endSpan(span, err);
-    throw err;
+    // JetStream did not take it (no stream leader while a NATS node moves or restarts, or no answer in time): a
+    // retryable 503 for the caller, never an unknown error's 500. Whoever publishes keeps what it must publish again.
+    throw new AppError('SERVICE_UNAVAILABLE', 'The event stream is unavailable; retry shortly', { retryable: true, retryAfter: 2, cause: err });
   }
 }
 
