@@ -41,9 +41,9 @@ fi
 say "log scan"
 node deploy/scan-logs.ts || status=1
 
-# The swarm suite deploys a two-node platform (a second engine, ~15 tasks) and leaves it running when it ends: once
-# the logs are scanned it goes, so the machine is idle again (a benchmark run next would otherwise share the 2 cores
-# with it). Quick, and a no-op when no platform is up.
+# The swarm suite deploys a two-node platform (a second engine, ~15 tasks) and takes it down when it ends, once its
+# logs are kept (a platform a scenario left broken crash-loops, on the cores the later suites need). This is the
+# safety net for a run cut short: quick, and a no-op when no platform is up.
 say "swarm teardown"
 bash "$DEPLOY_DIR/swarm/two-node.sh" down || echo "swarm teardown failed: run bash deploy/swarm/two-node.sh down"
 

@@ -9,6 +9,7 @@ import {
   manager,
   MANAGER,
   nodeCommand,
+  twoNode,
   removeStrayInstances,
   runningTasks,
   saveServiceLogs,
@@ -37,7 +38,12 @@ beforeAll(async () => {
   );
 }, 1_200_000);
 
-afterAll(() => saveServiceLogs(), 120_000);
+// The platform goes with the suite, once its logs are kept: ~15 tasks on two engines (crash-looping, if a scenario
+// left it broken) would otherwise share the 2 cores with every suite that runs after this one.
+afterAll(async () => {
+  await saveServiceLogs();
+  await twoNode('down');
+}, 420_000);
 
 describe('agenthost on a two-node swarm', () => {
   it('runs gateway ×2, auth ×2, billing-chain ×1, provisioner ×2, keyvault ×2 and NATS ×3, across both nodes, every image started without a pull', async () => {
@@ -252,17 +258,20 @@ describe('agenthost on a two-node swarm', () => {
           120_000,
           500,
         );
-        expect(await nodeOf(id)).toBe(MANAGER);
+        expect(await nodeOf(id), `the node ${id} runs on after the drain`).toBe(MANAGER);
         expect(moved.instance_id).toBe(id);
         // Its URL did not change: the edge routes it to its new node (the drained worker runs no edge any more).
-        expect(moved.url).toBe(v.url);
+        expect(moved.url, `the URL of ${id}`).toBe(v.url);
         // Same data (one boot more), the key stored before the move, the same access token.
         const state = (await agent(moved.url)).state;
-        expect(state.born).toBe(before.get(id)!.born);
-        expect(state.boots).toBe(before.get(id)!.boots + 1);
+        expect(state, `${id}'s volume after its move (before: ${JSON.stringify(before.get(id))})`).toEqual({
+          ...state,
+          born: before.get(id)!.born,
+          boots: before.get(id)!.boots + 1,
+        });
         const env = await agent(moved.url, '/env');
-        expect(env.sha256.OPENAI_API_KEY).toBe(sha(keys.get(id)!));
-        expect(env.sha256.OPENCLAW_GATEWAY_TOKEN).toBe(sha(tokens.get(id)!));
+        expect(env.sha256.OPENAI_API_KEY, `the key stored in ${id} before its move`).toBe(sha(keys.get(id)!));
+        expect(env.sha256.OPENCLAW_GATEWAY_TOKEN, `the access token of ${id}`).toBe(sha(tokens.get(id)!));
         // Its old volume goes from the drained node (a janitor job there, after the move).
         await waitFor(
           `the old volume of ${id} gone from the worker`,
@@ -272,7 +281,8 @@ describe('agenthost on a two-node swarm', () => {
         );
       }
       // The instances that were on the manager never stopped.
-      for (const v of views.filter((x) => !moving.includes(x))) expect((await agent(v.url)).state).toMatchObject({ boots: 1 });
+      for (const v of views.filter((x) => !moving.includes(x)))
+        expect((await agent(v.url)).state, `${v.instance_id}, on the manager all along`).toMatchObject({ boots: 1 });
     } finally {
       for (const id of ids) await api.del(`/instance/delete/${id}`).catch(() => {});
       // Back in service: the platform spreads over both nodes again.
