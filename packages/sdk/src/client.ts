@@ -94,9 +94,8 @@ export function createAgenthost(o: AgenthostOptions) {
       if (r && !r.response.ok) {
         if (resumed && r.response.status === 404) return;
         if (!resumed || !RETRYABLE.has(r.response.status)) throw new AgenthostError(r.response.status, r.error);
-        await r.data?.cancel().catch(() => {});
+        // A refusal has no stream (openapi-fetch reads its body as the error): wait, and open again.
         wait = Math.max(retryMs, 1000 * (Number(r.response.headers.get('retry-after')) || 0));
-        r = undefined;
       }
       if (r?.data) {
         try {

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Session } from '@agenthost/testkit';
-import { docker, containerName, instanceStack } from '@agenthost/testkit';
+import { docker, containerName, instanceStack, waitFor } from '@agenthost/testkit';
 import { AgenthostError, createAgenthost, type Agenthost } from '../src/index.ts';
 
 // The SDK's streams against a real stack, through a TCP relay the test can cut: a dropped connection is resumed by
@@ -80,27 +80,28 @@ describe('the SDK', () => {
     const events: string[] = [];
     const ids: string[] = [];
     let started = false;
-    let wake = () => {};
-    // Each step is bounded and named: a stream that stalls fails the test there, saying what it waited for.
-    const until = async (what: string, pred: () => boolean, ms = 60_000) => {
-      const end = Date.now() + ms;
-      while (!pred()) {
-        if (Date.now() > end) throw new Error(`waited ${ms / 1000} s for ${what}: lines ${JSON.stringify(seen)}, events ${JSON.stringify(events)}`);
-        await new Promise<void>((r) => ((wake = r), setTimeout(r, 500)));
-      }
-    };
+    // Each step is bounded and named: a stream that stalls fails the test there, saying what it waited for and what
+    // the streams had delivered by then.
+    const until = (what: string, pred: () => boolean) =>
+      waitFor(
+        what,
+        async () => {
+          if (!pred()) throw new Error(`lines ${JSON.stringify(seen)}, events ${JSON.stringify(events)}`);
+          return true;
+        },
+        60_000,
+        50,
+      );
     const reading = (async () => {
       for await (const line of sdk.logs(id, { follow: true, tail: 1, signal: stop.signal })) {
         if (line.text === 'sdk-start') started = true;
         else if (line.text.startsWith('sdk-')) seen.push(line.text);
-        wake();
       }
     })();
     const watching = (async () => {
       for await (const ev of sdk.events(id)) {
         events.push(ev.event === 'deleted' ? 'deleted' : `${ev.event}:${(ev.data as { status: string }).status}`);
         if (ev.event !== 'current') ids.push(ev.id!);
-        wake();
       }
     })();
     const batch = (from: number) => Array.from({ length: 10 }, (_, i) => `sdk-${from + i}`);
