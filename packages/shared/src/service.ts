@@ -47,7 +47,13 @@ export async function runService<S extends z.ZodType<BaseConfig>, DB>(def: Servi
   if (config.ASSERTIONS === 'off')
     log.warn({ event: 'assertions_off' }, 'ASSERTIONS=off: user ids on the bus are believed without the gateway signature (benchmarks only)');
   const service = await serve(nc, { name: def.name, version: def.version, log, ...(assertions ? { assertions } : {}) }, [ping, ...parts.endpoints]);
-  await parts.start?.();
+  try {
+    await parts.start?.();
+  } catch (err) {
+    // A replica whose start fails takes no more requests from its queue group (a healthy one gets them) while it exits.
+    await service.stop().catch(() => {});
+    throw err;
+  }
   // The subscriptions are sent to the server asynchronously: one round trip makes sure it has them, so "ready"
   // means a request sent now is answered (not "no responders" from a service that logged ready a moment early).
   await nc.flush();

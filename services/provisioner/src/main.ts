@@ -28,11 +28,10 @@ class Running {
   }
 
   async start(): Promise<void> {
-    const { config, nc, log, engine, runtime, reconciler, drainer, volumes } = this.ctx;
+    const { config, nc, log, engine, runtime, reconciler, drainer } = this.ctx;
     const swarm = config.PROVISIONER_DRIVER === 'swarm';
     await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });
     this.ctx.statusRelay.start();
-    if (!swarm) await volumes.check(); // enforce without loop devices: refuse to start (off: a warning)
     engine.startMonitor();
     if (await engine.ping()) {
       if (swarm) {
@@ -131,6 +130,10 @@ await runService<typeof provisionerConfig, ProvisionerDB>({
             log,
           );
     const ctx = buildContext({ ...deps, ...(checkpoints ? { checkpoints } : {}) });
+    // VOLUME_QUOTA=enforce without loop devices refuses to start (off: a warning). Checked before any endpoint serves:
+    // a replica that is about to exit would take requests from its queue group and lose them (their callers wait
+    // out their timeout), once per restart of a crash loop.
+    if (config.PROVISIONER_DRIVER !== 'swarm') await ctx.volumes.check();
     instancesByState(ctx.repo);
     if (ctx.config.PROVISIONER_DRIVER === 'swarm') swarmCapacity(() => nodeRoom(ctx.engine));
     const running = new Running(ctx);

@@ -190,12 +190,27 @@ describe('storage quota while an instance runs', () => {
     const env = provisionerEnv({ network, ports: [18640, 18649] });
     // No losetup/mkfs.ext4 on this PATH: the same check as a machine without loop devices.
     const started = spawnService('provisioner', { env: { ...stack.envFor('provisioner'), ...env, PATH: '/nonexistent' }, label: 'provisioner-quota-noloop' });
+    // Requests keep coming while it starts and exits: the running replica answers every one of them (one that the
+    // refusing replica had taken from the queue group would go unanswered).
+    let exited = false;
+    const asked: Promise<unknown>[] = [];
+    const asking = (async () => {
+      while (!exited) {
+        asked.push(n.call(P.list, { user_id: newUser() }, 10_000));
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
     const err = (
       await started.then(
         () => new Error('started'),
         (e: Error) => e,
       )
     ).message;
+    exited = true;
+    await asking;
+    const answers = await Promise.allSettled(asked);
+    expect(answers.filter((a) => a.status === 'rejected').map((a) => String((a as PromiseRejectedResult).reason))).toEqual([]);
+    expect(answers.length).toBeGreaterThan(10);
     expect(err).toMatch(/exited with 1 before ready/);
     expect(err).toMatch(/VOLUME_QUOTA=enforce needs loop devices/);
     expect(err).toMatch(/VOLUME_QUOTA=off/);
