@@ -139,7 +139,8 @@ down() {
   # This host's firewall rules for the swarm's instance bridge (node-setup.ts): the next swarm's bridge has another name.
   local chain rule
   for chain in INPUT DOCKER-USER; do
-    iptables -S "$chain" 2>/dev/null | grep -E -- '--comment "?agenthost:[^ ]*-swarm"? ' | while read -r -a rule; do
+    # No rule left is the usual case: grep finding none is not a failure of the teardown.
+    iptables -S "$chain" 2>/dev/null | { grep -E -- '--comment "?agenthost:[^ ]*-swarm"? ' || true; } | while read -r -a rule; do
       rule[0]=-D
       iptables "${rule[@]//\"/}" || true
     done

@@ -186,7 +186,19 @@ describe('the dashboard link <url>/#token=… in Chromium', () => {
   it("wakes a sleeping instance for its owner's link and then shows the agent's own page", async () => {
     expect((await view(inst.id)).status).toBe('sleeping');
     const page = await open(`#token=${encodeURIComponent(inst.token)}`);
-    await waitFor('the agent in the page', async () => (await page.content().catch(() => '')).includes('"agent":"standin"'), 60_000, 250);
+    // A failure says what the page last showed (its script writes why it stopped into #m) and the instance's state.
+    await waitFor(
+      'the agent in the page',
+      async () => {
+        const html = await page.content().catch((err: Error) => `(no content: ${err.message})`);
+        if (html.includes('"agent":"standin"')) return true;
+        throw new Error(
+          `the page shows ${JSON.stringify(html.replace(/<script>[\s\S]*<\/script>/, '').slice(-300))}; the instance is ${(await view(inst.id)).status}`,
+        );
+      },
+      60_000,
+      250,
+    );
     expect((await view(inst.id)).status).toBe('running');
     await page.browserContext().close();
   }, 90_000);
