@@ -47,13 +47,13 @@ const running = (s: Session, id: string) =>
 describe('backups through the HTTP API', () => {
   it('backs up, lists, restores, clones and deletes backups for the owner only, with the error shape for bad input', async () => {
     const c = await alice.api.post('/instance/create', { framework: 'openclaw' });
-    expect(c.status).toBe(200);
+    expect(c.status, c.text).toBe(200);
     recordSecret(c.body.access_token);
     const id = c.body.instance_id as string;
     await running(alice, id);
 
     const b = await alice.api.post(`/instance/backup/${id}`);
-    expect(b.status).toBe(200);
+    expect(b.status, b.text).toBe(200);
     expect(b.body).toEqual({
       backup_id: expect.stringMatching(/^bk-/),
       instance_id: id,
@@ -83,14 +83,14 @@ describe('backups through the HTTP API', () => {
     expect((await alice.api.del(`/instance/backup/${id}/nope`)).body).toMatchObject({ code: 'VALIDATION_FAILED', status: 400 });
 
     const r = await alice.api.post(`/instance/restore/${id}`, { backup_id: b.body.backup_id });
-    expect(r.status).toBe(200);
+    expect(r.status, r.text).toBe(200);
     expect(r.body).toMatchObject({ success: true, instance_id: id, status: 'provisioning', backup_id: b.body.backup_id, access_token: expect.any(String) });
     recordSecret(r.body.access_token);
     expect(r.body.access_token).not.toBe(c.body.access_token);
     await running(alice, id);
 
     const k = await alice.api.post(`/instance/clone/${id}`, { backup_id: b.body.backup_id, name: 'twin' });
-    expect(k.status).toBe(200);
+    expect(k.status, k.text).toBe(200);
     expect(k.body).toMatchObject({ name: 'twin', cloned_from: id, status: 'provisioning', access_token: expect.any(String) });
     recordSecret(k.body.access_token);
     await running(alice, k.body.instance_id);

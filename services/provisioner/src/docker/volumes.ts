@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { access, chmod, chown, mkdir, readdir, readFile, rm, rmdir, stat, statfs } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@agenthost/shared';
@@ -184,11 +184,20 @@ export class QuotaVolumes {
   /** Has this instance a size-limited volume (as opposed to a plain volume made before quotas)? */
   has = (id: string): Promise<boolean> => exists(this.file(id));
 
-  /** Filesystem figures of a mounted volume (one statfs call), or undefined when it is not mounted. */
+  /**
+   * Filesystem figures of a mounted volume (one statfs call), or undefined when it is not mounted. `mounts` is read
+   * once per pass, so the volume may have gone since (a restore or a delete unmounts it before removing the
+   * directory): statfs of the bare directory would measure the host's disk, and the user would be "over" the tier's
+   * storage. So the figures count only when the mount point is the root of a filesystem of its own, the same one,
+   * before and after the call.
+   */
   async usage(id: string, mounts?: Set<string>): Promise<VolumeUsage | undefined> {
     const mnt = this.mountpoint(id);
     if (!(mounts ? mounts.has(mnt) : await isMounted(mnt))) return undefined;
+    const before = await ownDevice(mnt);
+    if (before === undefined) return undefined;
     const s = await statfs(mnt);
+    if ((await ownDevice(mnt)) !== before) return undefined;
     return { usedBytes: (s.blocks - s.bfree) * s.bsize, sizeBytes: s.blocks * s.bsize, freeBytes: s.bavail * s.bsize };
   }
 }
@@ -246,6 +255,12 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, what: str
 }
 
 const isMounted = async (path: string): Promise<boolean> => (await mountPoints()).has(path);
+
+/** The device of the filesystem mounted at `path`, or undefined when `path` is a plain directory (or gone). */
+async function ownDevice(path: string): Promise<number | undefined> {
+  const [self, parent] = await Promise.all([stat(path), stat(dirname(path))]).catch(() => [undefined, undefined]);
+  return self && parent && self.dev !== parent.dev ? self.dev : undefined;
+}
 
 /** Loop devices still attached to a file (normally none: autoclear frees them at unmount). */
 async function loopDevices(file: string): Promise<string[]> {
