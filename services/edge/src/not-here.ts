@@ -25,8 +25,11 @@ const SCRIPT = `(async () => {
   for (let i = 0; i < 20; i++) {
     const r = await fetch(location.pathname + location.search, { headers: { authorization: 'Bearer ' + token }, cache: 'no-store' }).catch(() => null);
     const body = r && (r.headers.get('content-type') || '').includes('application/json') ? await r.json().catch(() => ({})) : {};
-    if (!r || body.code === 'INSTANCE_STARTING' || body.code === 'SERVICE_UNAVAILABLE') {
-      await new Promise((done) => setTimeout(done, 3000));
+    // The edge's answers that pass (waking, the agent unreachable for a moment, the platform busy) say when to ask
+    // again; those that do not (stopped, failed, not this token's) are said and end the page's work.
+    const again = !r ? 3 : typeof body.code === 'string' ? Number(r.headers.get('retry-after')) : 0;
+    if (again > 0) {
+      await new Promise((done) => setTimeout(done, Math.min(5, Math.max(1, again)) * 1000));
       continue;
     }
     if (typeof body.code === 'string' && body.code.startsWith('INSTANCE_')) return say(body.error);
