@@ -20,19 +20,28 @@ export interface NatsServer {
   connect(who?: string): Promise<NatsConnection>;
   stop(): Promise<void>;
   pause(): Promise<void>;
-  /** Start it again on the same port and store (JetStream data survives). */
-  restart(): Promise<void>;
+  /** Start it again on the same port and store (JetStream data survives); `jetstream` turns JetStream on or off. */
+  restart(opts?: { jetstream?: boolean }): Promise<void>;
 }
 
 /**
  * A private nats-server with JetStream for one test suite, configured as deploy configures it: TLS
  * (one CA per test run) and one nkey user per service with the permissions of the shared table.
  */
-export async function startNats(): Promise<NatsServer> {
+export async function startNats(opts: { jetstream?: boolean } = {}): Promise<NatsServer> {
   const port = await freePort();
   const storeDir = mkdtempSync(path.join(os.tmpdir(), 'agenthost-nats-'));
   const tls = ensureNatsTls(path.join(os.tmpdir(), 'agenthost-nats-tls'));
-  const auth = writeNatsAuth(path.join(storeDir, 'auth'), { host: '127.0.0.1', port, storeDir: path.join(storeDir, 'js'), tls });
+  // jetstream: false, a server whose JetStream does not answer (as while a cluster has no quorum); seeds are kept across writes.
+  const configure = (jetstream = true) =>
+    writeNatsAuth(path.join(storeDir, 'auth'), {
+      host: '127.0.0.1',
+      port,
+      storeDir: path.join(storeDir, 'js'),
+      tls,
+      ...(jetstream ? {} : { extra: { jetstream: false } }),
+    });
+  const auth = configure(opts.jetstream);
   const url = `nats://127.0.0.1:${port}`;
   const options = (who: string = OPERATOR) => natsOptions({ url, seedFile: auth.seeds[who]!, caFile: tls.ca, ...(who === OPERATOR ? {} : { service: who }) });
   let container: StartedTestContainer | undefined;
@@ -57,7 +66,10 @@ export async function startNats(): Promise<NatsServer> {
     options,
     connect: (who) => connect(options(who)),
     pid: () => pid,
-    restart: launch,
+    async restart(o = {}) {
+      if (o.jetstream !== undefined) configure(o.jetstream);
+      await launch();
+    },
     /** Stop the server but keep its store, so restart() brings JetStream back with its data. */
     pause: halt,
     async stop() {

@@ -1,7 +1,7 @@
 import bs58 from 'bs58';
 import type { Keypair } from '@solana/web3.js';
 import type { Kysely } from 'kysely';
-import { contracts, endpoint, ensureEventStream, listen, loadConfig, publishEvent, retry, runService, type Logger } from '@agenthost/shared';
+import { contracts, endpoint, keepEventStream, listen, loadConfig, publishEvent, retry, runService, type Logger } from '@agenthost/shared';
 import { billingConfig, type BillingConfig } from './config.ts';
 import type { BillingDB } from './db/schema.ts';
 import { migrations } from './db/migrations/index.ts';
@@ -29,7 +29,7 @@ await runService<typeof billingConfig, BillingDB>({
       log,
     });
     await chain.now().catch(() => {});
-    await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });
+    await keepEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS }, log);
     const subs = new Subscriptions({
       db,
       chain,

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ensureEventStream, runService, type Subscription } from '@agenthost/shared';
+import { keepEventStream, runService, type Subscription } from '@agenthost/shared';
 import { provisionerConfig } from './config.ts';
 import { buildContext, SCHEMA, stateDir, type ProvisionerContext } from './context.ts';
 import { Checkpoints } from './docker/checkpoint.ts';
@@ -30,7 +30,7 @@ class Running {
   async start(): Promise<void> {
     const { config, nc, log, engine, runtime, reconciler, drainer } = this.ctx;
     const swarm = config.PROVISIONER_DRIVER === 'swarm';
-    await ensureEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS });
+    await keepEventStream(nc, { replicas: config.NATS_STREAM_REPLICAS }, log);
     this.ctx.statusRelay.start();
     engine.startMonitor();
     if (await engine.ping()) {

@@ -6,6 +6,9 @@ import {
   nanos,
   RetentionPolicy,
   StorageType,
+  ErrorCode,
+  NatsError,
+  type Consumer,
   type ConsumerMessages,
   type JsMsg,
   type NatsConnection,
@@ -51,6 +54,37 @@ export async function ensureEventStream(nc: NatsConnection, opts: { replicas?: n
     current.duplicate_window === cfg.duplicate_window &&
     current.num_replicas === cfg.num_replicas;
   if (!same) await jsm.streams.update(EVENT_STREAM, cfg);
+}
+
+/**
+ * JetStream cannot answer now (no stream or meta leader while a NATS node restarts or has lost its quorum, or no answer
+ * in time), as opposed to a refusal that will not pass by itself (a permission the account lacks).
+ */
+export const jetStreamAway = (err: unknown): boolean =>
+  err instanceof NatsError && ['503', ErrorCode.Timeout, ErrorCode.NoResponders, ErrorCode.Disconnect].includes(err.code);
+
+/**
+ * ensureEventStream at a service's start, for a service that serves requests without JetStream: while JetStream is
+ * away it starts anyway and keeps trying in the background (its publishes answer a retryable 503 meanwhile), rather
+ * than exiting and being restarted in a loop that would last as long as the outage. Any other failure still stops it.
+ */
+export async function keepEventStream(nc: NatsConnection, opts: { replicas?: number }, log: Logger): Promise<void> {
+  try {
+    await ensureEventStream(nc, opts);
+  } catch (err) {
+    if (!jetStreamAway(err)) throw err;
+    log.warn({ err: String(err) }, 'the event stream cannot be set up now (JetStream unavailable); retrying in the background');
+    void (async () => {
+      for (let wait = 1000; !nc.isClosed(); wait = Math.min(wait * 2, 10_000)) {
+        await sleep(wait);
+        const done = await ensureEventStream(nc, opts).then(
+          () => true,
+          () => false,
+        );
+        if (done) return log.info('event stream set up');
+      }
+    })();
+  }
 }
 
 /**
@@ -114,26 +148,52 @@ export async function consumeEvents<P extends z.ZodType>(
   handler: (payload: z.output<P>) => Promise<void>,
   log: Logger,
 ): Promise<Subscription> {
-  await ensureEventStream(nc);
-  const jsm = await nc.jetstreamManager();
-  try {
-    await jsm.consumers.info(EVENT_STREAM, durable);
-  } catch {
-    await jsm.consumers.add(EVENT_STREAM, {
-      durable_name: durable,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      filter_subject: ev.subject,
-      ack_wait: nanos(30_000),
-      max_deliver: -1,
-    });
-  }
-  const consumer = await nc.jetstream().consumers.get(EVENT_STREAM, durable);
+  const setUp = async (): Promise<Consumer> => {
+    await ensureEventStream(nc);
+    const jsm = await nc.jetstreamManager();
+    try {
+      await jsm.consumers.info(EVENT_STREAM, durable);
+    } catch (err) {
+      if (jetStreamAway(err)) throw err;
+      await jsm.consumers.add(EVENT_STREAM, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: ev.subject,
+        ack_wait: nanos(30_000),
+        max_deliver: -1,
+      });
+    }
+    return nc.jetstream().consumers.get(EVENT_STREAM, durable);
+  };
+  // Set up at once when JetStream answers; while it is away (keepEventStream) the service starts all the same, and
+  // the consumer is set up when it is back: durable, so the events published meanwhile are delivered then.
+  let consumer: Consumer | undefined = await setUp().catch((err) => {
+    if (!jetStreamAway(err)) throw err;
+    log.warn({ err: String(err), durable }, 'event consumer cannot be set up now (JetStream unavailable); retrying in the background');
+    return undefined;
+  });
   let messages: ConsumerMessages | undefined;
   let stopped = false;
+  let setUpWait = 1000;
+  const halt = new AbortController();
+  const pause = (ms: number) => sleep(ms, undefined, { signal: halt.signal }).catch(() => {});
   const loop = (async () => {
     while (!stopped) {
       try {
+        if (!consumer) {
+          consumer = await setUp().catch((err) => {
+            log.warn({ err: String(err), durable }, 'event consumer still not set up; retrying');
+            return undefined;
+          });
+          if (!consumer) {
+            await pause(setUpWait);
+            setUpWait = Math.min(setUpWait * 2, 10_000);
+            continue;
+          }
+          log.info({ durable }, 'event consumer set up');
+          setUpWait = 1000;
+        }
         messages = await consumer.consume({ max_messages: 64 });
         for await (const m of messages) {
           const parsed = ev.payload.safeParse(safeDecode(m.data));
@@ -152,13 +212,16 @@ export async function consumeEvents<P extends z.ZodType>(
         }
       } catch (err) {
         if (!stopped) log.warn({ err }, 'event consumer interrupted; resuming');
+        // Set up again: the consumer (or the whole stream) may be gone, and is made again as it was.
+        consumer = undefined;
       }
-      if (!stopped) await sleep(500);
+      if (!stopped) await pause(500);
     }
   })();
   return {
     async stop() {
       stopped = true;
+      halt.abort();
       messages?.stop();
       await loop.catch(() => {});
     },
