@@ -16,6 +16,7 @@ import {
 import type { z } from 'zod';
 import type { EventContract } from '../contracts/contract.ts';
 import { AppError } from '../errors.ts';
+import { backoffMs, retry } from '../retry.ts';
 import type { Logger } from '../logger.ts';
 import { activeSpan, context, endSpan, extractTrace, injectTrace, SpanKind, trace, tracer } from '../observe/tracing.ts';
 import { encode, safeDecode } from './codec.ts';
@@ -63,6 +64,9 @@ export async function ensureEventStream(nc: NatsConnection, opts: { replicas?: n
 export const jetStreamAway = (err: unknown): boolean =>
   err instanceof NatsError && ['503', ErrorCode.Timeout, ErrorCode.NoResponders, ErrorCode.Disconnect].includes(err.code);
 
+/** The wait after the n-th failed attempt to set the stream or a consumer up: 1 s, doubling, at most 10 s. */
+const setUpBackoff = (failed: number) => backoffMs(failed, { initialMs: 1000, maxMs: 10_000 });
+
 /**
  * ensureEventStream at a service's start, for a service that serves requests without JetStream: while JetStream is
  * away it starts anyway and keeps trying in the background (its publishes answer a retryable 503 meanwhile), rather
@@ -74,16 +78,15 @@ export async function keepEventStream(nc: NatsConnection, opts: { replicas?: num
   } catch (err) {
     if (!jetStreamAway(err)) throw err;
     log.warn({ err: String(err) }, 'the event stream cannot be set up now (JetStream unavailable); retrying in the background');
-    void (async () => {
-      for (let wait = 1000; !nc.isClosed(); wait = Math.min(wait * 2, 10_000)) {
-        await sleep(wait);
-        const done = await ensureEventStream(nc, opts).then(
-          () => true,
-          () => false,
-        );
-        if (done) return log.info('event stream set up');
-      }
-    })();
+    retry(() => ensureEventStream(nc, opts), {
+      delayMs: setUpBackoff,
+      retryable: () => !nc.isClosed(),
+      onRetry: (e) => log.warn({ err: String(e) }, 'event stream still not set up; retrying'),
+      ref: false,
+    }).then(
+      () => log.info('event stream set up'),
+      () => {}, // the connection closed: the service is stopping
+    );
   }
 }
 
@@ -175,7 +178,7 @@ export async function consumeEvents<P extends z.ZodType>(
   });
   let messages: ConsumerMessages | undefined;
   let stopped = false;
-  let setUpWait = 1000;
+  let setUpFailures = 0;
   const halt = new AbortController();
   const pause = (ms: number) => sleep(ms, undefined, { signal: halt.signal }).catch(() => {});
   const loop = (async () => {
@@ -187,12 +190,11 @@ export async function consumeEvents<P extends z.ZodType>(
             return undefined;
           });
           if (!consumer) {
-            await pause(setUpWait);
-            setUpWait = Math.min(setUpWait * 2, 10_000);
+            await pause(setUpBackoff(++setUpFailures));
             continue;
           }
           log.info({ durable }, 'event consumer set up');
-          setUpWait = 1000;
+          setUpFailures = 0;
         }
         messages = await consumer.consume({ max_messages: 64 });
         for await (const m of messages) {
