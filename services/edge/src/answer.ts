@@ -99,7 +99,8 @@ export async function listenOnSocket(server: http.Server, path: string): Promise
   chmodSync(path, 0o660);
 }
 
-function error(res: http.ServerResponse, code: Code, opts: { message?: string; retryAfter?: number } = {}): void {
+/** An answer of the edge's own, in the API's error shape, with Retry-After when it passes. */
+export function error(res: http.ServerResponse, code: Code, opts: { message?: string; retryAfter?: number } = {}): void {
   const { status, message } = ERROR_CODES[code];
   const body = JSON.stringify({ error: opts.message ?? message, code, status });
   res.writeHead(status, {

@@ -4,6 +4,7 @@ import puppeteer, { type Browser } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '@agenthost/shared';
 import { waitFor } from '@agenthost/testkit';
+import { error } from '../src/answer.ts';
 import { notHere } from '../src/not-here.ts';
 
 // The page the dashboard's link <url>/#token=… gets while the instance does not run (not-here.ts): its script sends the
@@ -28,9 +29,7 @@ beforeAll(async () => {
     if (req.headers.authorization === 'Bearer tok') {
       const a = answers[Math.min(asked++, answers.length - 1)]!;
       if (a === 'agent') return agent(res, 'session=1; Path=/');
-      const { status, message } = ERROR_CODES[a.code];
-      res.writeHead(status, { 'content-type': 'application/json', ...(a.retryAfter ? { 'retry-after': String(a.retryAfter) } : {}) });
-      return res.end(JSON.stringify({ error: message, code: a.code, status }));
+      return error(res, a.code, a.retryAfter ? { retryAfter: a.retryAfter } : {});
     }
     if ((req.headers.cookie ?? '').includes('session=1')) return agent(res);
     notHere(req, res);
