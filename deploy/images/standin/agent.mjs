@@ -22,6 +22,7 @@
 //   STANDIN_READY_DELAY_MS   readiness delay after listening (default 0)
 //   STANDIN_NEVER_READY=1    never become ready
 //   STANDIN_EXIT_AFTER_MS    exit with STANDIN_EXIT_CODE (default 1) after this many ms (crash tests)
+//   STANDIN_EXIT_BOOTS       only in the first this many boots of its volume (a boot that fails once)
 import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync, renameSync, watch, writeFileSync } from 'node:fs';
@@ -207,7 +208,8 @@ server.listen(port, '0.0.0.0', () => {
   else markReady();
 });
 
-if (exitAfterMs >= 0) {
+const exitBoots = intEnv('STANDIN_EXIT_BOOTS', -1);
+if (exitAfterMs >= 0 && (exitBoots < 0 || (state?.boots ?? 0) <= exitBoots)) {
   setTimeout(() => {
     log('exiting on purpose', { exit_code: exitCode });
     process.exit(exitCode);

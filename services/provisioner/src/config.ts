@@ -144,6 +144,9 @@ export const provisionerConfig = baseConfig
     RESTART_FAILED_AFTER: configInt(5).describe(
       'This many crashes in a row turn the instance `failed` (it is still restarted, and turns `running` again once it is ready).',
     ),
+    BOOT_RETRIES: configInt(2).describe(
+      'An agent that exits before it is first ready is booted again up to this many times (after `RESTART_BACKOFF_INITIAL_MS`, doubled) before the instance turns `failed`; 0: it fails at the first exit (docker driver).',
+    ),
     STOP_TIMEOUT_SECONDS: configInt(5).describe('A stopping agent gets SIGTERM, then SIGKILL after this long.'),
     TMPFS_SIZE_MB: configInt(64).describe("Size of an instance's `/tmp` (a tmpfs)."),
     INSTANCE_EXTRA_ENV_JSON: jsonRecord('INSTANCE_EXTRA_ENV_JSON', z.string())

@@ -160,6 +160,8 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
       : swarm
         ? undefined
         : new SelfHealing({ repo, runtime, locks, readiness, log, policy: config, issueCredentials });
+  // An agent that exits before it is ready is booted again a few times before it fails (healing.ts).
+  if (healing) readiness.onBootExit((id, generation) => healing.retryBoot(id, generation));
   const reconciler =
     overrides.reconciler ??
     new Reconciler({

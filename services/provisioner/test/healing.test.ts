@@ -8,7 +8,10 @@ import {
   cleanupDocker,
   docker,
   gatewayEnv,
+  dockerTry,
   natsClient,
+  STANDIN,
+  standinVariant,
   newUser,
   provisionerEnv,
   testNetwork,
@@ -46,6 +49,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   sub?.unsubscribe();
+  await dockerTry('rmi', `${STANDIN}:t-heal-bootonce`, `${STANDIN}:t-heal-crash`);
   try {
     await n?.close();
     await stack?.stop();
@@ -113,4 +117,58 @@ describe('self-healing of a crashing agent', () => {
     expect(mine.at(-1)).toBe('running');
     await n.call(P.remove, { user_id, instance_id });
   }, 300_000);
+
+  it('boots an agent again that exited before it was first ready, and it runs (a boot that failed for a moment)', async () => {
+    // Exits with 78 in the first boot of its volume only, as a real OpenClaw does when its state worker is not ready
+    // within 5 s on a starved host.
+    await standinVariant('t-heal-bootonce', { STANDIN_EXIT_AFTER_MS: '0', STANDIN_EXIT_CODE: '78', STANDIN_EXIT_BOOTS: '1' });
+    const user_id = newUser();
+    const { instance_id } = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw', version: 't-heal-bootonce' });
+    const running = await waitFor(
+      'running after a second boot',
+      async () => {
+        const s = await n.call(P.get, { user_id, instance_id });
+        if (s.status === 'failed') throw new Error(`failed: ${s.failure_reason}`);
+        return s.status === 'running' ? s : undefined;
+      },
+      60_000,
+      200,
+    );
+    expect(running).toMatchObject({ restarts: 1, last_exit_reason: 'exited with code 78', last_exit_kind: 'exit' });
+    expect(running.failure_reason).toBeUndefined();
+    const mine = events.filter((e) => e.instance_id === instance_id);
+    expect(mine.find((e) => e.exit_reason)).toMatchObject({ status: 'provisioning', exit_reason: 'exited with code 78', next_restart_at: expect.any(String) });
+    expect(mine.map((e) => e.status)).not.toContain('failed');
+    expect(JSON.parse(await docker('exec', `agenthost-${instance_id}`, 'cat', '/data/standin-state.json')).boots).toBe(2);
+    await n.call(P.remove, { user_id, instance_id });
+  }, 120_000);
+
+  it('fails an agent that exits before it is ready at every boot, after BOOT_RETRIES (2) more boots, and says so', async () => {
+    await standinVariant('t-heal-crash', { STANDIN_EXIT_AFTER_MS: '0', STANDIN_EXIT_CODE: '3' });
+    const user_id = newUser();
+    const { instance_id } = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw', version: 't-heal-crash' });
+    const failed = await waitFor(
+      'failed',
+      async () => {
+        const s = await n.call(P.get, { user_id, instance_id });
+        return s.status === 'failed' ? s : undefined;
+      },
+      60_000,
+      200,
+    );
+    expect(failed.failure_reason).toBe('The agent exited with code 3 before it was ready; it was booted 3 times');
+    // Each boot but the last was announced with its exit; the agent's volume counted three boots, and no more come.
+    const exits = events.filter((e) => e.instance_id === instance_id && e.exit_reason);
+    expect(exits.map((e) => [e.status, e.exit_reason])).toEqual([
+      ['provisioning', 'exited with code 3'],
+      ['provisioning', 'exited with code 3'],
+    ]);
+    await new Promise((r) => setTimeout(r, 3 * INITIAL_MS));
+    const image = `${STANDIN}:t-heal-crash`;
+    const state = await docker('run', '--rm', '-v', `agenthost-${instance_id}:/data:ro`, '--entrypoint', 'cat', image, '/data/standin-state.json');
+    expect(JSON.parse(state).boots).toBe(3);
+    // Its owner can start it again.
+    expect((await n.call(P.restart, { user_id, instance_id })).status).toBe('provisioning');
+    await n.call(P.remove, { user_id, instance_id });
+  }, 120_000);
 });

@@ -40,6 +40,8 @@ interface InstancesTable {
   restarts: Generated<number>;
   /** Crashes in a row, each within RESTART_STABLE_SECONDS of its start: the backoff's exponent. */
   crash_streak: Generated<number>;
+  /** Boots of the current start that exited before the agent was ready and were booted again (BOOT_RETRIES). */
+  boot_retries: Generated<number>;
   last_exit_reason: string | null;
   /** What the last exit was: the kernel's OOM killer, a signal, or the agent's own exit. */
   last_exit_kind: ExitKind | null;

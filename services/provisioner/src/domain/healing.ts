@@ -8,12 +8,12 @@ import type { ContainerEvents } from '../docker/events.ts';
 import { LABEL_INSTANCE } from '../docker/spec.ts';
 import type { InstanceRepo } from './instance-repo.ts';
 import type { OpLocks } from './locks.ts';
-import type { Readiness } from './readiness.ts';
+import type { BootRetry, Readiness } from './readiness.ts';
 import type { Credentials, InstanceRuntime, RuntimeState } from './runtime.ts';
 
 type Policy = Pick<
   ProvisionerConfig,
-  'RESTART_BACKOFF_INITIAL_MS' | 'RESTART_BACKOFF_MAX_SECONDS' | 'RESTART_STABLE_SECONDS' | 'RESTART_FAILED_AFTER' | 'READY_TIMEOUT_SECONDS'
+  'RESTART_BACKOFF_INITIAL_MS' | 'RESTART_BACKOFF_MAX_SECONDS' | 'RESTART_STABLE_SECONDS' | 'RESTART_FAILED_AFTER' | 'READY_TIMEOUT_SECONDS' | 'BOOT_RETRIES'
 >;
 
 export interface HealingDeps {
@@ -60,9 +60,11 @@ export function exitReason(s: Pick<RuntimeState, 'exitCode' | 'oomKilled'>, memo
  * events.instance.status event with its exit reason, the restarts so far and the next restart. The pending restart is kept in the row (step
  * `backoff`, next_restart_at), so any replica's reconciler carries it out after a provisioner restart.
  *
- * An agent that exits before it was ever ready after a create, restart or start is not healed: that is a broken
- * image or configuration, failed at once by the readiness watcher (restarting it would only hide the cause). Nor
- * is one stopped through the engine with SIGTERM (`docker stop` by an operator): it turns failed, as a stop that
+ * An agent that exits before it was ever ready after a create, restart or start is not healed forever: it is booted
+ * again at most BOOT_RETRIES times (retryBoot, called by the readiness watcher), since a boot can fail for a moment's
+ * reason (a real OpenClaw exits 78 when its state worker is not ready within 5 s on a starved host), and then the
+ * instance fails with the last exit: a broken image or configuration fails every boot, and restarting it for ever
+ * would only hide the cause. Nor is one stopped through the engine with SIGTERM (`docker stop` by an operator): it turns failed, as a stop that
  * Docker's own restart policy would not have undone either.
  */
 export class SelfHealing {
@@ -202,6 +204,38 @@ export class SelfHealing {
     return true;
   }
 
+  /**
+   * The agent of a start exited before it was ever ready: booted again after a doubling delay, its exit recorded and
+   * published, unless it has used its BOOT_RETRIES. An upgrade's boot is not retried: its rollback is the retry.
+   */
+  async retryBoot(instanceId: string, generation: number): Promise<BootRetry> {
+    const { repo, locks, runtime, policy } = this.deps;
+    let boots = 1;
+    const row = await locks.with(instanceId, async () => {
+      const r = await repo.byId(instanceId);
+      boots = (r?.boot_retries ?? 0) + 1;
+      if (!r || r.generation !== generation || r.upgrade_state === 'upgrading' || r.boot_retries >= policy.BOOT_RETRIES) return undefined;
+      const s = await runtime.inspect(instanceId);
+      if (s.state !== 'exited') return undefined;
+      const now = new Date();
+      return repo.markBootRetry(instanceId, generation, {
+        reason: exitReason(s, r.memory_mb),
+        kind: exitKind(s),
+        oomKilled: s.oomKilled === true,
+        exitedAt: s.finishedAt ? new Date(s.finishedAt) : now,
+        next: new Date(now.getTime() + restartDelayMs(r.boot_retries + 1, policy)),
+        now,
+      });
+    });
+    if (!row) return { retried: false, boots };
+    this.deps.log.warn(
+      { instance_id: row.id, exit_reason: row.last_exit_reason, boot_retries: row.boot_retries, next_restart_at: row.next_restart_at },
+      'agent exited before it was ready; booting it again',
+    );
+    this.schedule(row.id, new Date(row.next_restart_at!));
+    return { retried: true, boots };
+  }
+
   private schedule(id: string, at: Date): void {
     if (this.stopped) return;
     clearTimeout(this.timers.get(id));
@@ -242,7 +276,8 @@ export class SelfHealing {
           deadline,
           startedAt: now,
           from: started.status === 'failed' ? 'failed' : 'provisioning',
-          healed: true,
+          // A boot retried (crash_streak 0) is still the watcher's: its next exit may fail the instance.
+          healed: started.crash_streak > 0,
         });
       });
     });

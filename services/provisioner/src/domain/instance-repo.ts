@@ -179,6 +179,7 @@ export class InstanceRepo extends WatcherTransitions {
         generation: sql`generation + 1`,
         failure_reason: null,
         crash_streak: 0, // a restart by the owner starts the backoff afresh
+        boot_retries: 0, // and its boot's retries
         next_restart_at: null,
         sleep_depth: null,
         checkpoint_id: null,

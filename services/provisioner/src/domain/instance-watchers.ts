@@ -21,7 +21,14 @@ export class WatcherTransitions extends InstanceReads {
       .updateTable('instances')
       // A newly ready agent's idle time starts now, not at its start: one whose boot outlasted its tier's idle time was
       // put to sleep the moment it became ready (seen: a real OpenClaw booting in 35 s under load, 30 s idle time).
-      .set({ status, failure_reason: reason, last_activity: now, updated_at: now, ...(status === 'running' ? { ...upgradeDone(), traffic_at: now } : {}) })
+      .set({
+        status,
+        failure_reason: reason,
+        boot_retries: 0,
+        last_activity: now,
+        updated_at: now,
+        ...(status === 'running' ? { ...upgradeDone(), traffic_at: now } : {}),
+      })
       .where('id', '=', w.id)
       .where('generation', '=', w.generation)
       .where('status', '=', w.from)
@@ -76,6 +83,39 @@ export class WatcherTransitions extends InstanceReads {
       })
       .where('id', '=', id)
       .where('generation', '=', generation)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /**
+   * The agent exited before it was first ready and is booted again at `next` (step backoff, as a crash's restart): a new
+   * generation, still provisioning, its exit recorded. crash_streak stays 0, so the healer does not take it for a crash
+   * of a running agent: its next exit is the readiness watcher's again.
+   */
+  markBootRetry(
+    id: string,
+    generation: number,
+    c: { reason: string; kind: InstanceRow['last_exit_kind']; oomKilled: boolean; exitedAt: Date; next: Date; now: Date },
+  ): Promise<InstanceRow | undefined> {
+    return this.db
+      .updateTable('instances')
+      .set({
+        step: 'backoff',
+        generation: sql`generation + 1`,
+        boot_retries: sql`boot_retries + 1`,
+        last_exit_reason: c.reason,
+        last_exit_kind: c.kind,
+        ...(c.oomKilled ? { oom_kills: sql`oom_kills + 1` } : {}),
+        last_exit_at: c.exitedAt,
+        next_restart_at: c.next,
+        updated_at: c.now,
+      })
+      .where('id', '=', id)
+      .where('generation', '=', generation)
+      .where('status', '=', 'provisioning')
+      .where('step', '=', 'done')
+      .where('crash_streak', '=', 0)
+      .where('deleting_at', 'is', null)
       .returningAll()
       .executeTakeFirst();
   }

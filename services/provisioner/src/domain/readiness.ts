@@ -40,6 +40,10 @@ export interface ReadinessDeps {
  */
 export type UpgradeFailed = (id: string, generation: number, reason: string) => Promise<boolean>;
 
+/** An agent that exited before it was ready: booted again (healing.ts), or not, after this many boots in all. */
+export type BootRetry = { retried: true; boots: number } | { retried: false; boots: number };
+export type RetryBoot = (id: string, generation: number) => Promise<BootRetry>;
+
 /**
  * provisioning → running only when the agent answers GET /readyz through its published port.
  * One watcher per (instance, generation); it polls quickly at first (a stand-in agent is ready in
@@ -58,6 +62,7 @@ export class Readiness {
   /** Exponential moving average of measured create → ready times (seconds). */
   private emaSeconds: number | undefined;
   private upgradeFailed: UpgradeFailed | undefined;
+  private retryBoot: RetryBoot | undefined;
 
   constructor(deps: ReadinessDeps) {
     this.deps = deps;
@@ -69,6 +74,11 @@ export class Readiness {
    */
   onNotReady(upgradeFailed: UpgradeFailed): void {
     this.upgradeFailed = upgradeFailed;
+  }
+
+  /** The self-healing registers here: an agent that exits before it is ready may be booted again instead of failed. */
+  onBootExit(retryBoot: RetryBoot): void {
+    this.retryBoot = retryBoot;
   }
 
   /** Seconds a new instance is expected to take until ready. */
@@ -145,7 +155,7 @@ export class Readiness {
         if (engine.available) {
           const s = await this.deps.runtime.inspect(w.id).catch(() => undefined); // engine trouble: keep waiting; the deadline still applies
           if (s?.state === 'exited') {
-            if (!w.healed) await this.fail(w, exitReason(s));
+            if (!w.healed) await this.exitedBeforeReady(w, exitReason(s));
             return;
           }
           if (s?.state === 'node_down') {
@@ -194,6 +204,13 @@ export class Readiness {
         await this.deps.runtime.stop(id).catch(() => {});
       }
     });
+  }
+
+  /** Booted again while it has retries left (its new generation gets its own watch), failed after the last. */
+  private async exitedBeforeReady(w: Watch, reason: string): Promise<void> {
+    const r = w.from === 'failed' || !this.retryBoot ? undefined : await this.retryBoot(w.id, w.generation);
+    if (r?.retried) return;
+    await this.fail(w, r && r.boots > 1 ? `${reason}; it was booted ${r.boots} times` : reason);
   }
 
   private async fail(w: Watch, reason: string): Promise<boolean> {
