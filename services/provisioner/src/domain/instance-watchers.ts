@@ -69,17 +69,10 @@ export class WatcherTransitions extends InstanceReads {
     return this.db
       .updateTable('instances')
       .set({
+        ...exitRecorded(c),
         status: c.failing ? 'failed' : 'provisioning',
-        step: 'backoff',
-        generation: sql`generation + 1`,
         crash_streak: c.streak,
-        last_exit_reason: c.reason,
-        last_exit_kind: c.kind,
-        ...(c.oomKilled ? { oom_kills: sql`oom_kills + 1` } : {}),
-        last_exit_at: c.exitedAt,
-        next_restart_at: c.next,
         failure_reason: c.failure,
-        updated_at: c.now,
       })
       .where('id', '=', id)
       .where('generation', '=', generation)
@@ -100,15 +93,8 @@ export class WatcherTransitions extends InstanceReads {
     return this.db
       .updateTable('instances')
       .set({
-        step: 'backoff',
-        generation: sql`generation + 1`,
+        ...exitRecorded(c),
         boot_retries: sql`boot_retries + 1`,
-        last_exit_reason: c.reason,
-        last_exit_kind: c.kind,
-        ...(c.oomKilled ? { oom_kills: sql`oom_kills + 1` } : {}),
-        last_exit_at: c.exitedAt,
-        next_restart_at: c.next,
-        updated_at: c.now,
       })
       .where('id', '=', id)
       .where('generation', '=', generation)
@@ -165,4 +151,18 @@ export class WatcherTransitions extends InstanceReads {
     const r = await this.db.updateTable('instances').set({ traffic_at: sql`now()` }).where('id', 'in', ids).where('deleting_at', 'is', null).executeTakeFirst();
     return Number(r.numUpdatedRows);
   }
+}
+
+/** An exit of the agent, recorded, and its start again pending (step backoff) in a new generation. */
+function exitRecorded(c: { reason: string; kind: InstanceRow['last_exit_kind']; oomKilled: boolean; exitedAt: Date; next: Date; now: Date }) {
+  return {
+    step: 'backoff' as const,
+    generation: sql<number>`generation + 1`,
+    last_exit_reason: c.reason,
+    last_exit_kind: c.kind,
+    ...(c.oomKilled ? { oom_kills: sql<number>`oom_kills + 1` } : {}),
+    last_exit_at: c.exitedAt,
+    next_restart_at: c.next,
+    updated_at: c.now,
+  };
 }
