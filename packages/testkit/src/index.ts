@@ -24,3 +24,4 @@ export * from './instance-stack.ts';
 export * from './webhook-receiver.ts';
 export * from './openclaw-llm.ts';
 export * from './openapi-validator.ts';
+export * from './checkpoint-host.ts';
