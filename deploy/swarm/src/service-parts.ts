@@ -18,11 +18,12 @@ export const rolling = (order: 'start-first' | 'stop-first') => ({
   RollbackConfig: { Parallelism: 1, Delay: 0, FailureAction: 'pause', Monitor: 5_000_000_000, MaxFailureRatio: 0, Order: order },
 });
 
-export const health = (test: string[], startSeconds = 60) => ({
+/** A task's health check; `patience`: how long one check may take and how many may fail in a row before it is unhealthy. */
+export const health = (test: string[], startSeconds = 60, patience = { timeoutSeconds: 4, retries: 3 }) => ({
   Test: test,
   Interval: 5_000_000_000,
-  Timeout: 4_000_000_000,
-  Retries: 3,
+  Timeout: patience.timeoutSeconds * 1_000_000_000,
+  Retries: patience.retries,
   StartPeriod: startSeconds * 1_000_000_000,
 });
 

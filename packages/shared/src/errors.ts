@@ -163,12 +163,34 @@ export function toAppError(err: unknown): AppError {
   return new AppError('INTERNAL', undefined, { cause: err });
 }
 
+/**
+ * Socket and Postgres codes of a database that cannot be reached. A name that does not resolve is one too: on a
+ * swarm the database's service name has no address while its task is down (ENOTFOUND), or DNS answers nothing yet
+ * (EAI_AGAIN); the swarm suite's node crash gave 174 500s through the gateway before these were here.
+ */
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08006',
+  '08001',
+  '08003',
+  '08004',
+]);
+
 /** True when the error means Postgres could not be reached (as opposed to a bad query). */
 export function isConnectionError(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   if (!e || typeof e !== 'object') return false;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003', '08004'].includes(e.code))
-    return true;
+  if (e.code && UNREACHABLE.has(e.code)) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e.message ?? '');
 }
 

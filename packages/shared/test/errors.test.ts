@@ -7,6 +7,14 @@ describe('errors', () => {
     expect(e.toBody()).toEqual({ error: 'Internal server error', code: 'INTERNAL', status: 500 });
   });
 
+  it('answers 503 with Retry-After, not 500, when the database cannot be reached, its name not resolving included', () => {
+    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']) {
+      const e = toAppError(Object.assign(new Error(`getaddrinfo ${code} postgres`), { code, syscall: 'getaddrinfo', hostname: 'postgres' }));
+      expect(e.toBody(), code).toEqual({ error: 'The database is unavailable; retry shortly', code: 'SERVICE_UNAVAILABLE', status: 503 });
+      expect(e.retryAfter).toBe(1);
+    }
+  });
+
   it('round-trips a service error across the wire', () => {
     const e = AppError.fromWire(new AppError('INSTANCE_LIMIT_EXCEEDED', 'Tier free allows 1 instance').toWire());
     expect(e.toBody()).toEqual({ error: 'Tier free allows 1 instance', code: 'INSTANCE_LIMIT_EXCEEDED', status: 403 });
