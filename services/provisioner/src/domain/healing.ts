@@ -64,8 +64,8 @@ export function exitReason(s: Pick<RuntimeState, 'exitCode' | 'oomKilled'>, memo
  * again at most BOOT_RETRIES times (retryBoot, called by the readiness watcher), since a boot can fail for a moment's
  * reason (a real OpenClaw exits 78 when its state worker is not ready within 5 s on a starved host), and then the
  * instance fails with the last exit: a broken image or configuration fails every boot, and restarting it for ever
- * would only hide the cause. Nor is one stopped through the engine with SIGTERM (`docker stop` by an operator): it turns failed, as a stop that
- * Docker's own restart policy would not have undone either.
+ * would only hide the cause. Nor is one stopped through the engine with SIGTERM (`docker stop` by an operator): it
+ * turns failed, as a stop that Docker's own restart policy would not have undone either.
  */
 export class SelfHealing {
   private readonly deps: HealingDeps;

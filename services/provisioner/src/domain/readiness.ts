@@ -41,7 +41,7 @@ export interface ReadinessDeps {
 export type UpgradeFailed = (id: string, generation: number, reason: string) => Promise<boolean>;
 
 /** An agent that exited before it was ready: booted again (healing.ts), or not, after this many boots in all. */
-export type BootRetry = { retried: true; boots: number } | { retried: false; boots: number };
+export type BootRetry = { retried: boolean; boots: number };
 export type RetryBoot = (id: string, generation: number) => Promise<BootRetry>;
 
 /**
