@@ -119,10 +119,10 @@ export class Subscriptions {
     try {
       row = await this.deps.db.transaction().execute(async (trx) => {
         await trx.insertInto('used_signatures').values({ signature: sig, wallet_address: wallet, user_id, tier: input.tier, slot: tx.slot }).execute();
-        return upsert(trx, account, { user_id, cancelled: cancelled ?? false, refreshed_at: new Date(this.now()) });
+        return storeSubscription(trx, account, { user_id, cancelled: cancelled ?? false, refreshed_at: new Date(this.now()) });
       });
     } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
+      if (!isUniqueViolation(err, 'used_signatures_pkey')) throw err;
       // A concurrent retry of the same registration got there first.
       const first = await this.deps.db.selectFrom('used_signatures').select('wallet_address').where('signature', '=', sig).executeTakeFirst();
       return this.registeredAgain(first?.wallet_address, wallet);
@@ -222,7 +222,7 @@ export class Subscriptions {
       return prev;
     }
     const cancelled = fromHistory ?? prev?.cancelled ?? false;
-    const row = await upsert(this.deps.db, account, { user_id: opts.userId ?? null, cancelled, refreshed_at: new Date(this.now()) });
+    const row = await storeSubscription(this.deps.db, account, { user_id: opts.userId ?? null, cancelled, refreshed_at: new Date(this.now()) });
     this.remember(wallet, row);
     const after = this.view(row);
     const changed =
@@ -245,7 +245,12 @@ export class Subscriptions {
   }
 }
 
-async function upsert(db: Kysely<BillingDB>, a: ChainSubscription, extra: { user_id: string | null; cancelled: boolean; refreshed_at: Date }): Promise<Row> {
+/** Insert or update the cached record of a wallet's on-chain subscription; safe with other writers of the same wallet at once. */
+export async function storeSubscription(
+  db: Kysely<BillingDB>,
+  a: ChainSubscription,
+  extra: { user_id: string | null; cancelled: boolean; refreshed_at: Date },
+): Promise<Row> {
   const values = {
     wallet_address: a.wallet,
     user_id: extra.user_id,
