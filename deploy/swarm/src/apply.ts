@@ -179,23 +179,34 @@ export async function rebalance(docker: Docker, names: string[], timeoutMs: numb
     const tasks = await docker.listTasks({ filters: JSON.stringify({ service: [name], 'desired-state': ['running'] }) });
     if (new Set(tasks.map((t) => t.NodeID)).size > 1) continue;
     log(`spreading ${name} over the nodes`);
-    const forced = await forceUpdate(docker, name, { Order: 'stop-first' });
-    // Until every task is a new one and runs: the update starts a moment after the write, so a service that
-    // merely looks converged may not have begun (and its update order must not be put back before it ends).
-    const replicas = spec.Mode?.Replicated?.Replicas ?? 0;
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const now = await docker.listTasks({ filters: JSON.stringify({ service: [name], 'desired-state': ['running'] }) });
-      const fresh = now.filter((t) => t.Status?.State === 'running' && (t.Spec as { ForceUpdate?: number } | undefined)?.ForceUpdate === forced);
-      if (fresh.length === replicas && now.length === replicas) break;
-      if (Date.now() > end) throw new Error(`${name} was not spread after ${Math.round(timeoutMs / 1000)} s`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await replaceTasks(docker, name, spec.Mode?.Replicated?.Replicas ?? 0, timeoutMs, { Order: 'stop-first' });
     // The service's own update order back (an UpdateConfig change alone replaces no task).
     await writeService(svc, (after) => ({ ...after, UpdateConfig: spec.UpdateConfig }));
     spread.push(name);
   }
   return spread;
+}
+
+/**
+ * Replace every task of a service (a forced update) and resolve once each of its `replicas` is a new one and runs:
+ * the update starts a moment after the write, so a service that merely looks converged may not have begun.
+ */
+export async function replaceTasks(
+  docker: Docker,
+  name: string,
+  replicas: number,
+  timeoutMs: number,
+  updateConfig: Partial<Docker.UpdateConfig> = {},
+): Promise<void> {
+  const forced = await forceUpdate(docker, name, updateConfig);
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const now = await docker.listTasks({ filters: JSON.stringify({ service: [name], 'desired-state': ['running'] }) });
+    const fresh = now.filter((t) => t.Status?.State === 'running' && (t.Spec as { ForceUpdate?: number } | undefined)?.ForceUpdate === forced);
+    if (fresh.length === replicas && now.length === replicas) return;
+    if (Date.now() > end) throw new Error(`${name}'s tasks were not replaced after ${Math.round(timeoutMs / 1000)} s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 /**

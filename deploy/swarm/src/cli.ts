@@ -32,6 +32,7 @@ import {
 } from './apply.ts';
 import { busPublicKeys, ensureMaterial, NATS_NODES } from './material.ts';
 import { runDoctor } from './doctor.ts';
+import { ensureEventStream } from './events-check.ts';
 import { activateNode, drainNode } from './nodes.ts';
 import { unusedNames } from './service-env.ts';
 import { NETWORK, STACK, stackSpecs, type ImageName, type StackOptions } from './stack.ts';
@@ -129,6 +130,13 @@ async function up(args: string[]): Promise<void> {
     say,
   );
   await spread();
+  // Through this manager's edge, on the instances' port (plain HTTP on every node).
+  await ensureEventStream(
+    docker,
+    `http://127.0.0.1:${opts.edgePorts.instances}/api/health/ready`,
+    NATS_NODES.map((n) => `${STACK}-${n}`),
+    say,
+  );
   await pruneSecrets(docker, new Set(Object.values(secrets).map((s) => s.id)));
   const https = opts.edgePorts.https === 443 ? '' : `:${opts.edgePorts.https}`;
   say(`agenthost is up on every node: https://${opts.edgeDomain}${https}/api (trust ${path.join(state, 'swarm', 'edge-ca.crt')})`);

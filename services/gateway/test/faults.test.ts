@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureEventStream } from '@agenthost/shared';
 import { adminUrl, freePort, signIn, startStack, waitFor, type Stack } from '@agenthost/testkit';
 
 /** A TCP relay in front of Postgres that a test can cut and restore, to take the database away from one service. */
@@ -57,6 +58,11 @@ const nonce = (address: string) => stack.api.get(`/auth/nonce?wallet_address=${a
 describe('infrastructure going away', () => {
   it('answers a fast 503 while NATS is down and recovers by itself when it is back', async () => {
     const s = await signIn(stack.api);
+    // The event stream, as the services that publish make it: readiness reports it answering, then not.
+    const nc = await stack.nats.connect();
+    await ensureEventStream(nc);
+    await nc.close();
+    expect((await stack.api.get('/health/ready')).body.events).toBe('ok');
     await stack.nats.pause();
     await sleep(300); // the clients notice the closed socket
     const started = Date.now();
@@ -64,7 +70,8 @@ describe('infrastructure going away', () => {
     expect(Date.now() - started).toBeLessThan(1000);
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ error: expect.stringMatching(/NATS/), code: 'SERVICE_UNAVAILABLE', status: 503 });
-    expect((await stack.api.get('/health/ready')).status).toBe(503);
+    const ready = await stack.api.get('/health/ready');
+    expect([ready.status, ready.body.events]).toEqual([503, 'unavailable']);
 
     await stack.nats.restart();
     await waitFor('nonces again after NATS is back', async () => (await nonce(s.wallet.address)).status === 200, 15_000, 200);
