@@ -123,35 +123,32 @@ describe('GET /instance/events', () => {
     );
     expect(res.statusCode).toBe(200);
     res.pause();
-    // This instance's events, published as the provisioner would (the test's bus user may publish anything), 16 kB each.
+    const before = rssMb();
+    // 128 MB of this instance's events, published as the provisioner would (the test's bus user may publish anything):
+    // the bytes that wait are what the test is about; fewer, larger events (16 kB) keep it quick on a busy host.
+    const N = 8_000;
     const pad = 'x'.repeat(16_000);
     const js = nc.jetstream();
-    const publish = async (count: number) => {
-      for (let i = 0; i < count; i += 500) {
-        await Promise.all(
-          Array.from({ length: Math.min(500, count - i) }, (_, j) =>
-            js.publish(
-              'events.instance.status',
-              JSON.stringify({
-                instance_id: id,
-                user_id: bob.user_id,
-                status: 'failed',
-                at: new Date().toISOString(),
-                failure_reason: `${i + j} ${pad}`,
-                generation: 99,
-                seq: i + j,
-              }),
-              // The server also feeds these to the gateway's webhook consumers meanwhile: an ack may take longer than 5 s.
-              { timeout: 60_000 },
-            ),
+    for (let i = 0; i < N; i += 500) {
+      await Promise.all(
+        Array.from({ length: Math.min(500, N - i) }, (_, j) =>
+          js.publish(
+            'events.instance.status',
+            JSON.stringify({
+              instance_id: id,
+              user_id: bob.user_id,
+              status: 'failed',
+              at: new Date().toISOString(),
+              failure_reason: `${i + j} ${pad}`,
+              generation: 99,
+              seq: i + j,
+            }),
+            // The server stores and replicates 128 MB meanwhile on a busy host: an ack may take longer than 5 s.
+            { timeout: 60_000 },
           ),
-        );
-      }
-    };
-    const before = rssMb();
-    // 128 MB: the bytes that wait are what the test is about; fewer, larger events keep it quick on a busy host.
-    const N = 8_000;
-    await publish(N);
+        ),
+      );
+    }
     let peak = 0;
     for (let i = 0; i < 6; i++) {
       await sleep(500);
