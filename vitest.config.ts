@@ -8,6 +8,8 @@ loadInfraEnv();
 export default defineConfig({
   test: {
     include: ['packages/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'deploy/test/**/*.test.ts', 'deploy/swarm/test/**/*.test.ts'],
+    // The two-node swarm runs alone after these (vitest.swarm.config.ts); its unit-sized neighbours stay here.
+    exclude: ['deploy/swarm/test/swarm.test.ts', '**/node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     globalSetup: ['packages/testkit/src/global-setup.ts'],

@@ -37,7 +37,9 @@ await runService<typeof billingConfig, BillingDB>({
       ttlMs: config.SUBSCRIPTION_CACHE_TTL_SECONDS * 1000,
       publish: async (payload, msgId) => {
         try {
-          await publishEvent(nc, contracts.billing.subscriptionChanged, payload, msgId);
+          // Best effort inside a request (a register, a refresh): bounded to half the caller's timeout, so a slow
+          // JetStream costs this announcement, never the caller's answer (it waited 5 s, the gateway's whole timeout).
+          await publishEvent(nc, contracts.billing.subscriptionChanged, payload, msgId, { timeoutMs: Math.floor(config.NATS_REQUEST_TIMEOUT_MS / 2) });
         } catch (err) {
           log.error({ err, wallet_address: payload.wallet_address, reason: payload.reason }, 'could not publish events.subscription.changed');
         }

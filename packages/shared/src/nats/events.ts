@@ -93,7 +93,13 @@ export async function keepEventStream(nc: NatsConnection, opts: { replicas?: num
 /**
  * Publish an event and wait for JetStream to store it. msgId de-duplicates retries of the same event.
  */
-export async function publishEvent<P extends z.ZodType>(nc: NatsConnection, ev: EventContract<P>, payload: z.input<P>, msgId?: string): Promise<void> {
+export async function publishEvent<P extends z.ZodType>(
+  nc: NatsConnection,
+  ev: EventContract<P>,
+  payload: z.input<P>,
+  msgId?: string,
+  opts: { timeoutMs?: number } = {},
+): Promise<void> {
   const data = ev.payload.parse(payload);
   // Inside a traced request the event carries its trace (W3C traceparent in the message headers, as requests do:
   // nats/request.ts), so the consumers' spans join it, however much later they handle it. Otherwise no span.
@@ -107,7 +113,11 @@ export async function publishEvent<P extends z.ZodType>(nc: NatsConnection, ev: 
     );
   const headers = span ? injectTrace(trace.setSpan(parent, span), undefined, natsHeaders) : undefined;
   try {
-    await nc.jetstream().publish(ev.subject, encode(data), { ...(msgId ? { msgID: msgId } : {}), ...(headers ? { headers } : {}) });
+    await nc.jetstream().publish(ev.subject, encode(data), {
+      ...(msgId ? { msgID: msgId } : {}),
+      ...(headers ? { headers } : {}),
+      ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
+    });
     if (span) endSpan(span);
   } catch (err) {
     if (span) endSpan(span, err);
