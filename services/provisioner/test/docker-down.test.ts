@@ -87,7 +87,11 @@ beforeAll(async () => {
   stack = await startStack({
     services: ['keyvault', 'provisioner'],
     serviceEnv: {
-      provisioner: provisionerEnv({ network, ports: [18250, 18269], extra: { DOCKER_HOST: `unix://${proxy.socket}`, DOCKER_TIMEOUT_MS: String(DOCKER_TIMEOUT_MS) } }),
+      provisioner: provisionerEnv({
+        network,
+        ports: [18250, 18269],
+        extra: { DOCKER_HOST: `unix://${proxy.socket}`, DOCKER_TIMEOUT_MS: String(DOCKER_TIMEOUT_MS) },
+      }),
       gateway: gatewayEnv,
     },
   });
