@@ -15,8 +15,6 @@ import type { Sleeper } from './sleep.ts';
 import { INTERRUPTED, type InstanceUpgrades } from './upgrades.ts';
 
 const CREATE_STEPS = new Set(['leased', 'container']);
-/** How soon a pass follows one that met a returning node's instance still starting. */
-const FOLLOW_UP_MS = 3000;
 
 const emptyReport = (): ReconcileReport => ({ orphans: 0, rolledBack: 0, deletesFinished: 0, failed: 0, watchersResumed: 0, crashes: 0 });
 
@@ -63,7 +61,6 @@ export class Reconciler {
     readyTimeoutSeconds: number;
   };
   private timer: NodeJS.Timeout | undefined;
-  private followUp: NodeJS.Timeout | undefined;
 
   constructor(deps: Reconciler['deps']) {
     this.deps = deps;
@@ -76,21 +73,6 @@ export class Reconciler {
 
   stop(): void {
     clearInterval(this.timer);
-    clearTimeout(this.followUp);
-  }
-
-  /**
-   * Another pass in a few seconds (one pending at most): a returning node's tasks start after the node-watch pass has
-   * run, and the next scheduled pass is up to RECONCILE_INTERVAL_SECONDS away (its instances came back 57 s after
-   * their node, against 60 s the swarm suite allows).
-   */
-  private soon(): void {
-    if (this.followUp) return;
-    this.followUp = setTimeout(() => {
-      this.followUp = undefined;
-      void this.trigger();
-    }, FOLLOW_UP_MS);
-    this.followUp.unref();
   }
 
   /** Run a pass now (or right after the current one). */
@@ -247,8 +229,7 @@ export class Reconciler {
         (r) => r.status === 'failed' && r.failure_reason === NODE_DOWN,
         async (r) => {
           const s = await runtime.inspect(r.id);
-          if (s.state === 'node_down') return; // the node watch triggers a pass when it is back
-          if (s.state === 'starting') return this.soon();
+          if (s.state === 'node_down' || s.state === 'starting') return;
           if (s.state !== 'running') {
             if (runtime.nodeSettled && !(await runtime.nodeSettled(r))) return;
             // Its node is back but the swarm gave its task up (e.g. it failed its restarts while the node's
