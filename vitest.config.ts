@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import { loadInfraEnv } from './packages/testkit/src/infra-env.ts';
 
 // deploy/infra.sh writes the URLs of the servers it started (the Docker engine's, and the Postgres that
@@ -9,7 +9,7 @@ export default defineConfig({
   test: {
     include: ['packages/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'deploy/test/**/*.test.ts', 'deploy/swarm/test/**/*.test.ts'],
     // The two-node swarm runs alone after these (vitest.swarm.config.ts); its unit-sized neighbours stay here.
-    exclude: ['deploy/swarm/test/swarm.test.ts', '**/node_modules/**'],
+    exclude: [...configDefaults.exclude, 'deploy/swarm/test/swarm.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     globalSetup: ['packages/testkit/src/global-setup.ts'],

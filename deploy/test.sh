@@ -62,12 +62,12 @@ bash "$DEPLOY_DIR/infra.sh" docker
 npx --no-install vitest run --config vitest.chaos.config.ts --reporter=default --reporter=json --outputFile.json=.test-logs/vitest-chaos.json || status=1
 node deploy/scan-logs.ts || status=1
 
-# One plain closing line for CI: "N passed, N failed".
+# One plain closing line for CI: "N passed, N failed". A report missing (2 with file arguments, which skip the swarm) fails the run.
 node -e '
   const fs = require("node:fs");
   const runs = [".test-logs/vitest.json", ".test-logs/vitest-swarm.json", ".test-logs/vitest-chaos.json"].filter((f) => fs.existsSync(f)).map((f) => JSON.parse(fs.readFileSync(f, "utf8")));
   const sum = (k) => runs.reduce((n, r) => n + (r[k] ?? 0), 0);
   console.log(`tests: ${sum("numPassedTests")} passed, ${sum("numFailedTests")} failed, ${sum("numPendingTests") + sum("numTodoTests")} skipped`);
-  if (runs.length < (process.argv[1] === "0" ? 3 : 2)) process.exit(1);
-' "$#" || status=1
+  if (runs.length < Number(process.argv[1])) process.exit(1);
+' "$(( $# == 0 ? 3 : 2 ))" || status=1
 exit $status
