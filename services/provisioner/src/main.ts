@@ -55,7 +55,7 @@ class Running {
     // A draining node's instances move, with their volume, to the node with the most room.
     if (runtime instanceof SwarmInstances && drainer) {
       this.stopNodeWatch = runtime.watchNodes(() => {
-        void reconciler.trigger();
+        reconciler.nodesChanged();
         void drainer.trigger();
       });
       void drainer.trigger();

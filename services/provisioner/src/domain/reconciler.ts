@@ -8,6 +8,7 @@ import type { InstanceRepo } from './instance-repo.ts';
 import type { InstanceLifecycle } from './lifecycle.ts';
 import type { OpLocks } from './locks.ts';
 import type { NetworkGuard } from './network-guard.ts';
+import { FollowUps } from './follow-ups.ts';
 import type { Readiness } from './readiness.ts';
 import { NODE_DOWN, type InstanceRuntime } from './runtime.ts';
 import { singleFlight } from './single-flight.ts';
@@ -61,6 +62,7 @@ export class Reconciler {
     readyTimeoutSeconds: number;
   };
   private timer: NodeJS.Timeout | undefined;
+  private readonly followUps = new FollowUps(() => void this.trigger());
 
   constructor(deps: Reconciler['deps']) {
     this.deps = deps;
@@ -73,6 +75,13 @@ export class Reconciler {
 
   stop(): void {
     clearInterval(this.timer);
+    this.followUps.stop();
+  }
+
+  /** A swarm node went or came back: a pass now, and a few more while its instances' tasks start (follow-ups.ts). */
+  nodesChanged(): void {
+    this.followUps.arm();
+    void this.trigger();
   }
 
   /** Run a pass now (or right after the current one). */
@@ -229,9 +238,10 @@ export class Reconciler {
         (r) => r.status === 'failed' && r.failure_reason === NODE_DOWN,
         async (r) => {
           const s = await runtime.inspect(r.id);
-          if (s.state === 'node_down' || s.state === 'starting') return;
+          if (s.state === 'node_down') return; // nodesChanged runs a pass when it is back
+          if (s.state === 'starting') return this.followUps.soon();
           if (s.state !== 'running') {
-            if (runtime.nodeSettled && !(await runtime.nodeSettled(r))) return;
+            if (runtime.nodeSettled && !(await runtime.nodeSettled(r))) return this.followUps.soon();
             // Its node is back but the swarm gave its task up (e.g. it failed its restarts while the node's
             // engine was coming back): started anew, with fresh credentials, as a restart would.
             log.info({ instance_id: r.id, state: s.state }, 'its node is back: instance restarted');
