@@ -258,12 +258,19 @@ export class Reconciler {
         },
       );
     } else if (row.status === 'running' && row.step === 'done') {
-      const reason = await this.deadReason(row.id);
-      if (reason) {
-        await repo.markFailed(row.id, row.generation, reason);
-        report.failed++;
-        log.warn({ instance_id: row.id, reason }, 'running instance found dead');
-      }
+      // Under the lock, on the row as it is now: the pass read it before the container's own event was handled (a stop
+      // from outside already failed it), and failing it again from the old copy changed its reason: a second event.
+      await this.repair(
+        row,
+        (r) => r.status === 'running' && r.step === 'done' && r.generation === row.generation,
+        async (r) => {
+          const reason = await this.deadReason(r.id);
+          if (!reason) return;
+          await repo.markFailed(r.id, r.generation, reason);
+          report.failed++;
+          log.warn({ instance_id: r.id, reason }, 'running instance found dead');
+        },
+      );
     }
   }
 
