@@ -180,6 +180,7 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
       log,
       intervalSeconds: config.RECONCILE_INTERVAL_SECONDS,
       readyTimeoutSeconds: config.READY_TIMEOUT_SECONDS,
+      pause,
     });
   engine.onRecovery(() => void reconciler.trigger());
   const view =

@@ -112,6 +112,39 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
     }
   });
 
+  it('fails an agent stopped from outside once, though a reconcile pass held the row from before the stop', async () => {
+    const user_id = newUser();
+    // The periodic pass (every 5 s here) pauses with a running row in hand; the stop is handled meanwhile.
+    const p = await provisioner('reconcile-running');
+    try {
+      const c = await s.n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw' });
+      await waitFor('running', async () => (await s.n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'running', 30_000);
+      await pausedAt(p, 'reconcile-running');
+      await docker('stop', '-t', '1', `agenthost-${c.instance_id}`);
+      const row = async () => (await s.db.query('select status, failure_reason from provisioner.instances where id = $1', [c.instance_id])).rows[0];
+      await waitFor('failed by the stop', async () => (await row())?.status === 'failed', 30_000);
+      const reason = (await row()).failure_reason as string;
+      expect(reason).toMatch(/stopped from outside agenthost/);
+      // The pass goes on with the row as it read it: it must not fail the instance a second time.
+      process.kill(p.pid()!, 'SIGUSR2');
+      await waitFor('the pass to go on', async () => p.lines().some((l) => l.includes('"event":"fault_resume"')), 30_000);
+      const failed = async () =>
+        (await eventHistory<{ instance_id: string; status: string }>(s.n.nc, 'events.instance.status')).filter((e) => e.instance_id === c.instance_id);
+      await waitFor('failed on the stream', async () => (await failed()).some((e) => e.status === 'failed'), 30_000);
+      // A later pass sees the failed row as it is (RECONCILE_INTERVAL_SECONDS is 5 here): nothing more comes.
+      await new Promise((r) => setTimeout(r, 6000));
+      const seen = await failed();
+      expect(
+        seen.map((e) => e.status),
+        JSON.stringify(seen),
+      ).toEqual(['provisioning', 'running', 'failed']);
+      expect((await row()).failure_reason).toBe(reason);
+      await s.n.call(P.remove, { user_id, instance_id: c.instance_id });
+    } finally {
+      await p.kill();
+    }
+  });
+
   it('settles a restart that was killed before the old container was replaced', async () => {
     const user_id = newUser();
     const q = await provisioner();

@@ -60,6 +60,8 @@ export class Reconciler {
     log: Logger;
     intervalSeconds: number;
     readyTimeoutSeconds: number;
+    /** Test-only fault points (faults.ts). */
+    pause?: (point: string) => Promise<void>;
   };
   private timer: NodeJS.Timeout | undefined;
   private readonly followUps = new FollowUps(() => void this.trigger());
@@ -258,6 +260,7 @@ export class Reconciler {
         },
       );
     } else if (row.status === 'running' && row.step === 'done') {
+      await this.deps.pause?.('reconcile-running');
       // Under the lock, on the row as it is now: the pass read it before the container's own event was handled (a stop
       // from outside already failed it), and failing it again from the old copy changed its reason: a second event.
       await this.repair(
