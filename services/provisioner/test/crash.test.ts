@@ -12,6 +12,9 @@ const state = async () => ({
   containers: (await docker('ps', '-aq', '--filter', `label=agenthost.scope=${network}`)).split('\n').filter(Boolean),
   volumes: (await docker('volume', 'ls', '-q', '--filter', `label=agenthost.scope=${network}`)).split('\n').filter(Boolean),
 });
+/** The instance's status events on the stream, whole: on a failure their seq and reason say which write made each. */
+const statusEvents = async (id: string) =>
+  (await eventHistory<{ instance_id: string; status: string }>(s.n.nc, 'events.instance.status')).filter((e) => e.instance_id === id);
 
 describe('a provisioner killed with SIGKILL in the middle of an operation', () => {
   // What exists at each pause: the row always; the container and its volume from the container step on. The
@@ -97,11 +100,9 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
     const q = await provisioner();
     // Removed and stopped whatever happens: left behind, they failed the next tests too.
     try {
-      const events = async () =>
-        (await eventHistory<{ instance_id: string; status: string }>(s.n.nc, 'events.instance.status')).filter((e) => e.instance_id === c.instance_id);
-      await waitFor('failed on the stream', async () => (await events()).some((e) => e.status === 'failed'), 30_000);
-      // The whole events on a failure: a second `failed` came once in CI, and its seq and reason say which write made it.
-      const seen = await events();
+      await waitFor('failed on the stream', async () => (await statusEvents(c.instance_id)).some((e) => e.status === 'failed'), 30_000);
+      // A second `failed` came once in CI: the events are printed whole on a failure.
+      const seen = await statusEvents(c.instance_id);
       expect(
         seen.map((e) => e.status),
         JSON.stringify(seen),
@@ -128,12 +129,10 @@ describe('a provisioner killed with SIGKILL in the middle of an operation', () =
       // The pass goes on with the row as it read it: it must not fail the instance a second time.
       process.kill(p.pid()!, 'SIGUSR2');
       await waitFor('the pass to go on', async () => p.lines().some((l) => l.includes('"event":"fault_resume"')), 30_000);
-      const failed = async () =>
-        (await eventHistory<{ instance_id: string; status: string }>(s.n.nc, 'events.instance.status')).filter((e) => e.instance_id === c.instance_id);
-      await waitFor('failed on the stream', async () => (await failed()).some((e) => e.status === 'failed'), 30_000);
+      await waitFor('failed on the stream', async () => (await statusEvents(c.instance_id)).some((e) => e.status === 'failed'), 30_000);
       // A later pass sees the failed row as it is (RECONCILE_INTERVAL_SECONDS is 5 here): nothing more comes.
       await new Promise((r) => setTimeout(r, 6000));
-      const seen = await failed();
+      const seen = await statusEvents(c.instance_id);
       expect(
         seen.map((e) => e.status),
         JSON.stringify(seen),
