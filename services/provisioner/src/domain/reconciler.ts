@@ -60,8 +60,7 @@ export class Reconciler {
     log: Logger;
     intervalSeconds: number;
     readyTimeoutSeconds: number;
-    /** Test-only fault points (faults.ts). */
-    pause?: (point: string) => Promise<void>;
+    pause?: (point: string) => Promise<void>; // test-only fault points (faults.ts)
   };
   private timer: NodeJS.Timeout | undefined;
   private readonly followUps = new FollowUps(() => void this.trigger());
@@ -261,8 +260,9 @@ export class Reconciler {
       );
     } else if (row.status === 'running' && row.step === 'done') {
       await this.deps.pause?.('reconcile-running');
-      // Under the lock, on the row as it is now: the pass read it before the container's own event was handled (a stop
-      // from outside already failed it), and failing it again from the old copy changed its reason: a second event.
+      // A live one costs no lock; a dead one is failed under the lock, on the row as it is now (failed again from the
+      // pass's old copy after a stop from outside had failed it, its reason changed: a second event).
+      if (!(await this.deadReason(row.id))) return;
       await this.repair(
         row,
         (r) => r.status === 'running' && r.step === 'done' && r.generation === row.generation,
