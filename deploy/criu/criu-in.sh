@@ -2,6 +2,12 @@
 # Sourced by deploy/criu/checkpoint.sh and bench/openclaw/checkpoint-probe.sh, which set CRIU_MOUNT (where the
 # container sees our CRIU build): the one way CRIU is run against a container.
 
+# CRIU stops a task at the end of its parasite with a hardware breakpoint by default. On some hypervisors the debug
+# registers never fire (a PVM guest, kernel 6.18.44): the task runs on and every dump or restore waits in wait4 for
+# ever. CRIU_FAULT=130 (FI_NO_BREAKPOINTS, CRIU's own switch, as its test suite uses it) makes CRIU step the parasite's
+# last syscalls with PTRACE_SYSCALL instead, which works on every host; a dump costs the same (~0.1 s for a process).
+export CRIU_FAULT=130
+
 # CRIU as a process of the container: its cgroups first (what it restores inherits them), then its namespaces. The
 # image directory and the container's stdio go in as open descriptors: the container's filesystem has neither.
 criu_in() {
