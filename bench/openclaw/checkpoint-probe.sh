@@ -10,8 +10,9 @@
 # sees the agent's namespaces as its own and dumps only processes; the restored agent gets its old pid in the
 # container's pid namespace and, when CRIU exits, becomes hold-init's child again. The image goes to a root-only
 # tmpfs (plaintext never on disk), is sealed (deploy/criu/seal.c: zstd, AES-256-GCM per 1 MiB record) to a root-only
-# directory on disk, and the tmpfs copy is dropped. A wake either streams it into CRIU (`--stream`: odd rounds) or
-# opens it into the tmpfs first (even rounds), so both are measured in one run. The agent's stdio (the engine's log pipes and stdin)
+# directory on disk, and the tmpfs copy is dropped. A wake either streams it into CRIU (`--stream`: odd rounds, the
+# wake until 30 Nov) or opens it into the tmpfs and restores with lazy pages (even rounds, the wake as built: CRIU's
+# page server installs the memory through userfaultfd), so both are measured in one run. The agent's stdio (the engine's log pipes and stdin)
 # are handed back to CRIU from hold-init's descriptors, so `docker logs` goes on after a restore.
 #
 # The provisioner's own checkpointed sleep runs the same steps: deploy/criu/checkpoint.sh.
@@ -129,19 +130,23 @@ for round in $(seq 1 "$ROUNDS"); do
     server=$!
     until grep -q ready "$WORK/serve.out" 2>/dev/null; do sleep 0.01; done
   else
-    how="opened to tmpfs"; stream=()
+    how="opened, lazy pages"; stream=(--lazy-pages)
     "$SEAL" open "$STATE/key" "$NAME" "$STATE/image" "$WORK"
+    criu_in "$init" "$WORK" lazy-pages -o lazy.log &
+    server=$!
+    until [ -S "$WORK/lazy-pages.socket" ]; do sleep 0.005; done
   fi
   w1=$(ms)
   criu_in "$init" "$WORK" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached \
     "${stream[@]}" "${inherit[@]}" \
     || { grep -E 'Error' "$WORK/restore.log" >&2; exit 1; }
-  if [ -n "${stream[*]}" ]; then wait "$server" || { log "the streamer failed"; exit 1; }; fi
   w2=$(ms)
+  wait "$server" || { log "the streamer or page server failed"; exit 1; }
+  w3=$(ms)
   rm -f "$STATE"/image/*
   fb=$(first_byte 30000)
   [ -n "${PROBE_BURST:-}" ] && docker update --cpus "$CPUS" "$NAME" >/dev/null
-  log "round $round ($how): open $((w1 - w0)) ms, criu restore $((w2 - w1)) ms, wake → /readyz $(( $(ms) - w0 )) ms (after restore $fb ms); $(view)"
+  log "round $round ($how): open $((w1 - w0)) ms, criu restore $((w2 - w1)) ms, all pages in $((w3 - w1)) ms, wake → /readyz $(( $(ms) - w0 )) ms (after restore $fb ms); $(view)"
   [ "$before" = "$(view)" ] && log "  Docker's view unchanged" || log "  Docker's view CHANGED: was $before"
   rm -f "$WORK"/*
   sleep 5

@@ -11,7 +11,7 @@
 # The key (32 raw bytes) comes on stdin, never in an argument or a file. <binding> names what the image belongs to
 # (instance, container, checkpoint id): it is in every sealed record's AAD, so the image of another instance, another
 # container or an older checkpoint does not open. The plaintext image exists only in a root-only tmpfs, for the
-# dump's and the seal's time; a restore streams it from the sealed records into CRIU.
+# dump's and the seal's time, and for the restore's.
 #
 # How: the container's PID 1 is hold-init (hold-init.c). SIGUSR1 from here tells it the agent's next end is a
 # checkpoint, not the container's; CRIU then runs inside the container's namespaces and cgroups (nsenter), from the
@@ -55,9 +55,9 @@ check)
   [ -x "$RT/criu" ] && [ -x "$RT/hold-init" ] && [ -x "$RT/seal" ] && [ -x "$RT/ld.so" ] || fail "no CRIU runtime in $RT (deploy/criu/build.sh)"
   out="$("$RT/ld.so" --library-path "$RT/lib" "$RT/criu" check 2>&1)" || fail "criu check: $(tail -1 <<<"$out")"
   echo "$out"
-  # `criu check` passing is not a dump that ends: on some hosts (seen on a PVM guest kernel, 6.18.44) the task never
-  # stops at the end of CRIU's parasite, and every dump then hangs, holding the agent stopped. So a real dump of a
-  # sleeping process, bounded: a few hundred ms where dumps work.
+  # `criu check` passing is not a dump that ends: on a PVM guest kernel (6.18.44) every dump hung at the end of CRIU's
+  # parasite, holding the agent stopped, until CRIU stopped using hardware breakpoints (criu-in.sh). So a real dump of
+  # a sleeping process, bounded: ~0.1 s where dumps work.
   test_dir="$(mktemp -d)"
   setsid sleep 60 </dev/null >/dev/null 2>&1 &
   probe=$!
@@ -108,22 +108,18 @@ restore)
   [ -d "$sealed" ] || fail "no checkpoint image"
   [ -z "$(ps -o pid= --ppid "$init")" ] || fail "the agent is running: nothing to restore"
   work="$(work_dir "$(basename "$sealed")")"
-  server=
-  trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+  pager=
+  trap '[ -n "$pager" ] && kill -KILL "$pager" 2>/dev/null; rm -rf "$work"' EXIT
+  trap 'exit 143' TERM # the provisioner's bound: the EXIT trap still ends the page server and drops the plaintext
   t0=$(ms)
-  # The image is streamed into CRIU (--stream: it asks the sealer's socket for each file and reads it from a pipe),
-  # opened record by record as CRIU reads: no plaintext copy, and the wake does not wait for a whole open first
-  # (docs/decisions/0049-...). The sealer says "ready" once the image's inventory opened under this binding.
-  exec 7<&0
-  exec 8< <(exec "$RT/seal" serve - "$binding" "$sealed" "$work" <&7)
-  server=$!
-  exec 7<&-
-  read -r ready <&8 || true
-  if [ "${ready:-}" != ready ]; then
-    wait "$server" || true
-    server=
+  # The key comes once on stdin and is handed on through pipes only (base64: a shell variable holds no NUL). The
+  # inventory is opened first, so that another binding's image is refused as such, before any plaintext is written.
+  key="$(base64 -w0)"
+  printf '%s' "$key" | base64 -d | "$RT/seal" cat - "$binding" "$sealed" inventory.img >/dev/null 2>&1 ||
     fail "the image does not open under this binding (another instance's, container's or checkpoint's, or altered)"
-  fi
+  printf '%s' "$key" | base64 -d | "$RT/seal" open - "$binding" "$sealed" "$work" >/dev/null ||
+    fail "a part of the image does not open (altered or cut short)"
+  key=
   # The container's stdio pipes (the engine's log pipes and the provisioner's stdin) are handed back to the agent.
   inherit=()
   for fd in 0 1 2; do
@@ -131,23 +127,33 @@ restore)
     if [[ $what == pipe:* ]]; then inherit+=(--inherit-fd "fd[$((fd + 4))]:$what"); fi
   done
   t1=$(ms)
+  # Lazy pages (docs/decisions/0049-...): CRIU restores the processes without their memory, registered with
+  # userfaultfd, and its page server installs the pages (UFFDIO_COPY) as the agent touches them and then all the
+  # rest. Writing them through the restored task's own addresses instead costs a page fault each, which some guests
+  # charge 20 µs for (bench/openclaw/page-touch.c): 600 MB took 3-4 s there, against ~1 s this way. The wake waits
+  # until every page is in: an agent left with pages missing would read zeros once its page server ended.
+  criu_in "$init" "$work" lazy-pages -o lazy.log &
+  pager=$!
+  until [ -S "$work/lazy-pages.socket" ]; do
+    kill -0 "$pager" 2>/dev/null || { criu_errors "$work/lazy.log"; pager=; fail "the page server did not start"; }
+    sleep 0.005
+  done
   restored=0
-  criu_in "$init" "$work" restore -o restore.log --stream --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}" || restored=$?
-  # The sealer's last line, "done <n>" (streamer.c): 1 when a record did not open, which reached CRIU as a file cut
-  # short. Once CRIU ended it comes at once, unless CRIU failed before it connected: then it never comes.
-  sealed_rc=
-  read -r -t 10 _ sealed_rc <&8 || true
-  if [ "${sealed_rc:-}" = 1 ]; then fail "a part of the image does not open (altered or cut short): CRIU stopped where it began"; fi
+  criu_in "$init" "$work" restore -o restore.log --lazy-pages --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}" || restored=$?
   if [ "$restored" != 0 ]; then
     criu_errors "$work/restore.log"
     fail "criu restore failed"
   fi
-  # CRIU restored, but an image not taken whole is not what was dumped: the agent boots instead.
-  [ "${sealed_rc:-}" = 0 ] || fail "the image was not streamed whole (sealer: ${sealed_rc:-no answer})"
-  wait "$server" || true
-  server=
+  t2=$(ms)
+  paged=0
+  wait "$pager" || paged=$?
+  pager=
+  if [ "$paged" != 0 ]; then
+    criu_errors "$work/lazy.log"
+    fail "the page server failed ($paged): the agent's memory is not whole"
+  fi
   rm -rf "$sealed"
-  echo "open_ms=$((t1 - t0)) restore_ms=$(($(ms) - t1))"
+  echo "open_ms=$((t1 - t0)) restore_ms=$((t2 - t1)) pages_ms=$(($(ms) - t2))"
   ;;
 *)
   fail "usage: checkpoint.sh check | dump <init pid> <binding> <sealed dir> | restore <init pid> <binding> <sealed dir>"
