@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { contracts } from '@agenthost/shared';
 import { eventHistory, recordSecret, STANDIN, docker, dockerTry, exists, newUser, standinVariant, waitFor, type Nats } from '@agenthost/testkit';
+import { OpLocks } from '../src/domain/locks.ts';
 import { instanceSuite, waitRunning } from './helpers.ts';
 
 // An instance's keys over its life (removed with it, fetched again after a crash) are in lifecycle-keys.test.ts.
@@ -240,6 +242,24 @@ describe('instance lifecycle on the real Docker engine', () => {
     expect(v.failure_reason).toMatch(/did not become ready within 8 s/);
     await waitFor('container stopped', async () => JSON.parse(await docker('inspect', `agenthost-${c.instance_id}`))[0].State.Running === false);
     // A failed instance can be deleted (and restarted: healing.test.ts shows it for an agent that exits at every boot).
+    await n.call(P.remove, { user_id, instance_id: c.instance_id });
+  });
+
+  it('stops an agent that never became ready even when another operation held its lock at the deadline', async () => {
+    // Every reconcile pass takes each instance's lock for a moment; a stop that found it held was skipped for good.
+    await standinVariant('t-neverready', { STANDIN_NEVER_READY: '1' });
+    const user_id = newUser();
+    const c = await n.call(P.create, { user_id, tier: 'pro', framework: 'openclaw', version: 't-neverready' });
+    const locks = new OpLocks(suite.stack.db.url, 'provisioner');
+    const release = await locks.hold(c.instance_id);
+    try {
+      await waitFor('failed', async () => (await n.call(P.get, { user_id, instance_id: c.instance_id })).status === 'failed', 30_000);
+      await sleep(1000); // the watcher's stop is now waiting for the lock
+    } finally {
+      await release();
+      await locks.close();
+    }
+    await waitFor('container stopped', async () => JSON.parse(await docker('inspect', `agenthost-${c.instance_id}`))[0].State.Running === false);
     await n.call(P.remove, { user_id, instance_id: c.instance_id });
   });
 

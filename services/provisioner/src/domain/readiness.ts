@@ -7,6 +7,9 @@ import type { InstanceRepo } from './instance-repo.ts';
 import type { OpLocks } from './locks.ts';
 import { NODE_DOWN, type InstanceRuntime } from './runtime.ts';
 
+/** How long a failed agent's stop waits for another operation on its instance (a restart, a delete) to finish. */
+const STOP_LOCK_WAIT_MS = 60_000;
+
 export interface Watch {
   id: string;
   generation: number;
@@ -144,7 +147,9 @@ export class Readiness {
       }
       if (Date.now() >= w.deadline.getTime()) {
         if (await this.fail(w, await this.timeoutReason(w))) {
-          await this.stopFailed(w.id, w.generation).catch(() => {});
+          await this.stopFailed(w.id, w.generation).catch((err) =>
+            this.deps.log.warn({ instance_id: w.id, err: String(err) }, 'could not stop the agent that never became ready'),
+          );
         }
         return;
       }
@@ -195,15 +200,23 @@ export class Readiness {
     return `The agent did not become ready within ${Math.round((w.deadline.getTime() - w.startedAt.getTime()) / 1000)} s`;
   }
 
-  /** Stop the container of a generation that never became ready, under the instance's operation lock. */
+  /**
+   * Stop the container of a generation that never became ready, under the instance's operation lock. It waits for
+   * the lock: every reconcile pass takes each instance's lock for a moment (its volume mount), and a stop skipped
+   * then was never tried again, leaving the failed agent running.
+   */
   private async stopFailed(id: string, generation: number): Promise<void> {
-    await this.deps.locks.tryWith(id, async () => {
-      const row = await this.deps.repo.byId(id);
-      // Only the failed container of this generation; a restart since then owns the instance.
-      if (row && row.generation === generation && row.status === 'failed') {
-        await this.deps.runtime.stop(id).catch(() => {});
-      }
-    });
+    await this.deps.locks.with(
+      id,
+      async () => {
+        const row = await this.deps.repo.byId(id);
+        // Only the failed container of this generation; a restart since then owns the instance.
+        if (row && row.generation === generation && row.status === 'failed') {
+          await this.deps.runtime.stop(id).catch(() => {});
+        }
+      },
+      STOP_LOCK_WAIT_MS,
+    );
   }
 
   /** Booted again while it has retries left (its new generation gets its own watch), failed after the last. */
