@@ -134,7 +134,7 @@ for round in $(seq 1 "$ROUNDS"); do
     "$SEAL" open "$STATE/key" "$NAME" "$STATE/image" "$WORK"
     criu_in "$init" "$WORK" lazy-pages -o lazy.log &
     server=$!
-    until [ -S "$WORK/lazy-pages.socket" ]; do sleep 0.005; done
+    until [ -S "$WORK/lazy-pages.socket" ]; do kill -0 "$server" 2>/dev/null || { log "the page server did not start"; exit 1; }; sleep 0.005; done
   fi
   w1=$(ms)
   criu_in "$init" "$WORK" restore -o restore.log --tcp-close --file-locks --ext-unix-sk --restore-detached \

@@ -43,6 +43,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/criu-in.sh"
 # CRIU's own account of a failure: its error lines, without the image's paths.
 criu_errors() { grep -E 'Error|error' "$1" 2>/dev/null | tail -5 | sed 's/^/  /' >&2 || true; }
 
+# A background job and everything under it: criu_in's job is a shell, with nsenter and CRIU below it.
+kill_tree() {
+  local child
+  for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+
 # The container's hold-init, by its host pid: it must be there, and be an init of a pid namespace of its own.
 init_of() {
   [[ $1 =~ ^[0-9]+$ ]] && [ -d "/proc/$1" ] || fail "no process $1 (the container is not running)"
@@ -109,7 +116,7 @@ restore)
   [ -z "$(ps -o pid= --ppid "$init")" ] || fail "the agent is running: nothing to restore"
   work="$(work_dir "$(basename "$sealed")")"
   pager=
-  trap '[ -n "$pager" ] && kill -KILL "$pager" 2>/dev/null; rm -rf "$work"' EXIT
+  trap '[ -n "$pager" ] && kill_tree "$pager"; rm -rf "$work"' EXIT
   trap 'exit 143' TERM # the provisioner's bound: the EXIT trap still ends the page server and drops the plaintext
   t0=$(ms)
   # The key comes once on stdin and is handed on through pipes only (base64: a shell variable holds no NUL). The
@@ -138,9 +145,7 @@ restore)
     kill -0 "$pager" 2>/dev/null || { criu_errors "$work/lazy.log"; pager=; fail "the page server did not start"; }
     sleep 0.005
   done
-  restored=0
-  criu_in "$init" "$work" restore -o restore.log --lazy-pages --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}" || restored=$?
-  if [ "$restored" != 0 ]; then
+  if ! criu_in "$init" "$work" restore -o restore.log --lazy-pages --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}"; then
     criu_errors "$work/restore.log"
     fail "criu restore failed"
   fi

@@ -6,8 +6,9 @@ import { repoRoot } from './paths.ts';
 /**
  * Whether this host can checkpoint an agent: the provisioner's own check (`deploy/criu/checkpoint.sh check`: the
  * CRIU runtime, `criu check`, and a test dump of a sleeping process that must end). A host that cannot (seen before
- * CRIU ran without hardware breakpoints: a PVM guest kernel on which every dump hung) has the provisioner sleep agents deeply by stopping them, which the
- * checkpoint suites then assert instead of the checkpoint itself. Once per test file.
+ * CRIU ran without hardware breakpoints: a PVM guest kernel on which every dump hung) has the provisioner sleep
+ * agents deeply by stopping them, which the checkpoint suites then assert instead of the checkpoint itself. Once per
+ * test file.
  */
 export async function checkpointHost(): Promise<{ ok: true } | { ok: false; why: string }> {
   try {
