@@ -10,6 +10,7 @@
 //                 key server (key hot reload, AGENTHOST_KEYS_SOCKET set): names and SHA-256 only
 //   POST /reload  resolves its keys again (runs /opt/agenthost/keys-resolver.mjs --all, as OpenClaw runs its
 //                 exec secret provider); 200 {"ok":true}, or 500 {"ok":false,"reason"} keeping the old keys
+//   GET /ballast?mb=N  200 {"ok":true,"ballast_mb":total}  the agent holds N MB more, every page written
 //   GET /         200 {"agent":"standin",...,"state":{"born":"<id>","boots":N}}: state kept in the
 //                 instance volume (/data/standin-state.json), made at the first start and counted at each
 //                 one, so tests see an agent's data survive a restart or a move to another node.
@@ -55,6 +56,8 @@ function bootState(file) {
     return null;
   }
 }
+// What GET /ballast made the agent hold.
+const ballast = [];
 // The keys resolved through the bootstrap, swapped whole on a successful reload (as OpenClaw's snapshot).
 let keys = {};
 let reloads = 0;
@@ -132,6 +135,12 @@ const server = http.createServer((req, res) => {
     case '/keys': {
       const names = Object.keys(keys).sort();
       return send(res, 200, { names, sha256: Object.fromEntries(names.map((n) => [n, sha(keys[n])])), reloads });
+    }
+    case '/ballast': {
+      // Memory the agent holds from now on (?mb=, at most 1024), every page written: a larger checkpoint, for tests.
+      const mb = Math.min(Number(new URL(req.url ?? '/', 'http://agent').searchParams.get('mb')) || 0, 1024);
+      for (let i = 0; i < mb; i++) ballast.push(Buffer.alloc(2 ** 20, (i % 255) + 1));
+      return send(res, 200, { ok: true, ballast_mb: ballast.length });
     }
     case '/slow': {
       // An answer that takes a while (?ms=, at most 10 s): a request in progress, for the sleep race tests.

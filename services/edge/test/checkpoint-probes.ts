@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import https from 'node:https';
 import { docker, type Edge } from '@agenthost/testkit';
 
@@ -77,4 +77,34 @@ export function timedGet(edge: Edge, url: string, token: string): Promise<{ stat
     req.on('error', reject);
     req.end();
   });
+}
+
+/**
+ * Kill CRIU's page server for the container whose PID 1 is `init` once CRIU's restore there has ended (the agent runs)
+ * while the page server still installs its memory, as the OOM killer could; resolves to whether it was still running
+ * then. Found by their pid namespace, which they enter: other suites' CRIU processes are left alone.
+ */
+export async function killPageServerAfterRestore(init: number, timeoutMs = 60_000): Promise<boolean> {
+  const ns = readlinkSync(`/proc/${init}/ns/pid`);
+  const criu = (verb: string) =>
+    readdirSync('/proc').filter((pid) => {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return /^\d+$/.test(pid) && argv.includes(verb) && argv.some((a) => a.endsWith('/criu')) && readlinkSync(`/proc/${pid}/ns/pid`) === ns;
+      } catch {
+        return false; // gone meanwhile, or not a process
+      }
+    });
+  const until = async (what: string, ok: () => boolean) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!ok()) {
+      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms (the container of pid ${init})`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  };
+  await until('a restore started', () => criu('restore').length > 0);
+  await until('the restore ended', () => criu('restore').length === 0);
+  const pagers = criu('lazy-pages');
+  for (const pid of pagers) process.kill(Number(pid), 'SIGKILL');
+  return pagers.length > 0;
 }
