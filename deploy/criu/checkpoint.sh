@@ -6,8 +6,6 @@
 #   checkpoint.sh dump    <init pid> <binding> <sealed>  dump the agent, seal the image into <sealed>
 #   checkpoint.sh restore <init pid> <binding> <sealed>  open the image, restore the agent, delete the image
 #
-# A restore prints `restored …` once the agent runs, and goes on until its memory is whole (`pages_ms=…`).
-#
 # <init pid>: the host pid of the container's PID 1, hold-init (the provisioner checks the container's entrypoint).
 #
 # The key (32 raw bytes) comes on stdin, never in an argument or a file. <binding> names what the image belongs to
@@ -139,8 +137,9 @@ restore)
   # Lazy pages (docs/decisions/0049-...): CRIU restores the processes without their memory, registered with
   # userfaultfd, and its page server installs the pages (UFFDIO_COPY) as the agent touches them and then all the
   # rest. Writing them through the restored task's own addresses instead costs a page fault each, which some guests
-  # charge 20 µs for (bench/openclaw/page-touch.c): 600 MB took 3-4 s there, against ~1 s this way. The script waits
-  # until every page is in: an agent left with pages missing would read zeros once its page server ended.
+  # charge 20 µs for (bench/openclaw/page-touch.c): 600 MB took 3-4 s there, against ~1 s this way. The wake waits
+  # until every page is in: an agent answering meanwhile faults its pages in one at a time, which took longer here
+  # (docs/decisions/0049-...), and one left with pages missing would fault or read zeros once its page server ended.
   # Its errors are in lazy.log; its stderr would carry only the shell's report of a killed page server (its whole
   # command, which the provisioner would log instead of the reason).
   criu_in "$init" "$work" lazy-pages -o lazy.log 2>/dev/null &
@@ -150,16 +149,13 @@ restore)
     sleep 0.005
   done
   # From here the agent's end is held, not the container's: an agent that dies while its memory comes in (a page server
-  # that failed leaves it pages that fault or read as zeros) leaves its container to the provisioner, which boots it.
+  # that failed leaves it pages that fault or read as zeros) leaves its container for the boot that replaces it.
   kill -USR1 "$init"
   if ! criu_in "$init" "$work" restore -o restore.log --lazy-pages --tcp-close --file-locks --ext-unix-sk --restore-detached "${inherit[@]}"; then
     criu_errors "$work/restore.log"
     fail "criu restore failed"
   fi
   t2=$(ms)
-  # The agent runs: the provisioner answers its wake now, while the page server installs the rest of its memory
-  # (the pages it touches first). This line is what the provisioner waits for.
-  echo "restored open_ms=$((t1 - t0)) restore_ms=$((t2 - t1))"
   paged=0
   wait "$pager" || paged=$?
   pager=
@@ -172,7 +168,7 @@ restore)
   kill -USR2 "$init" # its end is the container's again
   [ -n "$(ps -o pid= --ppid "$init")" ] || fail "the agent ended while its memory came in"
   rm -rf "$sealed"
-  echo "pages_ms=$(($(ms) - t2))"
+  echo "open_ms=$((t1 - t0)) restore_ms=$((t2 - t1)) pages_ms=$(($(ms) - t2))"
   ;;
 *)
   fail "usage: checkpoint.sh check | dump <init pid> <binding> <sealed dir> | restore <init pid> <binding> <sealed dir>"

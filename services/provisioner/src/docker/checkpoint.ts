@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Logger } from '@agenthost/shared';
-import type { InstanceCheckpoints, Paged } from '../domain/runtime.ts';
+import type { InstanceCheckpoints } from '../domain/runtime.ts';
 import { o } from './call.ts';
 import type { DockerEngine } from './engine.ts';
 import { containerName, HOLD_INIT } from './spec.ts';
@@ -26,16 +26,9 @@ export interface CheckpointSettings {
   masterKey: Buffer;
 }
 
-/** What checkpoint.sh says a step took (image_mb, dump_ms, seal_ms; open_ms, restore_ms; pages_ms), for the log. */
+/** What checkpoint.sh says a step took (image_mb, dump_ms, seal_ms; open_ms, restore_ms), for the log. */
 export type StepFigures = Record<string, number>;
 
-/** A restore whose agent runs: what that took, and its memory's completion (InstanceCheckpoints.restore). */
-export interface Restored {
-  took: StepFigures;
-  paged: Promise<StepFigures>;
-}
-
-/** The figures of the script's last line. */
 const figures = (out: string): StepFigures =>
   Object.fromEntries([...(out.trim().split('\n').pop() ?? '').matchAll(/(\w+)=(\d+)/g)].map((m) => [m[1] as string, Number(m[2])]));
 
@@ -54,8 +47,6 @@ export interface CheckpointContainer {
 export class Checkpoints {
   readonly container: CheckpointContainer;
   private readonly settings: CheckpointSettings;
-  /** Each instance's restore whose page server still runs. */
-  private readonly paging = new Map<string, Promise<void>>();
 
   private constructor(settings: CheckpointSettings) {
     this.settings = settings;
@@ -87,31 +78,12 @@ export class Checkpoints {
 
   /** Dump the agent under `initPid` (the container's hold-init) and seal its image; resolves to what it took. */
   async dump(instanceId: string, initPid: number, binding: string): Promise<StepFigures> {
-    return figures(await this.run('dump', instanceId, initPid, binding).done);
+    return figures(await this.run('dump', instanceId, initPid, binding));
   }
 
-  /**
-   * Open the image sealed to `binding` and restore the agent under `initPid`. Resolves once the agent runs, with what
-   * that took; `paged` settles when its page server has installed the rest of its memory and the image is deleted,
-   * and rejects when it could not (the script then ended the agent: it must boot).
-   */
-  async restore(instanceId: string, initPid: number, binding: string): Promise<Restored> {
-    const { running, done } = this.run('restore', instanceId, initPid, binding);
-    const paged = done.then(figures);
-    // Also what keeps a rejection of `paged` from going unhandled when the restore itself failed (no caller has it).
-    const settled: Promise<void> = paged
-      .then(
-        () => {},
-        () => {},
-      )
-      .finally(() => this.paging.get(instanceId) === settled && this.paging.delete(instanceId));
-    this.paging.set(instanceId, settled);
-    return { took: figures(await running), paged };
-  }
-
-  /** Resolves once the instance's last restore has its memory whole or has failed (at once without one). */
-  async settled(instanceId: string): Promise<void> {
-    await this.paging.get(instanceId);
+  /** Open the image sealed to `binding` and restore the agent under `initPid`; the image is deleted once restored. */
+  async restore(instanceId: string, initPid: number, binding: string): Promise<StepFigures> {
+    return figures(await this.run('restore', instanceId, initPid, binding));
   }
 
   /** Delete an instance's image, if any (its wake booted it, it was stopped, restarted, restored or deleted). */
@@ -135,14 +107,8 @@ export class Checkpoints {
     return Buffer.from(hkdfSync('sha256', this.settings.masterKey, Buffer.alloc(0), `agenthost checkpoint v1 ${instanceId}`, 32));
   }
 
-  /**
-   * The script for one step: `done` when it ends; `running` at its `restored` line (a restore's agent runs again), or
-   * as `done` for a step that prints none.
-   */
-  private run(verb: 'dump' | 'restore', instanceId: string, initPid: number, binding: string): { running: Promise<string>; done: Promise<string> } {
-    let ran: (line: string) => void = () => {};
-    const running = new Promise<string>((resolve) => (ran = resolve));
-    const done = new Promise<string>((resolve, reject) => {
+  private run(verb: 'dump' | 'restore', instanceId: string, initPid: number, binding: string): Promise<string> {
+    return new Promise((resolve, reject) => {
       const child = spawn('bash', [SCRIPT, verb, String(initPid), binding, this.imageDir(instanceId)], {
         env: { ...process.env, CRIU_RT: this.settings.runtimeDir },
         stdio: ['pipe', 'pipe', 'pipe'],
@@ -150,11 +116,7 @@ export class Checkpoints {
       });
       let out = '';
       let err = '';
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const line = /^restored .*$/m.exec(out)?.[0];
-        if (line) ran(line);
-      });
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       child.stdin.on('error', () => {}); // the script may fail before it reads the key
       child.stdin.end(this.key(instanceId));
@@ -164,11 +126,6 @@ export class Checkpoints {
         else reject(new Error(`checkpoint ${verb}: ${(err.trim().split('\n').slice(-4).join('; ') || `ended by ${signal ?? code}`).slice(0, 400)}`));
       });
     });
-    // A step that ends, well or not, before any `restored` line settles `running` as it settles. Handled here: a dump
-    // awaits only `done`.
-    const first = Promise.race([running, done]);
-    first.catch(() => {});
-    return { running: first, done };
   }
 }
 
@@ -212,36 +169,15 @@ export function containerCheckpoints(engine: DockerEngine, checkpoints: Checkpoi
     async restore(id, checkpointId, cpus) {
       const t = await target(id);
       if (!t.holdInit || !t.running) throw new Error(`restore: the container is ${t.holdInit ? 'not running' : 'not checkpointable'}`);
-      // CRIU restores inside the container's cgroups, so under its CPU limit: on a burst, as a boot (BOOT_CPUS). The
-      // page server runs there too, so the burst lasts until the agent's memory is whole.
+      // CRIU restores inside the container's cgroups, so under its CPU limit: on a burst, as a boot (BOOT_CPUS).
       const burst = burstCpus(cpus);
       if (burst > cpus) await setCpus(id, burst);
-      const clamp = async () => {
-        if (burst > cpus) await setCpus(id, cpus);
-      };
-      let restored: Restored;
       try {
-        restored = await checkpoints.restore(id, t.pid, t.binding(checkpointId));
-      } catch (err) {
-        await clamp();
-        throw err;
+        return await checkpoints.restore(id, t.pid, t.binding(checkpointId));
+      } finally {
+        if (burst > cpus) await setCpus(id, cpus);
       }
-      const paged = restored.paged.then(
-        async (pages): Promise<Paged> => {
-          await clamp();
-          return { whole: pages };
-        },
-        async (err: Error): Promise<Paged> => {
-          // Its page server ended with the container (a stop, a delete, a recreate): nothing of this wake is left to mend.
-          const now = await target(id).catch(() => undefined);
-          const held = Boolean(now?.running && now.binding('') === t.binding(''));
-          if (held) await clamp().catch(() => {});
-          return { lost: err.message, boot: held };
-        },
-      );
-      return { took: restored.took, paged };
     },
-    settled: (id) => checkpoints.settled(id),
     drop: (id) => checkpoints.drop(id),
   };
 }

@@ -31,24 +31,13 @@ export interface RuntimeState {
  * The checkpointed sleep (docker driver, where CRIU works here: docker/checkpoint.ts): an agent's processes dumped to
  * an encrypted image bound to its instance, workload and checkpoint id, and restored into the same running workload.
  */
-/**
- * A restored agent's memory: whole (what its page server took, pages_ms), or lost (why; `boot`: its container holds
- * the agent, ended, and it must boot; false when the container went meanwhile, by a stop or a delete).
- */
-export type Paged = { whole: Record<string, number> } | { lost: string; boot: boolean };
-
 export interface InstanceCheckpoints {
   /** Whether the workload was made checkpointable (hold-init as its PID 1). */
   can(id: string): Promise<boolean>;
   /** Dump the running agent and seal its image; resolves to what it took, for the log (image_mb, dump_ms, seal_ms). */
   checkpoint(id: string, checkpointId: string): Promise<Record<string, number>>;
-  /**
-   * Restore the agent from that checkpoint's image; `cpus`: its tier's share. Resolves once the agent runs, with what
-   * that took (open_ms, restore_ms); `paged` once the rest of its memory is in and the image deleted, or lost.
-   */
-  restore(id: string, checkpointId: string, cpus: number): Promise<{ took: Record<string, number>; paged: Promise<Paged> }>;
-  /** Resolves once the instance's last restore has its memory whole or lost (at once without one). */
-  settled(id: string): Promise<void>;
+  /** Restore the agent from that checkpoint's image (deleted once restored); `cpus`: its tier's share. Resolves as checkpoint. */
+  restore(id: string, checkpointId: string, cpus: number): Promise<Record<string, number>>;
   /** Delete the instance's image, if any. */
   drop(id: string): Promise<void>;
 }

@@ -8,7 +8,7 @@ import type { LocalImages } from './images.ts';
 import type { InstanceRepo } from './instance-repo.ts';
 import type { InstanceLifecycle } from './lifecycle.ts';
 import type { OpLocks } from './locks.ts';
-import type { InstanceRuntime, Paged } from './runtime.ts';
+import type { InstanceRuntime } from './runtime.ts';
 import type { StatsSampler } from './stats.ts';
 
 export interface SleepDeps {
@@ -50,8 +50,6 @@ export class Sleeper {
   /** Under the lock, an idle instance (running, or lightly asleep for a deep sleep): step sleeping → frozen or stopped. */
   async sleepLocked(row: InstanceRow, depth: Depth): Promise<void> {
     const { repo, runtime } = this.deps;
-    // A restore's page server may still be installing the agent's memory: neither a freeze nor a dump may meet it.
-    await runtime.checkpoints?.settled(row.id);
     await repo.markStopping(row.id, 'sleeping');
     await this.deps.pause('sleeping');
     if (depth === 'light' && runtime.freeze && row.status === 'running') {
@@ -211,52 +209,19 @@ export class Sleeper {
     return true;
   }
 
-  /**
-   * Under the lock: restore a checkpointed agent. Resolves to why it could not be, or to what the restore took once
-   * the agent runs; the rest of its memory comes in after the lock is released (afterRestore).
-   */
+  /** Under the lock: restore a checkpointed agent. Resolves to why it could not be, or to what the restore took. */
   private async restoreLocked(row: InstanceRow): Promise<string | Record<string, number>> {
     const checkpoints = this.deps.runtime.checkpoints;
     if (!checkpoints || !row.checkpoint_id) return 'checkpointing is off here now';
-    let restored: Awaited<ReturnType<typeof checkpoints.restore>>;
+    let took: Record<string, number>;
     try {
-      restored = await checkpoints.restore(row.id, row.checkpoint_id, row.cpus);
+      took = await checkpoints.restore(row.id, row.checkpoint_id, row.cpus);
     } catch (err) {
       if (err instanceof AppError && err.code === 'DOCKER_UNAVAILABLE') throw err;
       return describe(err);
     }
-    void restored.paged.then(
-      (paged) => this.afterRestore(row.id, paged),
-      (err) => this.deps.log.warn({ instance_id: row.id, err: describe(err) }, 'a restored agent kept its CPU burst (the doctor reports it)'),
-    );
     await this.deps.repo.markThawed(row.id);
-    return restored.took;
-  }
-
-  /**
-   * A restored agent's memory, complete or not. Lost with its container still there (the page server failed, and
-   * checkpoint.sh ended the agent): it boots in a new one, as a restore that fails does, and its status event says why.
-   */
-  private async afterRestore(id: string, paged: Paged): Promise<void> {
-    const { log, locks, repo } = this.deps;
-    if ('whole' in paged) return log.info({ instance_id: id, ...paged.whole }, "the restored agent's memory is whole");
-    log.warn({ instance_id: id, reason: paged.lost, boot: paged.boot }, "the restored agent's memory could not be made whole");
-    if (!paged.boot) return;
-    const wakeWarning = `The agent was restored from its checkpoint but its memory could not be (${paged.lost}); it boots instead`;
-    await locks
-      .with(id, async () => {
-        const row = await repo.byId(id);
-        if (!row || row.deleting_at || row.status !== 'running' || row.step !== 'done') return;
-        try {
-          await this.deps.images.assertPresent(row.image_digest ?? row.image);
-          await this.deps.lifecycle.recreateLocked(row, undefined, { wakeWarning });
-        } catch (err) {
-          // No agent runs in it now: failed, so that its owner sees it and a restart (or healing) boots it.
-          log.error({ instance_id: id, err: describe(err) }, 'the agent whose memory was lost could not be booted');
-          await repo.markFailed(id, row.generation, 'The agent could not be restored from its checkpoint nor booted; restart the instance');
-        }
-      })
-      .catch((err) => log.error({ instance_id: id, err: describe(err) }, 'the agent whose memory was lost was not mended'));
+    return took;
   }
 
   /** Under the lock: resume a frozen agent. Resolves to why it could not be (undefined: it runs again). */
