@@ -146,8 +146,17 @@ describe('idle sleep', () => {
     await asleep(LIGHT);
     expect(await inspect('{{.State.Running}} {{.State.Paused}}')).toBe('true true');
     if (LIGHT === 'swapped') {
-      // Held on the host: what the frozen container keeps resident, at most the resident size.
-      const [used, limit] = (await docker('stats', '--no-stream', '--format', '{{.MemUsage}}', container())).split('/').map((v) => Number.parseFloat(v));
+      // Held on the host: what the frozen container keeps resident, at most the resident size (its memory goes out
+      // in steps once it is frozen).
+      const [used, limit] = await waitFor(
+        'its memory out to swap',
+        async () => {
+          const u = (await docker('stats', '--no-stream', '--format', '{{.MemUsage}}', container())).split('/').map((v) => Number.parseFloat(v));
+          return u[1] === RESIDENT_MB && u;
+        },
+        30_000,
+        250,
+      );
       expect(limit).toBe(RESIDENT_MB);
       expect(used).toBeLessThanOrEqual(RESIDENT_MB);
     }

@@ -5,7 +5,7 @@ import type { InstanceRow } from '../db/schema.ts';
 import type { DockerEngine } from './engine.ts';
 import { dockerStatus, ignoreGone, o } from './call.ts';
 import { containerCheckpoints, type Checkpoints } from './checkpoint.ts';
-import { awaited, freezeContainer, thawContainer } from './freeze.ts';
+import { awaited, freezeContainer, swapOutStep, thawContainer } from './freeze.ts';
 import type { CredentialHandoff } from './handoff.ts';
 import { demux } from './logs.ts';
 import { AGENT_PORT, containerName, containerSpec, LABEL_INSTANCE, LABEL_SCOPE, TOKEN_ENV } from './spec.ts';
@@ -148,8 +148,12 @@ export class DockerInstances implements InstanceRuntime {
     );
   }
 
-  async freeze(id: string, opts: { memoryMb: number; residentMb?: number }): Promise<'frozen' | 'swapped'> {
-    return (await freezeContainer(this.deps.engine, id, opts)) ? 'swapped' : 'frozen';
+  freeze(id: string): Promise<void> {
+    return freezeContainer(this.deps.engine, id);
+  }
+
+  swapOut(id: string, opts: { memoryMb: number; residentMb: number; stepMb: number }): Promise<'more' | 'done' | 'refused' | 'awake'> {
+    return swapOutStep(this.deps.engine, id, opts);
   }
 
   thaw(id: string, memoryMb: number): Promise<void> {

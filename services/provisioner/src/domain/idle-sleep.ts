@@ -8,7 +8,7 @@ import type { Depth, Sleeper } from './sleep.ts';
 export interface IdleSleepDeps {
   repo: InstanceRepo;
   locks: OpLocks;
-  sleeper: Pick<Sleeper, 'sleepLocked' | 'freezes'>;
+  sleeper: Pick<Sleeper, 'sleepLocked' | 'swapOut' | 'freezes'>;
   /** Docker answers (no instance is put to sleep while it does not). */
   dockerUp: () => boolean;
   /** SLEEP_AFTER_IDLE_SECONDS_JSON (light sleep) and DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: per tier, 0 or absent = never. */
@@ -90,6 +90,8 @@ export class IdleSleep {
             return true;
           });
           if (done) {
+            // Outside the lock, so that a wake waits for one step of it at most.
+            if (depth === 'light') await this.deps.sleeper.swapOut(id);
             slept++;
             const took_ms = Math.round(performance.now() - t0);
             this.deps.log.info({ instance_id: id, tier, idle_seconds: seconds, depth, took_ms }, 'idle instance put to sleep');

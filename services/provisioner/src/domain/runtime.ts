@@ -64,11 +64,13 @@ export interface InstanceRuntime {
   /** The gateway token the workload was given, if it still exists. */
   token(id: string): Promise<string | undefined>;
   stop(id: string): Promise<void>;
+  /** The light sleep (docker driver only; absent: instances sleep stopped): freeze the running workload. */
+  freeze?(id: string): Promise<void>;
   /**
-   * The light sleep (docker driver only; absent: instances sleep stopped): freeze the running workload, and with
-   * `residentMb` push its memory out to swap but that much. Resolves to the depth it reached.
+   * One step of pushing a frozen workload's memory out to swap, `stepMb` at most, towards `residentMb` resident
+   * (docker/freeze.ts swapOutStep): `more` steps left, `done`, `refused` (no room: it keeps its memory), `awake`.
    */
-  freeze?(id: string, opts: { memoryMb: number; residentMb?: number }): Promise<'frozen' | 'swapped'>;
+  swapOut?(id: string, opts: { memoryMb: number; residentMb: number; stepMb: number }): Promise<'more' | 'done' | 'refused' | 'awake'>;
   /** Resume a frozen workload with its tier's memory limit. */
   thaw?(id: string, memoryMb: number): Promise<void>;
   /** The checkpointed sleep; absent: the deep sleep stops the workload. */

@@ -55,18 +55,18 @@ export class Sleeper {
     if (depth === 'light' && runtime.freeze && row.status === 'running') {
       // The edges hear first (its status event) that it sleeps, and hold its owner's requests for a wake and answer
       // anyone else's themselves; only then is it frozen, so no request is sent on into a frozen agent.
-      const intended = this.deps.residentMb ? 'swapped' : 'frozen';
-      await repo.markAsleep(row.id, intended);
+      // Its memory goes out to swap after the lock is let go (swapOut): `swapped` from the start, as the doctor allows
+      // any memory limit up to its tier's for it.
+      const swaps = Boolean(runtime.swapOut && this.deps.residentMb && this.deps.residentMb < row.memory_mb);
+      await repo.markAsleep(row.id, swaps ? 'swapped' : 'frozen');
       await sleep(EDGE_HEARS_MS);
-      let reached: 'frozen' | 'swapped';
       try {
-        reached = await runtime.freeze(row.id, { memoryMb: row.memory_mb, ...(this.deps.residentMb ? { residentMb: this.deps.residentMb } : {}) });
+        await runtime.freeze(row.id);
       } catch (err) {
         // It stays awake (the next pass tries again); if Docker cannot even resume it, the reconciler sees it awake or ended.
         await this.resume(row, true);
         throw err;
       }
-      if (reached !== intended) await repo.markAsleep(row.id, reached);
       // A request an edge sent on before it heard waits inside the frozen agent: it is served, and the agent sleeps
       // again at the next pass (its idle time is not renewed: a stranger's request must not keep it awake).
       if (await this.wakeAwaited(row)) return;
@@ -76,6 +76,31 @@ export class Sleeper {
       await repo.markStopped(row.id, undefined, true);
     }
     this.deps.stats.forget(row.id);
+  }
+
+  /**
+   * After a light sleep, outside its lock: push the frozen agent's memory out to swap, a step at a time, each step
+   * under the lock and the lock let go between steps. A wake (which takes the lock) waits for one step at most, not
+   * for the whole push, and ends it: the steps stop at an instance that is not asleep `swapped` any more.
+   */
+  async swapOut(id: string): Promise<void> {
+    const { runtime, repo, locks, residentMb } = this.deps;
+    if (!residentMb || !runtime.swapOut) return;
+    const step = () =>
+      locks.tryWith(id, async () => {
+        const row = await repo.byId(id);
+        if (!row || row.deleting_at || row.status !== 'sleeping' || row.sleep_depth !== 'swapped' || row.step !== 'done') return false;
+        const r = await runtime.swapOut!(id, { memoryMb: row.memory_mb, residentMb, stepMb: SWAP_STEP_MB });
+        if (r === 'refused') await repo.markAsleep(id, 'frozen');
+        return r === 'more';
+      });
+    try {
+      // Between steps, longer than a lock waiter's poll (locks.ts: every 100 ms), so a waiting wake takes the lock.
+      while (await step()) await sleep(SWAP_STEP_GAP_MS);
+    } catch (err) {
+      // It sleeps frozen with what it still holds; its wake sets its tier's limit back as for any other.
+      this.deps.log.warn({ instance_id: id, err: describe(err) }, 'the sleeping agent’s memory could not all go out to swap');
+    }
   }
 
   /**
@@ -238,6 +263,10 @@ export class Sleeper {
     return undefined;
   }
 }
+
+/** The most memory one step of a light sleep's push to swap moves: ~1-3 s of a wake's wait on a loaded 2-core host. */
+const SWAP_STEP_MB = 128;
+const SWAP_STEP_GAP_MS = 250;
 
 /** How long the edges take to hear that an instance sleeps (its status event), at most, on a healthy bus. */
 const EDGE_HEARS_MS = 500;
