@@ -191,15 +191,20 @@ describe('storage quota while an instance runs', () => {
     // No losetup/mkfs.ext4 on this PATH: the same check as a machine without loop devices.
     const started = spawnService('provisioner', { env: { ...stack.envFor('provisioner'), ...env, PATH: '/nonexistent' }, label: 'provisioner-quota-noloop' });
     // Requests keep coming while it starts and exits: the running replica answers every one of them (one that the
-    // refusing replica had taken from the queue group would go unanswered).
+    // refusing replica had taken from the queue group would go unanswered). Four callers, each asking again once
+    // answered: an unbounded flood (one every 5 ms) outran the running replica's database pool on a loaded host, and
+    // its answers were pool timeouts, not lost requests.
     let exited = false;
     const asked: Promise<unknown>[] = [];
-    const asking = (async () => {
+    const caller = async () => {
       while (!exited) {
-        asked.push(n.call(P.list, { user_id: newUser() }, 10_000));
+        const call = n.call(P.list, { user_id: newUser() }, 10_000);
+        asked.push(call);
+        await call.catch(() => {});
         await new Promise((r) => setTimeout(r, 5));
       }
-    })();
+    };
+    const asking = Promise.all([caller(), caller(), caller(), caller()]);
     const err = (
       await started.then(
         () => new Error('started'),
