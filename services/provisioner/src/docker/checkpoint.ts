@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Logger } from '@agenthost/shared';
 import type { InstanceCheckpoints } from '../domain/runtime.ts';
-import { o } from './call.ts';
 import type { DockerEngine } from './engine.ts';
 import { containerName, HOLD_INIT } from './spec.ts';
 
@@ -134,9 +133,7 @@ export class Checkpoints {
  * id (a recreated container is another) and the checkpoint's id (the row's: an older image does not open).
  */
 export function containerCheckpoints(engine: DockerEngine, checkpoints: Checkpoints, burstCpus: (cpus: number) => number): InstanceCheckpoints {
-  const update = (id: string, limits: { NanoCpus: number } | { Memory: number; MemorySwap: number }) =>
-    engine.run('container update', (abortSignal) => engine.docker.getContainer(containerName(id)).update(o({ ...limits, abortSignal })));
-  const setCpus = (id: string, cpus: number) => update(id, { NanoCpus: Math.round(cpus * 1e9) });
+  const setCpus = (id: string, cpus: number) => engine.updateLimits(id, { NanoCpus: Math.round(cpus * 1e9) });
   const target = async (id: string) => {
     const info = await engine.run('container inspect', (abortSignal) => engine.docker.getContainer(containerName(id)).inspect({ abortSignal }));
     const entry = info.Config.Entrypoint;
@@ -158,11 +155,11 @@ export function containerCheckpoints(engine: DockerEngine, checkpoints: Checkpoi
       // container's memory limit beside the agent's: an agent using more than half its limit was killed by the OOM
       // killer mid-dump. Room for both while it dumps (an image is at most what the agent holds), the limit back after.
       const { Memory, MemorySwap } = t.memory;
-      if (Memory > 0) await update(id, { Memory: Memory * 2, MemorySwap: MemorySwap > 0 ? MemorySwap + Memory : MemorySwap });
+      if (Memory > 0) await engine.updateLimits(id, { Memory: Memory * 2, MemorySwap: MemorySwap > 0 ? MemorySwap + Memory : MemorySwap });
       try {
         return await checkpoints.dump(id, t.pid, t.binding(checkpointId));
       } finally {
-        if (Memory > 0) await update(id, t.memory);
+        if (Memory > 0) await engine.updateLimits(id, t.memory);
       }
     },
     async restore(id, checkpointId, cpus) {

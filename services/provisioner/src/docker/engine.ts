@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { AppError, inSpan, type Logger } from '@agenthost/shared';
+import { AppError, containerName, inSpan, type Logger } from '@agenthost/shared';
 import { observeDockerError } from '../metrics.ts';
 import { describe, dockerStatus, o } from './call.ts';
 
@@ -52,6 +52,14 @@ export class DockerEngine {
         throw err;
       }),
     );
+  }
+
+  /**
+   * Change an instance container's limits live (`docker update`): its CPU share, or its memory and memory+swap.
+   * `timeoutMs`: a lowered memory limit returns once the kernel has reclaimed down to it, which takes seconds.
+   */
+  updateLimits(id: string, limits: { NanoCpus: number } | { Memory: number; MemorySwap: number }, timeoutMs?: number): Promise<unknown> {
+    return this.run('container update', (abortSignal) => this.docker.getContainer(containerName(id)).update(o({ ...limits, abortSignal })), timeoutMs);
   }
 
   private async call<T>(what: string, fn: (signal: AbortSignal) => Promise<T>, timeoutMs: number): Promise<T> {

@@ -4,6 +4,8 @@ import { dockerStatus, o } from './call.ts';
 import { containerName } from './spec.ts';
 
 const MB = 1024 * 1024;
+/** A memory limit's change returns once the kernel has reclaimed down to it: seconds on a loaded host, not a plain call's bound. */
+const RECLAIM_MS = 60_000;
 
 /**
  * The light sleep of a container (docs/decisions/0052-two-sleep-depths.md). Freezing pauses its processes (the cgroup
@@ -31,7 +33,6 @@ export async function swapOutStep(
   id: string,
   opts: { memoryMb: number; residentMb: number; stepMb: number },
 ): Promise<'more' | 'done' | 'refused' | 'awake'> {
-  const c = engine.docker.getContainer(containerName(id));
   const { State: state, HostConfig: host } = await inspect(engine, id);
   if (!state.Running || !state.Paused) return 'awake';
   let limit = Math.floor((host.Memory ?? 0) / MB) || opts.memoryMb;
@@ -43,7 +44,7 @@ export async function swapOutStep(
   }
   const next = Math.max(opts.residentMb, limit - opts.stepMb);
   try {
-    await engine.run('container update', (abortSignal) => c.update(o({ Memory: next * MB, MemorySwap: opts.memoryMb * MB, abortSignal })), 60_000);
+    await engine.updateLimits(id, { Memory: next * MB, MemorySwap: opts.memoryMb * MB }, RECLAIM_MS);
   } catch (err) {
     if (dockerStatus(err) === 404) throw err;
     // The kernel could not reclaim down to the limit (swap full): frozen with its memory, the limit as it was.
@@ -84,8 +85,7 @@ async function inspect(engine: DockerEngine, id: string) {
 
 /** Memory and memory+swap both at the tier's limit: pages already in swap stay there until touched, none go out. */
 function limitTo(engine: DockerEngine, id: string, memoryMb: number): Promise<unknown> {
-  const c = engine.docker.getContainer(containerName(id));
-  return engine.run('container update', (abortSignal) => c.update(o({ Memory: memoryMb * MB, MemorySwap: memoryMb * MB, abortSignal })), 60_000);
+  return engine.updateLimits(id, { Memory: memoryMb * MB, MemorySwap: memoryMb * MB }, RECLAIM_MS);
 }
 
 /**

@@ -162,10 +162,7 @@ export class DockerInstances implements InstanceRuntime {
 
   async clampCpus(id: string, cpus: number): Promise<void> {
     if (bootCpus(cpus, this.deps.config.BOOT_CPUS) === cpus) return;
-    const { engine } = this.deps;
-    await engine.run('container update', (abortSignal) =>
-      engine.docker.getContainer(containerName(id)).update(o({ NanoCpus: Math.round(cpus * 1e9), abortSignal })),
-    );
+    await this.deps.engine.updateLimits(id, { NanoCpus: Math.round(cpus * 1e9) });
   }
 
   awaited(id: string): Promise<boolean> {
