@@ -185,7 +185,8 @@ try {
     log(`first turns failed: ${err.message.slice(0, 300)}`);
     return { never: [] as number[], woken: [] as number[], awake: [] as number[], failures: 1 };
   };
-  const turns = await firstTurns({ nc, edge, asserter, rounds: TURN_ROUNDS, tier: 'enterprise', log }).catch(noTurns);
+  const turnOpts = { nc, edge, asserter, rounds: TURN_ROUNDS, tier: 'enterprise' as const, log };
+  const turns = await firstTurns(turnOpts).catch(noTurns);
   failures += turns.failures;
 
   // Step 6: the same stack's provisioner replaced by one that checkpoints (every instance of the first is removed).
@@ -200,7 +201,7 @@ try {
   const sleepRows = { ...baseRows, deep_checkpointed_pro: await checkpointed('enterprise'), deep_checkpointed_free: await checkpointed('free') };
 
   log('the first agent turn after a checkpointed wake, against the first turn of an agent that never slept (stub model)');
-  const ckTurns = await firstTurns({ nc, edge, asserter, rounds: TURN_ROUNDS, tier: 'enterprise', depth: 'checkpointed', log }).catch(noTurns);
+  const ckTurns = await firstTurns({ ...turnOpts, depth: 'checkpointed', checkpointDir: checkpointScope }).catch(noTurns);
   failures += ckTurns.failures;
 
   log(`density: ${DENSITY} free instances (at most ${DENSITY_STAGGER} booting at once), asleep checkpointed; host memory per agent`);

@@ -5,6 +5,8 @@
 // light sleep (or, with `depth: 'checkpointed'`, waits for its checkpointed deep sleep) and times the first turn after
 // (the request wakes it), then one more turn awake (the turn's floor).
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { contracts, request } from '../../packages/shared/src/index.ts';
 import { type Edge, startTestLlm, useTestLlm } from '../../packages/testkit/src/index.ts';
 import { sleep } from './container.ts';
@@ -20,6 +22,8 @@ export async function firstTurns(o: {
   rounds: number;
   tier: contracts.TierName;
   depth?: 'checkpointed';
+  /** With `depth`: the provisioner's image directory of this scope, where a sealed image appears whole. */
+  checkpointDir?: string;
   log: (m: string) => void;
 }) {
   const user_id = randomUUID();
@@ -73,6 +77,14 @@ export async function firstTurns(o: {
         failures++;
         o.log(`turn round ${r + 1}: it did not fall asleep${o.depth ? ` ${o.depth}` : ''}`);
         continue;
+      }
+      // The row says `checkpointed` as the dump begins: a turn sent then waits for the dump and the seal as well as
+      // the wake (7.5-8.5 s on 1 Dec). The wake is timed from a finished checkpoint, its image sealed in place.
+      if (o.depth && o.checkpointDir) {
+        const image = path.join(o.checkpointDir, c.instance_id);
+        const deadline = Date.now() + 180_000;
+        while (!existsSync(image) && Date.now() < deadline) await sleep(100);
+        await sleep(2000); // settled, as the wake rows measure it
       }
       const afterWake = await turn();
       if (afterWake !== undefined) woken.push(afterWake);
