@@ -151,7 +151,10 @@ describe('the dashboard in Chromium, with a Wallet Standard wallet on devchain',
     // Read on its own when the page opens (first-hour.test.ts shows a real request appearing).
     await textOf(page, '#devices', /This agent has no device pairing/);
     // A refusal, not a failure: the provisioner says so at info, without a stack at error level.
-    const said = stack.services.get('provisioner')!.lines().filter((l) => l.includes('DEVICES_UNSUPPORTED'));
+    const said = stack.services
+      .get('provisioner')!
+      .lines()
+      .filter((l) => l.includes('DEVICES_UNSUPPORTED'));
     expect(said.length).toBeGreaterThan(0);
     expect(said.filter((l) => l.includes('"level":"error"'))).toEqual([]);
   });
