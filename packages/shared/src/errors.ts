@@ -115,6 +115,14 @@ export class AppError extends Error {
     this.retryAfter = opts.retryAfter;
   }
 
+  /**
+   * A failure of the service's own (a 5xx), as against a refusal of the request (a 4xx, or a 501: this deployment
+   * does not offer it, say devices on the swarm driver or backups without a key). Failures are logged as such.
+   */
+  get failure(): boolean {
+    return this.status >= 500 && this.status !== 501;
+  }
+
   toBody(): ErrorBody {
     return { error: this.message, code: this.code, status: this.status };
   }

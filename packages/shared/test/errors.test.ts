@@ -25,6 +25,13 @@ describe('errors', () => {
     expect(AppError.fromWire({ code: 'MADE_UP', message: 'x' }).code).toBe('INTERNAL');
   });
 
+  it('tells a failure of its own (5xx) from a refusal (4xx, and a 501 for what this deployment does not offer)', () => {
+    expect(new AppError('SERVICE_UNAVAILABLE').failure).toBe(true);
+    expect(toAppError(new Error('boom')).failure).toBe(true);
+    expect(new AppError('DEVICES_UNSUPPORTED').failure).toBe(false);
+    expect(new AppError('INSTANCE_NOT_FOUND').failure).toBe(false);
+  });
+
   it('gives every code a 4xx or 5xx status', () => {
     for (const { status } of Object.values(ERROR_CODES)) expect(status).toBeGreaterThanOrEqual(400);
   });

@@ -167,9 +167,7 @@ async function handleMessage(ep: Endpoint, msg: ServiceMsg, rootLog: Logger, ass
     return { subject, seconds: (performance.now() - started) / 1000 };
   } catch (err) {
     const appErr = toAppError(err);
-    // 501 says this deployment does not offer the thing asked (backups without a key, devices on swarm): a refusal,
-    // as a 4xx is, not a failure to log with its stack.
-    if (appErr.status >= 500 && appErr.status !== 501) log().error({ err, code: appErr.code }, 'request failed');
+    if (appErr.failure) log().error({ err, code: appErr.code }, 'request failed');
     else log().info({ code: appErr.code, msg_text: appErr.message }, 'request refused');
     const h = natsHeaders();
     h.set('Nats-Service-Error-Code', String(appErr.status));

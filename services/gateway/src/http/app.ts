@@ -102,7 +102,7 @@ function errorHandler(log: Logger) {
     const where = { request_id: res.locals.requestId, path: pathOf(req.originalUrl) };
     if (appErr.code === 'INTERNAL') log.error({ err, ...where }, 'unhandled error');
     // An unavailable backend: its cause's message (a bus or database error, never a request's data) says which.
-    else if (appErr.status >= 500) log.warn({ code: appErr.code, ...where, cause: causeOf(appErr) }, appErr.message);
+    else if (appErr.failure) log.warn({ code: appErr.code, ...where, cause: causeOf(appErr) }, appErr.message);
     if (res.headersSent) {
       res.destroy();
       return;
