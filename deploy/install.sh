@@ -78,5 +78,12 @@ pnpm install --frozen-lockfile --reporter=silent 2>/dev/null || pnpm install --r
 
 # The dashboard is built here, at install time, so that start.sh serves it and test.sh's browser tests find it:
 # static files under packages/dashboard/dist, which the gateway serves at / (docs/dashboard.md).
+# Built beside dist and swapped in whole: vite empties its output first, and a second install (the readme suite runs
+# deploy/start.sh beside the browser suites) emptied the dist a gateway served and a suite was reading (a first-hour
+# run failed on it). Two installs at once each swap their own build of the same sources; the second mv refuses.
 say "building the dashboard"
-pnpm --filter @agenthost/dashboard run build >/dev/null
+dash="$REPO_DIR/packages/dashboard"
+pnpm --filter @agenthost/dashboard run build --outDir "dist.build.$$" >/dev/null
+mv -T "$dash/dist" "$dash/dist.old.$$" 2>/dev/null || true
+mv -T "$dash/dist.build.$$" "$dash/dist" 2>/dev/null || true
+rm -rf "$dash/dist.old.$$" "$dash/dist.build.$$"
