@@ -80,7 +80,7 @@ export async function firstTurns(o: {
       }
       // The row says `checkpointed` as the dump begins: a turn sent then waits for the dump and the seal as well as
       // the wake (7.5-8.5 s on 1 Dec). The wake is timed from a finished checkpoint, its image sealed in place.
-      if (o.depth && o.checkpointDir) {
+      if (o.checkpointDir) {
         const image = path.join(o.checkpointDir, c.instance_id);
         const deadline = Date.now() + 180_000;
         while (!existsSync(image) && Date.now() < deadline) await sleep(100);

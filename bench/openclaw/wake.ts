@@ -198,12 +198,13 @@ export async function wakeAtDepth(o: DepthOpts) {
         if (o.depth === 'checkpointed') {
           await sleep(500); // the provisioner's log line, read from its pipe
           const mine = o.lines().filter((l) => l.includes(c.instance_id));
-          const ok = mine.filter((l) => l.includes('instance restored from its checkpoint by a request')).length;
+          const restoredLines = mine.filter((l) => l.includes('instance restored from its checkpoint by a request'));
+          const ok = restoredLines.length;
           const bad = mine.filter((l) => l.includes('could not be restored')).length;
           if (ok > restored) {
             restored = ok;
             // Where the wake went, by the provisioner's line: the open, CRIU's restore, the pages after it.
-            const line = mine.filter((l) => l.includes('instance restored from its checkpoint by a request')).at(-1) ?? '';
+            const line = restoredLines.at(-1) ?? '';
             const part = (k: string) => new RegExp(`"${k}":(\\d+)`).exec(line)?.[1] ?? '?';
             how = `, restored: open ${part('open_ms')} ms, restore ${part('restore_ms')} ms, pages ${part('pages_ms')} ms`;
           } else if (bad > booted) {
