@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
-import { apiUrl, expectSpread, leftovers, manager, MANAGER, nodeCommand, statusIs, swarmChain, worker, WORKER } from './helpers.ts';
+import { apiUrl, expectSpread, leftovers, manager, MANAGER, nodeCommand, swarmChain, worker, WORKER } from './helpers.ts';
 import { agentVia, nodeOf } from './edge.ts';
+import { waitRunning } from './explain.ts';
 
 // The drain scenario of the swarm suite (swarm.test.ts runs it on the stack it deployed): a backup on the worker, the
 // worker drained (its instances move with their volumes), back in service, and the deleted instance restored.
@@ -27,7 +28,7 @@ export async function drainAndBack(): Promise<void> {
       tokens.set(r.body.instance_id, r.body.access_token);
     }
     const status = async (id: string) => (await api.get(`/instance/status/${id}`)).body;
-    const views = await Promise.all(ids.map((id) => waitFor(`running ${id}`, () => statusIs(api, id, 'running'), 180_000, 500)));
+    const views = await Promise.all(ids.map((id) => waitRunning(api, id)));
     const placed = await Promise.all(views.map((v) => nodeOf(v.instance_id)));
     const moving = views.filter((_, i) => placed[i] === WORKER);
     expect(moving.length).toBeGreaterThan(0);
@@ -103,7 +104,7 @@ export async function drainAndBack(): Promise<void> {
   expect(c.status, c.text).toBe(200);
   recordSecret(c.body.access_token);
   try {
-    const clone = await waitFor('the restored instance running', () => statusIs(api, c.body.instance_id, 'running'), 180_000, 500);
+    const clone = await waitRunning(api, c.body.instance_id, 180_000, 'the restored instance running');
     expect((await waitFor('its agent', () => agent(clone.url).catch(() => undefined), 60_000, 500)).state.born).toBe(born);
   } finally {
     await api.del(`/instance/delete/${c.body.instance_id}`);

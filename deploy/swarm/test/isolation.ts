@@ -3,10 +3,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'vitest';
-import { apiClient, recordSecret, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
+import { apiClient, recordSecret, signIn, subscribe } from '../../../packages/testkit/src/index.ts';
 import { allowedNames, type ConfiguredPart } from '../src/service-env.ts';
 import { DOMAIN, EDGE_HTTPS_PORT, nodeOf } from './edge.ts';
-import { apiUrl, EDGE_PORT, manager, MANAGER, statusIs, swarmChain, worker, WORKER } from './helpers.ts';
+import { waitRunning } from './explain.ts';
+import { apiUrl, EDGE_PORT, manager, MANAGER, swarmChain, worker, WORKER } from './helpers.ts';
 
 // What each task of the deployed stack holds, and who reaches the nodes' published ports: the swarm half of the
 // security review's findings 2 and 9. The outsider is a third network namespace on this machine (neither node, as a
@@ -125,7 +126,7 @@ async function expectOnlyNodesReachInstancePorts(): Promise<void> {
       expect(r.status, r.text).toBe(200);
       recordSecret(r.body.access_token);
       ids.push(r.body.instance_id);
-      const view = await waitFor(`${r.body.instance_id} running`, () => statusIs(session.api, r.body.instance_id, 'running'), 180_000, 500);
+      const view = await waitRunning(session.api, r.body.instance_id);
       // Its port, published in host mode on its node (the edges reach it there).
       if ((await nodeOf(view.instance_id)) === WORKER)
         port = (await manager.getService(`agenthost-${view.instance_id}`).inspect()).Spec.EndpointSpec?.Ports?.[0]?.PublishedPort ?? 0;

@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import { apiClient, signIn, subscribe, waitFor } from '../../../packages/testkit/src/index.ts';
 import { doctor } from './doctor.ts';
 import { agentVia } from './edge.ts';
+import { waitRunning } from './explain.ts';
 import { apiUrl, expectUsageExact, runningTasks, statusIs, steadyLoad, swarmChain, twoNode } from './helpers.ts';
 
 type Api = ReturnType<typeof apiClient>;
@@ -44,7 +45,7 @@ export async function workerCrashUnderLoad(api: Api, views: Array<{ instance_id:
   const back = Date.now();
   const times: number[] = [];
   for (const id of onWorker) {
-    await waitFor(`${id} running again`, () => statusIs(api, id, 'running'), Math.max(1, back + 60_000 - Date.now()), 500);
+    await waitRunning(api, id, Math.max(1, back + 60_000 - Date.now()), `${id} running again`);
     times.push(Date.now() - back);
     observed.get(id)!.push({ status: 'running' });
   }

@@ -20,6 +20,7 @@ import { chaosUnderLoad } from './chaos.ts';
 import { drainAndBack } from './drain.ts';
 import { doctorSeesDrift } from './doctor.ts';
 import { expectIsolated } from './isolation.ts';
+import { waitRunning } from './explain.ts';
 import { agentReaches, agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, nodeReach, plainVia, viaEdge } from './edge.ts';
 
 // The stack on a two-node swarm (the second engine in its own network namespace), used as a wallet holder and a
@@ -77,20 +78,7 @@ describe('agenthost on a two-node swarm', () => {
       expect(over.status).toBe(403);
       expect(over.body.code).toBe('INSTANCE_LIMIT_EXCEEDED');
 
-      const views = await Promise.all(
-        ids.map((id) =>
-          waitFor(
-            `instance ${id} running`,
-            async () => {
-              const r = await api.get(`/instance/status/${id}`);
-              if (r.body.status === 'failed') throw new Error(`instance failed: ${r.text}`);
-              return r.body.status === 'running' ? r.body : undefined;
-            },
-            180_000,
-            500,
-          ),
-        ),
-      );
+      const views = await Promise.all(ids.map((id) => waitRunning(api, id)));
       const nodes = await Promise.all(views.map((v) => nodeOf(v.instance_id)));
       expect(new Set(nodes)).toEqual(new Set([MANAGER, WORKER]));
       // Two instances on one node share its instance bridge, and neither reaches the other (each reaches itself there).

@@ -31,3 +31,12 @@ export function newestRefusal(tasks: Array<{ UpdatedAt?: string; Status?: { Err?
   }
   return newest.err;
 }
+
+/**
+ * Whether the newest `times` refused tasks all say the node keeps stale network state. One such refusal is not yet the
+ * node's fault: the swarm tries again each second, and only a refusal that every try repeats needs the operator.
+ */
+export function staleNetworkRepeated(tasks: Array<{ UpdatedAt?: string; Status?: { Err?: string } }>, times = 3): boolean {
+  const refused = tasks.filter((t) => t.Status?.Err).sort((a, b) => Date.parse(b.UpdatedAt ?? '') - Date.parse(a.UpdatedAt ?? ''));
+  return refused.length >= times && refused.slice(0, times).every((t) => nodeFault(t.Status!.Err!) === 'stale-network');
+}

@@ -12,7 +12,7 @@ import { NODE_DOWN, type Credentials, type InstanceRuntime, type ManagedObject, 
 import { nodeFirewall, SwarmInstanceNetwork } from './instance-network.ts';
 import { removeVolumeOnNode } from './janitor.ts';
 import { managedObjects, watchNodes } from './swarm-objects.ts';
-import { newestRefusal, nodeFault, staleNetworkReason } from './node-faults.ts';
+import { newestRefusal, nodeFault, staleNetworkReason, staleNetworkRepeated } from './node-faults.ts';
 import { nodeByAddr, pickNode } from './placement.ts';
 import { waitPortReleased } from './port-release.ts';
 import { credentialsSecretPrefix, instanceServiceSpec, networkName, type Spec, serviceName, volumeName } from './spec.ts';
@@ -223,9 +223,9 @@ export class SwarmInstances implements InstanceRuntime {
     const wanted = tasks.filter((t) => t.DesiredState === 'running');
     const latest = (wanted.length ? wanted : tasks).sort((a, b) => Date.parse(b.UpdatedAt ?? '') - Date.parse(a.UpdatedAt ?? ''))[0];
     const state = latest?.Status?.State ?? '';
-    // A node a crash left without its instance network refuses each try: the newest refusal says why (node-faults.ts).
+    // A node a crash left without its instance network refuses each try: the newest refusals say why (node-faults.ts).
     const fault = node && current.spec.Mode?.Replicated?.Replicas && state !== 'running' ? nodeFault(newestRefusal(tasks)) : undefined;
-    if (fault === 'stale-network') return { state: 'node_down', error: staleNetworkReason(node!) };
+    if (fault === 'stale-network' && staleNetworkRepeated(tasks)) return { state: 'node_down', error: staleNetworkReason(node!) };
     if (fault === 'unprepared') return this.network.repair(node!, this.deps.log, { state: 'starting' });
     if (!latest) return { state: current.spec.Mode?.Replicated?.Replicas ? 'starting' : 'created' };
     if (state === 'running' && latest.DesiredState === 'running') return { state: 'running', startedAt: Date.parse(latest.Status?.Timestamp ?? '') };
