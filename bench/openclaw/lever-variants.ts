@@ -80,4 +80,19 @@ export const GROUPS: Record<string, Variant[]> = {
     { name: 'built+semi2', image: LEVER_IMAGE, nodeOptions: '--max-semi-space-size=2' },
     { name: 'built+semi4', image: LEVER_IMAGE, nodeOptions: '--max-semi-space-size=4' },
   ],
+  // V8 without its optimizing tiers (an idle gateway waits on the network, not on its own code): code and feedback
+  // memory against start time, beside the best combination of the memory group.
+  lite: [
+    { name: 'built', image: LEVER_IMAGE },
+    { name: 'built+semi1+opt-size', image: LEVER_IMAGE, nodeOptions: '--max-semi-space-size=1', nodeArgs: ['--optimize-for-size'] },
+    { name: 'built+lite', image: LEVER_IMAGE, nodeArgs: ['--lite-mode'] },
+    { name: 'built+semi1+lite', image: LEVER_IMAGE, nodeOptions: '--max-semi-space-size=1', nodeArgs: ['--lite-mode'] },
+  ],
+  // The same through NODE_OPTIONS, which OpenClaw's two helper processes (its spawn broker and its read-only SQLite
+  // worker, ~170 MB of an idle agent) inherit: NODE_OPTIONS takes --jitless, not --lite-mode.
+  jitless: [
+    { name: 'built', image: LEVER_IMAGE },
+    { name: 'built+semi1', image: LEVER_IMAGE, nodeOptions: '--max-semi-space-size=1' },
+    { name: 'built+jitless+semi1', image: LEVER_IMAGE, nodeOptions: '--jitless --max-semi-space-size=1' },
+  ],
 };

@@ -6,9 +6,9 @@
 // on the host, which wall time is not on a shared machine), GET / and /readyz answered 200, then the idle memory
 // BENCH_IDLE_S (60) s after ready (Rss and Anonymous of its processes, memoryOf()) and GET / and /readyz again.
 //
-// Usage: node bench/openclaw/levers.ts <group> [rounds]     groups: cache, memory, boot, semi, plugins, cpus, built
+// Usage: node bench/openclaw/levers.ts <group> [rounds]     groups: cache, memory, boot, semi, plugins, cpus, built, lite, jitless
 // Environment: BENCH_IMAGE (agenthost/openclaw:latest; the baseline), LEVER_IMAGE (the image with a lever built in:
-// the cache, semi and built groups), BENCH_IDLE_S, LEVERS_PORT (28801). Results: bench/results/levers-<group>.json.
+// the cache, semi, built, lite and jitless groups), BENCH_IDLE_S, LEVERS_PORT (28801). Results: bench/results/levers-<group>.json.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
