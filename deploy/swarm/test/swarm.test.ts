@@ -15,6 +15,7 @@ import {
   SCALED,
   swarmChain,
   WORKER,
+  worker,
 } from './helpers.ts';
 import { chaosUnderLoad } from './chaos.ts';
 import { drainAndBack } from './drain.ts';
@@ -27,6 +28,8 @@ import { agentReaches, agentVia, DOMAIN, EDGE_HTTP_PORT, edgeOrigin, nodeOf, nod
 // developer would: every call goes through a node's edge to the gateways. The deployment's secret material is kept
 // where deploy keeps it: a second run updates the same stack (a new CA and new identities at once would not roll).
 const state = process.env.AGENTHOST_STATE ?? '/var/lib/agenthost';
+/** The stack's instance bridge (its provisioner's scope, `agenthost-instances`, and `-swarm`). */
+const INSTANCE_BRIDGE = 'agenthost-instances-swarm';
 
 beforeAll(async () => {
   await removeStrayInstances();
@@ -156,6 +159,12 @@ describe('agenthost on a two-node swarm', () => {
     }
     for (const id of ids) expect(await leftovers(id)).toEqual([]);
     expect((await api.get('/instance/list')).body.instances).toEqual([]);
+    // The worker's instance bridge outlives its last instance there: the anchor's task keeps it (swarm/anchor.ts), so
+    // no later create on that node meets the bridge being taken down or made again.
+    const instanceContainers = async () => (await worker.listContainers({ all: true, filters: JSON.stringify({ label: ['agenthost.instance'] }) })).length;
+    await waitFor('no instance container left on the worker', async () => (await instanceContainers()) === 0, 60_000, 500);
+    const bridges = await worker.listNetworks({ filters: JSON.stringify({ name: [INSTANCE_BRIDGE] }) });
+    expect(bridges.map((n) => n.Name)).toContain(INSTANCE_BRIDGE);
   }, 900_000);
 
   it('scales the gateway from 2 to 3 replicas and down to 1 and back under a steady authenticated load without one error', async () => {

@@ -3,6 +3,7 @@ import type { DockerEngine } from '../docker/engine.ts';
 import { dockerStatus, o } from '../docker/call.ts';
 import { firewallTag } from '../docker/firewall.ts';
 import { bridgeOf, inspectNetwork } from '../docker/network.ts';
+import { anchorSpec, ensureAnchor } from './anchor.ts';
 import { runJob, socketOf } from './janitor.ts';
 import { nodeSources, sourcesDigest } from './node-firewall.ts';
 import type { NodeSetup } from './node-setup.ts';
@@ -62,6 +63,7 @@ export class SwarmInstanceNetwork {
     engine: DockerEngine;
     scope: string;
     jobImage: string;
+    log: Logger;
     /**
      * The host firewall each node gets (FIREWALL=enforce): the port instances reach the edge at, and the instance ports
      * (PORT_RANGE_START..END), both kept to the swarm's nodes. Absent: none.
@@ -118,6 +120,16 @@ export class SwarmInstanceNetwork {
     const info = await inspectNetwork(engine, this.name);
     if (!info) throw new Error(`the swarm network ${this.name} was not found after it was made`);
     this.bridge = bridgeOf(info);
+    // Not a create's concern when it fails: without the anchor a node's bridge goes with its last instance, as before.
+    if (this.deps.jobImage) {
+      const spec = anchorSpec({
+        network: this.name,
+        scope: this.deps.scope,
+        image: this.deps.jobImage,
+        nodeConstraint: `node.labels.${readyLabel(this.name)} == ${readyValue(this.deps.firewall !== undefined)}`,
+      });
+      await ensureAnchor(engine, spec).catch((err: unknown) => this.deps.log.warn({ err }, 'could not keep the instance bridge anchored on every node'));
+    }
   }
 
   private async makeSwarmNetwork(): Promise<void> {

@@ -45,13 +45,13 @@ export class SwarmInstances implements InstanceRuntime {
   };
 
   private readonly network: SwarmInstanceNetwork;
-
   constructor(deps: SwarmInstances['deps']) {
     this.deps = deps;
     this.network = new SwarmInstanceNetwork({
       engine: deps.engine,
       scope: deps.scope,
       jobImage: deps.config.SWARM_JANITOR_IMAGE,
+      log: deps.log,
       ...(deps.config.FIREWALL === 'enforce' ? { firewall: nodeFirewall(deps.config) } : {}),
     });
   }
