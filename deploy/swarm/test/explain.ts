@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pinnedNode } from '@agenthost/shared';
 import { type apiClient, waitFor } from '../../../packages/testkit/src/index.ts';
 import { manager } from './helpers.ts';
 
@@ -8,11 +9,13 @@ import { manager } from './helpers.ts';
 
 type Api = ReturnType<typeof apiClient>;
 const logDir = path.join(process.env.AGENTHOST_STATE ?? '/var/lib/agenthost', 'log');
+/** Each node's hostname by its id. */
+const hostnames = (nodes: Awaited<ReturnType<typeof manager.listNodes>>) => new Map(nodes.map((n) => [n.ID, n.Description?.Hostname ?? n.ID]));
 
 /** The nodes' states, the newest tasks of an instance's service (node, state, refusal), and, with a node not ready, the worker engine's last errors. */
 export async function swarmView(instanceId?: string): Promise<string> {
   const nodes = await manager.listNodes();
-  const names = new Map(nodes.map((n) => [n.ID, n.Description?.Hostname ?? n.ID]));
+  const names = hostnames(nodes);
   const lines = nodes.map(
     (n) => `node ${n.Description?.Hostname}: ${n.Status?.State}${n.Status?.Message ? ` (${n.Status.Message})` : ''}, ${n.Spec?.Availability}`,
   );
@@ -52,11 +55,11 @@ export async function waitRunning(api: Api, id: string, timeoutMs = 180_000, wha
 
 /** Every instance service the swarm holds: name, replicas, the node it is pinned to, and its age. */
 export async function instanceServices(): Promise<string> {
-  const names = new Map((await manager.listNodes()).map((n) => [n.ID, n.Description?.Hostname ?? n.ID]));
+  const names = hostnames(await manager.listNodes());
   const services = await manager.listServices({ filters: JSON.stringify({ label: ['agenthost.instance'] }) });
   return services
     .map((s) => {
-      const pin = /^node\.id\s*==\s*(\S+)$/.exec(s.Spec?.TaskTemplate?.Placement?.Constraints?.[0] ?? '')?.[1];
+      const pin = pinnedNode(s.Spec?.TaskTemplate?.Placement?.Constraints);
       const age = Math.round((Date.now() - Date.parse(s.CreatedAt ?? '')) / 1000);
       return `${s.Spec?.Name} ×${s.Spec?.Mode?.Replicated?.Replicas ?? '?'} on ${pin ? names.get(pin) : 'no node'} (${age} s old)`;
     })

@@ -12,8 +12,8 @@ import { LABEL_MANAGED, LABEL_SCOPE } from '../docker/spec.ts';
  * It runs `sleep` as nobody, read-only, with no capability, no port and a few MB: nothing to reach, nothing to hold.
  */
 
-export const ANCHOR_LABEL = 'agenthost.anchor';
-export const anchorName = (network: string): string => `${network}-anchor`;
+const ANCHOR_LABEL = 'agenthost.anchor';
+const anchorName = (network: string): string => `${network}-anchor`;
 
 export function anchorSpec(a: { network: string; scope: string; image: string; nodeConstraint: string }) {
   return {
