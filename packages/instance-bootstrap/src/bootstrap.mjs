@@ -55,22 +55,26 @@ function parseTimeout(value) {
 /**
  * Reads the one JSON line {"instance_secret","instance_key"} the provisioner writes on stdin. Reads go
  * through libuv's thread pool (fs.read), so fd 0 stays in blocking mode for the agent that inherits it.
+ * `timeoutMs` undefined: no deadline (a warm pool agent waits, checkpointed, for as long as nobody claims it).
  */
 export async function readCredentials(fd, timeoutMs) {
   const chunks = [];
   let size = 0;
-  const deadline = Date.now() + timeoutMs;
+  const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
   for (;;) {
     const left = deadline - Date.now();
     if (left <= 0) throw new FatalError('no credentials arrived on stdin in time');
     const buf = Buffer.alloc(4096);
     let timer;
-    const n = await Promise.race([
-      new Promise((resolve, reject) => fs.read(fd, buf, 0, buf.length, null, (err, bytes) => (err ? reject(err) : resolve(bytes)))),
-      new Promise((resolve) => {
-        timer = setTimeout(() => resolve(-1), left);
-      }),
-    ]).finally(() => clearTimeout(timer));
+    const read = new Promise((resolve, reject) => fs.read(fd, buf, 0, buf.length, null, (err, bytes) => (err ? reject(err) : resolve(bytes))));
+    const n = await (left === Infinity
+      ? read
+      : Promise.race([
+          read,
+          new Promise((resolve) => {
+            timer = setTimeout(() => resolve(-1), left);
+          }),
+        ]).finally(() => clearTimeout(timer)));
     if (n === -1) throw new FatalError('no credentials arrived on stdin in time');
     if (n === 0) throw new FatalError('stdin closed before the credentials arrived');
     chunks.push(buf.subarray(0, n));
@@ -124,8 +128,13 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
   // (AGENTHOST_RELOAD_URL). The bootstrap then stays beside the agent, keeps the instance credentials in memory
   // and hands the keys out over a private socket, never in the agent's environment (see hot-reload.mjs).
   const hotReload = env.AGENTHOST_KEYS_WATCH === '1' && Boolean(env.AGENTHOST_RELOAD_URL) && env.AGENTHOST_BOOTSTRAP_SKIP_KEYS !== '1';
+  // A warm pool agent (AGENTHOST_CREDENTIALS=stdin-late) boots before it has an owner: the agent starts without keys,
+  // and the credentials come on stdin when a create claims it; the key watch then brings its owner's keys.
+  const late = hotReload && env.AGENTHOST_CREDENTIALS === 'stdin-late';
   let held;
-  if (env.AGENTHOST_BOOTSTRAP_SKIP_KEYS === '1') {
+  if (late) {
+    log('info', 'the agent starts before its credentials arrive (a warm pool agent)');
+  } else if (env.AGENTHOST_BOOTSTRAP_SKIP_KEYS === '1') {
     log('warn', 'key retrieval skipped (AGENTHOST_BOOTSTRAP_SKIP_KEYS=1)');
   } else {
     // The provisioner hands the credentials over on stdin, so they are in no container configuration;
@@ -139,7 +148,7 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
       } catch (err) {
         fail('the credentials file cannot be read', { error: err.code ?? err.message });
       }
-    } else if (env.AGENTHOST_CREDENTIALS === 'stdin') {
+    } else if (env.AGENTHOST_CREDENTIALS === 'stdin' || env.AGENTHOST_CREDENTIALS === 'stdin-late') {
       try {
         creds = await readCredentials(0, parseTimeout(env.AGENTHOST_BOOTSTRAP_TIMEOUT_MS));
       } catch (err) {
@@ -226,6 +235,17 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
 
   child = spawn(resolved, args, { argv0: command, env: agentEnv, stdio: 'inherit' });
   child.on('error', (err) => fail('could not start the agent', { command, error: err?.code ?? String(err) }, 126));
+  child.on('exit', (code, signal) => {
+    watch?.abort.abort();
+    watch?.server.close();
+    const exitCode = code ?? signalExitCode(signal);
+    log(exitCode === 0 ? 'info' : 'warn', 'agent exited', { code, signal, exit_code: exitCode });
+    process.exit(exitCode);
+  });
+  if (late) {
+    held = await lateCredentials(instanceId, env, fail);
+    log('info', 'credentials arrived: opening the key watch');
+  }
   if (watch) {
     void watchKeys({
       watchUrl: siblingUrl(env.AGENTHOST_KEYS_URL, 'watch'),
@@ -243,13 +263,22 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
       signal: watch.abort.signal,
     });
   }
-  child.on('exit', (code, signal) => {
-    watch?.abort.abort();
-    watch?.server.close();
-    const exitCode = code ?? signalExitCode(signal);
-    log(exitCode === 0 ? 'info' : 'warn', 'agent exited', { code, signal, exit_code: exitCode });
-    process.exit(exitCode);
-  });
+}
+
+/** A warm pool agent's credentials, read from stdin whenever its claim writes them (no deadline). */
+async function lateCredentials(instanceId, env, fail) {
+  let creds;
+  try {
+    creds = await readCredentials(0, undefined);
+  } catch (err) {
+    fail(err.message);
+  }
+  if (!instanceId || !env.AGENTHOST_KEYS_URL || !creds.secret || !creds.key) fail('the credentials that arrived are incomplete');
+  try {
+    return { secret: creds.secret, instanceKey: decodeInstanceKey(creds.key) };
+  } catch (err) {
+    fail(`AGENTHOST_INSTANCE_KEY is unusable: ${err.message}`);
+  }
 }
 
 function isEntrypoint() {

@@ -218,6 +218,19 @@ export const provisionerConfig = baseConfig
           'or, where checkpointing is off, the container is stopped (`stopped`) and the next request boots the agent. Volume, keys, port and ' +
           'URL are kept either way. `0`, or a tier left out: never. On the swarm driver there is one depth: the first of the two times stops the container.',
       }),
+    WARM_POOL_JSON: jsonVar(
+      'WARM_POOL_JSON',
+      'a JSON object mapping frameworks to {tier: count}',
+      z.record(z.string().min(1), z.partialRecord(contracts.tierName, z.number().int().min(0).max(20))),
+    )
+      .default({})
+      .meta({
+        accepts: 'JSON',
+        description:
+          'The warm pool: per framework and tier, how many agents of `DEFAULT_VERSION` are kept booted and checkpointed, ownerless, for a create to claim ' +
+          '(it then runs in about the time of a wake, not a boot), e.g. `{"openclaw":{"free":2,"pro":1}}`. Each holds a port, a volume and a sealed image. ' +
+          'Needs the checkpointed sleep and key hot reload; docker driver only (docs/decisions/0063-a-warm-pool-of-checkpointed-agents.md).',
+      }),
     BOOT_CPUS: z.coerce
       .number()
       .min(0)

@@ -24,6 +24,8 @@ import { InstanceRepo } from './domain/instance-repo.ts';
 import { LiveView } from './domain/instance-view.ts';
 import { InstanceLifecycle, type InstanceEvents } from './domain/lifecycle.ts';
 import { OpLocks } from './domain/locks.ts';
+import { NO_CREDENTIALS, POOL_USER } from './domain/pool-owner.ts';
+import { warmPool, type PoolCreate, type WarmPool } from './domain/pool.ts';
 import { NetworkGuard } from './domain/network-guard.ts';
 import { startedByAReplica } from './domain/own-starts.ts';
 import { QuotaGuard } from './domain/quota.ts';
@@ -94,6 +96,8 @@ export interface ProvisionerContext extends ProvisionerDeps {
   backupScheduler: BackupScheduler;
   /** Moves instances off draining swarm nodes; undefined on the docker driver. */
   drainer: Drainer | undefined;
+  /** The warm pool of checkpointed agents a create claims (WARM_POOL_JSON); undefined when there is none. */
+  pool: WarmPool | undefined;
 }
 
 /**
@@ -116,9 +120,11 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
   const volumeDir = join(config.VOLUME_DIR || stateDir('volumes'), scope);
   const volumes = overrides.volumes ?? new QuotaVolumes({ engine, log, scope, dir: volumeDir, enabled: config.VOLUME_QUOTA === 'enforce' });
   const pause = faults(config.FAULT_PAUSE_AT, log);
-  const issueCredentials = (user_id: string, instance_id: string) => request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs });
+  const issueCredentials = async (user_id: string, instance_id: string) =>
+    user_id === POOL_USER ? NO_CREDENTIALS : request(nc, contracts.keyvault.issueCredentials, { user_id, instance_id }, { timeoutMs });
+  const issueToOwner = async (id: string) => issueCredentials((await repo.byId(id))?.user_id ?? POOL_USER, id);
   const handoff =
-    overrides.handoff ?? new CredentialHandoff({ engine, log, issue: issueCredentials, startedByAReplica: startedByAReplica({ repo, locks, engine }) });
+    overrides.handoff ?? new CredentialHandoff({ engine, log, issue: issueToOwner, startedByAReplica: startedByAReplica({ repo, locks, engine }) });
   const extraSecurity = overrides.extraSecurity ?? { noNewPrivileges: false };
   // Placement runs one at a time across every provisioner replica (a database lock).
   const placementLock = <T>(fn: () => Promise<T>): Promise<T> => locks.with(`swarm-placement:${scope}`, fn, config.DOCKER_TIMEOUT_MS);
@@ -198,7 +204,10 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
     });
   // On a swarm the URL depends on the node, chosen at create; the gateway URL must be configured.
   const keysUrl = () => (swarm ? gatewayUrl('') : network.keysUrl());
-  const creator = overrides.creator ?? new InstanceCreator({ ...lifecycleDeps, config, lifecycle, view, keysUrl });
+  const checkpoints = 'checkpoints' in runtime && Boolean(runtime.checkpoints);
+  const poolDeps = { repo, locks, images, sleeper, lifecycle, tiers, dockerUp: () => engine.available, create: (i: PoolCreate) => creator.create(i) };
+  const pool: WarmPool | undefined = 'pool' in overrides ? overrides.pool : warmPool({ config, swarm, checkpoints, log }, poolDeps);
+  const creator: InstanceCreator = overrides.creator ?? new InstanceCreator({ ...lifecycleDeps, config, lifecycle, view, keysUrl, ...(pool ? { pool } : {}) });
   const backups =
     overrides.backups ??
     new Backups({
@@ -275,6 +284,7 @@ export function buildContext(deps: ProvisionerDeps, overrides: Partial<Provision
       }),
     devices: overrides.devices ?? new DevicePairing({ repo, engine, runtime, log }),
     backups,
+    pool,
     backupScheduler:
       overrides.backupScheduler ?? new BackupScheduler({ repo, backups, locks, tiers, log, scope, intervalSeconds: config.BACKUP_SCHEDULE_SECONDS }),
     drainer:

@@ -51,6 +51,7 @@ class Running {
     }
     reconciler.start();
     this.ctx.idleSleep.start();
+    this.ctx.pool?.start();
     // A node that goes away fails its instances (node_down) within seconds, and brings them back when it returns.
     // A draining node's instances move, with their volume, to the node with the most room.
     if (runtime instanceof SwarmInstances && drainer) {
@@ -93,6 +94,7 @@ class Running {
     await this.subscriptionChanges?.stop();
     ctx.reconciler.stop();
     ctx.idleSleep.stop();
+    ctx.pool?.stop();
     this.stopNodeWatch?.();
     clearInterval(this.drainTimer);
     ctx.containerEvents.stop();

@@ -2,7 +2,7 @@ import type { Logger } from '@agenthost/shared';
 import type { DockerEngine } from './engine.ts';
 import { o } from './call.ts';
 import type { ContainerEvents } from './events.ts';
-import { containerName, LABEL_INSTANCE, LABEL_USER } from './spec.ts';
+import { containerName, LABEL_INSTANCE } from './spec.ts';
 
 export interface HandoffCredentials {
   instance_secret: string;
@@ -25,7 +25,8 @@ export class CredentialHandoff {
   private readonly deps: {
     engine: DockerEngine;
     log: Logger;
-    issue(userId: string, instanceId: string): Promise<HandoffCredentials>;
+    /** Fresh credentials for the instance's owner as its row names them (a warm pool agent's label names the pool). */
+    issue(instanceId: string): Promise<HandoffCredentials>;
     /**
      * Whether some provisioner replica made this start (it holds the instance's lock while it starts, and the row
      * records when). Every replica sees every start on the event stream: without this, one replica's start looked
@@ -47,6 +48,8 @@ export class CredentialHandoff {
   /** Write the credentials to the running container's stdin. */
   async give(instanceId: string, creds: HandoffCredentials): Promise<void> {
     const { engine } = this.deps;
+    // A warm pool agent has none until a create claims it: its bootstrap waits for them (domain/pool-owner.ts).
+    if (!creds.instance_secret) return;
     const line = `${JSON.stringify({ instance_secret: creds.instance_secret, instance_key: creds.instance_key })}\n`;
     const stream = (await engine.run('container attach', (abortSignal) =>
       engine.docker.getContainer(containerName(instanceId)).attach(o({ stream: true, stdin: true, stdout: false, stderr: false, hijack: true, abortSignal })),
@@ -67,8 +70,7 @@ export class CredentialHandoff {
 
   private async onStart(attrs: Record<string, string>): Promise<void> {
     const instanceId = attrs[LABEL_INSTANCE];
-    const userId = attrs[LABEL_USER];
-    if (!instanceId || !userId) return;
+    if (!instanceId) return;
     const own = this.ownStarts.get(instanceId);
     for (const [id, at] of this.ownStarts) if (Date.now() - at > OWN_START_MS) this.ownStarts.delete(id);
     if (own !== undefined) {
@@ -78,7 +80,7 @@ export class CredentialHandoff {
     }
     try {
       if (await this.deps.startedByAReplica(instanceId)) return;
-      await this.give(instanceId, await this.deps.issue(userId, instanceId));
+      await this.give(instanceId, await this.deps.issue(instanceId));
       this.deps.log.info({ instance_id: instanceId }, 'restarted by the engine: fresh credentials handed over');
     } catch (err) {
       this.deps.log.error({ instance_id: instanceId, err: (err as Error).message }, 'could not hand credentials to a container the engine restarted');

@@ -13,6 +13,7 @@ import type { QuotaVolumes } from './volumes.ts';
 import { exportVolume, importVolume, removeRestoreHelper } from './volume-archive.ts';
 import type { Credentials, InstanceCheckpoints, InstanceRuntime, ManagedObject, RuntimeState } from '../domain/runtime.ts';
 import { instanceUrl } from '../domain/routes.ts';
+import { pooled } from '../domain/pool-owner.ts';
 
 type TierName = contracts.TierName;
 
@@ -85,7 +86,8 @@ export class DockerInstances implements InstanceRuntime {
         AGENTHOST_INSTANCE_ID: row.id,
         // Its public address: the agent allows its browser UI from there (OpenClaw's allowed origins).
         AGENTHOST_PUBLIC_URL: instanceUrl(config.INSTANCE_URL_TEMPLATE, row),
-        AGENTHOST_CREDENTIALS: 'stdin',
+        // A warm pool agent's credentials come when a create claims it: its bootstrap starts the agent without them.
+        AGENTHOST_CREDENTIALS: pooled(row) ? 'stdin-late' : 'stdin',
         AGENTHOST_KEYS_URL: this.deps.keysUrl(),
         ...(config.KEYS_HOT_RELOAD === 'on' ? { AGENTHOST_KEYS_WATCH: '1' } : {}),
         [TOKEN_ENV]: token,
@@ -125,6 +127,11 @@ export class DockerInstances implements InstanceRuntime {
       throw err;
     }
     await handoff.give(id, creds);
+  }
+
+  /** Hand credentials to the running agent's bootstrap (a claimed warm pool agent's, which waits for them). */
+  handOver(id: string, creds: Credentials): Promise<void> {
+    return this.deps.handoff.give(id, creds);
   }
 
   /** The gateway token the running container was given, if the container is still there. */

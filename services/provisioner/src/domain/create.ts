@@ -5,6 +5,8 @@ import { describe } from '../docker/call.ts';
 import { hashToken } from '@agenthost/shared';
 import { newInstanceId, newToken } from './access-token.ts';
 import { instanceView, type LiveView } from './instance-view.ts';
+import { claimFromPool, limitError } from './pool-claim.ts';
+import { pooled } from './pool-owner.ts';
 import type { InstanceLifecycle, LifecycleDeps } from './lifecycle.ts';
 import type { Credentials } from './runtime.ts';
 import { settled, timer } from './steps.ts';
@@ -20,6 +22,8 @@ export type CreateDeps = Pick<
   config: ProvisionerConfig;
   /** The gateway's key-retrieval URL as instances reach it (throws 503 while the instance network is not ready). */
   keysUrl(): string;
+  /** The warm pool (pool.ts), where one is configured: which creates it serves, and a claim's call for a refill. */
+  pool?: { serves(framework: string, tier: string): boolean; claimed(): void };
 };
 
 /**
@@ -45,21 +49,19 @@ export class InstanceCreator {
     // Pinned: the instance runs the image the version names now, whatever the tag names later (docs/decisions/0026-pinned-images-and-upgrades.md).
     const digest = await this.deps.images.resolve(image);
     this.deps.keysUrl(); // the instance network must be ready (503 otherwise)
+    // A warm pool agent is nobody's: no storage to check, no instance limit, no event (pool-owner.ts).
+    const forPool = pooled(input);
+    if (!forPool) {
+      await this.assertStorage(input.user_id, input.tier, limits.storage_mb);
+      const claimed = await claimFromPool(this.deps, input, { version, digest, limits });
+      if (claimed) return claimed;
+    }
 
     const id = newInstanceId();
     const name = input.name ?? `${input.framework}-${id.slice(-6)}`;
     const token = newToken();
     const t = timer();
-    // The storage check (a read) runs while the operation lock is taken.
-    const storageP = this.assertStorage(input.user_id, input.tier, limits.storage_mb);
-    storageP.catch(() => {}); // awaited (and handled) below
     const release = await this.deps.locks.hold(id);
-    try {
-      await storageP;
-    } catch (err) {
-      await release();
-      throw err;
-    }
     t.lap('lock');
     try {
       let row: InstanceRow;
@@ -67,7 +69,7 @@ export class InstanceCreator {
         row = await repo.lease({
           id,
           userId: input.user_id,
-          maxInstances: limits.instances,
+          maxInstances: forPool ? UNLIMITED : limits.instances,
           portStart: config.PORT_RANGE_START,
           portEnd: config.PORT_RANGE_END,
           name,
@@ -82,12 +84,8 @@ export class InstanceCreator {
           wallet: input.wallet_address ?? null,
         });
       } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code === 'AH001') {
-          throw new AppError('INSTANCE_LIMIT_EXCEEDED', `The ${input.tier} tier allows ${limits.instances} instance${limits.instances === 1 ? '' : 's'}`);
-        }
-        if (code === 'AH002') throw new AppError('PORTS_EXHAUSTED');
-        throw err;
+        if ((err as { code?: string }).code === 'AH002') throw new AppError('PORTS_EXHAUSTED');
+        throw limitError(err, input.tier, limits.instances);
       }
       t.lap('lease');
       // Credentials only for a leased instance: a refused create asks keyvault for nothing, so there is nothing
@@ -155,7 +153,7 @@ export class InstanceCreator {
     // so undoing it publishes no events.instance.deleted (lifecycle.ts, finishDelete).
     const created = await repo.markStarted(id, row.generation, startedAt, deadline);
     row.started_at = created.started_at;
-    await this.deps.events.created({ instance_id: id, user_id: userId, created_at: row.created_at.toISOString() });
+    if (!pooled(row)) await this.deps.events.created({ instance_id: id, user_id: userId, created_at: row.created_at.toISOString() });
     t.lap('record');
     this.deps.log.info({ instance_id: id, user_id: userId, port: row.port, image: row.image, ms: t.laps }, 'instance created');
     await this.deps.pause('started');

@@ -28,6 +28,7 @@ export function compareVersions(a: string, b: string): number {
  */
 export class LocalImages {
   private readonly seen = new Map<string, { at: number; id: string }>();
+  private readonly envs = new Map<string, boolean>();
   private readonly tagLists = new Map<string, { at: number; tags: Promise<Map<string, string>> }>();
 
   private readonly engine: DockerEngine;
@@ -56,6 +57,17 @@ export class LocalImages {
       if (dockerStatus(err) === 404) throw validationError('version', `no image ${image} is available for this framework version`);
       throw err;
     }
+  }
+
+  /** Whether the image's own environment sets `name` (an image ID names one image for good, so this is asked once per ID). */
+  async envHas(image: string, name: string): Promise<boolean> {
+    let has = this.envs.get(`${image} ${name}`);
+    if (has === undefined) {
+      const info = await this.engine.run('image inspect', (abortSignal) => this.engine.docker.getImage(image).inspect(o({ abortSignal })));
+      has = (info.Config?.Env ?? []).some((e) => e.startsWith(`${name}=`) && e.length > name.length + 1);
+      this.envs.set(`${image} ${name}`, has);
+    }
+    return has;
   }
 
   /** Forget what a tag resolved to (an upgrade resolves its target afresh: the tag may just have been rebuilt). */

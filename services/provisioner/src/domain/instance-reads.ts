@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { InstanceRow, ProvisionerDB } from '../db/schema.ts';
+import { POOL_USER } from './pool-owner.ts';
 
 /**
  * Every read of the instances table, one named query each (the transitions are instance-repo.ts). Nothing here
@@ -93,7 +94,12 @@ export class InstanceReads {
 
   /** The edge's route table (routes.ts): every instance not being deleted, or the one asked for. */
   routes(instanceId?: string) {
-    let q = this.db.selectFrom('instances').select(['id', 'status', 'step', 'port', 'node_host', 'access_token_hash']).where('deleting_at', 'is', null);
+    // The warm pool's agents are nobody's yet: no edge routes to them (domain/pool-owner.ts).
+    let q = this.db
+      .selectFrom('instances')
+      .select(['id', 'status', 'step', 'port', 'node_host', 'access_token_hash'])
+      .where('deleting_at', 'is', null)
+      .where('user_id', '<>', POOL_USER);
     if (instanceId) q = q.where('id', '=', instanceId);
     return q.orderBy('id').execute();
   }
@@ -133,6 +139,7 @@ export class InstanceReads {
       .selectFrom('instances as i')
       .select(['i.id', 'i.user_id', 'i.tier'])
       .where('i.deleting_at', 'is', null)
+      .where('i.user_id', '<>', POOL_USER)
       .where('i.status', 'in', ['running', 'stopped', 'sleeping'])
       .where(({ not, exists, selectFrom }) =>
         not(

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { InstanceRow, ProvisionerDB, Step } from '../db/schema.ts';
 import { WatcherTransitions } from './instance-watchers.ts';
 import { PORT_LOCK_CLASS, USER_LOCK_CLASS } from './locks.ts';
+import { POOL_USER } from './pool-owner.ts';
 import { endUpgrade, startUpgrade, type UpgradeTarget } from './upgrade-columns.ts';
 
 export type { UpgradeTarget } from './upgrade-columns.ts';
@@ -50,6 +51,39 @@ export class InstanceRepo extends WatcherTransitions {
       ${USER_LOCK_CLASS}::int, ${PORT_LOCK_CLASS}::int, ${l.name}, ${l.framework}, ${l.version}, ${l.image}, ${l.tier},
       ${l.memoryMb}::int, ${l.cpus}::real, ${l.pids}::int, ${l.tokenHash}, ${l.wallet}::text)`.execute(this.db);
     return r.rows[0]!;
+  }
+
+  /**
+   * A create's claim of a warm pool agent that matches it (claim_pooled_instance: the same per-user lock and count as
+   * the lease, AH001 at the limit). Undefined when the pool has none: the create leases and boots one instead.
+   */
+  async claimPooled(c: Omit<LeaseInput, 'id' | 'portStart' | 'portEnd' | 'image' | 'tokenHash' | 'name'> & { digest: string; name: string | null }) {
+    const r = await sql<InstanceRow>`select * from claim_pooled_instance(
+      ${POOL_USER}::uuid, ${c.userId}::uuid, ${c.maxInstances}::int, ${USER_LOCK_CLASS}::int, ${c.framework}, ${c.version}, ${c.tier}, ${c.digest},
+      ${c.memoryMb}::int, ${c.cpus}::real, ${c.pids}::int, ${c.name}::text, ${c.wallet}::text)`.execute(this.db);
+    return r.rows[0];
+  }
+
+  /** A claim that Docker failed before anything reached its user: the agent is the pool's again, to be removed. */
+  async abandonClaim(id: string): Promise<void> {
+    await this.db
+      .updateTable('instances')
+      .set({ user_id: POOL_USER, step: 'deleting', deleting_at: sql`coalesce(deleting_at, now())`, generation: sql`generation + 1`, updated_at: new Date() })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /** The warm pool's agents of one framework and tier (not being deleted), oldest first. */
+  pool(framework: string, tier: string): Promise<InstanceRow[]> {
+    return this.db
+      .selectFrom('instances')
+      .selectAll()
+      .where('user_id', '=', POOL_USER)
+      .where('framework', '=', framework)
+      .where('tier', '=', tier)
+      .where('deleting_at', 'is', null)
+      .orderBy('created_at')
+      .execute();
   }
 
   /** How far an operation got, written before each Docker change so the reconciler can finish or undo it. */

@@ -4,6 +4,7 @@ import type { DockerEngine } from '../docker/engine.ts';
 import { describe } from '../docker/call.ts';
 import { hashToken } from '@agenthost/shared';
 import { newToken } from './access-token.ts';
+import { pooled } from './pool-owner.ts';
 import type { LocalImages } from './images.ts';
 import type { InstanceRepo, UpgradeTarget } from './instance-repo.ts';
 import type { OpLocks } from './locks.ts';
@@ -228,7 +229,9 @@ export class InstanceLifecycle {
     await this.deps.pause('container_removed');
     await this.deps.runtime.removeVolume(row.id, row.node_host);
     await this.deps.pause('volume_removed');
-    if (announced(row)) {
+    if (pooled(row)) {
+      // A warm pool agent was nobody's and was issued nothing (pool-owner.ts): no event, nothing to purge.
+    } else if (announced(row)) {
       await this.deps.events.deleted({ instance_id: row.id, user_id: row.user_id, deleted_at: deletedAt.toISOString() });
     } else if (!opts.keysPurged) {
       await this.deps.purgeKeys(row.user_id, row.id);

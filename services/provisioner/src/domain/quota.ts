@@ -5,6 +5,7 @@ import { mountPoints, type QuotaVolumes } from '../docker/volumes.ts';
 import type { InstanceRepo } from './instance-repo.ts';
 import type { InstanceLifecycle } from './lifecycle.ts';
 import type { OpLocks } from './locks.ts';
+import { pooled } from './pool-owner.ts';
 
 const MiB = 1024 * 1024;
 /** The failure_reason prefix of an instance stopped for storage (machine-readable, then the human text). */
@@ -85,12 +86,14 @@ export class QuotaGuard {
         }
         if (bytes !== Number(row.storage_bytes)) await repo.setStorageBytes(row.id, bytes);
       }
-      const entry = byUser.get(row.user_id) ?? { bytes: 0, limitMb, tier: row.tier, rows: [] };
+      // Each warm pool agent counts alone: the pool is not a user whose agents share an allowance.
+      const owner = pooled(row) ? row.id : row.user_id;
+      const entry = byUser.get(owner) ?? { bytes: 0, limitMb, tier: row.tier, rows: [] };
       entry.bytes += bytes;
       // Rows of one user normally share a tier; the largest allowance wins when they do not.
       if (limitMb === UNLIMITED || (entry.limitMb !== UNLIMITED && limitMb > entry.limitMb)) Object.assign(entry, { limitMb, tier: row.tier });
       entry.rows.push(row);
-      byUser.set(row.user_id, entry);
+      byUser.set(owner, entry);
     }
     for (const [, user] of byUser) {
       const over = user.limitMb !== UNLIMITED && user.bytes >= user.limitMb * MiB;

@@ -61,6 +61,8 @@ export interface InstanceRuntime {
   create(row: InstanceRow, token: string): Promise<{ runtimeId: string; host?: string }>;
   /** Start it with fresh credentials. */
   start(id: string, creds: Credentials): Promise<void>;
+  /** Credentials for the running agent, which waits for them (a claimed warm pool agent: domain/pool.ts); docker driver only. */
+  handOver?(id: string, creds: Credentials): Promise<void>;
   /** The gateway token the workload was given, if it still exists. */
   token(id: string): Promise<string | undefined>;
   stop(id: string): Promise<void>;

@@ -20,6 +20,7 @@ import * as idleSleep from './2026-11-27T12-00-00-idle-sleep.ts';
 import * as sleepDepths from './2026-11-28T14-00-00-sleep-depths.ts';
 import * as checkpoints from './2026-11-29T08-00-00-checkpoints.ts';
 import * as bootRetries from './2026-11-30T08-00-00-boot-retries.ts';
+import * as warmPool from './2026-12-01T10-00-00-warm-pool.ts';
 
 export const migrations: Record<string, Migration> = {
   '2026-11-22T00-00-00-init': init,
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28T14-00-00-sleep-depths': sleepDepths,
   '2026-11-29T08-00-00-checkpoints': checkpoints,
   '2026-11-30T08-00-00-boot-retries': bootRetries,
+  '2026-12-01T10-00-00-warm-pool': warmPool,
 };
