@@ -85,6 +85,11 @@ mv -f "$EDGE_DIR/caddy.json.new" "$EDGE_DIR/caddy.json" && chmod 644 "$EDGE_DIR/
 source "$DEPLOY_DIR/edge-limit.sh"
 edge_limit_on
 
+# The warm pool (docs/decisions/0063-...): one checkpointed agent per tier a new user starts on, claimed by a create
+# (it runs in about a second instead of a boot), unless agenthost.env says otherwise (`{}`: none).
+default_pool='{"openclaw":{"pro":1,"free":1}}'
+WARM_POOL_JSON="${WARM_POOL_JSON:-$default_pool}"
+
 # What this start decided, for deploy/run-service.sh (which supervisord runs for every (re)start).
 (umask 077; cat >"$RUN_DIR/services.env" <<EOV
 GATEWAY_PORT=$GATEWAY_PORT
@@ -103,6 +108,7 @@ EDGE_DATA_DIR=$EDGE_DIR/data
 EDGE_ADMIN_SOCKET=$EDGE_DIR/admin.sock
 EDGE_KEEPER_SOCKET=$EDGE_DIR/keeper.sock
 EDGE_GATEWAYS=unix/$GATEWAY_EDGE_SOCKET
+WARM_POOL_JSON=$(printf %q "$WARM_POOL_JSON")
 EOV
 )
 

@@ -17,10 +17,13 @@ export async function checkpointingProvisioner(o: {
   checkpointDir: string;
   idleS: number;
   log: (msg: string) => void;
+  /** More settings (the warm pool's step), and the service's label. */
+  env?: Record<string, string>;
+  label?: string;
 }): Promise<Service> {
   await o.stack.services.get('provisioner')!.stop();
   const service = await o.spawnService('provisioner', {
-    label: 'provisioner-checkpoint',
+    label: o.label ?? 'provisioner-checkpoint',
     env: {
       ...o.stack.envFor('provisioner'),
       SLEEP_CHECKPOINT: 'auto',
@@ -28,6 +31,7 @@ export async function checkpointingProvisioner(o: {
       CHECKPOINT_DIR: o.checkpointDir,
       SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: o.idleS, pro: 0, enterprise: o.idleS }),
       DEEP_SLEEP_AFTER_IDLE_SECONDS_JSON: JSON.stringify({ free: o.idleS + 25, pro: 0, enterprise: o.idleS + 25 }),
+      ...o.env,
     },
   });
   o.stack.services.set('provisioner', service);

@@ -1,20 +1,18 @@
-// Benchmark: the real OpenClaw image (issue #17). In one run, against baselines measured in the same run:
+// Benchmark: the real OpenClaw image (issues #17, #33). In one run, against baselines measured in the same run:
 //   1. create → running through the provisioner vs a bare `docker run` of the same image with the plain
 //      `openclaw gateway` command and the same limits (one of each at a time, BENCH_ROUNDS rounds);
 //   2. 5 concurrent creates through the provisioner (the only step with more than 2 agents at once);
-//   3. restart of a stopped instance container → first /readyz 200 (what a wake from sleep costs at least), and
-//      a real wake: an instance put to sleep by the provisioner, one HTTPS request through the edge (Caddy and its
-//      route keeper) → the agent's first response byte;
-//   4. idle memory per instance after BENCH_IDLE_S (60) s: RSS and where it goes (/proc/<pid>/smaps_rollup:
-//      anonymous = heap and buffers, file-backed = code), and the gateway's start profile from its log lines.
-// Usage: bash bench/run.sh openclaw   (or node bench/openclaw/run.ts with the infra env loaded)
+//   3. restart of a stopped instance container → first /readyz 200 (what a wake costs at least);
+//   4. idle memory per instance after BENCH_IDLE_S (60) s: RSS and where it goes (/proc/<pid>/smaps_rollup), and the
+//      gateway's start profile from its log lines;
 //   5. per sleep depth (light on free and on pro's limits, deep on pro's): time to sleep, host memory held asleep,
 //      wake → first byte through the edge; and the freeze floor (docker pause → unpause → first byte);
 //   6. the checkpointed deep sleep (docs/decisions/0049-...; checkpointing.ts), on pro's and free's limits, against
 //      the `stopped` deep sleep of step 5 and the restart floor of step 3; its image's size; the first turn after it;
 //   7. density: BENCH_DENSITY (12) free instances put to sleep checkpointed, at most BENCH_DENSITY_STAGGER (3)
-//      booting at once; host memory per agent asleep (density.ts).
-// Targets (issue #33): wake p50 ≤ 1.5 s and p99 ≤ 3 s holding ≤ 100 MB asleep, create p50 ≤ 3 s, idle RSS ≤ 400 MB.
+//      booting at once; host memory per agent asleep (density.ts);
+//   8. creates served by the warm pool, pro and free (pool.ts), against step 1's boots and bare runs.
+// Targets: targets.ts. Usage: bash bench/run.sh openclaw (or node bench/openclaw/run.ts with the infra env loaded).
 // Results: bench/results/openclaw.json.
 
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -31,6 +29,8 @@ const { spawnService, startEdge, startStack, testAsserter } = await import('../.
 const { wakeAtDepth } = await import('./wake.ts');
 const { densityRun } = await import('./density.ts');
 const { checkpointingProvisioner, checkpointedRow } = await import('./checkpointing.ts');
+const { warmPoolCreates } = await import('./pool.ts');
+const { targets, targetsMet } = await import('./targets.ts');
 const { firstTurns } = await import('./turn.ts');
 const { request, DEFAULT_TIERS: TIERS } = await import('../../packages/shared/src/index.ts');
 const { firewallTag, removeFirewall } = await import('../../services/provisioner/src/docker/firewall.ts');
@@ -191,7 +191,8 @@ try {
 
   // Step 6: the same stack's provisioner replaced by one that checkpoints (every instance of the first is removed).
   log('replacing the provisioner by one with a CHECKPOINT_KEY: the deep sleep checkpoints');
-  checkpointing = await checkpointingProvisioner({ stack, spawnService, checkpointDir: CHECKPOINT_DIR, idleS: WAKE_IDLE_S, log });
+  const cpOpts = { stack, spawnService, checkpointDir: CHECKPOINT_DIR, idleS: WAKE_IDLE_S, log };
+  checkpointing = await checkpointingProvisioner(cpOpts);
   const checkpointed = async (tier: 'free' | 'enterprise') => {
     const w = await wakeAtDepth({ nc, edge, asserter, rounds: DEEP_ROUNDS, tier, depth: 'checkpointed', checkpointDir: checkpointScope, lines: ckLines, log });
     failures += w.failures;
@@ -223,6 +224,13 @@ try {
         })
       : undefined;
 
+  log(`warm pool: one checkpointed agent per tier kept; ${ROUNDS} creates per tier claim it, each once it has refilled`);
+  const tiers = { [TIER]: LIMITS, free: TIERS.free };
+  const poolOpts = { scope: provNetwork, checkpointScope, tiers, rounds: ROUNDS, create: { nc, asserter, log }, user_id, log };
+  const pool = await warmPoolCreates({ ...poolOpts, replaceProvisioner: (env) => checkpointingProvisioner({ ...cpOpts, env, label: 'provisioner-pool' }) });
+  checkpointing = pool.service;
+  failures += pool.failures;
+
   const b = stats(bare);
   const p = stats(prov);
   const result = {
@@ -235,6 +243,9 @@ try {
     bare_docker_run_to_ready_ms: b,
     provisioner_create_to_running_ms: p,
     ratio_p50: Math.round((p.p50 / b.p50) * 100) / 100,
+    // A create served by the warm pool (WARM_POOL_JSON), per tier, and its ratio to the same run's bare `docker run`.
+    warm_pool_create_to_running_ms: pool.rows,
+    warm_pool_ratio_p50: Math.round(((pool.rows[TIER]?.p50 ?? NaN) / b.p50) * 100) / 100,
     concurrent_creates_to_running_ms: { concurrency: CONCURRENT, ...stats(burst.ms) },
     restart_to_ready_ms: stats(wake),
     freeze_floor_ms: stats(freeze),
@@ -260,20 +271,9 @@ try {
     density,
     start_profile_ms: profiles,
     failures,
-    // Issue 33's targets, on this 2-core machine.
-    targets: { wake_p50_ms: 1500, wake_p99_ms: 3000, asleep_held_mb: 100, create_to_running_p50_ms: 3000, idle_rss_mb: 400 },
-    targets_met: Object.fromEntries(
-      (['light_free', 'light_pro', 'deep_checkpointed_free', 'deep_checkpointed_pro'] as const)
-        .flatMap((k) => [
-          [`${k}_wake_p50`, sleepRows[k].wake_to_first_byte_ms.p50 <= 1500],
-          [`${k}_wake_p99`, sleepRows[k].wake_to_first_byte_ms.p99 <= 3000],
-          [`${k}_asleep_held`, sleepRows[k].asleep_held_mb <= 100],
-        ])
-        .concat([
-          ['create', p.p50 <= 3000],
-          ['idle_rss', idle.rss_mb <= 400],
-        ]),
-    ),
+    // Issue 33's targets, on this 2-core machine (targets.ts).
+    targets,
+    targets_met: targetsMet({ sleepRows, createP50: p.p50, pool: pool.rows, idleRss: idle.rss_mb }),
   };
   console.log(JSON.stringify(result, null, 2));
   mkdirSync(path.join(repo, 'bench/results'), { recursive: true });

@@ -38,7 +38,8 @@ export async function startDeployment(name: string, o: { env: Record<string, str
   };
   for (const k of INHERITED) delete env[k];
   chmodSync(state, 0o755); // as /var/lib/agenthost: Postgres's own user must reach its data directory
-  writeFileSync(path.join(state, 'agenthost.env'), o.settings.join('\n'));
+  // No warm pool unless the suite asks (deploy/start.sh keeps one by default): its boots would load every other suite.
+  writeFileSync(path.join(state, 'agenthost.env'), [`WARM_POOL_JSON='{}'`, ...o.settings].join('\n'));
   let started = false;
   const stop = async () => {
     await run('bash', [path.join(repoRoot, 'deploy/stop.sh')], { env }).catch(() => {});

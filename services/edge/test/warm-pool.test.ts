@@ -138,6 +138,7 @@ describe.skipIf(!host.ok)('the warm pool', () => {
   let a: Agent;
   let poolId: string;
   let born: string;
+  let b: Agent;
 
   it('keeps an agent booted and checkpointed that belongs to nobody: no user lists it and the edge has no route to it', async () => {
     poolId = await pooledReady();
@@ -199,7 +200,7 @@ describe.skipIf(!host.ok)('the warm pool', () => {
   it('boots the next agent for the pool, and a second tenant’s claim gets that one, never the first', async () => {
     const next = await pooledReady([a.id]);
     expect(next).not.toBe(a.id);
-    const b = await create(bob, 'second');
+    b = await create(bob, 'second');
     expect(b.id).toBe(next);
     const answer = await call(b);
     expect(answer.instance_id).toBe(b.id);
@@ -207,6 +208,24 @@ describe.skipIf(!host.ok)('the warm pool', () => {
     // Alice's instance is not Bob's to see.
     expect((await bob.api.get(`/instance/status/${a.id}`)).status).toBe(404);
     expect((await call(a)).state.born).toBe(born);
+  });
+
+  it('gives one agent to one create: of two at once, one claims it and the other boots', async () => {
+    // Four ports: Alice's, the pool's, the two creates' (Bob's first goes: the pool's refill takes one too).
+    expect((await bob.api.del(`/instance/delete/${b.id}`)).status).toBe(200);
+    const next = await pooledReady([a.id]);
+    const [x, y] = await Promise.all([create(alice, 'race-a'), create(bob, 'race-b')]);
+    expect([x.id, y.id]).toContain(next);
+    const [claimed, booted] = x.id === next ? [x, y] : [y, x];
+    expect(claimed.status).toBe('running');
+    expect(booted.status).toBe('provisioning');
+    await untilRunning(booted === x ? alice : bob, booted.id);
+    expect((await call(booted)).state.born).not.toBe((await call(claimed)).state.born);
+    for (const [s, i] of [
+      [alice, x],
+      [bob, y],
+    ] as const)
+      expect((await s.api.del(`/instance/delete/${i.id}`)).status).toBe(200);
   });
 
   it('boots a pooled agent whose image does not open for it, and its status event says why', async () => {

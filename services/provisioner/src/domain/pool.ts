@@ -56,6 +56,8 @@ export class WarmPool {
   private readonly deps: WarmPoolDeps;
   private timer: NodeJS.Timeout | undefined;
   private backoffUntil = 0;
+  /** Images already named in the log as unfit for the pool. */
+  private readonly warned = new Set<string>();
 
   constructor(deps: WarmPoolDeps) {
     this.deps = deps;
@@ -110,7 +112,9 @@ export class WarmPool {
       if (!digest) continue;
       // A claimed agent gets its owner's keys by a reload: its image must say how (AGENTHOST_RELOAD_URL).
       if (!(await this.deps.images.envHas(digest, 'AGENTHOST_RELOAD_URL'))) {
-        this.deps.log.warn({ image }, 'warm pool: the image does not say how its agent reloads keys (AGENTHOST_RELOAD_URL); none is booted');
+        if (!this.warned.has(digest))
+          this.deps.log.warn({ image }, 'warm pool: the image does not say how its agent reloads keys (AGENTHOST_RELOAD_URL); none is booted');
+        this.warned.add(digest);
         continue;
       }
       let kept = 0;
