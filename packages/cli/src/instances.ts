@@ -28,6 +28,12 @@ async function waitWithProgress(env: Env, id: string, state: InstanceState): Pro
   })().catch(() => undefined); // the progress is a display: a stream that fails leaves the wait to decide
   try {
     const done = await sdk.waitFor(id, state, { timeoutSeconds: 600 });
+    // Already there before its event stream said anything (a create served by the warm pool runs at once): say so.
+    if (status !== done.status) {
+      status = done.status;
+      if (tty) draw();
+      else process.stderr.write(`  ${id}: ${status}\n`);
+    }
     if (tty) process.stderr.write('\n');
     env.out(`${id} ${done.status}`);
   } finally {

@@ -24,9 +24,11 @@ import { applyProviderKeys, openclawConfigPath } from './provider-keys.mjs';
 import { siblingUrl, watchKeys } from './hot-reload.mjs';
 import { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from './keys-fetch.mjs';
 import { makeLogger, resolveCommand } from './process-tools.mjs';
+import { lateCredentials, readCredentials } from './stdin-credentials.mjs';
 
 export { DEFAULT_TIMEOUT_MS, FatalError, fetchKeys } from './keys-fetch.mjs';
 export { buildAgentEnv, decryptKeys, RESERVED_PREFIX, STRIPPED_ENV } from './agent-env.mjs';
+export { readCredentials } from './stdin-credentials.mjs';
 
 export {
   AAD_VERSION,
@@ -50,48 +52,6 @@ function signalExitCode(signal) {
 function parseTimeout(value) {
   const n = Number(value);
   return Number.isFinite(n) && n > 0 ? Math.floor(n) : DEFAULT_TIMEOUT_MS;
-}
-
-/**
- * Reads the one JSON line {"instance_secret","instance_key"} the provisioner writes on stdin. Reads go
- * through libuv's thread pool (fs.read), so fd 0 stays in blocking mode for the agent that inherits it.
- * `timeoutMs` undefined: no deadline (a warm pool agent waits, checkpointed, for as long as nobody claims it).
- */
-export async function readCredentials(fd, timeoutMs) {
-  const chunks = [];
-  let size = 0;
-  const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
-  for (;;) {
-    const left = deadline - Date.now();
-    if (left <= 0) throw new FatalError('no credentials arrived on stdin in time');
-    const buf = Buffer.alloc(4096);
-    let timer;
-    const read = new Promise((resolve, reject) => fs.read(fd, buf, 0, buf.length, null, (err, bytes) => (err ? reject(err) : resolve(bytes))));
-    const n = await (left === Infinity
-      ? read
-      : Promise.race([
-          read,
-          new Promise((resolve) => {
-            timer = setTimeout(() => resolve(-1), left);
-          }),
-        ]).finally(() => clearTimeout(timer)));
-    if (n === -1) throw new FatalError('no credentials arrived on stdin in time');
-    if (n === 0) throw new FatalError('stdin closed before the credentials arrived');
-    chunks.push(buf.subarray(0, n));
-    size += n;
-    const text = Buffer.concat(chunks).toString('utf8');
-    const nl = text.indexOf('\n');
-    if (nl >= 0 || size > 64 * 1024) {
-      let parsed;
-      try {
-        parsed = JSON.parse(nl >= 0 ? text.slice(0, nl) : text);
-      } catch {
-        throw new FatalError('the credentials on stdin are not JSON');
-      }
-      for (const c of chunks) c.fill(0);
-      return { secret: parsed?.instance_secret, key: parsed?.instance_key };
-    }
-  }
 }
 
 /** Runs the bootstrap; resolves only when the process is about to be replaced or exit. */
@@ -233,7 +193,9 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
     return;
   }
 
-  child = spawn(resolved, args, { argv0: command, env: agentEnv, stdio: 'inherit' });
+  // A late agent gets a stdin of its own (an empty pipe, as the container's is once read): the credentials still to
+  // come on fd 0 are not for it (stdin-credentials.mjs).
+  child = spawn(resolved, args, { argv0: command, env: agentEnv, stdio: [late ? 'pipe' : 'inherit', 'inherit', 'inherit'] });
   child.on('error', (err) => fail('could not start the agent', { command, error: err?.code ?? String(err) }, 126));
   child.on('exit', (code, signal) => {
     watch?.abort.abort();
@@ -262,22 +224,6 @@ export async function main(argv = process.argv.slice(2), env = process.env) {
       log,
       signal: watch.abort.signal,
     });
-  }
-}
-
-/** A warm pool agent's credentials, read from stdin whenever its claim writes them (no deadline). */
-async function lateCredentials(instanceId, env, fail) {
-  let creds;
-  try {
-    creds = await readCredentials(0, undefined);
-  } catch (err) {
-    fail(err.message);
-  }
-  if (!instanceId || !env.AGENTHOST_KEYS_URL || !creds.secret || !creds.key) fail('the credentials that arrived are incomplete');
-  try {
-    return { secret: creds.secret, instanceKey: decodeInstanceKey(creds.key) };
-  } catch (err) {
-    fail(`AGENTHOST_INSTANCE_KEY is unusable: ${err.message}`);
   }
 }
 
