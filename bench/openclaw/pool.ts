@@ -21,8 +21,12 @@ async function pooledReady(scope: string, checkpointScope: string, tier: string)
     const id = name.replace(/^agenthost-/, '');
     if (!existsSync(path.join(checkpointScope, id))) continue;
     const memory = Number(await docker('inspect', '-f', '{{.HostConfig.Memory}}', name).catch(() => '0'));
-    const top = await docker('top', name, '-o', 'comm').catch(() => '');
-    if (top.split('\n').slice(1).join() === 'hold-init' && memory === tierMemory.get(tier)) ready.push(id);
+    const top = await docker('top', name, '-o', 'pid,comm').catch(() => '');
+    const comms = top
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim().split(/\s+/)[1]);
+    if (comms.join() === 'hold-init' && memory === tierMemory.get(tier)) ready.push(id);
   }
   return ready;
 }

@@ -68,7 +68,7 @@ export async function claimFromPool(
   try {
     let fresh = (await repo.byId(id)) ?? row;
     const token = await runtime.token(id);
-    let status: View['status'] = 'running';
+    let restored = true;
     let accessToken = token;
     const ready = fresh.status === 'sleeping' && fresh.sleep_depth === 'checkpointed' && fresh.checkpoint_id && token;
     let why = ready ? undefined : 'the pooled agent was no longer asleep in its container';
@@ -103,15 +103,16 @@ export async function claimFromPool(
         wakeWarning: `The pooled agent could not be restored (${why}); it boots instead`,
       });
       accessToken = minted ?? token!;
-      status = 'provisioning';
+      restored = false;
     }
     fresh = (await repo.byId(id)) ?? fresh;
     await deps.events.created({ instance_id: id, user_id: input.user_id, created_at: fresh.created_at.toISOString() });
     log.info({ instance_id: id, user_id: input.user_id, port: fresh.port, image: fresh.image, ms: t.laps, pooled: true }, 'instance created');
     return {
       ...instanceView(fresh, config.INSTANCE_URL_TEMPLATE),
-      status,
-      estimated_ready: new Date(Date.now() + (status === 'running' ? 0 : deps.readiness.estimateSeconds() * 1000)).toISOString(),
+      // The create's answer says provisioning, as the spec has it; a restored agent already runs (its status says so).
+      status: 'provisioning',
+      estimated_ready: new Date(Date.now() + (restored ? 0 : deps.readiness.estimateSeconds() * 1000)).toISOString(),
       access_token: accessToken!,
     };
   } finally {
