@@ -93,6 +93,11 @@ afterAll(async () => {
     .split('\n')
     .filter(Boolean);
   if (ids.length) await run('docker', ['rm', '-f', '-v', ...ids]).catch(() => {});
+  // The warm pool's agents (deploy/start.sh keeps some) outlive the README's lines, with their volumes.
+  const vols = (await run('docker', ['volume', 'ls', '-q', '--filter', `label=agenthost.scope=${SCOPE}`]).catch(() => ({ stdout: '' }))).stdout
+    .split('\n')
+    .filter(Boolean);
+  if (vols.length) await run('docker', ['volume', 'rm', '-f', ...vols]).catch(() => {});
   await run('docker', ['network', 'rm', NETWORK]).catch(() => {});
   await removeFirewall(firewallTag(NETWORK));
   await run('bash', ['-c', `for m in "$1"/*; do umount -l "$m"; done`, '-', path.join(state, 'volumes', SCOPE, 'mnt')]).catch(() => {});

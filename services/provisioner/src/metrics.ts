@@ -39,6 +39,14 @@ export function observeContainerEvent(action: 'die' | 'oom', containerId: string
   else exitChild(exitCode === '137' || exitCode === '0' || exitCode === '143' ? 'stopped' : 'crash').inc();
 }
 
+const poolClaims = counter(
+  'agenthost_warm_pool_claims_total',
+  'Creates the warm pool could serve (WARM_POOL_JSON), by result: restored (a pooled agent, running at once), booted (claimed but it could not be restored: it boots), empty (none ready: the create boots)',
+  ['result'],
+);
+const poolClaimChild = children((result) => poolClaims.labels(result!));
+export const observePoolClaim = (result: 'restored' | 'booted' | 'empty'): void => poolClaimChild(result).inc();
+
 const dockerErrors = counter(
   'agenthost_docker_errors_total',
   'Docker Engine API calls that failed, by operation and kind (unavailable: engine down or timed out; answered: the engine refused)',

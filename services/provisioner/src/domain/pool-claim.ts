@@ -1,6 +1,7 @@
 import { AppError, type contracts, type TierLimits } from '@agenthost/shared';
 import type { InstanceRow } from '../db/schema.ts';
 import { describe } from '../docker/call.ts';
+import { observePoolClaim } from '../metrics.ts';
 import type { ProvisionerConfig } from '../config.ts';
 import type { InstanceLifecycle, LifecycleDeps } from './lifecycle.ts';
 import { instanceView } from './instance-view.ts';
@@ -61,7 +62,10 @@ export async function claimFromPool(
     throw limitError(err, input.tier, limits.instances);
   }
   deps.pool.claimed(); // a refill starts at once
-  if (!row) return undefined;
+  if (!row) {
+    observePoolClaim('empty');
+    return undefined;
+  }
   t.lap('claim');
   const id = row.id;
   const release = await locks.hold(id);
@@ -105,6 +109,7 @@ export async function claimFromPool(
       accessToken = minted ?? token!;
       restored = false;
     }
+    observePoolClaim(restored ? 'restored' : 'booted');
     fresh = (await repo.byId(id)) ?? fresh;
     await deps.events.created({ instance_id: id, user_id: input.user_id, created_at: fresh.created_at.toISOString() });
     log.info({ instance_id: id, user_id: input.user_id, port: fresh.port, image: fresh.image, ms: t.laps, pooled: true }, 'instance created');
