@@ -69,6 +69,7 @@ export async function claimFromPool(
   t.lap('claim');
   const id = row.id;
   const release = await locks.hold(id);
+  let claimDone = false;
   try {
     let fresh = (await repo.byId(id)) ?? row;
     const token = await runtime.token(id);
@@ -109,9 +110,10 @@ export async function claimFromPool(
       accessToken = minted ?? token!;
       restored = false;
     }
-    observePoolClaim(restored ? 'restored' : 'booted');
     fresh = (await repo.byId(id)) ?? fresh;
     await deps.events.created({ instance_id: id, user_id: input.user_id, created_at: fresh.created_at.toISOString() });
+    claimDone = true;
+    observePoolClaim(restored ? 'restored' : 'booted');
     log.info({ instance_id: id, user_id: input.user_id, port: fresh.port, image: fresh.image, ms: t.laps, pooled: true }, 'instance created');
     return {
       ...instanceView(fresh, config.INSTANCE_URL_TEMPLATE),
@@ -120,6 +122,11 @@ export async function claimFromPool(
       estimated_ready: new Date(Date.now() + (restored ? 0 : deps.readiness.estimateSeconds() * 1000)).toISOString(),
       access_token: accessToken!,
     };
+  } catch (err) {
+    // Claimed, then neither restored nor booted, or not announced (Docker or NATS gone, a boot that could not even be
+    // created): the create fails and the instance goes, as a failed create's does; the reconciler finishes the delete.
+    if (!claimDone) await repo.markDeleting(id).catch((e) => log.error({ instance_id: id, err: describe(e) }, 'could not mark a failed claim for removal'));
+    throw err;
   } finally {
     await release();
   }

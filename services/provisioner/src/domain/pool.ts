@@ -37,7 +37,7 @@ export interface WarmPoolDeps {
 /** How often the pool is looked at (a claim also starts a pass): a booted agent waits about this long for its checkpoint. */
 const PASS_SECONDS = 3;
 
-/** After a pool agent that could not be checkpointed, no new one boots for this long: a host that cannot dump is not retried in a loop. */
+/** After a pool agent that could not be booted or checkpointed, no new one boots for this long: no loop of failures. */
 const BACKOFF_MS = 60_000;
 
 /**
@@ -106,7 +106,8 @@ export class WarmPool {
     for (const e of this.entries()) {
       const image = `${this.deps.frameworkImages[e.framework]}:${this.deps.version}`;
       const digest = await this.deps.images.resolve(image).catch((err) => {
-        this.deps.log.warn({ image, err: describe(err) }, 'warm pool: its image is not here');
+        if (!this.warned.has(image)) this.deps.log.warn({ image, err: describe(err) }, 'warm pool: its image is not here');
+        this.warned.add(image);
         return undefined;
       });
       if (!digest) continue;
@@ -126,7 +127,11 @@ export class WarmPool {
         }
         const current = this.current(row, digest);
         if (current && kept < e.size && (await this.keep(row))) kept++;
-        else await this.remove(row.id);
+        else {
+          // An agent that failed (its boot, or after it) is not booted again at once: the next may fail the same way.
+          if (row.status === 'failed') this.backoffUntil = Date.now() + BACKOFF_MS;
+          await this.remove(row.id);
+        }
       }
       if (kept < e.size) short.push(e);
     }
@@ -134,7 +139,13 @@ export class WarmPool {
     const next = short[0];
     if (booting || !next || Date.now() < this.backoffUntil) return;
     this.deps.log.info({ framework: next.framework, tier: next.tier }, 'warm pool: booting an agent');
-    await this.deps.create({ user_id: POOL_USER, framework: next.framework, tier: next.tier, name: 'warm-pool' });
+    try {
+      await this.deps.create({ user_id: POOL_USER, framework: next.framework, tier: next.tier, name: 'warm-pool' });
+    } catch (err) {
+      // No port left, Docker or keyvault away: users' creates come first; the pool tries again later, not every pass.
+      this.deps.log.warn({ framework: next.framework, tier: next.tier, err: describe(err) }, 'warm pool: an agent could not be booted; trying again later');
+      this.backoffUntil = Date.now() + BACKOFF_MS;
+    }
   }
 
   /** Whether the agent is what a create of its framework and tier would make now. */
