@@ -95,3 +95,13 @@ export async function removeBare(name: string): Promise<void> {
   await dockerQuiet('rm', '-f', '-v', name);
   await dockerQuiet('volume', 'rm', '-f', name);
 }
+
+/** Every container and volume with one of these labels, gone (the end of a run). */
+export async function removeLabelled(labels: string[]): Promise<void> {
+  for (const label of labels) {
+    const ids = (await dockerQuiet('ps', '-aq', '--filter', `label=${label}`)).split('\n').filter(Boolean);
+    if (ids.length) await dockerQuiet('rm', '-f', '-v', ...ids);
+    const vols = (await dockerQuiet('volume', 'ls', '-q', '--filter', `label=${label}`)).split('\n').filter(Boolean);
+    if (vols.length) await dockerQuiet('volume', 'rm', '-f', ...vols);
+  }
+}

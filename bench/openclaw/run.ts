@@ -1,6 +1,6 @@
 // Benchmark: the real OpenClaw image (issues #17, #33). In one run, against baselines measured in the same run:
 //   1. create → running through the provisioner vs a bare `docker run` of the same image with the plain
-//      `openclaw gateway` command and the same limits (one of each at a time, BENCH_ROUNDS rounds);
+//      `openclaw gateway` command and the same limits, and the peer `openclaw fleet create` (one at a time);
 //   2. 5 concurrent creates through the provisioner (the only step with more than 2 agents at once);
 //   3. restart of a stopped instance container → first /readyz 200 (what a wake costs at least);
 //   4. idle memory per instance after BENCH_IDLE_S (60) s: RSS and where it goes (/proc/<pid>/smaps_rollup), and the
@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadInfraEnv } from '../../packages/testkit/src/infra-env.ts';
-import { bareRun, docker, dockerQuiet, memoryOf, readyz, removeBare, sleep, startProfile } from './container.ts';
+import { bareRun, docker, dockerQuiet, memoryOf, readyz, removeBare, removeLabelled, sleep, startProfile } from './container.ts';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 loadInfraEnv();
@@ -30,6 +30,7 @@ const { wakeAtDepth } = await import('./wake.ts');
 const { densityRun } = await import('./density.ts');
 const { checkpointingProvisioner, checkpointedRow } = await import('./checkpointing.ts');
 const { warmPoolCreates } = await import('./pool.ts');
+const { fleetCreate, prepareFleet } = await import('./fleet.ts');
 const { targets, targetsMet } = await import('./targets.ts');
 const { firstTurns } = await import('./turn.ts');
 const { request, DEFAULT_TIERS: TIERS } = await import('../../packages/shared/src/index.ts');
@@ -112,6 +113,9 @@ try {
   const prov: number[] = [];
   let failures = 0;
   const profiles: Record<string, unknown> = {};
+  // The peer: OpenClaw's own `openclaw fleet create` of the same build (fleet.ts), on the bare runs' port.
+  const fleetCli = await prepareFleet(IMAGE, log);
+  const fleet: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     // Alternating order, one agent at a time: drift weighs on both sides alike.
     const phases = [
@@ -131,9 +135,16 @@ try {
         if (r === 0 && c.ids[0]) profiles.provisioner = await startProfile(`agenthost-${c.ids[0]}`);
         await remove(nc, user_id, c.ids);
       },
+      async () => {
+        const ms = await fleetCreate(fleetCli, { tenant: `ah-bench-${tag}-${r}`, port: BARE_PORT, ...LIMITS, memoryMb: LIMITS.memory_mb });
+        if (ms === undefined) failures++;
+        else fleet.push(ms);
+      },
     ];
     for (const phase of r % 2 ? phases.reverse() : phases) await phase();
-    log(`round ${r + 1}/${ROUNDS}: bare ${Math.round(bare.at(-1) ?? NaN)} ms, provisioner ${Math.round(prov.at(-1) ?? NaN)} ms`);
+    log(
+      `round ${r + 1}/${ROUNDS}: bare ${Math.round(bare.at(-1) ?? NaN)} ms, provisioner ${Math.round(prov.at(-1) ?? NaN)} ms, fleet ${Math.round(fleet.at(-1) ?? NaN)} ms`,
+    );
   }
 
   log(`${CONCURRENT} concurrent creates`);
@@ -185,6 +196,11 @@ try {
     log(`first turns failed: ${err.message.slice(0, 300)}`);
     return { never: [] as number[], woken: [] as number[], awake: [] as number[], failures: 1 };
   };
+  const noDensity = (err: Error) => {
+    log(`density failed: ${err.message.slice(0, 300)}`);
+    failures++;
+    return undefined;
+  };
   const turnOpts = { nc, edge, asserter, rounds: TURN_ROUNDS, tier: 'enterprise' as const, log };
   const turns = await firstTurns(turnOpts).catch(noTurns);
   failures += turns.failures;
@@ -206,23 +222,8 @@ try {
   failures += ckTurns.failures;
 
   log(`density: ${DENSITY} free instances (at most ${DENSITY_STAGGER} booting at once), asleep checkpointed; host memory per agent`);
-  const density =
-    DENSITY > 0
-      ? await densityRun({
-          nc,
-          asserter,
-          count: DENSITY,
-          depth: 'checkpointed',
-          stagger: DENSITY_STAGGER,
-          checkpointDir: checkpointScope,
-          lines: ckLines,
-          log,
-        }).catch((err: Error) => {
-          log(`density failed: ${err.message.slice(0, 300)}`);
-          failures++;
-          return undefined;
-        })
-      : undefined;
+  const densityOpts = { nc, asserter, count: DENSITY, depth: 'checkpointed' as const, stagger: DENSITY_STAGGER, checkpointDir: checkpointScope };
+  const density = DENSITY > 0 ? await densityRun({ ...densityOpts, lines: ckLines, log }).catch(noDensity) : undefined;
 
   log(`warm pool: one checkpointed agent per tier kept; ${ROUNDS} creates per tier claim it, each once it has refilled`);
   const tiers = { [TIER]: LIMITS, free: TIERS.free };
@@ -243,6 +244,8 @@ try {
     bare_docker_run_to_ready_ms: b,
     provisioner_create_to_running_ms: p,
     ratio_p50: Math.round((p.p50 / b.p50) * 100) / 100,
+    // The peer row: `openclaw fleet create` of the same build → first /readyz 200 (fleet.ts).
+    peer_openclaw_fleet_create_to_ready_ms: { ...stats(fleet), ratio_p50_to_bare: Math.round((pct(fleet, 50) / b.p50) * 100) / 100 },
     // A create served by the warm pool (WARM_POOL_JSON), per tier, and its ratio to the same run's bare `docker run`.
     warm_pool_create_to_running_ms: pool.rows,
     warm_pool_ratio_p50: Math.round(((pool.rows[TIER]?.p50 ?? NaN) / b.p50) * 100) / 100,
@@ -287,12 +290,7 @@ try {
   await checkpointing?.stop().catch(() => {});
   await edge.stop().catch(() => {});
   await stack.stop().catch((err: unknown) => log(`stopping the stack: ${(err as Error).message}`));
-  for (const label of [`agenthost.scope=${provNetwork}`, bareLabel]) {
-    const ids = (await dockerQuiet('ps', '-aq', '--filter', `label=${label}`)).split('\n').filter(Boolean);
-    if (ids.length) await dockerQuiet('rm', '-f', '-v', ...ids);
-    const vols = (await dockerQuiet('volume', 'ls', '-q', '--filter', `label=${label}`)).split('\n').filter(Boolean);
-    if (vols.length) await dockerQuiet('volume', 'rm', '-f', ...vols);
-  }
+  await removeLabelled([`agenthost.scope=${provNetwork}`, bareLabel]);
   await dockerQuiet('network', 'rm', provNetwork);
   await removeFirewall(firewallTag(provNetwork)).catch(() => 0);
   rmSync(CHECKPOINT_DIR, { recursive: true, force: true });
